@@ -1,0 +1,232 @@
+-- A JSON array of integers as bigint[]; null when it is not one. Integers too long for bigint come
+-- back as +/- bigint max so the caller refuses them as out of range rather than failing the batch.
+create or replace function cage_private.json_bigints(p jsonb) returns bigint[]
+  language sql immutable parallel safe
+  set search_path = pg_catalog
+as $$
+  select case
+    when jsonb_typeof(p) <> 'array' then null
+    when exists (select from jsonb_array_elements_text(p) v where v is null or v !~ '^-?[0-9]+$') then null
+    else array(
+      select case
+               when length(ltrim(v, '-')) <= 18 then v::bigint
+               when v like '-%' then -9223372036854775807
+               else 9223372036854775807
+             end
+        from jsonb_array_elements_text(p) with ordinality t (v, o)
+       order by o)
+  end
+$$;
+
+-- The batch form, as TigerBeetle does it: many movements in one call and one transaction, each with
+-- its own ref_id and its own result: 'created', 'replayed' (nothing posted; the original entry), or
+-- 'refused' with a code. A refused movement posts nothing and does not stop the others. Movements
+-- apply in array order, so a later one may spend what an earlier one credited. A later duplicate of a
+-- ref_id in the same batch is a replay of the first: it gets the first's result.
+--
+-- Item: { "refId", "kind", "moneyKind", "accounts": [id...], "amounts": [int or string...], "memo"? }
+--
+-- Steps, each one statement over the whole batch: parse; classify replays; check accounts; lock
+-- every bounded account in id order; check overdrafts (a sequential pass only when one exists);
+-- claim the ref_ids; update the projection and append the postings.
+create or replace function cage.post_movements(p_items jsonb)
+  returns table (idx int, ref_id text, status text, code text, entry_id bigint)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_items cage_private.batch_item[];
+  v_pending int;
+  v_inserted int;
+  v_negative int;
+  v_ids bigint[];
+  v_bal bigint[];
+  v_types cage.account_type[];
+  v_item cage_private.batch_item;
+  v_short text;
+  v_pos int;
+  v_k int;
+begin
+  if p_items is null or jsonb_typeof(p_items) <> 'array' or jsonb_array_length(p_items) not between 1 and 10000 then
+    perform cage_private.refuse('invalid_batch', 'items must be a JSON array of 1..10000 movements');
+  end if;
+
+  -- 1. parse, and refuse what is malformed
+  select array_agg(row(p.i, p.ref, p.kind, p.mk, p.accs, p.amts, p.memo,
+           case
+             when jsonb_typeof(p.item) <> 'object' then 'invalid_postings'
+             when p.ref is null or length(p.ref) not between 1 and 200 then 'invalid_ref_id'
+             when p.accs is null then 'invalid_postings'
+             when p.amts is null then 'invalid_amount'
+             else cage_private.movement_problem(p.ref, p.kind, p.mk, p.accs, p.amts, p.memo)
+           end, null, null)::cage_private.batch_item order by p.i)
+    into v_items
+    from (
+      select e.o::int as i, e.item,
+             e.item ->> 'refId' as ref, e.item ->> 'kind' as kind, e.item ->> 'moneyKind' as mk,
+             coalesce(e.item -> 'memo', '{}') as memo,
+             cage_private.json_bigints(e.item -> 'accounts') as accs,
+             cage_private.json_bigints(e.item -> 'amounts') as amts
+        from jsonb_array_elements(p_items) with ordinality as e (item, o)
+    ) p;
+
+  -- 2. replays: of an entry already in the journal, or of an earlier item in this batch
+  select array_agg(row(it.i, it.ref_id, it.kind, it.money_kind, it.accounts, it.amounts, it.memo,
+           case
+             when it.code is not null then it.code
+             when e.id is not null then
+               case when e.kind::text = it.kind and e.money_kind::text = it.money_kind
+                         and e.accounts = it.accounts and e.amounts = it.amounts
+                    then 'replayed' else 'ref_id_conflict' end
+             when f.i is not null then
+               case when f.kind = it.kind and f.money_kind = it.money_kind
+                         and f.accounts = it.accounts and f.amounts = it.amounts
+                    then 'replayed' else 'ref_id_conflict' end
+           end,
+           e.id, case when e.id is null then f.i end)::cage_private.batch_item order by it.i)
+    into v_items
+    from unnest(v_items) it
+    left join cage.cage_entries e on it.code is null and e.ref_id = it.ref_id
+    left join lateral (
+      select first.* from unnest(v_items) first
+       where it.code is null and first.ref_id = it.ref_id and first.i < it.i and first.code is null
+       order by first.i limit 1
+    ) f on true;
+
+  -- 3. accounts: every one exists and holds this movement's money kind
+  select array_agg(row(it.i, it.ref_id, it.kind, it.money_kind, it.accounts, it.amounts, it.memo,
+           coalesce(it.code, c.problem), it.entry_id, it.replay_of)::cage_private.batch_item order by it.i)
+    into v_items
+    from unnest(v_items) it
+    left join lateral (
+      select case
+               when count(a.id) < count(*) then 'account_not_found'
+               when count(*) filter (where a.money_kind::text <> it.money_kind) > 0 then 'money_kind_mismatch'
+             end as problem
+        from unnest(it.accounts) u (acc)
+        left join cage.cage_accounts a on a.id = u.acc
+       where it.code is null
+    ) c on true;
+
+  select count(*) into v_pending from unnest(v_items) it where it.code is null;
+
+  if v_pending > 0 then
+    -- 4. lock every bounded account the pending movements touch, in the global (id) order
+    select array_agg(s.id order by s.id), array_agg(s.balance order by s.id), array_agg(s.account_type order by s.id)
+      into v_ids, v_bal, v_types
+      from (
+        select a.id, a.balance, a.account_type
+          from cage.cage_accounts a
+         where a.bounded
+           and a.id in (select u.acc from unnest(v_items) it, unnest(it.accounts) u (acc) where it.code is null)
+         order by a.id
+           for no key update
+      ) s;
+
+    -- 5. overdrafts: running balances in batch order; a sequential pass only if one goes negative
+    select count(*) into v_negative
+      from (
+        select v_bal[array_position(v_ids, u.acc)]
+               + sum(u.amt) over (partition by u.acc order by it.i rows unbounded preceding) as running
+          from unnest(v_items) it, unnest(it.accounts, it.amounts) u (acc, amt)
+         where it.code is null and u.acc = any (v_ids)
+      ) r
+     where r.running < 0;
+
+    if v_negative > 0 then
+      for v_k in 1 .. cardinality(v_items) loop
+        v_item := v_items[v_k];
+        continue when v_item.code is not null;
+        v_short := null;
+        for v_pos in 1 .. cardinality(v_item.accounts) loop
+          if array_position(v_ids, v_item.accounts[v_pos]) is not null
+             and v_bal[array_position(v_ids, v_item.accounts[v_pos])] + v_item.amounts[v_pos] < 0 then
+            v_short := case when v_types[array_position(v_ids, v_item.accounts[v_pos])] = 'user'
+                            then 'insufficient_cage_balance' else 'account_shortfall' end;
+            exit;
+          end if;
+        end loop;
+        if v_short is not null then
+          v_items[v_k].code := v_short;
+        else
+          for v_pos in 1 .. cardinality(v_item.accounts) loop
+            if array_position(v_ids, v_item.accounts[v_pos]) is not null then
+              v_bal[array_position(v_ids, v_item.accounts[v_pos])] :=
+                v_bal[array_position(v_ids, v_item.accounts[v_pos])] + v_item.amounts[v_pos];
+            end if;
+          end loop;
+        end if;
+      end loop;
+    end if;
+
+    -- 6. claim the ref_ids of the accepted movements
+    with ins as (
+      insert into cage.cage_entries as e (ref_id, kind, money_kind, accounts, amounts, memo)
+      select it.ref_id, it.kind::cage.movement_kind, it.money_kind::cage.money_kind, it.accounts, it.amounts, it.memo
+        from unnest(v_items) it
+       where it.code is null
+       order by it.i
+      on conflict on constraint cage_entries_ref_id_unique do nothing
+      returning e.id, e.ref_id
+    )
+    select array_agg(row(it.i, it.ref_id, it.kind, it.money_kind, it.accounts, it.amounts, it.memo,
+             it.code, coalesce(ins.id, it.entry_id), it.replay_of)::cage_private.batch_item order by it.i),
+           count(ins.id)
+      into v_items, v_inserted
+      from unnest(v_items) it
+      left join ins on it.code is null and ins.ref_id = it.ref_id;
+
+    if v_inserted < (select count(*) from unnest(v_items) it where it.code is null) then
+      -- Another transaction claimed one of these ref_ids after step 2 looked: retry the whole batch.
+      raise exception using errcode = '40001', message = 'ref_id claimed concurrently; retry';
+    end if;
+
+    -- 7. projection and postings
+    with legs as (
+      select it.i, it.entry_id, it.kind, it.money_kind, it.ref_id, u.acc, u.amt, u.o
+        from unnest(v_items) it, unnest(it.accounts, it.amounts) with ordinality u (acc, amt, o)
+       where it.code is null
+    ),
+    run as (
+      select legs.*,
+             a.id is not null as bounded,
+             a.balance + sum(legs.amt) over w as balance_after,
+             a.version + row_number() over w as version_after
+        from legs
+        left join cage.cage_accounts a on a.id = legs.acc and a.bounded
+      window w as (partition by legs.acc order by legs.i rows unbounded preceding)
+    ),
+    upd as (
+      update cage.cage_accounts a
+         set balance = last.balance_after, version = last.version_after
+        from (select distinct on (run.acc) run.acc, run.balance_after, run.version_after
+                from run where run.bounded order by run.acc, run.i desc) last
+       where a.id = last.acc
+    )
+    insert into cage.cage_ledger (entry_id, account_id, money_kind, kind, ref_id, amount, balance_after, account_version)
+    select run.entry_id, run.acc, run.money_kind::cage.money_kind, run.kind::cage.movement_kind, run.ref_id, run.amt,
+           case when run.bounded then run.balance_after end,
+           case when run.bounded then run.version_after end
+      from run
+     order by run.i, run.o;
+  end if;
+
+  return query
+    select it.i,
+           it.ref_id,
+           case
+             when it.replay_of is not null and first.code is not null and first.code <> 'replayed' then 'refused'
+             when it.code is null or it.code = 'replayed' then case when it.code is null then 'created' else 'replayed' end
+             else 'refused'
+           end,
+           case
+             when it.replay_of is not null and first.code is not null and first.code <> 'replayed' then first.code
+             when it.code is null or it.code = 'replayed' then null
+             else it.code
+           end,
+           coalesce(it.entry_id, first.entry_id)
+      from unnest(v_items) it
+      left join unnest(v_items) first on first.i = it.replay_of
+     order by it.i;
+end;
+$$;

@@ -1,0 +1,135 @@
+-- The five invariants of the cage (docs: ARCHITECTURE.md, "The cage"). Every violation is one row;
+-- an empty result means the books hold. One statement, so one snapshot: callers run it in a
+-- REPEATABLE READ READ ONLY transaction (server/cage/audit.ts) and it blocks no writer.
+create or replace function cage.audit()
+  returns table (invariant text, subject text, detail jsonb)
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  with sums as (
+    select l.account_id, sum(l.amount) as total, count(*) as n
+      from cage.cage_ledger l
+     group by l.account_id
+  ),
+  entry_sums as (
+    select l.entry_id, sum(l.amount) as total, count(*) as n,
+           count(*) filter (where l.money_kind <> e.money_kind or l.kind <> e.kind or l.ref_id <> e.ref_id) as mismatched
+      from cage.cage_ledger l
+      join cage.cage_entries e on e.id = l.entry_id
+     group by l.entry_id
+  )
+  -- 1. per account: the projection equals the journal (balance = sum of postings, version = count)
+  select 'account_balance', 'account:' || a.id,
+         jsonb_build_object('balance', a.balance, 'journal', coalesce(s.total, 0),
+                            'version', a.version, 'postings', coalesce(s.n, 0))
+    from cage.cage_accounts a
+    left join sums s on s.account_id = a.id
+   where a.bounded and (a.balance <> coalesce(s.total, 0) or a.version <> coalesce(s.n, 0))
+  union all
+  -- postings must land on existing accounts of their money kind
+  select 'account_balance', 'posting:' || l.id,
+         jsonb_build_object('account', l.account_id, 'money_kind', l.money_kind, 'problem', 'no such account of this money kind')
+    from cage.cage_ledger l
+   where not exists (select from cage.cage_accounts a where a.id = l.account_id and a.money_kind = l.money_kind)
+  union all
+  -- 2. per transaction: postings sum to zero and match the entry's legs exactly
+  select 'transaction_balance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'sum', coalesce(es.total, 0), 'postings', coalesce(es.n, 0),
+                            'legs', cardinality(e.accounts), 'mismatched', coalesce(es.mismatched, 0))
+    from cage.cage_entries e
+    left join entry_sums es on es.entry_id = e.id
+   where coalesce(es.total, 0) <> 0
+      or coalesce(es.n, 0) <> cardinality(e.accounts)
+      or coalesce(es.mismatched, 0) > 0
+      or (select sum(x) from unnest(e.amounts) x) <> 0
+  union all
+  select 'transaction_balance', 'money_kind:' || l.money_kind,
+         jsonb_build_object('sum', sum(l.amount))
+    from cage.cage_ledger l
+   group by l.money_kind
+  having sum(l.amount) <> 0
+  union all
+  -- 3. no bounded balance below zero, in the projection or in the journal
+  select 'non_negative', 'account:' || a.id,
+         jsonb_build_object('balance', a.balance, 'journal', coalesce(s.total, 0), 'account_type', a.account_type)
+    from cage.cage_accounts a
+    left join sums s on s.account_id = a.id
+   where a.bounded and (a.balance < 0 or coalesce(s.total, 0) < 0)
+  union all
+  -- 4. a table's escrow equals its live stacks plus the rake not yet reconciled (as of the last
+  --    hand boundary reported); an escrow with no books must be empty
+  select 'table_escrow', 'table:' || coalesce(a.scope, b.table_id) || ':' || coalesce(a.money_kind, b.money_kind),
+         jsonb_build_object('escrow', coalesce(a.balance, 0), 'live_stacks', coalesce(b.live_stacks, 0),
+                            'unreconciled_rake', coalesce(b.unreconciled_rake, 0), 'hand_id', b.hand_id)
+    from (select * from cage.cage_accounts where account_type = 'table_escrow') a
+    full join cage.table_books b on b.table_id = a.scope and b.money_kind = a.money_kind
+   where coalesce(a.balance, 0) <> coalesce(b.live_stacks, 0) + coalesce(b.unreconciled_rake, 0)
+  union all
+  -- 5. replay-once: a ref_id has one entry (the unique index) and that entry's postings only
+  select 'replay_once', 'ref_id:' || l.ref_id,
+         jsonb_build_object('entries', count(distinct l.entry_id))
+    from cage.cage_ledger l
+   group by l.ref_id
+  having count(distinct l.entry_id) > 1
+  union all
+  select 'replay_once', 'receipt:' || r.id,
+         jsonb_build_object('ledger_ref_id', r.ledger_ref_id, 'problem', 'receipt without its ledger entry')
+    from cage.receipts r
+   where not exists (select from cage.cage_entries e where e.ref_id = r.ledger_ref_id)
+$$;
+
+-- Rebuilds the projection of bounded accounts from the journal (the journal wins) and returns the
+-- accounts it repaired. Takes the accounts table in EXCLUSIVE mode: readers go on, posters wait.
+create or replace function cage.rebuild_projection()
+  returns table (account_id bigint, old_balance bigint, new_balance bigint, old_version bigint, new_version bigint)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  lock table cage.cage_accounts in exclusive mode;
+  return query
+  with journal as (
+    select a.id, a.balance, a.version,
+           coalesce((select sum(l.amount) from cage.cage_ledger l where l.account_id = a.id), 0)::bigint as total,
+           (select count(*) from cage.cage_ledger l where l.account_id = a.id) as n
+      from cage.cage_accounts a
+     where a.bounded
+  ),
+  fixed as (
+    update cage.cage_accounts a
+       set balance = j.total, version = j.n
+      from journal j
+     where a.id = j.id and (a.balance <> j.total or a.version <> j.n)
+    returning a.id, j.balance as old_balance, a.balance as new_balance, j.version as old_version, a.version as new_version
+  )
+  select * from fixed order by 1;
+end;
+$$;
+
+-- Records a table's books at a hand boundary (invariant 4 compares them with its escrow).
+create or replace function cage.record_table_books(
+  p_table_id text, p_money_kind text, p_live_stacks bigint, p_unreconciled_rake bigint, p_hand_id text default null
+) returns cage.table_books
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_books cage.table_books;
+begin
+  if p_table_id is null or length(p_table_id) not between 1 and 128
+     or p_live_stacks is null or p_live_stacks < 0
+     or p_unreconciled_rake is null or p_unreconciled_rake < 0 then
+    perform cage_private.refuse('invalid_table_books', 'table id 1..128 chars; stacks and rake non-negative');
+  end if;
+  if p_money_kind is null or not (p_money_kind = any (enum_range(null::cage.money_kind)::text[])) then
+    perform cage_private.refuse('unknown_money_kind', format('money kind %L', p_money_kind));
+  end if;
+  insert into cage.table_books as b (table_id, money_kind, live_stacks, unreconciled_rake, hand_id)
+  values (p_table_id, p_money_kind::cage.money_kind, p_live_stacks, p_unreconciled_rake, p_hand_id)
+  on conflict (table_id, money_kind) do update
+    set live_stacks = excluded.live_stacks, unreconciled_rake = excluded.unreconciled_rake,
+        hand_id = excluded.hand_id, updated_at = now()
+  returning b.* into v_books;
+  return v_books;
+end;
+$$;

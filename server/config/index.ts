@@ -1,0 +1,99 @@
+// Configuration: every environment variable the platform reads, validated once at boot.
+// A bad variable is a refusal to boot with one clear line per problem, never a half-configured server.
+import { z } from 'zod';
+
+export const ROLES = ['auth', 'game', 'cage', 'chain-bank', 'admin', 'worker'] as const;
+export type Role = (typeof ROLES)[number];
+
+// Roles that exist in this build. Later issues add to this list as they land.
+export const AVAILABLE_ROLES: readonly Role[] = ['cage', 'admin', 'worker'];
+
+const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
+const flag = z
+  .enum(['true', 'false', '1', '0', ''])
+  .default('false')
+  .transform((v) => v === 'true' || v === '1');
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v === '' ? undefined : v));
+
+const schema = z
+  .object({
+    NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    HOST: z.string().min(1).default('127.0.0.1'),
+    DATABASE_URL: optionalString.pipe(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
+    PG_DATA_DIR: z.string().min(1).default('.data/postgres'),
+    PG_PORT: port(54329),
+    PORT: port(3673),
+    GAME_PORT: port(3674),
+    CAGE_PORT: port(3675),
+    CHAIN_BANK_PORT: port(3676),
+    ADMIN_PORT: port(3677),
+    HTTP_BODY_LIMIT: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
+    SERVICE_KEY: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
+    ENABLE_TEST_AUTH: flag,
+    CAGE_RECEIPT_KEY: optionalString.pipe(
+      z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (an ed25519 private key)').optional(),
+    ),
+    CAGE_AUDIT_CRON: z.string().min(9).default('* * * * *'),
+    OTEL_EXPORTER_OTLP_ENDPOINT: optionalString.pipe(z.url().optional()),
+    OTEL_SERVICE_NAME: z.string().min(1).default('poker-platform'),
+  })
+  .superRefine((env, ctx) => {
+    if (env.ENABLE_TEST_AUTH && env.NODE_ENV !== 'development' && env.NODE_ENV !== 'test') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ENABLE_TEST_AUTH'],
+        message: `true is only allowed when NODE_ENV is development or test (NODE_ENV is ${env.NODE_ENV})`,
+      });
+    }
+  });
+
+export type Config = z.infer<typeof schema> & {
+  /** The test token and /api/dev/mint-jwt are permitted only under this flag. */
+  testAuthPermitted: boolean;
+};
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`));
+  }
+  const config = parsed.data;
+  return {
+    ...config,
+    testAuthPermitted: config.ENABLE_TEST_AUTH && (config.NODE_ENV === 'development' || config.NODE_ENV === 'test'),
+  };
+}
+
+export function parseRoles(argv: readonly string[]): Role[] {
+  const roles: Role[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    let value: string | undefined;
+    if (arg === '--role') value = argv[++i];
+    else if (arg.startsWith('--role=')) value = arg.slice('--role='.length);
+    else throw new ConfigError([`unknown argument ${arg} (usage: --role <${ROLES.join('|')}>, repeatable)`]);
+    for (const name of (value ?? '').split(',')) {
+      if (!(ROLES as readonly string[]).includes(name)) {
+        throw new ConfigError([`--role: unknown role '${name}' (one of ${ROLES.join(', ')})`]);
+      }
+      if (!AVAILABLE_ROLES.includes(name as Role)) {
+        throw new ConfigError([`--role: role '${name}' is not built yet (available: ${AVAILABLE_ROLES.join(', ')})`]);
+      }
+      if (!roles.includes(name as Role)) roles.push(name as Role);
+    }
+  }
+  return roles.length ? roles : [...AVAILABLE_ROLES];
+}

@@ -1,0 +1,170 @@
+// The migration runner (modelled on graphile-worker's src/migrate.ts): one advisory lock, one
+// transaction per migration file, checksums so an edited applied migration is refused, and the
+// repeatable folders (db/functions, then db/policies) re-applied in one transaction whenever their
+// combined hash changes. Applying twice is a no-op.
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { Logger as WorkerLogger, runMigrations as runWorkerMigrations } from 'graphile-worker';
+
+export const DB_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../db');
+const MIGRATION_NAME = /^(\d{6})_[a-z0-9_]+\.sql$/;
+const LOCK_KEY = 'poker-platform:migrate';
+
+export class MigrationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MigrationError';
+  }
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+async function sqlFilesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => []);
+  return entries
+    .filter((e) => e.isFile() && e.name.endsWith('.sql'))
+    .map((e) => path.join(e.parentPath, e.name))
+    .sort();
+}
+
+export interface MigrationFile {
+  name: string;
+  sql: string;
+  checksum: string;
+}
+
+export async function readMigrations(root = DB_ROOT): Promise<MigrationFile[]> {
+  const files = (await readdir(path.join(root, 'migrations'))).filter((f) => f.endsWith('.sql')).sort();
+  const seen = new Set<string>();
+  return Promise.all(
+    files.map(async (name) => {
+      const match = MIGRATION_NAME.exec(name);
+      if (!match) throw new MigrationError(`db/migrations/${name}: name must look like 000001_what_it_does.sql`);
+      if (seen.has(match[1]!)) throw new MigrationError(`db/migrations/${name}: number ${match[1]} is used twice`);
+      seen.add(match[1]!);
+      const sql = await readFile(path.join(root, 'migrations', name), 'utf8');
+      return { name, sql, checksum: sha256(sql) };
+    }),
+  );
+}
+
+async function readRepeatables(root: string) {
+  const files = [...(await sqlFilesUnder(path.join(root, 'functions'))), ...(await sqlFilesUnder(path.join(root, 'policies')))];
+  const parts = await Promise.all(files.map(async (f) => ({ file: path.relative(root, f), sql: await readFile(f, 'utf8') })));
+  return parts;
+}
+
+export interface MigrateResult {
+  applied: string[];
+  repeatablesApplied: boolean;
+}
+
+export async function migrate(
+  connectionString: string,
+  options: { root?: string; log?: (msg: string) => void } = {},
+): Promise<MigrateResult> {
+  const root = options.root ?? DB_ROOT;
+  const log = options.log ?? (() => {});
+  const migrations = await readMigrations(root);
+  const repeatables = await readRepeatables(root);
+  const client = new pg.Client({ connectionString });
+  await client.connect();
+  const applied: string[] = [];
+  let repeatablesApplied = false;
+  try {
+    await client.query('select pg_advisory_lock(hashtext($1))', [LOCK_KEY]);
+    await client.query(`
+      create schema if not exists poker_migrate;
+      create table if not exists poker_migrate.migrations (
+        name text primary key,
+        checksum text not null,
+        applied_at timestamptz not null default now()
+      );
+      create table if not exists poker_migrate.repeatables (
+        id boolean primary key default true check (id),
+        hash text not null,
+        applied_at timestamptz not null default now()
+      );
+      revoke all on schema poker_migrate from public;
+    `);
+    const done = new Map(
+      (await client.query<{ name: string; checksum: string }>('select name, checksum from poker_migrate.migrations')).rows.map(
+        (r) => [r.name, r.checksum],
+      ),
+    );
+    const known = new Set(migrations.map((m) => m.name));
+    const unknown = [...done.keys()].filter((n) => !known.has(n)).sort();
+    if (unknown.length) {
+      throw new MigrationError(
+        `the database has migrations this code does not know (${unknown.join(', ')}): it is newer than this code; deploy the newer code`,
+      );
+    }
+    for (const m of migrations) {
+      const checksum = done.get(m.name);
+      if (checksum === undefined) continue;
+      if (checksum !== m.checksum) {
+        throw new MigrationError(
+          `db/migrations/${m.name} was edited after it was applied (checksum ${checksum.slice(0, 12)} in the database, ${m.checksum.slice(0, 12)} on disk); ` +
+            'applied migrations are immutable: restore the file and put the change in a new migration',
+        );
+      }
+    }
+    for (const m of migrations) {
+      if (done.has(m.name)) continue;
+      await inTransaction(client, async () => {
+        // Insert first: a concurrent migrator without the lock would clash here and back off.
+        await client.query('insert into poker_migrate.migrations (name, checksum) values ($1, $2)', [m.name, m.checksum]);
+        await client.query(m.sql);
+      }, `db/migrations/${m.name}`);
+      applied.push(m.name);
+      log(`applied migration ${m.name}`);
+    }
+
+    await runWorkerMigrations({ connectionString, logger: quietWorkerLogger });
+
+    const workerVersion = (await client.query<{ v: string }>(
+      "select coalesce(max(id), 0)::text as v from graphile_worker.migrations",
+    )).rows[0]!.v;
+    const hash = sha256(JSON.stringify({ workerVersion, repeatables }));
+    const current = (await client.query<{ hash: string }>('select hash from poker_migrate.repeatables')).rows[0]?.hash;
+    if (current !== hash) {
+      await inTransaction(client, async () => {
+        for (const r of repeatables) {
+          try {
+            await client.query(r.sql);
+          } catch (err) {
+            throw new MigrationError(`db/${r.file}: ${(err as Error).message}`);
+          }
+        }
+        await client.query(
+          `insert into poker_migrate.repeatables (id, hash) values (true, $1)
+           on conflict (id) do update set hash = excluded.hash, applied_at = now()`,
+          [hash],
+        );
+      }, 'db/functions + db/policies');
+      repeatablesApplied = true;
+      log(`applied db/functions and db/policies (${repeatables.length} files)`);
+    }
+  } finally {
+    await client.query('select pg_advisory_unlock(hashtext($1))', [LOCK_KEY]).catch(() => undefined);
+    await client.end();
+  }
+  return { applied, repeatablesApplied };
+}
+
+async function inTransaction(client: pg.Client, fn: () => Promise<void>, what: string) {
+  await client.query('begin');
+  try {
+    await fn();
+    await client.query('commit');
+  } catch (err) {
+    await client.query('rollback');
+    if (err instanceof MigrationError) throw err;
+    throw new MigrationError(`${what}: ${(err as Error).message}`);
+  }
+}
+
+const quietWorkerLogger = new WorkerLogger(() => () => {});

@@ -1,0 +1,63 @@
+// One pg pool per service role. Each connection switches to the role's database role at startup
+// (`-c role=...`), so every query the service makes runs with that role's grants and RLS policies.
+import pg from 'pg';
+
+export type DbRole = 'poker_cage' | 'poker_auth' | 'poker_game' | 'poker_worker' | 'poker_admin' | 'poker_anonymous';
+
+// bigint chips stay bigint: int8 and numeric sums are parsed to BigInt, never to a float.
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === pg.types.builtins.INT8) return (value: string) => BigInt(value);
+    return pg.types.getTypeParser(oid, format);
+  },
+};
+
+export interface PoolOptions {
+  max?: number;
+  lockTimeoutMs?: number;
+  statementTimeoutMs?: number;
+  applicationName?: string;
+}
+
+export function createRolePool(connectionString: string, role: DbRole, options: PoolOptions = {}) {
+  const pool = new pg.Pool({
+    connectionString,
+    max: options.max ?? 10,
+    application_name: options.applicationName ?? role,
+    options: `-c role=${role} -c lock_timeout=${options.lockTimeoutMs ?? 5000} -c statement_timeout=${options.statementTimeoutMs ?? 30000}`,
+    types,
+  });
+  quietErrors(pool);
+  return pool;
+}
+
+/** A client that loses its connection must not crash the process; the pool replaces it. */
+function quietErrors(pool: pg.Pool) {
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+}
+
+/** A pool as the owner (migrations, test setup, PostGraphile's own per-request role switching). */
+export function createOwnerPool(connectionString: string, max = 10) {
+  const pool = new pg.Pool({ connectionString, max, types });
+  quietErrors(pool);
+  return pool;
+}
+
+const RETRYABLE = new Set(['40001', '40P01', '55P03']);
+
+/**
+ * Runs `fn` and retries it (same arguments, so the same ref_id) on serialization failure, deadlock
+ * and lock timeout only, with jittered backoff. A business refusal is never retried.
+ */
+export async function withRetry<T>(fn: () => Promise<T>, attempts = 8): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (!code || !RETRYABLE.has(code) || attempt >= attempts) throw err;
+      await new Promise((r) => setTimeout(r, Math.random() * 5 * 2 ** attempt));
+    }
+  }
+}

@@ -1,0 +1,63 @@
+// The common shape of every HTTP role: JSON in with a size limit, /health, the role's routes, then
+// 404 and the one error mapping. Roles add their routes through `routes`.
+import express, { type Express } from 'express';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { errorHandler, notFound } from './errors.ts';
+
+export interface AppOptions {
+  log: Logger;
+  bodyLimit: number;
+  /** The role's database pool; /health measures its latency. */
+  pool: pg.Pool;
+  routes: (app: Express) => void | Promise<void>;
+}
+
+export async function createApp(options: AppOptions): Promise<Express> {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  app.use(express.json({ limit: options.bodyLimit, strict: true, type: ['application/json', 'application/*+json'] }));
+  app.get('/health', async (_req, res) => {
+    const started = performance.now();
+    try {
+      await options.pool.query('select 1');
+      res.json({ ok: true, latency: Math.round((performance.now() - started) * 100) / 100 });
+    } catch (err) {
+      options.log.warn({ err: (err as Error).message }, 'health: database unreachable');
+      res.status(503).json({ ok: false, error: 'database_unreachable' });
+    }
+  });
+  await options.routes(app);
+  app.use(notFound);
+  app.use(errorHandler(options.log));
+  return app;
+}
+
+export interface Listening {
+  server: Server;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Listens on host:port (0 = an ephemeral port) and resolves with the URL actually bound. */
+export async function listen(app: Express, host: string, port: number): Promise<Listening> {
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(port, host);
+    s.once('listening', () => resolve(s));
+    s.once('error', reject);
+  });
+  const address = server.address() as AddressInfo;
+  const shownHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+  return {
+    server,
+    url: `http://${shownHost}:${address.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}

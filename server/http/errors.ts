@@ -1,0 +1,101 @@
+// One mapping from errors to HTTP: a coded SQL refusal, a validation failure, a malformed request.
+// A client mistake is a 4xx JSON `{ error: code }`; only the unexpected is a 500, and its body
+// never carries a stack or a message.
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly issues?: unknown[];
+  constructor(status: number, code: string, issues?: unknown[]) {
+    super(code);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+    this.issues = issues;
+  }
+}
+
+/** SQLSTATE -> HTTP status. Custom CG* states carry the spec's code as their message. */
+export const SQL_STATUS: Record<string, number> = {
+  // cage refusals (db/functions/cage/00_refusals.sql)
+  CGRID: 400, CGKND: 400, CGMKD: 400, CGATY: 400, CGACS: 400, CGLEG: 400, CGAMT: 400, CGIAM: 400,
+  CGUNB: 400, CGMEM: 400, CGBAT: 400, CGRCP: 400, CGBOK: 400,
+  CGACC: 404,
+  CGMKM: 409, CGREF: 409, CGSHF: 409, CGRCC: 409, CGIMM: 409,
+  CGNSF: 402,
+  // standard states a client can cause
+  '22001': 400, // string_data_right_truncation
+  '22003': 400, // numeric_value_out_of_range
+  '22P02': 400, // invalid_text_representation
+  '22023': 400, // invalid_parameter_value
+  '23505': 409, // unique_violation
+  '23514': 409, // check_violation
+  '42501': 403, // insufficient_privilege
+  '40001': 503, // serialization_failure (after retries)
+  '40P01': 503, // deadlock_detected (after retries)
+  '55P03': 503, // lock_not_available (after retries)
+  '57014': 503, // query_canceled (statement timeout)
+};
+
+const STANDARD_CODES: Record<string, string> = {
+  '22001': 'value_too_long',
+  '22003': 'amount_out_of_range',
+  '22P02': 'bad_request',
+  '22023': 'bad_request',
+  '23505': 'conflict',
+  '23514': 'constraint_violation',
+  '42501': 'forbidden',
+  '40001': 'busy_retry',
+  '40P01': 'busy_retry',
+  '55P03': 'busy_retry',
+  '57014': 'timeout',
+};
+
+export interface ErrorBody {
+  status: number;
+  body: { error: string; issues?: unknown[] };
+}
+
+export function zodIssues(error: z.ZodError) {
+  return error.issues.map((i) => ({ path: i.path.map(String), message: i.message, code: i.code }));
+}
+
+/** Maps any thrown value to the response a client sees. */
+export function toErrorBody(err: unknown): ErrorBody {
+  if (err instanceof ApiError) {
+    return { status: err.status, body: err.issues ? { error: err.code, issues: err.issues } : { error: err.code } };
+  }
+  if (err instanceof z.ZodError) {
+    return { status: 400, body: { error: 'validation_failed', issues: zodIssues(err) } };
+  }
+  const e = err as { code?: unknown; message?: unknown; type?: unknown; status?: unknown };
+  // body-parser errors: malformed JSON, oversize body, wrong charset
+  if (e.type === 'entity.parse.failed') return { status: 400, body: { error: 'malformed_json' } };
+  if (e.type === 'entity.too.large') return { status: 413, body: { error: 'body_too_large' } };
+  if (typeof e.type === 'string' && typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
+    return { status: e.status, body: { error: 'bad_request' } };
+  }
+  if (typeof e.code === 'string' && e.code in SQL_STATUS) {
+    const status = SQL_STATUS[e.code]!;
+    const code = e.code.startsWith('CG') ? String(e.message) : STANDARD_CODES[e.code]!;
+    return { status, body: { error: code } };
+  }
+  return { status: 500, body: { error: 'internal_error' } };
+}
+
+export function errorHandler(log: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const { status, body } = toErrorBody(err);
+    if (status >= 500) log.error({ err, method: req.method, path: req.path }, 'request failed');
+    else log.debug({ method: req.method, path: req.path, status, error: body.error }, 'request refused');
+    if (res.headersSent) return;
+    res.status(status).json(body);
+  };
+}
+
+export const notFound: RequestHandler = (_req, res) => {
+  res.status(404).json({ error: 'not_found' });
+};

@@ -1,0 +1,70 @@
+// Starts the platform: the database (embedded unless DATABASE_URL is set), the migrations, then
+// each requested role. Stops in reverse: roles first (they finish what is in flight), database last.
+import type { Logger } from 'pino';
+import type { Config, Role } from './config/index.ts';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.ts';
+import { migrate } from './db/migrate.ts';
+import type { RoleContext, StartedRole } from './roles/types.ts';
+import { startCage } from './cage/index.ts';
+import { startAdmin } from './admin/index.ts';
+import { startWorker } from './worker/index.ts';
+
+const STARTERS: Partial<Record<Role, (ctx: RoleContext) => Promise<StartedRole>>> = {
+  cage: startCage,
+  admin: startAdmin,
+  worker: startWorker,
+};
+
+export interface Platform {
+  databaseUrl: string;
+  roles: StartedRole[];
+  stop(): Promise<void>;
+}
+
+export async function startPlatform(options: {
+  config: Config;
+  roles: Role[];
+  log: Logger;
+  /** Skip the database and migrations (tests that already have a migrated database). */
+  databaseUrl?: string;
+}): Promise<Platform> {
+  const { config, log } = options;
+  let embedded: EmbeddedPostgres | undefined;
+  let databaseUrl = options.databaseUrl ?? config.DATABASE_URL;
+  const started: StartedRole[] = [];
+  const stop = async () => {
+    for (const role of [...started].reverse()) {
+      try {
+        await role.stop();
+      } catch (err) {
+        log.error({ err, role: role.role }, 'role did not stop cleanly');
+      }
+    }
+    started.length = 0;
+    await embedded?.stop();
+  };
+  try {
+    if (!databaseUrl) {
+      embedded = await startEmbeddedPostgres({
+        dataDir: config.PG_DATA_DIR,
+        port: config.PG_PORT,
+        log: (msg) => log.info({ component: 'embedded-postgres' }, msg),
+      });
+      databaseUrl = embedded.url;
+      log.info({ dataDir: embedded.dataDir, port: embedded.port }, 'embedded PostgreSQL started');
+    }
+    if (!options.databaseUrl) {
+      const result = await migrate(databaseUrl, { log: (msg) => log.info({ component: 'migrate' }, msg) });
+      log.info({ applied: result.applied.length, repeatables: result.repeatablesApplied }, 'database migrated');
+    }
+    for (const role of options.roles) {
+      const start = STARTERS[role];
+      if (!start) throw new Error(`role ${role} is not built yet`);
+      started.push(await start({ config, databaseUrl, log }));
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { databaseUrl, roles: started, stop };
+}

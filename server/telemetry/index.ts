@@ -1,0 +1,101 @@
+// Logs (pino, JSON) and spans (@opentelemetry/api). Telemetry never stops the work: exporter
+// failures are swallowed by the SDK's processors, and `withSpan` only records, it never throws its own errors.
+import { context, trace, SpanStatusCode, type Attributes, type Span } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { pino, type Logger } from 'pino';
+
+export type { Logger };
+
+export function createLogger(level: string, name = 'poker'): Logger {
+  return pino({
+    name,
+    level,
+    // Secrets never reach a log line, even when a caller logs a whole request or config object.
+    redact: {
+      paths: [
+        'SERVICE_KEY', 'CAGE_RECEIPT_KEY', 'DATABASE_URL', 'password', 'secret',
+        'req.headers.authorization', 'req.headers["x-service-key"]', 'req.headers.cookie',
+        'headers.authorization', 'headers["x-service-key"]', 'headers.cookie',
+      ],
+      censor: '[redacted]',
+    },
+  });
+}
+
+let provider: BasicTracerProvider | undefined;
+let memoryExporter: InMemorySpanExporter | undefined;
+
+/**
+ * Installs the global tracer provider once. With `memory` the spans are kept for tests to read
+ * (`finishedSpans()`); with an OTLP endpoint they are exported in batches; otherwise they are dropped.
+ */
+export async function installTelemetry(options: { serviceName: string; otlpEndpoint?: string; memory?: boolean }) {
+  if (provider) return;
+  const spanProcessors: SpanProcessor[] = [];
+  if (options.memory) {
+    memoryExporter = new InMemorySpanExporter();
+    spanProcessors.push(new SimpleSpanProcessor(memoryExporter));
+  }
+  if (options.otlpEndpoint) {
+    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
+    spanProcessors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
+  }
+  provider = new BasicTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': options.serviceName }),
+    spanProcessors,
+  });
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  trace.setGlobalTracerProvider(provider);
+}
+
+export async function shutdownTelemetry() {
+  const p = provider;
+  provider = undefined;
+  memoryExporter = undefined;
+  if (!p) return;
+  try {
+    await p.shutdown();
+  } catch {
+    // telemetry failure never stops the work, shutdown included
+  }
+  trace.disable();
+  context.disable();
+}
+
+/** Spans recorded since the last reset (only with `memory: true`). */
+export function finishedSpans() {
+  return memoryExporter?.getFinishedSpans() ?? [];
+}
+
+export function resetSpans() {
+  memoryExporter?.reset();
+}
+
+export const tracer = () => trace.getTracer('poker-platform');
+
+/**
+ * Runs `fn` inside an active span. The span ends when `fn` settles; a thrown error is recorded
+ * (with its `code` as `error.code`) and rethrown unchanged.
+ */
+export async function withSpan<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>): Promise<T> {
+  return tracer().startActiveSpan(name, { attributes }, async (span) => {
+    try {
+      return await fn(span);
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (typeof code === 'string') span.setAttribute('error.code', code);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}

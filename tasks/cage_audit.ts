@@ -1,0 +1,41 @@
+// Job `cage_audit`: runs the cage's five-invariant audit in one read-only snapshot. On divergence
+// it emits span `persistence.conservation.cage_divergence` and logs an error; it never writes, so
+// running it twice changes nothing.
+import { SpanStatusCode } from '@opentelemetry/api';
+import type { Task } from 'graphile-worker';
+import type { Logger } from 'pino';
+import { tracer } from '../server/telemetry/index.ts';
+
+export interface CageAuditViolation {
+  invariant: string;
+  subject: string;
+  detail: unknown;
+}
+
+export function createCageAuditTask(log: Logger): Task {
+  return async (_payload, helpers) => {
+    const violations = await helpers.withPgClient(async (client) => {
+      await client.query('begin isolation level repeatable read read only');
+      try {
+        const { rows } = await client.query<CageAuditViolation>('select invariant, subject, detail from cage.audit()');
+        return rows;
+      } finally {
+        await client.query('commit');
+      }
+    });
+    if (violations.length === 0) {
+      log.debug('cage audit clean');
+      return;
+    }
+    const invariants = [...new Set(violations.map((v) => v.invariant))].sort();
+    tracer().startActiveSpan(
+      'persistence.conservation.cage_divergence',
+      { attributes: { 'cage.violations': violations.length, 'cage.invariants': invariants } },
+      (span) => {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: `${violations.length} cage invariant violations` });
+        span.end();
+      },
+    );
+    log.error({ violations: violations.slice(0, 50), count: violations.length, invariants }, 'cage divergence: the audit found violations');
+  };
+}
