@@ -1,0 +1,38 @@
+// Once per `npm test`: a throwaway PostgreSQL, and a template database built by the real migration
+// runner. Every test file clones its own database from the template (test/helpers/db.ts), so files
+// run in parallel without sharing state.
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { startEmbeddedPostgres } from '../server/db/embedded.ts';
+import { migrate } from '../server/db/migrate.ts';
+import { freePort } from './helpers/ports.ts';
+import { withDatabase } from './helpers/url.ts';
+
+export const TEMPLATE_DB = 'poker_template';
+
+export default async function globalSetup() {
+  let serverUrl = process.env.TEST_DATABASE_URL;
+  if (!serverUrl) {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'poker-test-pg-'));
+    const embedded = await startEmbeddedPostgres({
+      dataDir,
+      port: await freePort(),
+      ephemeral: true,
+      // a throwaway cluster: durability buys nothing here
+      settings: { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off', max_connections: '300' },
+    });
+    (globalThis as Record<string, unknown>).__embeddedPostgres = embedded;
+    serverUrl = embedded.url;
+  }
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`drop database if exists ${TEMPLATE_DB}`);
+  await admin.query(`create database ${TEMPLATE_DB}`);
+  await admin.end();
+  const templateUrl = withDatabase(serverUrl, TEMPLATE_DB);
+  await migrate(templateUrl);
+  process.env.TEST_SERVER_URL = serverUrl;
+  process.env.TEST_TEMPLATE_DB = TEMPLATE_DB;
+}
