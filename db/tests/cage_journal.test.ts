@@ -1,0 +1,124 @@
+// The journal is append-only by the database's own rules; the projection is checked by the audit
+// and repaired by rebuild (the journal wins).
+import type pg from 'pg';
+import { audit, rebuildProjection } from '../../server/cage/ledger.ts';
+import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
+import { balanceOf, expectCleanAudit, fund, refId, systemAccount, userAccount } from '../../test/helpers/cage.ts';
+
+let db: TestDatabase;
+let cage: pg.Pool;
+beforeAll(async () => {
+  db = await createTestDatabase();
+  cage = db.pool('poker_cage');
+});
+afterAll(async () => {
+  await expectCleanAudit(cage);
+  await db.drop();
+});
+
+describe('append-only', () => {
+  beforeAll(async () => {
+    const a = await userAccount(cage);
+    await fund(cage, a.id, 10n);
+  });
+
+  test.each([
+    ['update cage.cage_ledger set amount = amount + 1'],
+    ['delete from cage.cage_ledger'],
+    ['truncate cage.cage_ledger cascade'],
+    ['update cage.cage_entries set memo = \'{"x":1}\''],
+    ['delete from cage.cage_entries'],
+    ['delete from cage.cage_accounts'],
+  ])('even the owner cannot: %s', async (sql) => {
+    await expect(db.owner.query(sql)).rejects.toMatchObject({ code: 'CGIMM', message: 'journal_immutable' });
+  });
+
+  test.each(['poker_cage', 'poker_game', 'poker_auth', 'poker_worker', 'poker_admin', 'poker_anonymous'] as const)(
+    'role %s cannot write cage tables directly',
+    async (role) => {
+      const pool = db.pool(role, 1);
+      for (const sql of [
+        "insert into cage.cage_entries (ref_id, kind, money_kind, accounts, amounts) values ('x', 'grant', 'play', '{1,2}', '{-1,1}')",
+        'update cage.cage_accounts set balance = balance + 1',
+        'delete from cage.cage_ledger',
+      ]) {
+        await expect(pool.query(sql)).rejects.toMatchObject({ code: '42501' });
+      }
+    },
+  );
+
+  test.each(['poker_game', 'poker_auth', 'poker_worker', 'poker_admin', 'poker_anonymous'] as const)(
+    'role %s cannot post to the ledger',
+    async (role) => {
+      const pool = db.pool(role, 1);
+      await expect(
+        pool.query("select * from cage.post_movement('x', 'grant', 'play', '{1,2}', '{-1,1}')"),
+      ).rejects.toMatchObject({ code: '42501' });
+      await expect(pool.query("select * from cage.post_movements('[]')")).rejects.toMatchObject({ code: '42501' });
+    },
+  );
+});
+
+describe('audit and rebuild', () => {
+  test('a corrupted projection row is caught by the audit and repaired by rebuild', async () => {
+    const a = await userAccount(cage);
+    const b = await userAccount(cage);
+    await fund(cage, a.id, 100n);
+    await cage.query('select * from cage.post_movement($1, $2, $3, $4::bigint[], $5::bigint[])', [
+      refId(), 'adjustment', 'play', [a.id, b.id].map(String), ['-30', '30'],
+    ]);
+    await expectCleanAudit(cage);
+
+    // Corrupt the projection behind the functions' back (as the owner: no service role can).
+    await db.owner.query('update cage.cage_accounts set balance = balance + 5 where id = $1', [a.id]);
+    await db.owner.query('update cage.cage_accounts set version = version + 1 where id = $1', [b.id]);
+    const violations = await audit(cage);
+    expect(violations).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ invariant: 'account_balance', subject: `account:${a.id}` }),
+        expect.objectContaining({ invariant: 'account_balance', subject: `account:${b.id}` }),
+      ]),
+    );
+    expect(violations).toHaveLength(2);
+    expect(violations.find((v) => v.subject === `account:${a.id}`)!.detail).toMatchObject({ balance: 75, journal: 70 });
+
+    const repaired = await rebuildProjection(cage);
+    expect(repaired.map((r) => r.account_id).sort()).toEqual([a.id, b.id].sort());
+    expect(repaired.find((r) => r.account_id === a.id)).toMatchObject({ old_balance: 75n, new_balance: 70n });
+    expect(await balanceOf(cage, a.id)).toBe(70n);
+    await expectCleanAudit(cage);
+    expect(await rebuildProjection(cage)).toEqual([]);
+  });
+
+  test('a table escrow must equal the live stacks plus unreconciled rake at the last hand boundary', async () => {
+    const a = await userAccount(cage);
+    await fund(cage, a.id, 500n);
+    const table = `tbl-${refId()}`;
+    const escrow = (await cage.query('select cage.ensure_account($1, null, $2, $3) as id', ['table_escrow', table, 'play'])).rows[0].id;
+    await cage.query('select * from cage.post_movement($1, $2, $3, $4::bigint[], $5::bigint[])', [
+      refId(), 'table_buy_in', 'play', [a.id, escrow].map(String), ['-200', '200'],
+    ]);
+    // no books reported for a funded escrow
+    expect(await audit(cage)).toEqual([
+      expect.objectContaining({ invariant: 'table_escrow', subject: `table:${table}:play` }),
+    ]);
+    await cage.query('select cage.record_table_books($1, $2, $3, $4, $5)', [table, 'play', 190, 10, 'hand-1']);
+    await expectCleanAudit(cage);
+    await cage.query('select cage.record_table_books($1, $2, $3, $4, $5)', [table, 'play', 195, 10, 'hand-2']);
+    expect(await audit(cage)).toEqual([
+      expect.objectContaining({ invariant: 'table_escrow', detail: expect.objectContaining({ escrow: 200, live_stacks: 195, unreconciled_rake: 10 }) }),
+    ]);
+    await cage.query('select cage.record_table_books($1, $2, $3, $4, $5)', [table, 'play', 190, 10, 'hand-2']);
+    await expectCleanAudit(cage);
+    await expect(cage.query('select cage.record_table_books($1, $2, $3, $4)', [table, 'play', -1, 0])).rejects.toMatchObject({ code: 'CGBOK' });
+  });
+
+  test('unbounded system accounts are derived from the journal and conserve per money kind', async () => {
+    const source = await systemAccount(cage, 'grant_source', 'real');
+    const a = await userAccount(cage, 'real');
+    await fund(cage, a.id, 42n, 'real');
+    expect(await balanceOf(cage, source)).toBe(-42n);
+    const { rows } = await cage.query("select sum(amount)::bigint as total from cage.cage_ledger where money_kind = 'real'");
+    expect(rows[0].total).toBe(0n);
+  });
+});
