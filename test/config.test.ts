@@ -1,0 +1,63 @@
+// Configuration: defaults, one clear message per bad variable, and the test-harness rule.
+import { ConfigError, loadConfig, parseRoles } from '../server/config/index.ts';
+
+function problems(env: Record<string, string>) {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems;
+  }
+  throw new Error('expected the configuration to be refused');
+}
+
+test('defaults', () => {
+  const config = loadConfig({});
+  expect(config).toMatchObject({
+    NODE_ENV: 'development', HOST: '127.0.0.1', PORT: 3673, GAME_PORT: 3674, CAGE_PORT: 3675, CHAIN_BANK_PORT: 3676,
+    ADMIN_PORT: 3677, PG_DATA_DIR: '.data/postgres', PG_PORT: 54329, ENABLE_TEST_AUTH: false, testAuthPermitted: false,
+    HTTP_BODY_LIMIT: 65536,
+  });
+  expect(config.DATABASE_URL).toBeUndefined();
+  expect(config.SERVICE_KEY).toBeUndefined();
+});
+
+test.each(['production', 'staging'])('ENABLE_TEST_AUTH=true with NODE_ENV=%s refuses to boot', (nodeEnv) => {
+  const found = problems({ ENABLE_TEST_AUTH: 'true', NODE_ENV: nodeEnv });
+  expect(found.some((p) => p.startsWith('ENABLE_TEST_AUTH') || p.startsWith('NODE_ENV'))).toBe(true);
+});
+
+test.each(['development', 'test'])('ENABLE_TEST_AUTH=true is permitted with NODE_ENV=%s', (nodeEnv) => {
+  expect(loadConfig({ ENABLE_TEST_AUTH: 'true', NODE_ENV: nodeEnv }).testAuthPermitted).toBe(true);
+});
+
+test('the test harness is off unless ENABLE_TEST_AUTH is exactly true', () => {
+  expect(loadConfig({ NODE_ENV: 'test' }).testAuthPermitted).toBe(false);
+  expect(loadConfig({ NODE_ENV: 'test', ENABLE_TEST_AUTH: 'false' }).testAuthPermitted).toBe(false);
+  expect(problems({ NODE_ENV: 'test', ENABLE_TEST_AUTH: 'yes' })).toEqual([expect.stringMatching(/^ENABLE_TEST_AUTH: /)]);
+});
+
+test('every bad variable gets its own message', () => {
+  const found = problems({
+    CAGE_PORT: 'abc', ADMIN_PORT: '70000', DATABASE_URL: 'mysql://x', SERVICE_KEY: 'short', CAGE_RECEIPT_KEY: 'zz', LOG_LEVEL: 'loud',
+  });
+  expect(found.map((p) => p.split(':')[0]).sort()).toEqual(
+    ['ADMIN_PORT', 'CAGE_PORT', 'CAGE_RECEIPT_KEY', 'DATABASE_URL', 'LOG_LEVEL', 'SERVICE_KEY'].sort(),
+  );
+  expect(found.find((p) => p.startsWith('SERVICE_KEY'))).toMatch(/at least 16/);
+});
+
+test('an empty variable counts as unset', () => {
+  const config = loadConfig({ DATABASE_URL: '', SERVICE_KEY: '' });
+  expect(config.DATABASE_URL).toBeUndefined();
+  expect(config.SERVICE_KEY).toBeUndefined();
+});
+
+test('roles: all built roles by default; --role repeatable and comma-separated; unknown refused', () => {
+  expect(parseRoles([])).toEqual(['cage', 'admin', 'worker']);
+  expect(parseRoles(['--role', 'cage'])).toEqual(['cage']);
+  expect(parseRoles(['--role', 'cage', '--role=worker', '--role', 'cage,admin'])).toEqual(['cage', 'worker', 'admin']);
+  expect(() => parseRoles(['--role', 'nope'])).toThrow(/unknown role 'nope'/);
+  expect(() => parseRoles(['--role', 'auth'])).toThrow(/not built yet/);
+  expect(() => parseRoles(['--verbose'])).toThrow(/unknown argument/);
+});
