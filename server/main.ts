@@ -1,6 +1,7 @@
 // `npm start [-- --role cage --role admin ...]`: the whole platform (or some roles) in one process.
 import { ConfigError, loadConfig, parseRoles } from './config/index.ts';
 import { createLogger, installTelemetry, shutdownTelemetry } from './telemetry/index.ts';
+import type { Platform } from './platform.ts';
 
 async function main() {
   let config, roles;
@@ -22,21 +23,9 @@ async function main() {
   await installTelemetry({ serviceName: config.OTEL_SERVICE_NAME, otlpEndpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   log.info({ roles, nodeEnv: config.NODE_ENV, testAuth: config.testAuthPermitted }, 'starting');
 
-  let platform;
-  try {
-    platform = await startPlatform({ config, roles, log });
-  } catch (err) {
-    if (err instanceof MigrationError) log.fatal(err.message);
-    else log.fatal({ err }, 'failed to start');
-    await shutdownTelemetry();
-    process.exit(1);
-  }
-  for (const r of platform.roles) {
-    const line = r.url ? `${r.role.padEnd(8)} ${r.url}` : `${r.role.padEnd(8)} running (no HTTP)`;
-    process.stdout.write(`${line}\n`);
-  }
-  if (!config.DATABASE_URL) process.stdout.write(`postgres ${platform.databaseUrl.replace(/:[^:@/]+@/, ':***@')}\n`);
-
+  // Signals are ours from here on: a Ctrl-C while the database or the migrations are still starting
+  // must not kill node by default and leave its postgres behind; it stops once the start settles.
+  let starting: Promise<Platform | undefined> | undefined;
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) {
@@ -45,13 +34,32 @@ async function main() {
     }
     stopping = true;
     log.info({ signal }, 'stopping');
-    await platform.stop();
+    let code = 0;
+    try {
+      await (await starting)?.stop();
+    } catch (err) {
+      log.error({ err }, 'did not stop cleanly');
+      code = 1;
+    }
     await shutdownTelemetry();
     log.info('stopped');
-    process.exit(0);
+    process.exit(code);
   };
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void shutdown(signal));
+
+  starting = startPlatform({ config, roles, log }).catch(async (err: unknown) => {
+    if (err instanceof MigrationError) log.fatal(err.message);
+    else log.fatal({ err }, 'failed to start');
+    await shutdownTelemetry();
+    process.exit(1);
+  });
+  const platform = await starting;
+  if (!platform || stopping) return;
+  for (const r of platform.roles) {
+    const line = r.url ? `${r.role.padEnd(8)} ${r.url}` : `${r.role.padEnd(8)} running (no HTTP)`;
+    process.stdout.write(`${line}\n`);
+  }
+  if (!config.DATABASE_URL) process.stdout.write(`postgres ${platform.databaseUrl.replace(/:[^:@/]+@/, ':***@')}\n`);
 }
 
 await main();

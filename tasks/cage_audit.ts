@@ -18,9 +18,12 @@ export function createCageAuditTask(log: Logger): Task {
       await client.query('begin isolation level repeatable read read only');
       try {
         const { rows } = await client.query<CageAuditViolation>('select invariant, subject, detail from cage.audit()');
-        return rows;
-      } finally {
         await client.query('commit');
+        return rows;
+      } catch (err) {
+        // the audit's own error is the one to report, not a failed rollback on a broken connection
+        await client.query('rollback').catch(() => undefined);
+        throw err;
       }
     });
     if (violations.length === 0) {

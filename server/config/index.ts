@@ -18,38 +18,40 @@ const optionalString = z
   .optional()
   .transform((v) => (v === undefined || v === '' ? undefined : v));
 
-const schema = z
-  .object({
-    NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
-    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    HOST: z.string().min(1).default('127.0.0.1'),
-    DATABASE_URL: optionalString.pipe(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
-    PG_DATA_DIR: z.string().min(1).default('.data/postgres'),
-    PG_PORT: port(54329),
-    PORT: port(3673),
-    GAME_PORT: port(3674),
-    CAGE_PORT: port(3675),
-    CHAIN_BANK_PORT: port(3676),
-    ADMIN_PORT: port(3677),
-    HTTP_BODY_LIMIT: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
-    SERVICE_KEY: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
-    ENABLE_TEST_AUTH: flag,
-    CAGE_RECEIPT_KEY: optionalString.pipe(
-      z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (an ed25519 private key)').optional(),
-    ),
-    CAGE_AUDIT_CRON: z.string().min(9).default('* * * * *'),
-    OTEL_EXPORTER_OTLP_ENDPOINT: optionalString.pipe(z.url().optional()),
-    OTEL_SERVICE_NAME: z.string().min(1).default('poker-platform'),
-  })
-  .superRefine((env, ctx) => {
-    if (env.ENABLE_TEST_AUTH && env.NODE_ENV !== 'development' && env.NODE_ENV !== 'test') {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['ENABLE_TEST_AUTH'],
-        message: `true is only allowed when NODE_ENV is development or test (NODE_ENV is ${env.NODE_ENV})`,
-      });
-    }
-  });
+const schema = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATABASE_URL: optionalString.pipe(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
+  PG_DATA_DIR: z.string().min(1).default('.data/postgres'),
+  PG_PORT: port(54329),
+  PORT: port(3673),
+  GAME_PORT: port(3674),
+  CAGE_PORT: port(3675),
+  CHAIN_BANK_PORT: port(3676),
+  ADMIN_PORT: port(3677),
+  HTTP_BODY_LIMIT: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
+  SERVICE_KEY: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
+  ENABLE_TEST_AUTH: flag,
+  CAGE_RECEIPT_KEY: optionalString.pipe(
+    z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (an ed25519 private key)').optional(),
+  ),
+  CAGE_AUDIT_CRON: z.string().min(9).default('* * * * *'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalString.pipe(z.url().optional()),
+  OTEL_SERVICE_NAME: z.string().min(1).default('poker-platform'),
+});
+
+// Checked on its own, not as a refinement of the whole object: zod skips refinements once any
+// field failed, and a refusal to boot must name every bad variable at once.
+const testAuthRule = schema.pick({ NODE_ENV: true, ENABLE_TEST_AUTH: true }).superRefine((env, ctx) => {
+  if (env.ENABLE_TEST_AUTH && env.NODE_ENV !== 'development' && env.NODE_ENV !== 'test') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['ENABLE_TEST_AUTH'],
+      message: `true is only allowed when NODE_ENV is development or test (NODE_ENV is ${env.NODE_ENV})`,
+    });
+  }
+});
 
 export type Config = z.infer<typeof schema> & {
   /** The test token and /api/dev/mint-jwt are permitted only under this flag. */
@@ -67,8 +69,11 @@ export class ConfigError extends Error {
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const parsed = schema.safeParse(env);
-  if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`));
+  const rule = testAuthRule.safeParse(env);
+  if (!parsed.success || !rule.success) {
+    const issues = [...(parsed.error?.issues ?? []), ...(rule.error?.issues ?? [])];
+    const problems = issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`);
+    throw new ConfigError([...new Set(problems)]);
   }
   const config = parsed.data;
   return {

@@ -6,7 +6,7 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -63,12 +63,63 @@ async function waitForExit(pid: number, timeoutMs: number) {
   return !alive(pid);
 }
 
-/** Stops a postmaster left running on this data directory by a process that died without stopping it. */
+interface ProcessInfo {
+  /** The executable's name, e.g. `postgres` or `node`. */
+  name: string;
+  ppid: number;
+  /** The command line, space-separated. */
+  args: string;
+}
+
+/** Name, parent and command line of a live process (/proc on Linux, `ps` elsewhere); undefined when it cannot be told. */
+async function processInfo(pid: number): Promise<ProcessInfo | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // `pid (comm) state ppid ...`; comm may itself contain spaces or parentheses
+    const close = stat.lastIndexOf(')');
+    const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').join(' ').trim();
+    return { name: stat.slice(stat.indexOf('(') + 1, close), ppid: Number(stat.slice(close + 2).split(' ')[1]), args };
+  } catch {
+    try {
+      const { stdout } = await run('ps', ['-o', 'ppid=,comm=', '-p', String(pid)]);
+      const { stdout: args } = await run('ps', ['-o', 'args=', '-p', String(pid)]);
+      const match = /^\s*(\d+)\s+(.+?)\s*$/.exec(stdout);
+      return match ? { name: path.basename(match[2]!), ppid: Number(match[1]), args: args.trim() } : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+// Node 24 names its main thread (the process name on Linux) `MainThread`; argv[0] still says node.
+const isNode = (p: ProcessInfo) =>
+  p.name === 'node' || p.name === 'MainThread' || /^node(js)?(\.exe)?$/.test(path.basename(p.args.split(' ')[0] ?? ''));
+
+/**
+ * Stops a postmaster left running on this data directory by a node that died without stopping it.
+ * The pid in postmaster.pid is trusted only while it is a postgres started on this data directory:
+ * after a reboot or a container restart the number may belong to any process (even this one), which
+ * is never signalled; postgres itself then judges the lock file. A postgres whose parent is a live
+ * node belongs to another running platform: refused, never killed.
+ */
 async function stopOrphan(dataDir: string, log: (msg: string) => void) {
   const pidFile = path.join(dataDir, 'postmaster.pid');
   if (!existsSync(pidFile)) return;
   const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
-  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return;
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || !alive(pid)) return;
+  const info = await processInfo(pid);
+  if (info && (info.name !== 'postgres' || !` ${info.args} `.includes(` ${dataDir} `))) {
+    log(`${pidFile} names pid ${pid}, which is not a postgres on this data directory: left alone`);
+    return;
+  }
+  if (info && info.ppid > 1 && info.ppid !== process.pid && alive(info.ppid)) {
+    const parent = await processInfo(info.ppid);
+    if (parent && isNode(parent)) {
+      throw new Error(
+        `${dataDir} is in use: its postgres (pid ${pid}) belongs to a running node (pid ${info.ppid}); stop that one first or use another PG_DATA_DIR`,
+      );
+    }
+  }
   log(`stopping an orphaned postgres (pid ${pid}) left on ${dataDir}`);
   process.kill(pid, 'SIGINT');
   if (!(await waitForExit(pid, 30_000))) throw new Error(`orphaned postgres pid ${pid} on ${dataDir} did not stop`);
@@ -91,11 +142,32 @@ export interface EmbeddedOptions {
   settings?: Record<string, string>;
 }
 
+/**
+ * As root, PostgreSQL runs as `postgres`, which must be able to reach the data directory: every
+ * existing folder above it needs the search (x) bit for others. Refuse early with the way out,
+ * rather than let initdb fail with a bare "Permission denied".
+ */
+async function checkReachable(dataDir: string, ids: Ids) {
+  if (ids.uid === undefined) return;
+  for (let dir = path.dirname(dataDir); ; dir = path.dirname(dir)) {
+    const info = await stat(dir).catch(() => undefined);
+    if (info && info.uid !== ids.uid && (info.mode & 0o001) === 0) {
+      throw new Error(
+        `PostgreSQL runs as the postgres user when started as root, and it cannot reach ${dataDir}: ` +
+          `${dir} is mode ${(info.mode & 0o777).toString(8)}. Set PG_DATA_DIR to a folder it can reach ` +
+          `(e.g. /var/lib/poker/postgres) or allow it through with: chmod o+x ${dir}`,
+      );
+    }
+    if (dir === path.dirname(dir)) return;
+  }
+}
+
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedPostgres> {
   const log = options.log ?? (() => {});
   const dataDir = path.resolve(options.dataDir);
   const bin = await binaries();
   const ids = await postgresUser();
+  await checkReachable(dataDir, ids);
   const password = 'postgres';
 
   if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {

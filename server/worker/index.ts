@@ -15,24 +15,36 @@ export function crontab(config: Config) {
 
 export async function startWorker({ config, databaseUrl, log }: RoleContext): Promise<StartedRole & { runner: Runner }> {
   const pool = createRolePool(databaseUrl, 'poker_worker', { max: 4, applicationName: 'worker' });
-  const runner = await run({
-    pgPool: pool,
-    concurrency: 2,
-    noHandleSignals: true,
-    pollInterval: 1000,
-    logger: workerLogger(log),
-    taskList: { cage_audit: createCageAuditTask(log) },
-    crontab: crontab(config),
-  });
-  // once at startup, not only on the schedule
-  await runner.addJob('cage_audit', {}, { jobKey: 'cage_audit:startup', jobKeyMode: 'replace' });
-  log.info('worker started');
-  return {
-    role: 'worker',
-    runner,
-    async stop() {
+  let runner: Runner;
+  try {
+    runner = await run({
+      pgPool: pool,
+      concurrency: 2,
+      noHandleSignals: true,
+      pollInterval: 1000,
+      logger: workerLogger(log),
+      taskList: { cage_audit: createCageAuditTask(log) },
+      crontab: crontab(config),
+    });
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
+  const stop = async () => {
+    try {
       await runner.stop();
+    } finally {
+      // ended even when the runner had already stopped on its own (its stop() then rejects)
       await pool.end();
-    },
+    }
   };
+  try {
+    // once at startup, not only on the schedule
+    await runner.addJob('cage_audit', {}, { jobKey: 'cage_audit:startup', jobKeyMode: 'replace' });
+  } catch (err) {
+    await stop().catch(() => undefined);
+    throw err;
+  }
+  log.info('worker started');
+  return { role: 'worker', runner, stop };
 }

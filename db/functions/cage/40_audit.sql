@@ -1,6 +1,6 @@
 -- The five invariants of the cage (docs: ARCHITECTURE.md, "The cage"). Every violation is one row;
 -- an empty result means the books hold. One statement, so one snapshot: callers run it in a
--- REPEATABLE READ READ ONLY transaction (server/cage/audit.ts) and it blocks no writer.
+-- REPEATABLE READ READ ONLY transaction (audit() in server/cage/ledger.ts) and it blocks no writer.
 create or replace function cage.audit()
   returns table (invariant text, subject text, detail jsonb)
   language sql stable security definer

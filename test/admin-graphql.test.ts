@@ -1,0 +1,313 @@
+// The admin role over real HTTP: PostGraphile 5 reads the cage books under row-level security.
+// The service key makes a request poker_admin (every row); no key or a wrong key leaves it
+// poker_anonymous (SELECT granted, no policy: no row). No mutation can write the cage.
+import { jest } from '@jest/globals';
+import { createServer } from 'node:net';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { fund, refId, systemAccount, userAccount } from './helpers/cage.ts';
+import { startTestPlatform, TEST_SERVICE_KEY, type TestPlatform } from './helpers/platform.ts';
+import { captureLogger, LEVEL } from './helpers/logs.ts';
+
+let db: TestDatabase;
+let platform: TestPlatform | undefined;
+let admin: string;
+let user: { userId: string; id: bigint };
+let other: { userId: string; id: bigint };
+let grantSource: bigint;
+const fundings: string[] = [];
+const logs = captureLogger('info');
+
+interface GraphQLResponse<T = Record<string, any>> {
+  status: number;
+  contentType: string | null;
+  body: { data?: T; errors?: { message: string }[] };
+}
+
+async function graphql<T = Record<string, any>>(
+  query: string,
+  options: { key?: string; variables?: Record<string, unknown> } = {},
+): Promise<GraphQLResponse<T>> {
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/graphql-response+json' };
+  if (options.key !== undefined) headers['x-service-key'] = options.key;
+  const res = await fetch(`${admin}/graphql`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ query, variables: options.variables }),
+  });
+  return { status: res.status, contentType: res.headers.get('content-type'), body: (await res.json()) as GraphQLResponse<T>['body'] };
+}
+
+const BOOKS = `{
+  allCageLedgers(orderBy: ROW_ID_ASC) { totalCount nodes { rowId entryId accountId amount refId kind moneyKind balanceAfter accountVersion } }
+  allCageEntries { totalCount nodes { refId kind accounts amounts } }
+  allCageAccounts(orderBy: ROW_ID_ASC) { totalCount nodes { rowId accountType userId moneyKind balance version } }
+  allAccountBalances { totalCount nodes { rowId balance } }
+}`;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  const cage = db.pool('poker_cage', 2);
+  user = await userAccount(cage);
+  other = await userAccount(cage);
+  grantSource = await systemAccount(cage, 'grant_source');
+  for (const [account, amount] of [[user.id, 250n], [other.id, 40n], [user.id, 10n]] as const) {
+    const { entryId } = await fund(cage, account, amount);
+    const { rows } = await cage.query<{ ref_id: string }>('select ref_id from cage.cage_entries where id = $1', [entryId]);
+    fundings.push(rows[0]!.ref_id);
+  }
+  platform = await startTestPlatform({ databaseUrl: db.url, roles: ['admin'], log: logs.log });
+  admin = platform.url('admin');
+});
+
+afterAll(async () => {
+  await platform?.stop();
+  await db?.drop();
+});
+
+describe('reads with the service key', () => {
+  test('returns the postings that were made, in the journal', async () => {
+    const res = await graphql(BOOKS, { key: TEST_SERVICE_KEY });
+    expect(res.status).toBe(200);
+    expect(res.body.errors).toBeUndefined();
+    const ledger = res.body.data!.allCageLedgers;
+    expect(ledger.totalCount).toBe(6);
+    // each funding is two postings: the grant source pays, the user receives (bigints travel as strings)
+    expect(ledger.nodes.map((n: any) => [n.refId, n.accountId, n.amount, n.kind, n.moneyKind])).toEqual([
+      [fundings[0], String(grantSource), '-250', 'grant', 'play'],
+      [fundings[0], String(user.id), '250', 'grant', 'play'],
+      [fundings[1], String(grantSource), '-40', 'grant', 'play'],
+      [fundings[1], String(other.id), '40', 'grant', 'play'],
+      [fundings[2], String(grantSource), '-10', 'grant', 'play'],
+      [fundings[2], String(user.id), '10', 'grant', 'play'],
+    ]);
+    const userPostings = ledger.nodes.filter((n: any) => n.accountId === String(user.id));
+    expect(userPostings.map((n: any) => [n.balanceAfter, n.accountVersion])).toEqual([['250', '1'], ['260', '2']]);
+    expect(res.body.data!.allCageEntries.totalCount).toBe(3);
+    expect(res.body.data!.allCageEntries.nodes.map((n: any) => n.refId).sort()).toEqual([...fundings].sort());
+  });
+
+  test('returns the balances: the projection and the account_balances view', async () => {
+    const res = await graphql(BOOKS, { key: TEST_SERVICE_KEY });
+    const accounts = res.body.data!.allCageAccounts.nodes;
+    const byId = new Map(accounts.map((a: any) => [a.rowId, a]));
+    expect(byId.get(String(user.id))).toEqual({
+      rowId: String(user.id), accountType: 'user', userId: user.userId, moneyKind: 'play', balance: '260', version: '2',
+    });
+    expect(byId.get(String(other.id))).toMatchObject({ userId: other.userId, balance: '40', version: '1' });
+    // the grant source is unbounded: no projection on its row, its balance comes from the journal
+    expect(byId.get(String(grantSource))).toMatchObject({ accountType: 'grant_source', balance: '0' });
+    const balances = Object.fromEntries(res.body.data!.allAccountBalances.nodes.map((b: any) => [b.rowId, b.balance]));
+    expect(balances).toEqual({ [String(user.id)]: '260', [String(other.id)]: '40', [String(grantSource)]: '-300' });
+  });
+
+  test('a single account by id', async () => {
+    const res = await graphql<{ cageAccountByRowId: { balance: string; userId: string } | null }>(
+      'query ($id: BigInt!) { cageAccountByRowId(rowId: $id) { balance userId } }',
+      { key: TEST_SERVICE_KEY, variables: { id: String(user.id) } },
+    );
+    expect(res.body.data!.cageAccountByRowId).toEqual({ balance: '260', userId: user.userId });
+  });
+});
+
+describe('reads without the service key', () => {
+  test.each([
+    ['no key', undefined],
+    ['a wrong key', 'not-the-service-key-0123456789abcdef'],
+    ['an empty key', ''],
+    ['the key with a different case', TEST_SERVICE_KEY.toUpperCase()],
+  ])('%s: the same query returns no row', async (_label, key) => {
+    const res = await graphql(BOOKS, { key });
+    expect(res.status).toBe(200);
+    expect(res.body.errors).toBeUndefined();
+    const data = res.body.data!;
+    for (const field of ['allCageLedgers', 'allCageEntries', 'allCageAccounts', 'allAccountBalances']) {
+      expect({ field, totalCount: data[field].totalCount, nodes: data[field].nodes }).toEqual({ field, totalCount: 0, nodes: [] });
+    }
+    const single = await graphql('query ($id: BigInt!) { cageAccountByRowId(rowId: $id) { balance } }', {
+      key, variables: { id: String(user.id) },
+    });
+    expect(single.body.data).toEqual({ cageAccountByRowId: null });
+  });
+
+  test('it is row-level security that hides the rows: the anonymous role holds SELECT', async () => {
+    const { rows } = await db.owner.query<{ table: string; can: boolean; rls: boolean }>(`
+      select t as table, has_table_privilege('poker_anonymous', t, 'select') as can,
+             (select relrowsecurity from pg_class where oid = t::regclass) as rls
+        from unnest(array['cage.cage_ledger', 'cage.cage_entries', 'cage.cage_accounts']) t`);
+    expect(rows).toEqual([
+      { table: 'cage.cage_ledger', can: true, rls: true },
+      { table: 'cage.cage_entries', can: true, rls: true },
+      { table: 'cage.cage_accounts', can: true, rls: true },
+    ]);
+  });
+});
+
+describe('no mutation writes the cage', () => {
+  const INTROSPECT = '{ __schema { mutationType { name fields { name } } } }';
+
+  test.each([
+    ['with the service key', TEST_SERVICE_KEY],
+    ['without a key', undefined],
+  ])('the schema %s offers no cage mutation', async (_label, key) => {
+    const res = await graphql<{ __schema: { mutationType: { name: string; fields: { name: string }[] } | null } }>(INTROSPECT, { key });
+    expect(res.status).toBe(200);
+    const names = res.body.data!.__schema.mutationType?.fields.map((f) => f.name) ?? [];
+    const forbidden = names.filter((n) =>
+      /^(create|update|delete|upsert)/i.test(n) || /movement|account|ledger|entr|receipt|tablebook|projection/i.test(n),
+    );
+    expect(forbidden).toEqual([]);
+    // today the admin schema has no mutation at all
+    expect(res.body.data!.__schema.mutationType).toBeNull();
+  });
+
+  test('a mutation sent anyway is refused and writes nothing', async () => {
+    const count = async () =>
+      (await db.owner.query<{ n: string }>('select (select count(*) from cage.cage_ledger) + (select count(*) from cage.cage_entries) as n')).rows[0]!.n;
+    const before = await count();
+    const attempts = [
+      `mutation { createCageLedger(input: { cageLedger: { entryId: 1, accountId: ${user.id}, moneyKind: PLAY, kind: GRANT, refId: "x", amount: 5 } }) { clientMutationId } }`,
+      `mutation { updateCageAccountByRowId(input: { rowId: ${user.id}, cageAccountPatch: { balance: 1000000 } }) { clientMutationId } }`,
+      `mutation { deleteCageAccountByRowId(input: { rowId: ${user.id} }) { clientMutationId } }`,
+      `mutation { postMovement(input: { pRefId: "${refId('gql')}", pKind: "grant", pMoneyKind: "play", pAccounts: [${grantSource}, ${user.id}], pAmounts: [-5, 5] }) { clientMutationId } }`,
+    ];
+    const consoleError = jest.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      for (const query of attempts) {
+        for (const key of [TEST_SERVICE_KEY, undefined]) {
+          const res = await graphql(query, { key });
+          expect(res.status).toBe(400);
+          expect(res.body.data ?? null).toBeNull();
+          expect(res.body.errors?.map((e) => e.message)).toContain('This schema does not support mutation operations.');
+        }
+      }
+      // refused in validation, so nothing reaches the planner (which would print a stack to the console)
+      expect(consoleError).not.toHaveBeenCalled();
+    } finally {
+      consoleError.mockRestore();
+    }
+    expect(await count()).toBe(before);
+  });
+
+  test('the database refuses the admin roles any direct write too', async () => {
+    for (const role of ['poker_admin', 'poker_anonymous'] as const) {
+      const pool = db.pool(role, 1);
+      await expect(pool.query('update cage.cage_accounts set balance = balance + 1')).rejects.toMatchObject({ code: '42501' });
+      await expect(
+        pool.query("select cage.post_movement('x', 'grant', 'play', array[1, 2]::bigint[], array[-1, 1]::bigint[], '{}')"),
+      ).rejects.toMatchObject({ code: '42501' });
+    }
+  });
+});
+
+describe('the HTTP surface', () => {
+  test('/health answers ok with the database latency', async () => {
+    const res = await fetch(`${admin}/health`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { ok: boolean; latency: number };
+    expect(body).toEqual({ ok: true, latency: expect.any(Number) });
+    expect(body.latency).toBeGreaterThanOrEqual(0);
+  });
+
+  test('the GraphiQL (Ruru) page and its assets load outside production', async () => {
+    const page = await fetch(`${admin}/`, { headers: { accept: 'text/html' } });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    const html = await page.text();
+    expect(html).toMatch(/ruru/i);
+    const script = /src="([^"]*ruru[^"]*\.js)"|href="([^"]*ruru[^"]*\.js)"/.exec(html);
+    expect(script).not.toBeNull();
+    const asset = await fetch(new URL(script![1] ?? script![2]!, `${admin}/`));
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get('content-type')).toMatch(/javascript/);
+  });
+
+  test.each([
+    ['truncated JSON', '{"query": "{ allCageLedgers { totalCount } }"'],
+    ['not JSON at all', 'query { allCageLedgers { totalCount } }'],
+    ['a JSON string instead of an object', '"{ allCageLedgers { totalCount } }"'],
+  ])('%s to /graphql is a 4xx JSON error, not a 500 or a stack', async (_label, body) => {
+    const res = await fetch(`${admin}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-service-key': TEST_SERVICE_KEY },
+      body,
+    });
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.status).toBeLessThan(500);
+    expect(res.headers.get('content-type')).toMatch(/json/);
+    const text = await res.text();
+    expect(JSON.parse(text)).toEqual({ error: 'malformed_json' });
+    expect(text).not.toMatch(/\bat .*\(|node_modules|SyntaxError/);
+  });
+
+  test('a GraphQL syntax error is a 4xx GraphQL error', async () => {
+    const res = await graphql('{ allCageLedgers { totalCount ', { key: TEST_SERVICE_KEY });
+    expect(res.status).toBe(400);
+    expect(res.body.errors?.[0]?.message).toMatch(/Syntax Error/);
+  });
+
+  test('a database error reaches the client masked and the log as one JSON line, not the console', async () => {
+    // the anonymous role may not run cage.audit(): the database refuses, the client sees only an id
+    const consoleError = jest.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      const res = await graphql('{ audit { nodes { invariant } } }');
+      const error = res.body.errors?.[0] as { message: string; extensions?: { errorId?: string } } | undefined;
+      expect(error?.message).toMatch(/^An error occurred \(error id [0-9a-f]{12}\)$/);
+      expect(JSON.stringify(res.body)).not.toMatch(/permission denied|cage\.audit|\bat /);
+      const line = logs.lines.find((l) => l.errorId === error?.extensions?.errorId);
+      expect(line).toMatchObject({ level: LEVEL.error, role: 'admin', msg: 'GraphQL request failed' });
+      expect(JSON.stringify(line)).toMatch(/permission denied for function audit/);
+      expect(consoleError).not.toHaveBeenCalled();
+    } finally {
+      consoleError.mockRestore();
+    }
+    // with the service key the same query runs: the books are clean
+    const ok = await graphql('{ audit { nodes { invariant } } }', { key: TEST_SERVICE_KEY });
+    expect(ok.body).toEqual({ data: { audit: { nodes: [] } } });
+  });
+
+  test('an unknown path is a JSON 404', async () => {
+    const res = await fetch(`${admin}/nope`);
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ error: 'not_found' });
+  });
+});
+
+test('in production the GraphiQL page is not served, and the API still is', async () => {
+  const production = await startTestPlatform({ databaseUrl: db.url, roles: ['admin'], env: { NODE_ENV: 'production' } });
+  try {
+    const url = production.url('admin');
+    const page = await fetch(`${url}/`, { headers: { accept: 'text/html' } });
+    expect(page.status).toBe(404);
+    await page.arrayBuffer();
+    const res = await fetch(`${url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-service-key': TEST_SERVICE_KEY },
+      body: JSON.stringify({ query: '{ allCageLedgers { totalCount } }' }),
+    });
+    expect(await res.json()).toEqual({ data: { allCageLedgers: { totalCount: 6 } } });
+  } finally {
+    await production.stop();
+  }
+});
+
+test('a port already taken: the start fails and leaves no connection of the role open', async () => {
+  const blocker = createServer();
+  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  const port = (blocker.address() as { port: number }).port;
+  const own = await createTestDatabase();
+  const adminConnections = async () =>
+    Number((await own.owner.query<{ n: string }>(
+      "select count(*) as n from pg_stat_activity where datname = current_database() and application_name = 'admin'",
+    )).rows[0]!.n);
+  try {
+    await expect(
+      startTestPlatform({ databaseUrl: own.url, roles: ['admin'], env: { ADMIN_PORT: String(port) } }),
+    ).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    const deadline = Date.now() + 5000;
+    while ((await adminConnections()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    expect(await adminConnections()).toBe(0);
+  } finally {
+    await new Promise((resolve) => blocker.close(resolve));
+    await own.drop();
+  }
+});
