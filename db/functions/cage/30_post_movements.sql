@@ -29,10 +29,15 @@ $$;
 -- Steps, each one statement over the whole batch: parse; classify replays; check accounts; lock
 -- every bounded account in id order; check overdrafts (a sequential pass only when one exists);
 -- claim the ref_ids; update the projection and append the postings.
+--
+-- Cost: every step is linear in the batch (index lookups, sorts and window functions; no join of
+-- the batch with itself), so the plans are safe to cache: the statements are planned once per
+-- session (plan_cache_mode), not once per call.
 create or replace function cage.post_movements(p_items jsonb)
   returns table (idx int, ref_id text, status text, code text, entry_id bigint)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
+  set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_items cage_private.batch_item[];
@@ -46,18 +51,32 @@ declare
   v_short text;
   v_pos int;
   v_k int;
+  v_kinds text[] := enum_range(null::cage.movement_kind)::text[];
+  v_money_kinds text[] := enum_range(null::cage.money_kind)::text[];
+  v_entry_ids regclass := pg_get_serial_sequence('cage.cage_entries', 'id')::regclass;
 begin
   if p_items is null or jsonb_typeof(p_items) <> 'array' or jsonb_array_length(p_items) not between 1 and 10000 then
     perform cage_private.refuse('invalid_batch', 'items must be a JSON array of 1..10000 movements');
   end if;
 
-  -- 1. parse, and refuse what is malformed
+  -- 1. parse, and refuse what is malformed. The common item (two legs given as integers of up to 18
+  --    digits; known kinds; an object memo; distinct accounts; amounts in range that sum to zero) is
+  --    recognised inline; any other goes through json_bigints and movement_problem, which give the
+  --    exact arrays and refusal code.
   select array_agg(row(p.i, p.ref, p.kind, p.mk, p.accs, p.amts, p.memo,
            case
              when jsonb_typeof(p.item) <> 'object' then 'invalid_postings'
              when p.ref is null or length(p.ref) not between 1 and 200 then 'invalid_ref_id'
              when p.accs is null then 'invalid_postings'
              when p.amts is null then 'invalid_amount'
+             when p.kind = any (v_kinds) and p.mk = any (v_money_kinds)
+                  and jsonb_typeof(p.memo) = 'object' and length(p.memo::text) <= 4096
+                  and cardinality(p.accs) = 2 and cardinality(p.amts) = 2
+                  and p.accs[1] <> p.accs[2]
+                  and p.amts[1] between -cage_private.max_amount() and cage_private.max_amount()
+                  and p.amts[2] between -cage_private.max_amount() and cage_private.max_amount()
+                  and p.amts[1] + p.amts[2] = 0
+               then null
              else cage_private.movement_problem(p.ref, p.kind, p.mk, p.accs, p.amts, p.memo)
            end, null, null)::cage_private.batch_item order by p.i)
     into v_items
@@ -65,12 +84,24 @@ begin
       select e.o::int as i, e.item,
              e.item ->> 'refId' as ref, e.item ->> 'kind' as kind, e.item ->> 'moneyKind' as mk,
              coalesce(e.item -> 'memo', '{}') as memo,
-             cage_private.json_bigints(e.item -> 'accounts') as accs,
-             cage_private.json_bigints(e.item -> 'amounts') as amts
+             case when jsonb_typeof(e.item -> 'accounts') = 'array' and jsonb_array_length(e.item -> 'accounts') = 2
+                       and (e.item -> 'accounts' ->> 0) ~ '^-?[0-9]{1,18}$'
+                       and (e.item -> 'accounts' ->> 1) ~ '^-?[0-9]{1,18}$'
+                  then array[(e.item -> 'accounts' ->> 0)::bigint, (e.item -> 'accounts' ->> 1)::bigint]
+                  else cage_private.json_bigints(e.item -> 'accounts')
+             end as accs,
+             case when jsonb_typeof(e.item -> 'amounts') = 'array' and jsonb_array_length(e.item -> 'amounts') = 2
+                       and (e.item -> 'amounts' ->> 0) ~ '^-?[0-9]{1,18}$'
+                       and (e.item -> 'amounts' ->> 1) ~ '^-?[0-9]{1,18}$'
+                  then array[(e.item -> 'amounts' ->> 0)::bigint, (e.item -> 'amounts' ->> 1)::bigint]
+                  else cage_private.json_bigints(e.item -> 'amounts')
+             end as amts
         from jsonb_array_elements(p_items) with ordinality as e (item, o)
+      offset 0 -- a fence: each item's arrays are built once, not once for every reference above
     ) p;
 
-  -- 2. replays: of an entry already in the journal, or of an earlier item in this batch
+  -- 2. replays: of an entry already in the journal, or of the first well-formed item of this batch
+  --    with the same ref_id (a window over the batch sorted by ref_id, not a search per item)
   select array_agg(row(it.i, it.ref_id, it.kind, it.money_kind, it.accounts, it.amounts, it.memo,
            case
              when it.code is not null then it.code
@@ -78,20 +109,25 @@ begin
                case when e.kind::text = it.kind and e.money_kind::text = it.money_kind
                          and e.accounts = it.accounts and e.amounts = it.amounts
                     then 'replayed' else 'ref_id_conflict' end
-             when f.i is not null then
-               case when f.kind = it.kind and f.money_kind = it.money_kind
-                         and f.accounts = it.accounts and f.amounts = it.amounts
+             when it.first_i < it.i then
+               case when it.first_kind = it.kind and it.first_money_kind = it.money_kind
+                         and it.first_accounts = it.accounts and it.first_amounts = it.amounts
                     then 'replayed' else 'ref_id_conflict' end
            end,
-           e.id, case when e.id is null then f.i end)::cage_private.batch_item order by it.i)
+           e.id, case when it.code is null and e.id is null and it.first_i < it.i then it.first_i end
+         )::cage_private.batch_item order by it.i)
     into v_items
-    from unnest(v_items) it
-    left join cage.cage_entries e on it.code is null and e.ref_id = it.ref_id
-    left join lateral (
-      select first.* from unnest(v_items) first
-       where it.code is null and first.ref_id = it.ref_id and first.i < it.i and first.code is null
-       order by first.i limit 1
-    ) f on true;
+    from (
+      select x.*,
+             first_value(x.i) over w as first_i,
+             first_value(x.kind) over w as first_kind,
+             first_value(x.money_kind) over w as first_money_kind,
+             first_value(x.accounts) over w as first_accounts,
+             first_value(x.amounts) over w as first_amounts
+        from unnest(v_items) x
+      window w as (partition by x.code is null, x.ref_id order by x.i)
+    ) it
+    left join cage.cage_entries e on it.code is null and e.ref_id = it.ref_id;
 
   -- 3. accounts: every one exists and holds this movement's money kind
   select array_agg(row(it.i, it.ref_id, it.kind, it.money_kind, it.accounts, it.amounts, it.memo,
@@ -123,13 +159,15 @@ begin
            for no key update
       ) s;
 
-    -- 5. overdrafts: running balances in batch order; a sequential pass only if one goes negative
+    -- 5. overdrafts: running balances in batch order (the rows are locked: their balances are the
+    --    ones just read); a sequential pass only if one goes negative
     select count(*) into v_negative
       from (
-        select v_bal[array_position(v_ids, u.acc)]
-               + sum(u.amt) over (partition by u.acc order by it.i rows unbounded preceding) as running
-          from unnest(v_items) it, unnest(it.accounts, it.amounts) u (acc, amt)
-         where it.code is null and u.acc = any (v_ids)
+        select a.balance + sum(u.amt) over (partition by u.acc order by it.i rows unbounded preceding) as running
+          from unnest(v_items) it
+          cross join unnest(it.accounts, it.amounts) u (acc, amt)
+          join cage.cage_accounts a on a.id = u.acc and a.bounded
+         where it.code is null
       ) r
      where r.running < 0;
 
@@ -159,22 +197,22 @@ begin
       end loop;
     end if;
 
-    -- 6. claim the ref_ids of the accepted movements
-    with ins as (
-      insert into cage.cage_entries as e (ref_id, kind, money_kind, accounts, amounts, memo)
-      select it.ref_id, it.kind::cage.movement_kind, it.money_kind::cage.money_kind, it.accounts, it.amounts, it.memo
-        from unnest(v_items) it
-       where it.code is null
-       order by it.i
-      on conflict on constraint cage_entries_ref_id_unique do nothing
-      returning e.id, e.ref_id
-    )
+    -- 6. claim the ref_ids of the accepted movements. Their entry ids are drawn from the entries'
+    --    own identity sequence first, in batch order, so no statement has to match rows back by ref_id.
     select array_agg(row(it.i, it.ref_id, it.kind, it.money_kind, it.accounts, it.amounts, it.memo,
-             it.code, coalesce(ins.id, it.entry_id), it.replay_of)::cage_private.batch_item order by it.i),
-           count(ins.id)
-      into v_items, v_inserted
+             it.code, case when it.code is null then nextval(v_entry_ids) else it.entry_id end,
+             it.replay_of)::cage_private.batch_item order by it.i)
+      into v_items
+      from unnest(v_items) it;
+
+    insert into cage.cage_entries as e (id, ref_id, kind, money_kind, accounts, amounts, memo)
+    overriding system value
+    select it.entry_id, it.ref_id, it.kind::cage.movement_kind, it.money_kind::cage.money_kind, it.accounts, it.amounts, it.memo
       from unnest(v_items) it
-      left join ins on it.code is null and ins.ref_id = it.ref_id;
+     where it.code is null
+     order by it.i
+    on conflict on constraint cage_entries_ref_id_unique do nothing;
+    get diagnostics v_inserted = row_count;
 
     if v_inserted < (select count(*) from unnest(v_items) it where it.code is null) then
       -- Another transaction claimed one of these ref_ids after step 2 looked: retry the whole batch.
@@ -197,8 +235,10 @@ begin
       window w as (partition by legs.acc order by legs.i rows unbounded preceding)
     ),
     upd as (
+      -- `account_type = a.account_type` changes nothing: it makes PostgreSQL prepare the generated
+      -- column once per statement rather than once per row (see 20_post_movement.sql, step 5)
       update cage.cage_accounts a
-         set balance = last.balance_after, version = last.version_after
+         set balance = last.balance_after, version = last.version_after, account_type = a.account_type
         from (select distinct on (run.acc) run.acc, run.balance_after, run.version_after
                 from run where run.bounded order by run.acc, run.i desc) last
        where a.id = last.acc
@@ -226,7 +266,10 @@ begin
            end,
            coalesce(it.entry_id, first.entry_id)
       from unnest(v_items) it
-      left join unnest(v_items) first on first.i = it.replay_of
+      -- the first item of a replayed ref_id (rare): looked up only for the items that replay one
+      left join lateral (
+        select f.code, f.entry_id from unnest(v_items) f where it.replay_of is not null and f.i = it.replay_of
+      ) first on true
      order by it.i;
 end;
 $$;
