@@ -40,7 +40,7 @@ create table cage.cage_accounts (
   ),
   constraint cage_accounts_scope_length check (scope is null or length(scope) between 1 and 128),
   constraint cage_accounts_identity unique nulls not distinct (account_type, user_id, scope, money_kind)
-);
+) with (fillfactor = 70); -- room on each page, so a balance update stays a HOT update (no index writes)
 comment on table cage.cage_accounts is
   'The (owner, money kind) projection of the journal. balance/version are kept for bounded accounts only; rebuildable by cage.rebuild_projection().';
 create index cage_accounts_user_idx on cage.cage_accounts (user_id) where user_id is not null;
@@ -62,9 +62,12 @@ create table cage.cage_entries (
 comment on table cage.cage_entries is 'Journal transactions (movements). Append-only. ref_id is replay-once.';
 
 -- The journal lines: one signed posting per account per movement.
+-- Keyed by (entry, account): an account appears at most once per movement. No foreign key to the
+-- entry: only cage.post_movement(s) write here, in the entry's own transaction, and the audit checks
+-- every posting has its entry; a foreign key would lock the entry row and write WAL for each posting.
 create table cage.cage_ledger (
-  id bigint generated always as identity primary key,
-  entry_id bigint not null references cage.cage_entries (id) on delete restrict,
+  id bigint generated always as identity,
+  entry_id bigint not null,
   account_id bigint not null,
   money_kind cage.money_kind not null,
   kind cage.movement_kind not null,
@@ -72,12 +75,12 @@ create table cage.cage_ledger (
   amount bigint not null,
   balance_after bigint,
   account_version bigint,
-  created_at timestamptz not null default now()
+  created_at timestamptz not null default now(),
+  constraint cage_ledger_pkey primary key (entry_id, account_id)
 );
 comment on table cage.cage_ledger is
   'Append-only postings (signed amounts). balance_after/account_version are set for bounded accounts only.';
 create index cage_ledger_account_idx on cage.cage_ledger (account_id, id);
-create index cage_ledger_entry_idx on cage.cage_ledger (entry_id);
 
 -- One movement of a batch as cage.post_movements carries it between its set-based steps.
 create type cage_private.batch_item as (

@@ -122,3 +122,24 @@ describe('audit and rebuild', () => {
     expect(rows[0].total).toBe(0n);
   });
 });
+
+test('a posting written behind the functions\' back (no entry) is caught by the audit', async () => {
+  // its own database: the journal is append-only, so this damage cannot be undone afterwards
+  const other = await createTestDatabase();
+  try {
+    const pool = other.pool('poker_cage', 2);
+    const a = await userAccount(pool);
+    await other.owner.query(
+      "insert into cage.cage_ledger (entry_id, account_id, money_kind, kind, ref_id, amount) values (999999, $1, 'play', 'grant', 'forged', 5)",
+      [a.id],
+    );
+    const violations = await audit(pool);
+    expect(violations).toEqual(expect.arrayContaining([
+      expect.objectContaining({ invariant: 'transaction_balance', detail: expect.objectContaining({ entry: 999999, problem: 'posting without its entry' }) }),
+      expect.objectContaining({ invariant: 'account_balance', subject: `account:${a.id}` }),
+      expect.objectContaining({ invariant: 'transaction_balance', subject: 'money_kind:play' }),
+    ]));
+  } finally {
+    await other.drop();
+  }
+});

@@ -43,6 +43,11 @@ as $$
       or coalesce(es.mismatched, 0) > 0
       or (select sum(x) from unnest(e.amounts) x) <> 0
   union all
+  select 'transaction_balance', 'posting:' || l.id,
+         jsonb_build_object('entry', l.entry_id, 'problem', 'posting without its entry')
+    from cage.cage_ledger l
+   where not exists (select from cage.cage_entries e where e.id = l.entry_id)
+  union all
   select 'transaction_balance', 'money_kind:' || l.money_kind,
          jsonb_build_object('sum', sum(l.amount))
     from cage.cage_ledger l
