@@ -24,21 +24,14 @@ create table cage.cage_accounts (
   user_id uuid,
   scope text,
   money_kind cage.money_kind not null,
-  bounded boolean not null generated always as (account_type not in ('outside', 'grant_source', 'house')) stored,
+  -- set from the type when the account is created (tg_cage_accounts__shape), never changed
+  bounded boolean not null,
   balance bigint not null default 0,
   version bigint not null default 0,
   created_at timestamptz not null default now(),
+  -- The only CHECK: PostgreSQL evaluates every CHECK of a table on every UPDATE, and balances are
+  -- updated on every posting. The identity rules below are enforced once, at insert, by a trigger.
   constraint cage_accounts_balance_nonnegative check (balance >= 0),
-  constraint cage_accounts_unbounded_no_projection check (bounded or (balance = 0 and version = 0)),
-  constraint cage_accounts_owner_shape check (
-    case account_type
-      when 'user' then user_id is not null and scope is null
-      when 'table_escrow' then user_id is null and scope is not null
-      when 'tournament_pool' then user_id is null and scope is not null
-      else user_id is null
-    end
-  ),
-  constraint cage_accounts_scope_length check (scope is null or length(scope) between 1 and 128),
   constraint cage_accounts_identity unique nulls not distinct (account_type, user_id, scope, money_kind)
 ) with (fillfactor = 70); -- room on each page, so a balance update stays a HOT update (no index writes)
 comment on table cage.cage_accounts is
@@ -138,6 +131,36 @@ begin
     detail = format('%s on %s.%s is refused: the journal is append-only', tg_op, tg_table_schema, tg_table_name);
 end;
 $$;
+
+-- An account's identity is fixed at creation: its shape is checked once, there.
+create function cage_private.tg_cage_accounts__shape() returns trigger
+  language plpgsql as $$
+declare
+  v_ok boolean;
+begin
+  v_ok := case
+            when new.account_type = 'user' then new.user_id is not null and new.scope is null
+            when new.account_type in ('table_escrow', 'tournament_pool') then new.user_id is null and new.scope is not null
+            else new.user_id is null
+          end;
+  if not v_ok or (new.scope is not null and length(new.scope) not between 1 and 128) then
+    raise exception using errcode = 'CGACS', message = 'invalid_account',
+      detail = 'user accounts need a user id and no scope; table_escrow and tournament_pool need a scope (1..128 chars)';
+  end if;
+  new.bounded := new.account_type not in ('outside', 'grant_source', 'house');
+  new.balance := 0;
+  new.version := 0;
+  return new;
+end;
+$$;
+create trigger tg_cage_accounts__shape before insert on cage.cage_accounts
+  for each row execute function cage_private.tg_cage_accounts__shape();
+create trigger tg_cage_accounts__identity_fixed before update of account_type, user_id, scope, money_kind, bounded
+  on cage.cage_accounts
+  for each row when (old.account_type is distinct from new.account_type or old.user_id is distinct from new.user_id
+                     or old.scope is distinct from new.scope or old.money_kind is distinct from new.money_kind
+                     or old.bounded is distinct from new.bounded)
+  execute function cage_private.tg_refuse_change();
 
 create trigger tg_cage_ledger__append_only before update or delete on cage.cage_ledger
   for each row execute function cage_private.tg_refuse_change();

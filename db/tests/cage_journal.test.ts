@@ -29,6 +29,8 @@ describe('append-only', () => {
     ['update cage.cage_entries set memo = \'{"x":1}\''],
     ['delete from cage.cage_entries'],
     ['delete from cage.cage_accounts'],
+    ["update cage.cage_accounts set money_kind = 'real'"],
+    ['update cage.cage_accounts set bounded = not bounded'],
   ])('even the owner cannot: %s', async (sql) => {
     await expect(db.owner.query(sql)).rejects.toMatchObject({ code: 'CGIMM', message: 'journal_immutable' });
   });

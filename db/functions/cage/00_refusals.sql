@@ -52,8 +52,8 @@ create or replace function cage_private.movement_problem(
 as $$
   select case
     when p_ref_id is null or length(p_ref_id) not between 1 and 200 then 'invalid_ref_id'
-    when p_kind is null or not (p_kind = any (enum_range(null::cage.movement_kind)::text[])) then 'unknown_movement_kind'
-    when p_money_kind is null or not (p_money_kind = any (enum_range(null::cage.money_kind)::text[])) then 'unknown_money_kind'
+    when p_kind is null or not (pg_input_is_valid(p_kind, 'cage.movement_kind')) then 'unknown_movement_kind'
+    when p_money_kind is null or not (pg_input_is_valid(p_money_kind, 'cage.money_kind')) then 'unknown_money_kind'
     when p_memo is not null and (jsonb_typeof(p_memo) <> 'object' or length(p_memo::text) > 4096) then 'invalid_memo'
     when p_accounts is null or p_amounts is null
       or cardinality(p_accounts) <> cardinality(p_amounts)

@@ -1,3 +1,25 @@
+-- The account with this identity, or null. Written as index conditions (`=` and `is null`, never
+-- `is not distinct from`, which no index can serve), so a lookup is one index probe, not a scan.
+create or replace function cage_private.find_account(
+  p_account_type cage.account_type, p_user_id uuid, p_scope text, p_money_kind cage.money_kind
+) returns bigint
+  language plpgsql stable
+  set search_path = pg_catalog
+as $$
+begin
+  if p_user_id is not null then
+    return (select a.id from cage.cage_accounts a
+             where a.account_type = p_account_type and a.user_id = p_user_id and a.money_kind = p_money_kind
+               and a.scope is null);
+  elsif p_scope is not null then
+    return (select a.id from cage.cage_accounts a
+             where a.account_type = p_account_type and a.user_id is null and a.scope = p_scope and a.money_kind = p_money_kind);
+  end if;
+  return (select a.id from cage.cage_accounts a
+           where a.account_type = p_account_type and a.user_id is null and a.scope is null and a.money_kind = p_money_kind);
+end;
+$$;
+
 -- Accounts exist before any posting locks them (a lock on a missing row locks nothing).
 -- ensure_account is idempotent and race-safe: concurrent callers get the same id.
 create or replace function cage.ensure_account(
@@ -9,10 +31,10 @@ as $$
 declare
   v_id bigint;
 begin
-  if p_account_type is null or not (p_account_type = any (enum_range(null::cage.account_type)::text[])) then
+  if p_account_type is null or not (pg_input_is_valid(p_account_type, 'cage.account_type')) then
     perform cage_private.refuse('unknown_account_type', format('account type %L', p_account_type));
   end if;
-  if p_money_kind is null or not (p_money_kind = any (enum_range(null::cage.money_kind)::text[])) then
+  if p_money_kind is null or not (pg_input_is_valid(p_money_kind, 'cage.money_kind')) then
     perform cage_private.refuse('unknown_money_kind', format('money kind %L', p_money_kind));
   end if;
   if (p_account_type = 'user') <> (p_user_id is not null)
@@ -23,12 +45,8 @@ begin
       'user accounts need a user id and no scope; table_escrow and tournament_pool need a scope (the table id)');
   end if;
 
-  select a.id into v_id from cage.cage_accounts a
-   where a.account_type = p_account_type::cage.account_type
-     and a.user_id is not distinct from p_user_id
-     and a.scope is not distinct from p_scope
-     and a.money_kind = p_money_kind::cage.money_kind;
-  if found then
+  v_id := cage_private.find_account(p_account_type::cage.account_type, p_user_id, p_scope, p_money_kind::cage.money_kind);
+  if v_id is not null then
     return v_id;
   end if;
   insert into cage.cage_accounts (account_type, user_id, scope, money_kind)
@@ -36,11 +54,7 @@ begin
   on conflict on constraint cage_accounts_identity do nothing
   returning id into v_id;
   if v_id is null then
-    select a.id into strict v_id from cage.cage_accounts a
-     where a.account_type = p_account_type::cage.account_type
-       and a.user_id is not distinct from p_user_id
-       and a.scope is not distinct from p_scope
-       and a.money_kind = p_money_kind::cage.money_kind;
+    v_id := cage_private.find_account(p_account_type::cage.account_type, p_user_id, p_scope, p_money_kind::cage.money_kind);
   end if;
   return v_id;
 end;

@@ -56,8 +56,8 @@ begin
   --    movement_problem() returns null; anything else (or null) asks movement_problem for the code.
   if not coalesce(
        length(p_ref_id) between 1 and 200
-       and p_kind = any (enum_range(null::cage.movement_kind)::text[])
-       and p_money_kind = any (enum_range(null::cage.money_kind)::text[])
+       and pg_input_is_valid(p_kind, 'cage.movement_kind')
+       and pg_input_is_valid(p_money_kind, 'cage.money_kind')
        and (p_memo is null or (jsonb_typeof(p_memo) = 'object' and length(p_memo::text) <= 4096))
        and cardinality(p_accounts) = 2 and cardinality(p_amounts) = 2
        and p_accounts[1] <> p_accounts[2]
@@ -149,12 +149,9 @@ begin
 
   -- 5. the projection, then the postings in leg order. The rows are locked, so the balances and
   --    versions computed above from the locked read are the ones the update produces.
-  --    `account_type = a.account_type` changes nothing; it only makes PostgreSQL prepare the
-  --    generated column `bounded` once per statement instead of once per row (when no updated column
-  --    feeds a stored generated column, it re-initialises their expressions for every row).
   if v_bounded > 0 then
     update cage.cage_accounts a
-       set balance = a.balance + u.delta, version = a.version + 1, account_type = a.account_type
+       set balance = a.balance + u.delta, version = a.version + 1
       from unnest(v_ids, v_delta) as u (id, delta)
      where a.id = u.id;
   end if;

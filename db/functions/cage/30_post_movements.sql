@@ -235,10 +235,8 @@ begin
       window w as (partition by legs.acc order by legs.i rows unbounded preceding)
     ),
     upd as (
-      -- `account_type = a.account_type` changes nothing: it makes PostgreSQL prepare the generated
-      -- column once per statement rather than once per row (see 20_post_movement.sql, step 5)
       update cage.cage_accounts a
-         set balance = last.balance_after, version = last.version_after, account_type = a.account_type
+         set balance = last.balance_after, version = last.version_after
         from (select distinct on (run.acc) run.acc, run.balance_after, run.version_after
                 from run where run.bounded order by run.acc, run.i desc) last
        where a.id = last.acc

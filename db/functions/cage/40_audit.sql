@@ -126,7 +126,7 @@ begin
      or p_unreconciled_rake is null or p_unreconciled_rake < 0 then
     perform cage_private.refuse('invalid_table_books', 'table id 1..128 chars; stacks and rake non-negative');
   end if;
-  if p_money_kind is null or not (p_money_kind = any (enum_range(null::cage.money_kind)::text[])) then
+  if p_money_kind is null or not (pg_input_is_valid(p_money_kind, 'cage.money_kind')) then
     perform cage_private.refuse('unknown_money_kind', format('money kind %L', p_money_kind));
   end if;
   insert into cage.table_books as b (table_id, money_kind, live_stacks, unreconciled_rake, hand_id)
