@@ -1,7 +1,7 @@
 // Shared pieces of the benchmarks: flags, a database (DATABASE_URL or an embedded, durable one),
 // timed concurrent loops, medians and a plain-text table.
 import { mkdtemp } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { freePort } from '../../test/helpers/ports.ts';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../server/db/embedded.ts';
@@ -23,19 +23,6 @@ export function numericFlags<T extends Record<string, number>>(args: string[], d
 }
 
 export class UsageError extends Error {}
-
-/** An ephemeral port the OS just handed out (and took back). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export interface BenchDatabase {
   url: string;
