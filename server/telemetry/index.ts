@@ -10,12 +10,13 @@ import {
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
 
-export function createLogger(level: string, name = 'poker'): Logger {
-  return pino({
+/** JSON logs to stdout, or to `destination` (tests read their lines back). */
+export function createLogger(level: string, name = 'poker', destination?: DestinationStream): Logger {
+  const options = {
     name,
     level,
     // Secrets never reach a log line, even when a caller logs a whole request or config object.
@@ -27,7 +28,8 @@ export function createLogger(level: string, name = 'poker'): Logger {
       ],
       censor: '[redacted]',
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 let provider: BasicTracerProvider | undefined;

@@ -1,5 +1,6 @@
 // A pino logger whose JSON lines a test can read back.
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from '../../server/telemetry/index.ts';
 
 export interface LogLine {
   level: number;
@@ -11,7 +12,8 @@ export const LEVEL = { debug: 20, info: 30, warn: 40, error: 50, fatal: 60 } as 
 
 export function captureLogger(level = 'debug'): { log: Logger; lines: LogLine[] } {
   const lines: LogLine[] = [];
-  const log = pino({ name: 'poker', level }, { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) });
+  // the production logger (its redaction included), writing into `lines`
+  const log = createLogger(level, 'poker', { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) });
   return { log, lines };
 }
 
