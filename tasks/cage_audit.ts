@@ -4,28 +4,12 @@
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { Task } from 'graphile-worker';
 import type { Logger } from 'pino';
+import { auditOn } from '../server/cage/ledger.ts';
 import { tracer } from '../server/telemetry/index.ts';
-
-export interface CageAuditViolation {
-  invariant: string;
-  subject: string;
-  detail: unknown;
-}
 
 export function createCageAuditTask(log: Logger): Task {
   return async (_payload, helpers) => {
-    const violations = await helpers.withPgClient(async (client) => {
-      await client.query('begin isolation level repeatable read read only');
-      try {
-        const { rows } = await client.query<CageAuditViolation>('select invariant, subject, detail from cage.audit()');
-        await client.query('commit');
-        return rows;
-      } catch (err) {
-        // the audit's own error is the one to report, not a failed rollback on a broken connection
-        await client.query('rollback').catch(() => undefined);
-        throw err;
-      }
-    });
+    const violations = await helpers.withPgClient(auditOn);
     if (violations.length === 0) {
       log.debug('cage audit clean');
       return;

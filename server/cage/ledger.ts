@@ -84,15 +84,23 @@ export interface Violation {
 export async function audit(pool: pg.Pool): Promise<Violation[]> {
   const client = await pool.connect();
   try {
-    await client.query('begin isolation level repeatable read read only');
+    return await auditOn(client);
+  } finally {
+    client.release();
+  }
+}
+
+/** `audit` on a connection the caller holds (a worker job's client, say). */
+export async function auditOn(client: pg.ClientBase): Promise<Violation[]> {
+  await client.query('begin isolation level repeatable read read only');
+  try {
     const { rows } = await client.query<Violation>('select invariant, subject, detail from cage.audit()');
     await client.query('commit');
     return rows;
   } catch (err) {
+    // the audit's own error is the one to report, not a failed rollback on a broken connection
     await client.query('rollback').catch(() => undefined);
     throw err;
-  } finally {
-    client.release();
   }
 }
 
