@@ -26,6 +26,12 @@ export const SQL_STATUS: Record<string, number> = {
   CGACC: 404,
   CGMKM: 409, CGREF: 409, CGSHF: 409, CGRCC: 409, CGIMM: 409,
   CGNSF: 402,
+  // auth refusals (db/functions/auth/00_refusals.sql)
+  AUINR: 403, AUINV: 403, AUCRE: 403,
+  AUIRQ: 400, AUIDN: 400, AUADR: 400, AUNRQ: 400,
+  AUNON: 401,
+  AUWNF: 404,
+  AUSYB: 409, AUPRI: 409,
   // standard states a client can cause
   '22001': 400, // string_data_right_truncation
   '22003': 400, // numeric_value_out_of_range
@@ -80,7 +86,7 @@ export function toErrorBody(err: unknown): ErrorBody {
   }
   if (typeof e.code === 'string' && e.code in SQL_STATUS) {
     const status = SQL_STATUS[e.code]!;
-    const code = e.code.startsWith('CG') ? String(e.message) : STANDARD_CODES[e.code]!;
+    const code = e.code.startsWith('CG') || e.code.startsWith('AU') ? String(e.message) : STANDARD_CODES[e.code]!;
     return { status, body: { error: code } };
   }
   return { status: 500, body: { error: 'internal_error' } };
