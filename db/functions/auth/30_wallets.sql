@@ -73,6 +73,7 @@ create or replace function auth.link_wallet(p_user_id uuid, p_address text, p_ch
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
+#variable_conflict use_column
 declare
   v_chain auth.wallet_chain;
   v_existing auth.wallets;
@@ -137,6 +138,7 @@ create or replace function auth.set_primary_wallet(p_user_id uuid, p_address tex
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
+#variable_conflict use_column
 declare
   v_wallet auth.wallets;
 begin
@@ -162,6 +164,7 @@ create or replace function auth.unlink_wallet(p_user_id uuid, p_address text)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
+#variable_conflict use_column
 declare
   v_wallet auth.wallets;
   v_next auth.wallets;
