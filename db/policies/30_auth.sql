@@ -16,7 +16,9 @@ grant execute on function
   auth.consume_nonce(text),
   auth.link_wallet(uuid, text, text, integer),
   auth.set_primary_wallet(uuid, text),
-  auth.unlink_wallet(uuid, text)
+  auth.unlink_wallet(uuid, text),
+  auth.add_signing_key(text, jsonb, bytea),
+  auth.signing_keys(integer)
   to poker_auth;
 
 drop policy if exists users_auth_read on auth.users;

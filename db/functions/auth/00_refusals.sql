@@ -17,6 +17,7 @@ begin
       when 'wallet already linked to another account' then 'AUSYB'
       when 'wallet_not_found' then 'AUWNF'
       when 'invalid_nonce_request' then 'AUNRQ'
+      when 'invalid_signing_key' then 'AUKEY'
       else 'AUXXX'
     end,
     message = p_code,
