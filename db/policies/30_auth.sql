@@ -18,7 +18,11 @@ grant execute on function
   auth.set_primary_wallet(uuid, text),
   auth.unlink_wallet(uuid, text),
   auth.add_signing_key(text, jsonb, bytea),
-  auth.signing_keys(integer)
+  auth.signing_keys(integer),
+  auth.admin_credentials(text),
+  auth.create_session(uuid, bytea, integer),
+  auth.session_for(bytea),
+  auth.revoke_session(bytea)
   to poker_auth;
 
 drop policy if exists users_auth_read on auth.users;

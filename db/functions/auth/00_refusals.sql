@@ -18,6 +18,7 @@ begin
       when 'wallet_not_found' then 'AUWNF'
       when 'invalid_nonce_request' then 'AUNRQ'
       when 'invalid_signing_key' then 'AUKEY'
+      when 'invalid_session_request' then 'AUSRQ'
       else 'AUXXX'
     end,
     message = p_code,
