@@ -13,12 +13,15 @@ export interface AppOptions {
   /** The role's database pool; /health measures its latency. */
   pool: pg.Pool;
   routes: (app: Express) => void | Promise<void>;
+  /** Middleware that must run before the body is parsed (e.g. refusing closed paths outright). */
+  before?: (app: Express) => void;
 }
 
 export async function createApp(options: AppOptions): Promise<Express> {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  options.before?.(app);
   app.use(express.json({ limit: options.bodyLimit, strict: true, type: ['application/json', 'application/*+json'] }));
   app.get('/health', async (_req, res) => {
     const started = performance.now();

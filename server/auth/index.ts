@@ -1,0 +1,93 @@
+// The auth role (issue 3, in progress): closed creation paths, the JWKS and invite minting so far.
+// Not yet started by `npm start`: it joins the default roles when its sign-in, bridge and wallet
+// routes land (docs/decisions.md).
+import { randomBytes } from 'node:crypto';
+import type { Express, RequestHandler } from 'express';
+import { z } from 'zod';
+import { createRolePool } from '../db/pools.ts';
+import { createApp, listen } from '../http/app.ts';
+import { secretMatches } from '../http/auth.ts';
+import { ApiError } from '../http/errors.ts';
+import type { RoleContext, StartedRole } from '../roles/types.ts';
+import { withSpan } from '../telemetry/index.ts';
+import { isClosedCreationPath } from './blocked-paths.ts';
+import { authSettings } from './config.ts';
+import { createKeyStore } from './keys.ts';
+
+const inviteRequest = z
+  .object({
+    maxUses: z.number().int().min(1).max(1_000_000).default(1),
+    // negative: an already-expired code (the spec's rule); at most ten years either way
+    expiresInSeconds: z.number().int().min(-315_360_000).max(315_360_000).nullable().default(null),
+    createdBy: z.string().min(1).max(200).default('admin'),
+  })
+  .strip();
+
+/** 403 account_creation_disabled for every spelling of a closed path, before anything else runs. */
+function closedPaths(log: RoleContext['log']): RequestHandler {
+  return (req, res, next) => {
+    if (!isClosedCreationPath(req.originalUrl)) return next();
+    log.warn({ marker: 'auth.blocked_path', method: req.method, path: req.originalUrl.slice(0, 512) }, 'auth.blocked_path');
+    res.status(403).json({ error: 'account_creation_disabled' });
+  };
+}
+
+function requireServiceKey(serviceKey: string | undefined): RequestHandler {
+  return (req, _res, next) => {
+    if (!serviceKey) return next(new ApiError(503, 'service_key_not_configured'));
+    if (!secretMatches(req.get('x-service-key'), serviceKey)) return next(new ApiError(401, 'invalid_service_key'));
+    next();
+  };
+}
+
+export async function startAuth({ config, databaseUrl, log }: RoleContext): Promise<StartedRole> {
+  const settings = authSettings(config);
+  const roleLog = log.child({ role: 'auth' });
+  const pool = createRolePool(databaseUrl, 'poker_auth', { max: 20, applicationName: 'auth' });
+  try {
+    const keys = createKeyStore(pool, { secret: settings.secret, issuer: settings.baseUrl });
+    await keys.activeKid(); // a key exists (and AUTH_SECRET opens it) before we serve
+    const app = await createApp({
+      log: roleLog,
+      bodyLimit: config.HTTP_BODY_LIMIT,
+      pool,
+      before: (app: Express) => app.use(closedPaths(roleLog)),
+      routes: (app: Express) => {
+        app.get('/api/auth/jwks', async (_req, res) => {
+          res.set('cache-control', 'public, max-age=60').json(await keys.jwks());
+        });
+
+        app.post('/admin/invite-codes', requireServiceKey(config.SERVICE_KEY), async (req, res) => {
+          const body = inviteRequest.parse(req.body ?? {});
+          const invite = await withSpan('auth.invite.mint', { 'invite.max_uses': body.maxUses }, async (span) => {
+            try {
+              const { rows } = await pool.query(
+                'select code, max_uses, expires_at, created_at from auth.mint_invite($1, $2, $3, $4)',
+                [randomBytes(16).toString('base64url'), body.maxUses, body.expiresInSeconds, body.createdBy],
+              );
+              return rows[0];
+            } catch (err) {
+              span.setAttribute('error.code', 'invite_mint_failed');
+              throw err;
+            }
+          });
+          roleLog.info({ maxUses: invite.max_uses, expiresAt: invite.expires_at, createdBy: body.createdBy }, 'invite minted');
+          res.status(201).json({ code: invite.code, maxUses: invite.max_uses, expiresAt: invite.expires_at, createdAt: invite.created_at });
+        });
+      },
+    });
+    const http = await listen(app, config.HOST, config.PORT);
+    roleLog.info({ url: http.url, issuer: settings.baseUrl }, 'auth listening');
+    return {
+      role: 'auth',
+      url: http.url,
+      async stop() {
+        await http.close();
+        await pool.end();
+      },
+    };
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
+}
