@@ -7,6 +7,8 @@ export interface AuthSettings {
   secret: string;
   baseUrl: string;
   domain: string;
+  /** Origins whose cross-origin session calls are accepted: this service's own and the configured ones. */
+  trustedOrigins: Set<string>;
 }
 
 export function authSettings(config: Config): AuthSettings {
@@ -17,5 +19,9 @@ export function authSettings(config: Config): AuthSettings {
   if (production && !config.AUTH_DOMAIN) problems.push('AUTH_DOMAIN: required by the auth role in production');
   if (problems.length) throw new ConfigError(problems);
   const baseUrl = (config.AUTH_BASE_URL ?? `http://localhost:${config.PORT}`).replace(/\/+$/, '');
-  return { secret: config.AUTH_SECRET!, baseUrl, domain: config.AUTH_DOMAIN ?? new URL(baseUrl).host };
+  const trustedOrigins = new Set([
+    new URL(baseUrl).origin,
+    ...(config.AUTH_TRUSTED_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean).map((o) => new URL(o).origin),
+  ]);
+  return { secret: config.AUTH_SECRET!, baseUrl, domain: config.AUTH_DOMAIN ?? new URL(baseUrl).host, trustedOrigins };
 }

@@ -1,4 +1,5 @@
-// The auth role (issue 3, in progress): closed creation paths, the JWKS and invite minting so far.
+// The auth role (issue 3, in progress): closed creation paths, admin sessions, the JWKS and invite
+// minting so far.
 // Not yet started by `npm start`: it joins the default roles when its sign-in, bridge and wallet
 // routes land (docs/decisions.md).
 import { randomBytes } from 'node:crypto';
@@ -13,6 +14,7 @@ import { withSpan } from '../telemetry/index.ts';
 import { isClosedCreationPath } from './blocked-paths.ts';
 import { authSettings } from './config.ts';
 import { createKeyStore } from './keys.ts';
+import { installSessionRoutes } from './sessions.ts';
 
 const inviteRequest = z
   .object({
@@ -53,6 +55,8 @@ export async function startAuth({ config, databaseUrl, log }: RoleContext): Prom
       pool,
       before: (app: Express) => app.use(closedPaths(roleLog)),
       routes: (app: Express) => {
+        installSessionRoutes(app, { pool, keys, settings, log: roleLog });
+
         app.get('/api/auth/jwks', async (_req, res) => {
           res.set('cache-control', 'public, max-age=60').json(await keys.jwks());
         });

@@ -41,6 +41,9 @@ const schema = z.object({
   AUTH_SECRET: optionalString.pipe(z.string().min(32, 'must be at least 32 characters').optional()),
   AUTH_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   AUTH_DOMAIN: optionalString.pipe(z.string().min(1).max(253).optional()),
+  AUTH_TRUSTED_ORIGINS: optionalString.pipe(
+    z.string().regex(/^https?:\/\/[^\s,/]+(,\s*https?:\/\/[^\s,/]+)*$/, 'a comma-separated list of origins (scheme://host[:port])').optional(),
+  ),
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalString.pipe(z.url().optional()),
   OTEL_SERVICE_NAME: z.string().min(1).default('poker-platform'),
 });

@@ -1,0 +1,103 @@
+// Admin sessions over HTTP: email/password sign-in, sign-out, get-session, and a fresh JWT for the
+// session. A session is an opaque random token (cookie `poker_session` or `Authorization: Bearer`),
+// stored only as its sha-256.
+import { createHash, randomBytes } from 'node:crypto';
+import type { Express, Request, RequestHandler } from 'express';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { ApiError } from '../http/errors.ts';
+import type { AuthSettings } from './config.ts';
+import type { KeyStore } from './keys.ts';
+import { DECOY_HASH, verifyPassword } from './passwords.ts';
+import { createSignInLimiter } from './rate-limit.ts';
+
+export const SESSION_COOKIE = 'poker_session';
+export const SESSION_TTL_SECONDS = 12 * 60 * 60;
+const SESSION_TOKEN = /^[A-Za-z0-9_-]{43}$/;
+
+const signInBody = z.object({ email: z.email().max(320), password: z.string().min(1).max(1024) }).strip();
+const hashToken = (token: string) => createHash('sha256').update(token).digest();
+
+function sessionToken(req: Request): string | undefined {
+  const bearer = /^Bearer (\S+)$/.exec(req.get('authorization') ?? '')?.[1];
+  if (bearer && SESSION_TOKEN.test(bearer)) return bearer;
+  const cookie = (req.get('cookie') ?? '').split(';').map((c) => c.trim()).find((c) => c.startsWith(`${SESSION_COOKIE}=`));
+  const value = cookie?.slice(SESSION_COOKIE.length + 1);
+  return value && SESSION_TOKEN.test(value) ? value : undefined;
+}
+
+/** The identity service's CSRF check: a cross-origin call must come from a trusted origin. */
+export function trustedOrigin(settings: AuthSettings): RequestHandler {
+  return (req, _res, next) => {
+    const origin = req.get('origin');
+    if (origin !== undefined && !settings.trustedOrigins.has(origin)) return next(new ApiError(403, 'untrusted_origin'));
+    next();
+  };
+}
+
+export function installSessionRoutes(app: Express, deps: { pool: pg.Pool; keys: KeyStore; settings: AuthSettings; log: Logger }) {
+  const { pool, keys, settings, log } = deps;
+  const limiter = createSignInLimiter({ windowMs: 15 * 60 * 1000, perAccount: 5, perAddress: 50 });
+  const secure = settings.baseUrl.startsWith('https:') ? '; Secure' : '';
+  const cookie = (value: string, maxAge: number) =>
+    `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${secure}`;
+
+  const session = async (req: Request) => {
+    const token = sessionToken(req);
+    if (!token) return undefined;
+    const { rows } = await pool.query<{ user_id: string; email: string; expires_at: Date }>(
+      'select user_id, email, expires_at from auth.session_for($1)', [hashToken(token)],
+    );
+    return rows[0] ? { token, ...rows[0] } : undefined;
+  };
+
+  app.post('/api/auth/sign-in/email', trustedOrigin(settings), async (req, res) => {
+    const body = signInBody.parse(req.body ?? {});
+    const address = req.socket.remoteAddress ?? 'unknown';
+    const wait = limiter.retryAfter(address, body.email);
+    if (wait > 0) {
+      log.warn({ marker: 'auth.sign_in.rate_limited', retryAfter: wait }, 'sign-in rate limited');
+      res.set('retry-after', String(wait));
+      throw new ApiError(429, 'too_many_requests');
+    }
+    const { rows } = await pool.query<{ user_id: string; password_hash: string }>(
+      'select user_id, password_hash from auth.admin_credentials($1)', [body.email],
+    );
+    // an unknown email costs the same scrypt as a wrong password, and answers the same
+    const ok = await verifyPassword(body.password, rows[0]?.password_hash ?? DECOY_HASH);
+    if (!rows[0] || !ok) {
+      limiter.fail(address, body.email);
+      log.warn({ marker: 'auth.sign_in.failed' }, 'sign-in failed');
+      throw new ApiError(401, 'invalid_credentials');
+    }
+    limiter.succeed(address, body.email);
+    const token = randomBytes(32).toString('base64url');
+    const { rows: created } = await pool.query<{ expires_at: Date }>(
+      'select auth.create_session($1, $2, $3) as expires_at', [rows[0].user_id, hashToken(token), SESSION_TTL_SECONDS],
+    );
+    res.set('set-cookie', cookie(token, SESSION_TTL_SECONDS));
+    res.json({ token, user: { id: rows[0].user_id, email: body.email }, expiresAt: created[0]!.expires_at });
+  });
+
+  app.post('/api/auth/sign-out', trustedOrigin(settings), async (req, res) => {
+    const token = sessionToken(req);
+    if (token) await pool.query('select auth.revoke_session($1)', [hashToken(token)]);
+    res.set('set-cookie', cookie('', 0));
+    res.json({ ok: true });
+  });
+
+  app.get('/api/auth/get-session', async (req, res) => {
+    const s = await session(req);
+    res.json(s ? { session: { expiresAt: s.expires_at }, user: { id: s.user_id, email: s.email } } : null);
+  });
+
+  app.get('/api/auth/token', async (req, res) => {
+    const s = await session(req);
+    if (!s) throw new ApiError(401, 'not signed in');
+    const { rows } = await pool.query<{ address: string }>(
+      'select address from auth.wallets where user_id = $1 and is_primary', [s.user_id],
+    );
+    res.json({ token: await keys.sign({ sub: s.user_id, email: s.email, walletAddress: rows[0]?.address ?? null, authMethod: 'email' }) });
+  });
+}
