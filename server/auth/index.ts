@@ -15,6 +15,7 @@ import { isClosedCreationPath } from './blocked-paths.ts';
 import { authSettings } from './config.ts';
 import { createKeyStore } from './keys.ts';
 import { installSessionRoutes } from './sessions.ts';
+import { installWalletRoutes } from './wallets.ts';
 
 const inviteRequest = z
   .object({
@@ -55,7 +56,8 @@ export async function startAuth({ config, databaseUrl, log }: RoleContext): Prom
       pool,
       before: (app: Express) => app.use(closedPaths(roleLog)),
       routes: (app: Express) => {
-        installSessionRoutes(app, { pool, keys, settings, log: roleLog });
+        const session = installSessionRoutes(app, { pool, keys, settings, log: roleLog });
+        installWalletRoutes(app, { pool, keys, settings, log: roleLog, session, serviceKey: config.SERVICE_KEY });
 
         app.get('/api/auth/jwks', async (_req, res) => {
           res.set('cache-control', 'public, max-age=60').json(await keys.jwks());

@@ -36,14 +36,19 @@ export function trustedOrigin(settings: AuthSettings): RequestHandler {
   };
 }
 
-export function installSessionRoutes(app: Express, deps: { pool: pg.Pool; keys: KeyStore; settings: AuthSettings; log: Logger }) {
+export type SessionReader = (req: Request) => Promise<{ token: string; user_id: string; email: string; expires_at: Date } | undefined>;
+
+export function installSessionRoutes(
+  app: Express,
+  deps: { pool: pg.Pool; keys: KeyStore; settings: AuthSettings; log: Logger },
+): SessionReader {
   const { pool, keys, settings, log } = deps;
   const limiter = createSignInLimiter({ windowMs: 15 * 60 * 1000, perAccount: 5, perAddress: 50 });
   const secure = settings.baseUrl.startsWith('https:') ? '; Secure' : '';
   const cookie = (value: string, maxAge: number) =>
     `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${secure}`;
 
-  const session = async (req: Request) => {
+  const session: SessionReader = async (req) => {
     const token = sessionToken(req);
     if (!token) return undefined;
     const { rows } = await pool.query<{ user_id: string; email: string; expires_at: Date }>(
@@ -100,4 +105,6 @@ export function installSessionRoutes(app: Express, deps: { pool: pg.Pool; keys: 
     );
     res.json({ token: await keys.sign({ sub: s.user_id, email: s.email, walletAddress: rows[0]?.address ?? null, authMethod: 'email' }) });
   });
+
+  return session;
 }

@@ -1,0 +1,101 @@
+// Wallet routes: list, set-primary, unlink (the rules are SQL: db/functions/auth/30_wallets.sql),
+// and the internal reads other roles use with the service key.
+// Who may call the user routes: an admin session (cookie or Bearer session token), or, for poker
+// users, who sign in through the bridge and get no session, this service's own access JWT as the
+// Bearer (verified against our own keys: issuer and audience are this service).
+import type { Express, Request, RequestHandler } from 'express';
+import { createLocalJWKSet, jwtVerify } from 'jose';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { secretMatches } from '../http/auth.ts';
+import { ApiError } from '../http/errors.ts';
+import type { AuthSettings } from './config.ts';
+import type { KeyStore } from './keys.ts';
+import { trustedOrigin, type SessionReader } from './sessions.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+interface WalletRow {
+  address: string;
+  chain_id: number;
+  is_primary: boolean;
+  created_at: Date;
+}
+
+const toWire = (w: WalletRow) => ({ address: w.address, chainId: w.chain_id, isPrimary: w.is_primary, createdAt: w.created_at });
+
+export function installWalletRoutes(
+  app: Express,
+  deps: { pool: pg.Pool; keys: KeyStore; settings: AuthSettings; log: Logger; session: SessionReader; serviceKey?: string },
+) {
+  const { pool, keys, settings, log, session } = deps;
+
+  /** The caller's user id from a session or from our own access JWT; 401 `not signed in` otherwise. */
+  const userOf = async (req: Request): Promise<string> => {
+    const s = await session(req);
+    if (s) return s.user_id;
+    const bearer = /^Bearer (\S+\.\S+\.\S+)$/.exec(req.get('authorization') ?? '')?.[1];
+    if (bearer) {
+      try {
+        const { payload } = await jwtVerify(bearer, createLocalJWKSet(await keys.jwks()), {
+          issuer: settings.baseUrl, audience: settings.baseUrl, algorithms: ['EdDSA'], requiredClaims: ['exp', 'iat', 'sub'],
+        });
+        if (typeof payload.sub === 'string' && UUID.test(payload.sub)) return payload.sub;
+      } catch {
+        // falls through to 401
+      }
+    }
+    throw new ApiError(401, 'not signed in');
+  };
+
+  const serviceOnly: RequestHandler = (req, _res, next) => {
+    if (!deps.serviceKey) return next(new ApiError(503, 'service_key_not_configured'));
+    if (!secretMatches(req.get('x-service-key'), deps.serviceKey)) return next(new ApiError(401, 'invalid_service_key'));
+    next();
+  };
+
+  app.get('/api/wallets', async (req, res) => {
+    const userId = await userOf(req);
+    const { rows } = await pool.query<WalletRow>(
+      'select address, chain_id, is_primary, created_at from auth.wallets where user_id = $1 order by created_at, id', [userId],
+    );
+    res.json({ wallets: rows.map(toWire) });
+  });
+
+  app.post('/api/wallets/set-primary', trustedOrigin(settings), async (req, res) => {
+    const userId = await userOf(req);
+    const { walletAddress } = z.object({ walletAddress: z.string().min(1).max(128) }).parse(req.body ?? {});
+    const { rows } = await pool.query<{ address: string; already_primary: boolean }>(
+      'select address, already_primary from auth.set_primary_wallet($1, $2)', [userId, walletAddress],
+    );
+    const r = rows[0]!;
+    if (r.already_primary) return void res.json({ ok: true, primary: r.address, alreadyPrimary: true });
+    log.info({ userId, primary: r.address }, 'primary wallet changed');
+    res.json({ ok: true, primary: r.address });
+  });
+
+  app.delete('/api/wallets/:address', trustedOrigin(settings), async (req, res) => {
+    const userId = await userOf(req);
+    const address = String(req.params.address);
+    if (address.length > 128) throw new ApiError(404, 'wallet_not_found');
+    const { rows } = await pool.query<{ address: string; was_primary: boolean; new_primary: string | null }>(
+      'select address, was_primary, new_primary from auth.unlink_wallet($1, $2)', [userId, address],
+    );
+    const r = rows[0]!;
+    log.info({ userId, unlinked: r.address, wasPrimary: r.was_primary, primary: r.new_primary }, 'wallet unlinked');
+    res.json({ ok: true, unlinked: r.address, wasPrimary: r.was_primary });
+  });
+
+  const internalRead = (chain: 'evm' | 'solana') => async (req: Request, res: import('express').Response) => {
+    const userId = String(req.params.publicUserId);
+    if (!UUID.test(userId)) throw new ApiError(404, 'user_not_found');
+    const { rows } = await pool.query<WalletRow>(
+      "select address, chain_id, is_primary, created_at from auth.wallets where user_id = $1 and chain = $2 order by created_at, id",
+      [userId, chain],
+    );
+    res.json({ wallets: chain === 'evm' ? rows.map(toWire) : rows.map((w) => ({ address: w.address })) });
+  };
+  app.get('/api/internal/user-wallets/:publicUserId', serviceOnly, internalRead('evm'));
+  app.get('/api/internal/user-wallets-solana/:publicUserId', serviceOnly, internalRead('solana'));
+}
