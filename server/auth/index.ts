@@ -15,7 +15,8 @@ import { isClosedCreationPath } from './blocked-paths.ts';
 import { authSettings } from './config.ts';
 import { createKeyStore } from './keys.ts';
 import { installSessionRoutes } from './sessions.ts';
-import { installWalletRoutes } from './wallets.ts';
+import { callerResolver, installWalletRoutes } from './wallets.ts';
+import { installLinkWalletRoutes } from './link-wallet.ts';
 
 const inviteRequest = z
   .object({
@@ -57,7 +58,9 @@ export async function startAuth({ config, databaseUrl, log }: RoleContext): Prom
       before: (app: Express) => app.use(closedPaths(roleLog)),
       routes: (app: Express) => {
         const session = installSessionRoutes(app, { pool, keys, settings, log: roleLog });
-        installWalletRoutes(app, { pool, keys, settings, log: roleLog, session, serviceKey: config.SERVICE_KEY });
+        const userOf = callerResolver({ keys, settings, session });
+        installWalletRoutes(app, { pool, settings, log: roleLog, userOf, serviceKey: config.SERVICE_KEY });
+        installLinkWalletRoutes(app, { pool, settings, log: roleLog, userOf });
 
         app.get('/api/auth/jwks', async (_req, res) => {
           res.set('cache-control', 'public, max-age=60').json(await keys.jwks());

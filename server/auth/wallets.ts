@@ -25,14 +25,13 @@ interface WalletRow {
 
 const toWire = (w: WalletRow) => ({ address: w.address, chainId: w.chain_id, isPrimary: w.is_primary, createdAt: w.created_at });
 
-export function installWalletRoutes(
-  app: Express,
-  deps: { pool: pg.Pool; keys: KeyStore; settings: AuthSettings; log: Logger; session: SessionReader; serviceKey?: string },
-) {
-  const { pool, keys, settings, log, session } = deps;
-
-  /** The caller's user id from a session or from our own access JWT; 401 `not signed in` otherwise. */
-  const userOf = async (req: Request): Promise<string> => {
+/**
+ * The caller's user id from a session, or from this service's own access JWT as the Bearer;
+ * 401 `not signed in` otherwise.
+ */
+export function callerResolver(deps: { keys: KeyStore; settings: AuthSettings; session: SessionReader }) {
+  const { keys, settings, session } = deps;
+  return async (req: Request): Promise<string> => {
     const s = await session(req);
     if (s) return s.user_id;
     const bearer = /^Bearer (\S+\.\S+\.\S+)$/.exec(req.get('authorization') ?? '')?.[1];
@@ -48,6 +47,13 @@ export function installWalletRoutes(
     }
     throw new ApiError(401, 'not signed in');
   };
+}
+
+export function installWalletRoutes(
+  app: Express,
+  deps: { pool: pg.Pool; settings: AuthSettings; log: Logger; userOf: (req: Request) => Promise<string>; serviceKey?: string },
+) {
+  const { pool, settings, log, userOf } = deps;
 
   const serviceOnly: RequestHandler = (req, _res, next) => {
     if (!deps.serviceKey) return next(new ApiError(503, 'service_key_not_configured'));

@@ -1,0 +1,108 @@
+// Linking an EVM wallet by a signed SIWE (EIP-4361) message, in the spec's order:
+//   1 session (or our own access JWT) -> 401 `not signed in`; a trusted Origin is required;
+//   2 body and checksum -> 400 `invalid walletAddress`;
+//   3 take the nonce stored for `siwe:{checksum}:{chainId}` -> 401 `no nonce` (taken here, before
+//     any signature is checked, so a nonce is never usable twice, even by a failed attempt);
+//   4 the message carries that nonce -> 401 `message does not contain issued nonce`;
+//   5 the message is for us (domain from AUTH_DOMAIN, never the Host header; address, chain, time)
+//     and the signature verifies -> 401 `invalid signature`;
+//   6-9 in SQL (auth.link_wallet): another user's wallet -> 409; already ours -> alreadyLinked; the
+//     first wallet becomes primary; insert.
+// viem implements EIP-4361 parsing/validation and signature checks; the `siwe` package would pull
+// in ethers as a peer for the same work (docs/decisions.md).
+import { randomBytes } from 'node:crypto';
+import type { Express, Request } from 'express';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { getAddress, isAddress, verifyMessage, type Hex } from 'viem';
+import { parseSiweMessage, validateSiweMessage } from 'viem/siwe';
+import { z } from 'zod';
+import { ApiError } from '../http/errors.ts';
+import type { AuthSettings } from './config.ts';
+
+export const NONCE_TTL_SECONDS = 5 * 60;
+
+const nonceBody = z.object({ walletAddress: z.string().max(64), chainId: z.number().int().min(1).max(2 ** 31 - 1) });
+const linkBody = z.object({
+  message: z.string().min(1).max(4096),
+  signature: z.string().regex(/^0x[0-9a-fA-F]+$/).max(4096),
+  walletAddress: z.string().max(64),
+  chainId: z.number().int().min(1).max(2 ** 31 - 1),
+});
+
+function checksum(address: string): `0x${string}` {
+  if (!isAddress(address, { strict: false })) throw new ApiError(400, 'invalid walletAddress');
+  return getAddress(address);
+}
+
+export function installLinkWalletRoutes(
+  app: Express,
+  deps: { pool: pg.Pool; settings: AuthSettings; log: Logger; userOf: (req: Request) => Promise<string> },
+) {
+  const { pool, settings, log, userOf } = deps;
+
+  const requireTrustedOrigin = (req: Request) => {
+    const origin = req.get('origin');
+    if (!origin || !settings.trustedOrigins.has(origin)) throw new ApiError(403, 'untrusted_origin');
+  };
+
+  app.post('/api/auth/siwe/nonce', async (req, res) => {
+    await userOf(req);
+    requireTrustedOrigin(req);
+    const parsed = nonceBody.safeParse(req.body ?? {});
+    if (!parsed.success) throw new ApiError(400, 'invalid walletAddress');
+    const address = checksum(parsed.data.walletAddress);
+    const nonce = randomBytes(16).toString('hex');
+    const { rows } = await pool.query<{ expires_at: Date }>('select auth.issue_nonce($1, $2, $3) as expires_at', [
+      `siwe:${address}:${parsed.data.chainId}`, nonce, NONCE_TTL_SECONDS,
+    ]);
+    res.json({ nonce, expiresAt: rows[0]!.expires_at, domain: settings.domain });
+  });
+
+  app.post('/api/link-wallet', async (req, res) => {
+    const userId = await userOf(req); // 1
+    requireTrustedOrigin(req);
+    const parsed = linkBody.safeParse(req.body ?? {}); // 2
+    if (!parsed.success) throw new ApiError(400, 'invalid walletAddress');
+    const { message, signature, chainId } = parsed.data;
+    const address = checksum(parsed.data.walletAddress);
+
+    const { rows: taken } = await pool.query<{ nonce: string }>('select auth.consume_nonce($1) as nonce', [`siwe:${address}:${chainId}`]); // 3
+    const nonce = taken[0]!.nonce;
+
+    const fields = parseSiweMessage(message); // 4
+    if (fields.nonce !== nonce) throw new ApiError(401, 'message does not contain issued nonce');
+
+    const forUs = // 5
+      fields.chainId === chainId &&
+      validateSiweMessage({ message: fields, domain: settings.domain, address, nonce, time: new Date() }) &&
+      (fields.uri === undefined || new URL(fields.uri).host === settings.domain);
+    let valid = false;
+    if (forUs) {
+      try {
+        valid = await verifyMessage({ address, message, signature: signature as Hex });
+      } catch {
+        valid = false;
+      }
+    }
+    if (!valid) {
+      log.warn({ marker: 'auth.wallet.signature_failed', userId, address, chainId }, 'wallet link: invalid signature');
+      throw new ApiError(401, 'invalid signature');
+    }
+
+    let rows;
+    try {
+      ({ rows } = await pool.query<{ address: string; chain_id: number; is_primary: boolean; already_linked: boolean }>(
+        "select address, chain_id, is_primary, already_linked from auth.link_wallet($1, $2, 'evm', $3)", [userId, address, chainId],
+      )); // 6-9
+    } catch (err) {
+      if ((err as { code?: string }).code === 'AUSYB') log.warn({ marker: 'auth.wallet.sybil', userId, address }, 'wallet link refused: linked to another account');
+      throw err;
+    }
+    const w = rows[0]!;
+    if (!w.already_linked) log.info({ userId, address: w.address, chainId, isPrimary: w.is_primary }, 'wallet linked');
+    res.json({
+      ok: true, walletAddress: w.address, chainId: w.chain_id, isPrimary: w.is_primary, ...(w.already_linked ? { alreadyLinked: true } : {}),
+    });
+  });
+}
