@@ -31,6 +31,14 @@ test('a coded failure is recorded as error.code and rethrown unchanged', async (
   expect(span!.status).toEqual({ code: SpanStatusCode.ERROR, message: 'invite_mint_failed' });
 });
 
+test('a business refusal from SQL is recorded by its spec code, not its SQLSTATE', async () => {
+  const refusal = Object.assign(new Error('insufficient_cage_balance'), { code: 'CGNSF' });
+  await expect(withSpan('cage.post', {}, async () => { throw refusal; })).rejects.toBe(refusal);
+  const standard = Object.assign(new Error('deadlock detected'), { code: '40P01' });
+  await expect(withSpan('cage.post', {}, async () => { throw standard; })).rejects.toBe(standard);
+  expect(finishedSpans().map((s) => s.attributes['error.code'])).toEqual(['insufficient_cage_balance', '40P01']);
+});
+
 test('nested spans share one trace', async () => {
   await withSpan('outer', {}, async () => withSpan('inner', {}, async () => undefined));
   const [inner, outer] = finishedSpans();

@@ -17,6 +17,7 @@ import { createKeyStore } from './keys.ts';
 import { installSessionRoutes } from './sessions.ts';
 import { callerResolver, installWalletRoutes } from './wallets.ts';
 import { installLinkWalletRoutes } from './link-wallet.ts';
+import { installBridgeRoute } from './bridge.ts';
 
 const inviteRequest = z
   .object({
@@ -61,6 +62,7 @@ export async function startAuth({ config, databaseUrl, log }: RoleContext): Prom
         const userOf = callerResolver({ keys, settings, session });
         installWalletRoutes(app, { pool, settings, log: roleLog, userOf, serviceKey: config.SERVICE_KEY });
         installLinkWalletRoutes(app, { pool, settings, log: roleLog, userOf });
+        installBridgeRoute(app, { pool, keys, config, log: roleLog });
 
         app.get('/api/auth/jwks', async (_req, res) => {
           res.set('cache-control', 'public, max-age=60').json(await keys.jwks());

@@ -44,6 +44,11 @@ const schema = z.object({
   AUTH_TRUSTED_ORIGINS: optionalString.pipe(
     z.string().regex(/^https?:\/\/[^\s,/]+(,\s*https?:\/\/[^\s,/]+)*$/, 'a comma-separated list of origins (scheme://host[:port])').optional(),
   ),
+  // the identity provider the bridge trusts (OIDC ID tokens)
+  IDP_ISSUER: optionalString.pipe(z.url().optional()),
+  IDP_JWKS_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  IDP_AUDIENCE: optionalString.pipe(z.string().min(1).max(512).optional()),
+  IDP_AUTH_METHOD: z.enum(['google', 'apple', 'email']).default('google'),
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalString.pipe(z.url().optional()),
   OTEL_SERVICE_NAME: z.string().min(1).default('poker-platform'),
 });

@@ -92,12 +92,23 @@ export async function withSpan<T>(name: string, attributes: Attributes, fn: (spa
     try {
       return await fn(span);
     } catch (err) {
-      const code = (err as { code?: unknown }).code;
-      if (typeof code === 'string') span.setAttribute('error.code', code);
+      const code = errorCode(err);
+      if (code) span.setAttribute('error.code', code);
       span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
       throw err;
     } finally {
       span.end();
     }
   });
+}
+
+/**
+ * The code a client sees for an error: our business refusals (custom SQLSTATEs, all letters in their
+ * class, e.g. `CGNSF`, `AUINV`) carry it as their message; anything else carries it as `code`.
+ */
+export function errorCode(err: unknown): string | undefined {
+  const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code !== 'string') return undefined;
+  if (/^[A-Z]{2}[A-Z0-9]{3}$/.test(code) && typeof message === 'string') return message;
+  return code;
 }
