@@ -18,6 +18,7 @@ import { installSessionRoutes } from './sessions.ts';
 import { callerResolver, installWalletRoutes } from './wallets.ts';
 import { installLinkWalletRoutes } from './link-wallet.ts';
 import { installBridgeRoute } from './bridge.ts';
+import { installSolanaLinkRoutes } from './link-solana.ts';
 
 const inviteRequest = z
   .object({
@@ -63,6 +64,7 @@ export async function startAuth({ config, databaseUrl, log }: RoleContext): Prom
         installWalletRoutes(app, { pool, settings, log: roleLog, userOf, serviceKey: config.SERVICE_KEY });
         installLinkWalletRoutes(app, { pool, settings, log: roleLog, userOf });
         installBridgeRoute(app, { pool, keys, config, log: roleLog });
+        installSolanaLinkRoutes(app, { pool, settings, log: roleLog, userOf, gameUrl: config.GAME_URL, serviceKey: config.SERVICE_KEY });
 
         app.get('/api/auth/jwks', async (_req, res) => {
           res.set('cache-control', 'public, max-age=60').json(await keys.jwks());

@@ -1,0 +1,122 @@
+// Linking a Solana wallet by a signed message: the wallet signs (ed25519) a text that names our
+// domain and a one-time nonce; the address is the base58 public key, stored verbatim, chain id 0.
+// The nonce is taken before the signature is checked. A successful first link fires the claim
+// board's `wallet_linked` condition on the game role when GAME_URL is set: best effort, after the
+// link committed, never blocking or failing it.
+import { randomBytes } from 'node:crypto';
+import type { Express, Request } from 'express';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { base58 } from '@scure/base';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { ApiError } from '../http/errors.ts';
+import { withSpan } from '../telemetry/index.ts';
+import type { AuthSettings } from './config.ts';
+import { NONCE_TTL_SECONDS } from './link-wallet.ts';
+
+const BASE58 = /^[1-9A-HJ-NP-Za-km-z]{32,44}$/;
+const linkBody = z.object({
+  address: z.string().regex(BASE58),
+  message: z.string().min(1).max(2048),
+  signature: z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{64,90}$/),
+});
+
+function publicKeyOf(address: string): Uint8Array {
+  let key: Uint8Array;
+  try {
+    key = base58.decode(address);
+  } catch {
+    throw new ApiError(400, 'invalid walletAddress');
+  }
+  if (key.length !== 32) throw new ApiError(400, 'invalid walletAddress');
+  return key;
+}
+
+/** The text a Solana wallet signs to link itself. */
+export function solanaLinkMessage(domain: string, address: string, nonce: string) {
+  return `${domain} wants you to link your Solana account:\n${address}\n\nNonce: ${nonce}`;
+}
+
+export function installSolanaLinkRoutes(
+  app: Express,
+  deps: {
+    pool: pg.Pool; settings: AuthSettings; log: Logger; userOf: (req: Request) => Promise<string>;
+    gameUrl?: string; serviceKey?: string;
+  },
+) {
+  const { pool, settings, log, userOf } = deps;
+  const requireTrustedOrigin = (req: Request) => {
+    const origin = req.get('origin');
+    if (!origin || !settings.trustedOrigins.has(origin)) throw new ApiError(403, 'untrusted_origin');
+  };
+
+  app.post('/api/auth/solana/nonce', async (req, res) => {
+    await userOf(req);
+    requireTrustedOrigin(req);
+    const { address } = z.object({ address: z.string() }).parse(req.body ?? {});
+    if (!BASE58.test(address)) throw new ApiError(400, 'invalid walletAddress');
+    publicKeyOf(address);
+    const nonce = randomBytes(16).toString('hex');
+    const { rows } = await pool.query<{ expires_at: Date }>('select auth.issue_nonce($1, $2, $3) as expires_at', [
+      `solana:${address}`, nonce, NONCE_TTL_SECONDS,
+    ]);
+    res.json({ nonce, expiresAt: rows[0]!.expires_at, message: solanaLinkMessage(settings.domain, address, nonce) });
+  });
+
+  app.post('/api/link-wallet/solana', async (req, res) => {
+    const userId = await userOf(req);
+    requireTrustedOrigin(req);
+    const parsed = linkBody.safeParse(req.body ?? {});
+    if (!parsed.success) throw new ApiError(400, 'invalid walletAddress');
+    const { address, message, signature } = parsed.data;
+    const publicKey = publicKeyOf(address);
+    const linked = await withSpan('auth.wallet.solana_linked', { 'auth.user_id': userId }, async (span) => {
+      const { rows: taken } = await pool.query<{ nonce: string }>('select auth.consume_nonce($1) as nonce', [`solana:${address}`]);
+      if (message !== solanaLinkMessage(settings.domain, address, taken[0]!.nonce)) {
+        throw new ApiError(401, 'message does not contain issued nonce');
+      }
+      let valid = false;
+      try {
+        const sig = base58.decode(signature);
+        valid = sig.length === 64 && ed25519.verify(sig, new TextEncoder().encode(message), publicKey);
+      } catch {
+        valid = false;
+      }
+      if (!valid) {
+        log.warn({ marker: 'auth.wallet.signature_failed', userId, address, chain: 'solana' }, 'solana link: invalid signature');
+        throw new ApiError(401, 'invalid signature');
+      }
+      try {
+        const { rows } = await pool.query<{ address: string; is_primary: boolean; already_linked: boolean }>(
+          "select address, is_primary, already_linked from auth.link_wallet($1, $2, 'solana', 0)", [userId, address],
+        );
+        span.setAttribute('auth.already_linked', rows[0]!.already_linked);
+        return rows[0]!;
+      } catch (err) {
+        if ((err as { code?: string }).code === 'AUSYB') log.warn({ marker: 'auth.wallet.sybil', userId, address }, 'solana link refused: linked to another account');
+        throw err;
+      }
+    });
+    if (!linked.already_linked) {
+      log.info({ userId, address, chain: 'solana', isPrimary: linked.is_primary }, 'wallet linked');
+      void fireWalletLinked(userId, address);
+    }
+    res.json({ ok: true, walletAddress: linked.address, chainId: 0, isPrimary: linked.is_primary, ...(linked.already_linked ? { alreadyLinked: true } : {}) });
+  });
+
+  async function fireWalletLinked(userId: string, address: string) {
+    if (!deps.gameUrl || !deps.serviceKey) return;
+    try {
+      const res = await fetch(new URL('/internal/claim-board/condition-met', deps.gameUrl), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-service-key': deps.serviceKey },
+        body: JSON.stringify({ userId, conditionKey: 'wallet_linked', idempotencyKey: `wallet_linked:${userId}:${address}` }),
+        signal: AbortSignal.timeout(3000),
+      });
+      if (!res.ok) log.warn({ userId, status: res.status }, 'wallet_linked condition not accepted by the game role');
+    } catch (err) {
+      log.warn({ userId, err: (err as Error).message }, 'wallet_linked condition could not reach the game role');
+    }
+  }
+}
