@@ -86,12 +86,27 @@ test('the test token works only while the harness is permitted', async () => {
     const res = await bridge(harness.url!, { idToken: `test-idp-token:${sub}`, inviteCode: await invite() });
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ created: true });
+    const userId = ((await (await bridge(harness.url!, { idToken: `test-idp-token:${sub}` })).json()) as { user: { id: string } }).user.id;
+    const minted = await fetch(`${harness.url}/api/dev/mint-jwt`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ userId }) });
+    expect(minted.status).toBe(200);
+    const { payload } = await jwtVerify(((await minted.json()) as { token: string }).token, createRemoteJWKSet(new URL(`${harness.url}/api/auth/jwks`)), {
+      issuer: ISSUER, audience: ISSUER, algorithms: ['EdDSA'],
+    });
+    expect(payload.sub).toBe(userId);
+    const unknown = await fetch(`${harness.url}/api/dev/mint-jwt`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ userId: randomUUID() }) });
+    expect(unknown.status).toBe(404);
     // without a configured provider, a real-looking token is a 503, not a pass
     const real = await bridge(harness.url!, { idToken: await idp.idToken({ sub: randomUUID() }), inviteCode: await invite() });
     expect(real.status).toBe(503);
   } finally {
     await harness.stop();
   }
+});
+
+test('/api/dev/mint-jwt does not exist while the harness is off', async () => {
+  const res = await fetch(`${role.url}/api/dev/mint-jwt`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ userId: randomUUID() }) });
+  expect(res.status).toBe(404);
+  expect(await res.json()).toEqual({ error: 'not_found' });
 });
 
 test('50 concurrent first sign-ins against caps 1 and 10 create exactly the cap', async () => {

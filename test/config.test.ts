@@ -22,9 +22,15 @@ test('defaults', () => {
   expect(config.SERVICE_KEY).toBeUndefined();
 });
 
-test.each(['production', 'staging'])('ENABLE_TEST_AUTH=true with NODE_ENV=%s refuses to boot', (nodeEnv) => {
+test.each(['production', 'staging', 'Test', 'DEVELOPMENT', 'prod', ''])('ENABLE_TEST_AUTH=true with NODE_ENV=%p refuses to boot', (nodeEnv) => {
   const found = problems({ ENABLE_TEST_AUTH: 'true', NODE_ENV: nodeEnv });
-  expect(found.some((p) => p.startsWith('ENABLE_TEST_AUTH') || p.startsWith('NODE_ENV'))).toBe(true);
+  expect(found).toContainEqual(expect.stringMatching(/^ENABLE_TEST_AUTH: true is only allowed when NODE_ENV is development or test/));
+});
+
+test('ENABLE_TEST_AUTH=true with NODE_ENV unset refuses to boot (unset is not development)', () => {
+  expect(problems({ ENABLE_TEST_AUTH: 'true' })).toEqual([
+    'ENABLE_TEST_AUTH: true is only allowed when NODE_ENV is development or test (NODE_ENV is unset)',
+  ]);
 });
 
 test.each(['development', 'test'])('ENABLE_TEST_AUTH=true is permitted with NODE_ENV=%s', (nodeEnv) => {

@@ -19,6 +19,7 @@ import { callerResolver, installWalletRoutes } from './wallets.ts';
 import { installLinkWalletRoutes } from './link-wallet.ts';
 import { installBridgeRoute } from './bridge.ts';
 import { installSolanaLinkRoutes } from './link-solana.ts';
+import { installDevRoutes } from './dev.ts';
 
 const inviteRequest = z
   .object({
@@ -64,6 +65,7 @@ export async function startAuth({ config, databaseUrl, log }: RoleContext): Prom
         installWalletRoutes(app, { pool, settings, log: roleLog, userOf, serviceKey: config.SERVICE_KEY });
         installLinkWalletRoutes(app, { pool, settings, log: roleLog, userOf });
         installBridgeRoute(app, { pool, keys, config, log: roleLog });
+        if (config.testAuthPermitted) installDevRoutes(app, { pool, keys });
         installSolanaLinkRoutes(app, { pool, settings, log: roleLog, userOf, gameUrl: config.GAME_URL, serviceKey: config.SERVICE_KEY });
 
         app.get('/api/auth/jwks', async (_req, res) => {

@@ -1,0 +1,23 @@
+// The test harness's JWT mint: `POST /api/dev/mint-jwt { userId }` answers an access JWT for an
+// existing user, signed like every other token. The route exists only while the harness is
+// permitted (ENABLE_TEST_AUTH=true and NODE_ENV development or test); otherwise it is not mounted
+// at all, so it answers the ordinary 404.
+import type { Express } from 'express';
+import type pg from 'pg';
+import { z } from 'zod';
+import { ApiError } from '../http/errors.ts';
+import type { KeyStore } from './keys.ts';
+
+export function installDevRoutes(app: Express, deps: { pool: pg.Pool; keys: KeyStore }) {
+  app.post('/api/dev/mint-jwt', async (req, res) => {
+    const { userId } = z.object({ userId: z.uuid() }).parse(req.body ?? {});
+    const { rows } = await deps.pool.query<{ email: string | null; address: string | null }>(
+      `select u.email, (select w.address from auth.wallets w where w.user_id = u.id and w.is_primary) as address
+         from auth.users u where u.id = $1`,
+      [userId],
+    );
+    if (!rows[0]) throw new ApiError(404, 'user_not_found');
+    const token = await deps.keys.sign({ sub: userId, email: rows[0].email ?? undefined, walletAddress: rows[0].address, authMethod: 'email' });
+    res.json({ token });
+  });
+}
