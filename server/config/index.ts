@@ -44,6 +44,8 @@ const schema = z.object({
   AUTH_TRUSTED_ORIGINS: optionalString.pipe(
     z.string().regex(/^https?:\/\/[^\s,/]+(,\s*https?:\/\/[^\s,/]+)*$/, 'a comma-separated list of origins (scheme://host[:port])').optional(),
   ),
+  // downstream roles verify access JWTs with the auth role's JWKS
+  AUTH_JWKS_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // the game role, for the claim board's condition-met callback (best effort)
   GAME_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // the identity provider the bridge trusts (OIDC ID tokens)

@@ -1,0 +1,54 @@
+// The downstream verification path for access JWTs (bank deposit, withdraw, table creation, claim
+// board, receipts...): the auth role's JWKS fetched once and cached by jose (refetched only for an
+// unknown kid, rate limited), EdDSA only, issuer and audience = the auth base URL, exp/iat/sub
+// required. Missing token: 401 missing_bearer_token; anything wrong with it: 401 invalid_token.
+import type { Request, RequestHandler } from 'express';
+import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import { ApiError } from './errors.ts';
+
+export interface AccessClaims extends JWTPayload {
+  sub: string;
+  email?: string;
+  walletAddress?: string | null;
+  authMethod?: string;
+}
+
+export interface JwtVerifier {
+  verify(token: string): Promise<AccessClaims>;
+  /** Express middleware: puts the verified claims on `res.locals.claims`. */
+  require: RequestHandler;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function bearerToken(req: Request): string | undefined {
+  return /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/.exec(req.get('authorization') ?? '')?.[1];
+}
+
+export function createJwtVerifier(options: { jwksUrl: string; issuer: string }): JwtVerifier {
+  const jwks = createRemoteJWKSet(new URL(options.jwksUrl), { cooldownDuration: 30_000, cacheMaxAge: 10 * 60_000 });
+  const verify = async (token: string): Promise<AccessClaims> => {
+    try {
+      const { payload } = await jwtVerify(token, jwks, {
+        issuer: options.issuer, audience: options.issuer, algorithms: ['EdDSA'], requiredClaims: ['exp', 'iat', 'sub'],
+      });
+      if (typeof payload.sub !== 'string' || !UUID.test(payload.sub)) throw new Error('sub is not a user id');
+      return payload as AccessClaims;
+    } catch {
+      throw new ApiError(401, 'invalid_token');
+    }
+  };
+  return {
+    verify,
+    require: async (req, res, next) => {
+      const token = bearerToken(req);
+      if (!token) return next(new ApiError(401, req.get('authorization') ? 'invalid_token' : 'missing_bearer_token'));
+      try {
+        res.locals.claims = await verify(token);
+        next();
+      } catch (err) {
+        next(err);
+      }
+    },
+  };
+}
