@@ -5,11 +5,13 @@ import type { Config, Role } from './config/index.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import type { RoleContext, StartedRole } from './roles/types.ts';
+import { startAuth } from './auth/index.ts';
 import { startCage } from './cage/index.ts';
 import { startAdmin } from './admin/index.ts';
 import { startWorker } from './worker/index.ts';
 
 const STARTERS: Partial<Record<Role, (ctx: RoleContext) => Promise<StartedRole>>> = {
+  auth: startAuth,
   cage: startCage,
   admin: startAdmin,
   worker: startWorker,

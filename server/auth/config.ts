@@ -1,6 +1,11 @@
-// What the auth role needs beyond the shared configuration. In production every value must be set;
-// in development and test the base URL and SIWE domain default to this machine, and AUTH_SECRET must
-// still be given (it encrypts the signing keys: a secret that changed would orphan them).
+// What the auth role needs beyond the shared configuration. In production every value must be set.
+// Elsewhere the base URL and SIWE domain default to this machine; AUTH_SECRET is required in test,
+// and in development, when unset, one is generated once and kept beside the embedded data directory
+// (`<PG_DATA_DIR>.auth-secret`, mode 0600), so `npm start` works on a fresh clone and the signing
+// keys it sealed stay readable across restarts.
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { ConfigError, type Config } from '../config/index.ts';
 
 export interface AuthSettings {
@@ -11,10 +16,21 @@ export interface AuthSettings {
   trustedOrigins: Set<string>;
 }
 
-export function authSettings(config: Config): AuthSettings {
+export async function developmentSecret(config: Config): Promise<string> {
+  const file = `${path.resolve(config.PG_DATA_DIR)}.auth-secret`;
+  const existing = await readFile(file, 'utf8').catch(() => undefined);
+  if (existing && existing.trim().length >= 32) return existing.trim();
+  await mkdir(path.dirname(file), { recursive: true });
+  const secret = randomBytes(32).toString('base64url');
+  await writeFile(file, `${secret}\n`, { mode: 0o600, flag: 'wx' }).catch(async () => undefined);
+  return (await readFile(file, 'utf8')).trim();
+}
+
+export async function authSettings(config: Config): Promise<AuthSettings> {
   const production = config.NODE_ENV === 'production';
   const problems: string[] = [];
-  if (!config.AUTH_SECRET) problems.push('AUTH_SECRET: required by the auth role (at least 32 characters)');
+  const secret = config.AUTH_SECRET ?? (config.NODE_ENV === 'development' ? await developmentSecret(config) : undefined);
+  if (!secret) problems.push('AUTH_SECRET: required by the auth role (at least 32 characters)');
   if (production && !config.AUTH_BASE_URL) problems.push('AUTH_BASE_URL: required by the auth role in production');
   if (production && !config.AUTH_DOMAIN) problems.push('AUTH_DOMAIN: required by the auth role in production');
   if (problems.length) throw new ConfigError(problems);
@@ -23,5 +39,5 @@ export function authSettings(config: Config): AuthSettings {
     new URL(baseUrl).origin,
     ...(config.AUTH_TRUSTED_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean).map((o) => new URL(o).origin),
   ]);
-  return { secret: config.AUTH_SECRET!, baseUrl, domain: config.AUTH_DOMAIN ?? new URL(baseUrl).host, trustedOrigins };
+  return { secret: secret!, baseUrl, domain: config.AUTH_DOMAIN ?? new URL(baseUrl).host, trustedOrigins };
 }

@@ -1,7 +1,4 @@
-// The auth role (issue 3, in progress): closed creation paths, admin sessions, the JWKS and invite
-// minting so far.
-// Not yet started by `npm start`: it joins the default roles when its sign-in, bridge and wallet
-// routes land (docs/decisions.md).
+// The auth role: identity, JWT + JWKS, admin sessions, the invite-gated bridge, wallets.
 import { randomBytes } from 'node:crypto';
 import type { Express, RequestHandler } from 'express';
 import { z } from 'zod';
@@ -48,7 +45,7 @@ function requireServiceKey(serviceKey: string | undefined): RequestHandler {
 }
 
 export async function startAuth({ config, databaseUrl, log }: RoleContext): Promise<StartedRole> {
-  const settings = authSettings(config);
+  const settings = await authSettings(config);
   const roleLog = log.child({ role: 'auth' });
   const pool = createRolePool(databaseUrl, 'poker_auth', { max: 20, applicationName: 'auth' });
   try {

@@ -6,7 +6,7 @@ export const ROLES = ['auth', 'game', 'cage', 'chain-bank', 'admin', 'worker'] a
 export type Role = (typeof ROLES)[number];
 
 // Roles that exist in this build. Later issues add to this list as they land.
-export const AVAILABLE_ROLES: readonly Role[] = ['cage', 'admin', 'worker'];
+export const AVAILABLE_ROLES: readonly Role[] = ['auth', 'cage', 'admin', 'worker'];
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 const flag = z
