@@ -22,7 +22,9 @@ grant execute on function
   auth.admin_credentials(text),
   auth.create_session(uuid, bytea, integer),
   auth.session_for(bytea),
-  auth.revoke_session(bytea)
+  auth.revoke_session(bytea),
+  auth.request_password_reset(text, bytea, integer),
+  auth.reset_password(bytea, text)
   to poker_auth;
 
 drop policy if exists users_auth_read on auth.users;

@@ -17,6 +17,7 @@ import { installLinkWalletRoutes } from './link-wallet.ts';
 import { installBridgeRoute } from './bridge.ts';
 import { installSolanaLinkRoutes } from './link-solana.ts';
 import { installDevRoutes } from './dev.ts';
+import { installPasswordResetRoutes } from './password-reset.ts';
 
 const inviteRequest = z
   .object({
@@ -63,6 +64,9 @@ export async function startAuth({ config, databaseUrl, log }: RoleContext): Prom
         installLinkWalletRoutes(app, { pool, settings, log: roleLog, userOf });
         installBridgeRoute(app, { pool, keys, config, log: roleLog });
         if (config.testAuthPermitted) installDevRoutes(app, { pool, keys });
+        installPasswordResetRoutes(app, {
+          pool, settings, log: roleLog, ttlSeconds: config.AUTH_RESET_TOKEN_TTL_SECONDS, mailWebhook: config.AUTH_MAIL_WEBHOOK_URL,
+        });
         installSolanaLinkRoutes(app, { pool, settings, log: roleLog, userOf, gameUrl: config.GAME_URL, serviceKey: config.SERVICE_KEY });
 
         app.get('/api/auth/jwks', async (_req, res) => {

@@ -44,6 +44,9 @@ const schema = z.object({
   AUTH_TRUSTED_ORIGINS: optionalString.pipe(
     z.string().regex(/^https?:\/\/[^\s,/]+(,\s*https?:\/\/[^\s,/]+)*$/, 'a comma-separated list of origins (scheme://host[:port])').optional(),
   ),
+  AUTH_RESET_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(86400).default(3600),
+  // where password-reset mail goes: an HTTP mail API that takes { to, subject, text } (unset: none sent)
+  AUTH_MAIL_WEBHOOK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // downstream roles verify access JWTs with the auth role's JWKS
   AUTH_JWKS_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // the game role, for the claim board's condition-met callback (best effort)

@@ -28,7 +28,7 @@ export const SQL_STATUS: Record<string, number> = {
   CGNSF: 402,
   // auth refusals (db/functions/auth/00_refusals.sql)
   AUINR: 403, AUINV: 403, AUCRE: 403,
-  AUIRQ: 400, AUIDN: 400, AUADR: 400, AUNRQ: 400, AUKEY: 400, AUSRQ: 400,
+  AUIRQ: 400, AUIDN: 400, AUADR: 400, AUNRQ: 400, AUKEY: 400, AUSRQ: 400, AURTI: 400, AURTE: 400,
   AUNON: 401,
   AUWNF: 404,
   AUSYB: 409, AUPRI: 409,

@@ -19,6 +19,8 @@ begin
       when 'invalid_nonce_request' then 'AUNRQ'
       when 'invalid_signing_key' then 'AUKEY'
       when 'invalid_session_request' then 'AUSRQ'
+      when 'reset_token_invalid' then 'AURTI'
+      when 'reset_token_expired' then 'AURTE'
       else 'AUXXX'
     end,
     message = p_code,

@@ -1,0 +1,73 @@
+// Legacy password recovery (the spec's recorded shape), live for admin accounts, the only accounts
+// with a password: poker users have none, so for them it is a no-op that answers the same.
+//   POST /api/auth/request-password-reset { email, redirectTo } -> always { status: true }, for known
+//     and unknown emails alike and whatever the mail transport does; the mail leaves after the
+//     answer, and a transport failure shows only in telemetry and the log.
+//   POST /api/auth/reset-password { newPassword, token } -> { status: true }, or 400
+//     reset_token_invalid (unknown or already used) / reset_token_expired; every session of the
+//     user is revoked.
+// redirectTo must be an absolute URL on a trusted origin (no open redirect through our mail).
+import { createHash, randomBytes } from 'node:crypto';
+import type { Express } from 'express';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { ApiError } from '../http/errors.ts';
+import { withSpan } from '../telemetry/index.ts';
+import type { AuthSettings } from './config.ts';
+import { hashPassword } from './passwords.ts';
+
+const requestBody = z.object({ email: z.string().max(320), redirectTo: z.url({ protocol: /^https?$/ }) });
+const resetBody = z.object({ newPassword: z.string().min(12).max(1024), token: z.string().regex(/^[\w-]{43}$/) });
+const hash = (token: string) => createHash('sha256').update(token).digest();
+
+export function installPasswordResetRoutes(
+  app: Express,
+  deps: { pool: pg.Pool; settings: AuthSettings; log: Logger; ttlSeconds: number; mailWebhook?: string },
+) {
+  const { pool, settings, log } = deps;
+
+  async function send(email: string, link: string) {
+    await withSpan('auth.password_reset.mail', {}, async (span) => {
+      if (!deps.mailWebhook) {
+        span.setAttribute('error.code', 'mail_transport_not_configured');
+        log.warn({ marker: 'auth.password_reset.no_transport' }, 'password reset requested but no mail transport is configured');
+        return;
+      }
+      try {
+        const res = await fetch(deps.mailWebhook, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ to: email, subject: 'Reset your password', text: `Reset your password: ${link}` }),
+          signal: AbortSignal.timeout(5000),
+        });
+        if (!res.ok) throw new Error(`mail transport answered ${res.status}`);
+      } catch (err) {
+        span.setAttribute('error.code', 'mail_transport_failed');
+        log.error({ marker: 'auth.password_reset.transport_failed', err: (err as Error).message }, 'password reset mail not sent');
+      }
+    });
+  }
+
+  app.post('/api/auth/request-password-reset', async (req, res) => {
+    const { email, redirectTo } = requestBody.parse(req.body ?? {});
+    if (!settings.trustedOrigins.has(new URL(redirectTo).origin)) throw new ApiError(400, 'untrusted_redirect');
+    const token = randomBytes(32).toString('base64url');
+    const { rows } = await pool.query<{ user_id: string | null }>('select auth.request_password_reset($1, $2, $3) as user_id', [
+      email, hash(token), deps.ttlSeconds,
+    ]);
+    res.json({ status: true });
+    if (rows[0]!.user_id) {
+      const link = new URL(redirectTo);
+      link.searchParams.set('token', token);
+      void send(email, link.toString());
+    }
+  });
+
+  app.post('/api/auth/reset-password', async (req, res) => {
+    const { newPassword, token } = resetBody.parse(req.body ?? {});
+    const { rows } = await pool.query<{ user_id: string }>('select auth.reset_password($1, $2) as user_id', [hash(token), await hashPassword(newPassword)]);
+    log.info({ userId: rows[0]!.user_id }, 'password reset; all sessions revoked');
+    res.json({ status: true });
+  });
+}
