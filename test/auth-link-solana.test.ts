@@ -1,12 +1,12 @@
 // Solana linking by a signed message (ed25519, base58), the wallet_linked condition fired at a
 // stand-in game role, and every malformed input a 4xx, never a 500.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { base58 } from '@scure/base';
 import { startAuth } from '../server/auth/index.ts';
-import { createKeyStore } from '../server/auth/keys.ts';
+import { bridgedUser } from './helpers/auth.ts';
 import { loadConfig } from '../server/config/index.ts';
 import type { StartedRole } from '../server/roles/types.ts';
 import { finishedSpans, installTelemetry, shutdownTelemetry } from '../server/telemetry/index.ts';
@@ -49,10 +49,7 @@ afterAll(async () => {
 });
 
 async function pokerUser() {
-  const invite = `inv_${randomBytes(12).toString('hex')}`;
-  await db.owner.query('select auth.mint_invite($1)', [invite]);
-  const userId = (await db.owner.query("select user_id from auth.bridge_sign_in('oidc', $1, null, $2)", [randomUUID(), invite])).rows[0].user_id as string;
-  const jwt = await createKeyStore(db.pool('poker_auth', 1), { secret: SECRET, issuer: ISSUER }).sign({ sub: userId });
+  const { userId, jwt } = await bridgedUser(db, { secret: SECRET, issuer: ISSUER });
   return { userId, headers: { authorization: `Bearer ${jwt}`, origin: ORIGIN, 'content-type': 'application/json' } };
 }
 function wallet() {

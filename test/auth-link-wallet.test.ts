@@ -1,10 +1,9 @@
 // POST /api/link-wallet in the spec's order, with wallets that sign as a browser wallet would
 // (viem private-key accounts signing EIP-4361 messages).
-import { randomBytes, randomUUID } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { createSiweMessage } from 'viem/siwe';
 import { startAuth } from '../server/auth/index.ts';
-import { createKeyStore } from '../server/auth/keys.ts';
+import { bridgedUser } from './helpers/auth.ts';
 import { loadConfig } from '../server/config/index.ts';
 import type { StartedRole } from '../server/roles/types.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
@@ -32,10 +31,7 @@ afterAll(async () => {
 });
 
 async function pokerUser() {
-  const invite = `inv_${randomBytes(12).toString('hex')}`;
-  await db.owner.query('select auth.mint_invite($1)', [invite]);
-  const userId = (await db.owner.query("select user_id from auth.bridge_sign_in('oidc', $1, null, $2)", [randomUUID(), invite])).rows[0].user_id as string;
-  const jwt = await createKeyStore(db.pool('poker_auth', 1), { secret: SECRET, issuer: ISSUER }).sign({ sub: userId });
+  const { userId, jwt } = await bridgedUser(db, { secret: SECRET, issuer: ISSUER });
   return { userId, headers: { authorization: `Bearer ${jwt}`, origin: ORIGIN, 'content-type': 'application/json' } as Record<string, string> };
 }
 const post = (path: string, headers: Record<string, string>, body: unknown) =>

@@ -1,9 +1,10 @@
 // Wallet routes over HTTP, for a poker user holding only this service's access JWT (the bridge
 // gives no session) and for an admin session; and the internal reads behind the service key.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { startAuth } from '../server/auth/index.ts';
 import { createKeyStore } from '../server/auth/keys.ts';
+import { bridgedUser } from './helpers/auth.ts';
 import { loadConfig } from '../server/config/index.ts';
 import type { StartedRole } from '../server/roles/types.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
@@ -30,10 +31,7 @@ afterAll(async () => {
 });
 
 async function pokerUser() {
-  const invite = `inv_${randomBytes(12).toString('hex')}`;
-  await db.owner.query('select auth.mint_invite($1)', [invite]);
-  const userId = (await db.owner.query("select user_id from auth.bridge_sign_in('oidc', $1, null, $2)", [randomUUID(), invite])).rows[0].user_id as string;
-  const jwt = await createKeyStore(db.pool('poker_auth', 1), { secret: SECRET, issuer: ISSUER }).sign({ sub: userId, walletAddress: null });
+  const { userId, jwt } = await bridgedUser(db, { secret: SECRET, issuer: ISSUER });
   return { userId, auth: { authorization: `Bearer ${jwt}` } };
 }
 const evm = () => privateKeyToAccount(generatePrivateKey()).address;

@@ -4,8 +4,7 @@ import type { Express, RequestHandler } from 'express';
 import { z } from 'zod';
 import { createRolePool } from '../db/pools.ts';
 import { createApp, listen } from '../http/app.ts';
-import { secretMatches } from '../http/auth.ts';
-import { ApiError } from '../http/errors.ts';
+import { requireServiceKey } from '../http/auth.ts';
 import type { RoleContext, StartedRole } from '../roles/types.ts';
 import { withSpan } from '../telemetry/index.ts';
 import { isClosedCreationPath } from './blocked-paths.ts';
@@ -34,14 +33,6 @@ function closedPaths(log: RoleContext['log']): RequestHandler {
     if (!isClosedCreationPath(req.originalUrl)) return next();
     log.warn({ marker: 'auth.blocked_path', method: req.method, path: req.originalUrl.slice(0, 512) }, 'auth.blocked_path');
     res.status(403).json({ error: 'account_creation_disabled' });
-  };
-}
-
-function requireServiceKey(serviceKey: string | undefined): RequestHandler {
-  return (req, _res, next) => {
-    if (!serviceKey) return next(new ApiError(503, 'service_key_not_configured'));
-    if (!secretMatches(req.get('x-service-key'), serviceKey)) return next(new ApiError(401, 'invalid_service_key'));
-    next();
   };
 }
 

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
 import { withSpan } from '../telemetry/index.ts';
 import type { AuthSettings } from './config.ts';
+import { requireTrustedOrigin } from './sessions.ts';
 import { NONCE_TTL_SECONDS } from './link-wallet.ts';
 
 const BASE58 = /^[1-9A-HJ-NP-Za-km-z]{32,44}$/;
@@ -46,14 +47,10 @@ export function installSolanaLinkRoutes(
   },
 ) {
   const { pool, settings, log, userOf } = deps;
-  const requireTrustedOrigin = (req: Request) => {
-    const origin = req.get('origin');
-    if (!origin || !settings.trustedOrigins.has(origin)) throw new ApiError(403, 'untrusted_origin');
-  };
 
   app.post('/api/auth/solana/nonce', async (req, res) => {
     await userOf(req);
-    requireTrustedOrigin(req);
+    requireTrustedOrigin(settings, req);
     const { address } = z.object({ address: z.string() }).parse(req.body ?? {});
     if (!BASE58.test(address)) throw new ApiError(400, 'invalid walletAddress');
     publicKeyOf(address);
@@ -66,7 +63,7 @@ export function installSolanaLinkRoutes(
 
   app.post('/api/link-wallet/solana', async (req, res) => {
     const userId = await userOf(req);
-    requireTrustedOrigin(req);
+    requireTrustedOrigin(settings, req);
     const parsed = linkBody.safeParse(req.body ?? {});
     if (!parsed.success) throw new ApiError(400, 'invalid walletAddress');
     const { address, message, signature } = parsed.data;

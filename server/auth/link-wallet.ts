@@ -19,6 +19,7 @@ import { parseSiweMessage, validateSiweMessage } from 'viem/siwe';
 import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
 import type { AuthSettings } from './config.ts';
+import { requireTrustedOrigin } from './sessions.ts';
 
 export const NONCE_TTL_SECONDS = 5 * 60;
 
@@ -41,14 +42,10 @@ export function installLinkWalletRoutes(
 ) {
   const { pool, settings, log, userOf } = deps;
 
-  const requireTrustedOrigin = (req: Request) => {
-    const origin = req.get('origin');
-    if (!origin || !settings.trustedOrigins.has(origin)) throw new ApiError(403, 'untrusted_origin');
-  };
 
   app.post('/api/auth/siwe/nonce', async (req, res) => {
     await userOf(req);
-    requireTrustedOrigin(req);
+    requireTrustedOrigin(settings, req);
     const parsed = nonceBody.safeParse(req.body ?? {});
     if (!parsed.success) throw new ApiError(400, 'invalid walletAddress');
     const address = checksum(parsed.data.walletAddress);
@@ -61,7 +58,7 @@ export function installLinkWalletRoutes(
 
   app.post('/api/link-wallet', async (req, res) => {
     const userId = await userOf(req); // 1
-    requireTrustedOrigin(req);
+    requireTrustedOrigin(settings, req);
     const parsed = linkBody.safeParse(req.body ?? {}); // 2
     if (!parsed.success) throw new ApiError(400, 'invalid walletAddress');
     const { message, signature, chainId } = parsed.data;

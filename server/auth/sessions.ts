@@ -38,6 +38,12 @@ export function trustedOrigin(settings: AuthSettings): RequestHandler {
 
 export type SessionReader = (req: Request) => Promise<{ token: string; user_id: string; email: string; expires_at: Date } | undefined>;
 
+/** The link flows' stricter form: the Origin header must be present, and trusted. */
+export function requireTrustedOrigin(settings: AuthSettings, req: Request) {
+  const origin = req.get('origin');
+  if (!origin || !settings.trustedOrigins.has(origin)) throw new ApiError(403, 'untrusted_origin');
+}
+
 export function installSessionRoutes(
   app: Express,
   deps: { pool: pg.Pool; keys: KeyStore; settings: AuthSettings; log: Logger },

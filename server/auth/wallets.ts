@@ -3,12 +3,12 @@
 // Who may call the user routes: an admin session (cookie or Bearer session token), or, for poker
 // users, who sign in through the bridge and get no session, this service's own access JWT as the
 // Bearer (verified against our own keys: issuer and audience are this service).
-import type { Express, Request, RequestHandler } from 'express';
+import type { Express, Request } from 'express';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { secretMatches } from '../http/auth.ts';
+import { requireServiceKey } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import type { AuthSettings } from './config.ts';
 import type { KeyStore } from './keys.ts';
@@ -55,11 +55,7 @@ export function installWalletRoutes(
 ) {
   const { pool, settings, log, userOf } = deps;
 
-  const serviceOnly: RequestHandler = (req, _res, next) => {
-    if (!deps.serviceKey) return next(new ApiError(503, 'service_key_not_configured'));
-    if (!secretMatches(req.get('x-service-key'), deps.serviceKey)) return next(new ApiError(401, 'invalid_service_key'));
-    next();
-  };
+  const serviceOnly = requireServiceKey(deps.serviceKey);
 
   app.get('/api/wallets', async (req, res) => {
     const userId = await userOf(req);
