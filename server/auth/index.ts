@@ -13,6 +13,7 @@ import { createKeyStore } from './keys.ts';
 import { installSessionRoutes } from './sessions.ts';
 import { callerResolver, installWalletRoutes } from './wallets.ts';
 import { installLinkWalletRoutes } from './link-wallet.ts';
+import { createEvmSignatureVerifier } from './evm-signatures.ts';
 import { installBridgeRoute } from './bridge.ts';
 import { installSolanaLinkRoutes } from './link-solana.ts';
 import { installDevRoutes } from './dev.ts';
@@ -52,7 +53,9 @@ export async function startAuth({ config, databaseUrl, log }: RoleContext): Prom
         const session = installSessionRoutes(app, { pool, keys, settings, log: roleLog });
         const userOf = callerResolver({ keys, settings, session });
         installWalletRoutes(app, { pool, settings, log: roleLog, userOf, serviceKey: config.SERVICE_KEY });
-        installLinkWalletRoutes(app, { pool, settings, log: roleLog, userOf });
+        installLinkWalletRoutes(app, {
+          pool, settings, log: roleLog, userOf, signatures: createEvmSignatureVerifier({ rpcUrl: config.EVM_RPC_URL }),
+        });
         installBridgeRoute(app, { pool, keys, config, log: roleLog });
         if (config.testAuthPermitted) installDevRoutes(app, { pool, keys });
         installPasswordResetRoutes(app, {

@@ -5,7 +5,8 @@
 //     any signature is checked, so a nonce is never usable twice, even by a failed attempt);
 //   4 the message carries that nonce -> 401 `message does not contain issued nonce`;
 //   5 the message is for us (domain from AUTH_DOMAIN, never the Host header; address, chain, time)
-//     and the signature verifies -> 401 `invalid signature`;
+//     and the signature verifies -> 401 `invalid signature` (an EOA's offline; a smart-contract
+//     wallet's through EVM_RPC_URL by EIP-1271 / ERC-6492: evm-signatures.ts);
 //   6-9 in SQL (auth.link_wallet): another user's wallet -> 409; already ours -> alreadyLinked; the
 //     first wallet becomes primary; insert.
 // viem implements EIP-4361 parsing/validation and signature checks; the `siwe` package would pull
@@ -14,11 +15,12 @@ import { randomBytes } from 'node:crypto';
 import type { Express, Request } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { getAddress, isAddress, verifyMessage, type Hex } from 'viem';
+import { getAddress, isAddress, type Hex } from 'viem';
 import { parseSiweMessage, validateSiweMessage } from 'viem/siwe';
 import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
 import type { AuthSettings } from './config.ts';
+import type { EvmSignatureVerifier } from './evm-signatures.ts';
 import { requireTrustedOrigin } from './sessions.ts';
 
 export const NONCE_TTL_SECONDS = 5 * 60;
@@ -26,7 +28,8 @@ export const NONCE_TTL_SECONDS = 5 * 60;
 const nonceBody = z.object({ walletAddress: z.string().max(64), chainId: z.number().int().min(1).max(2 ** 31 - 1) });
 const linkBody = z.object({
   message: z.string().min(1).max(4096),
-  signature: z.string().regex(/^0x[0-9a-fA-F]+$/).max(4096),
+  // 65 bytes from an EOA; a contract wallet's (EIP-1271, ERC-6492 with its deploy data) is longer
+  signature: z.string().regex(/^0x(?:[0-9a-fA-F]{2})+$/).max(16_384),
   walletAddress: z.string().max(64),
   chainId: z.number().int().min(1).max(2 ** 31 - 1),
 });
@@ -38,10 +41,9 @@ function checksum(address: string): `0x${string}` {
 
 export function installLinkWalletRoutes(
   app: Express,
-  deps: { pool: pg.Pool; settings: AuthSettings; log: Logger; userOf: (req: Request) => Promise<string> },
+  deps: { pool: pg.Pool; settings: AuthSettings; log: Logger; userOf: (req: Request) => Promise<string>; signatures: EvmSignatureVerifier },
 ) {
-  const { pool, settings, log, userOf } = deps;
-
+  const { pool, settings, log, userOf, signatures } = deps;
 
   app.post('/api/auth/siwe/nonce', async (req, res) => {
     await userOf(req);
@@ -74,14 +76,7 @@ export function installLinkWalletRoutes(
       fields.chainId === chainId &&
       validateSiweMessage({ message: fields, domain: settings.domain, address, nonce, time: new Date() }) &&
       (fields.uri === undefined || new URL(fields.uri).host === settings.domain);
-    let valid = false;
-    if (forUs) {
-      try {
-        valid = await verifyMessage({ address, message, signature: signature as Hex });
-      } catch {
-        valid = false;
-      }
-    }
+    const valid = forUs && (await signatures.verify({ address, message, signature: signature as Hex, chainId }));
     if (!valid) {
       log.warn({ marker: 'auth.wallet.signature_failed', userId, address, chainId }, 'wallet link: invalid signature');
       throw new ApiError(401, 'invalid signature');

@@ -51,6 +51,7 @@ const schema = z.object({
   AUTH_JWKS_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // the game role, for the claim board's condition-met callback (best effort)
   GAME_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  EVM_RPC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // the identity provider the bridge trusts (OIDC ID tokens)
   IDP_ISSUER: optionalString.pipe(z.url().optional()),
   IDP_JWKS_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
