@@ -32,9 +32,9 @@ afterAll(async () => {
 });
 beforeEach(() => resetSpans());
 
-const invite = async (maxUses = 1) => {
+const invite = async (maxUses = 1, expiresInSeconds: number | null = null) => {
   const code = `inv_${randomBytes(12).toString('hex')}`;
-  await db.owner.query('select auth.mint_invite($1, $2)', [code, maxUses]);
+  await db.owner.query('select auth.mint_invite($1, $2, $3)', [code, maxUses, expiresInSeconds]);
   return code;
 };
 const bridge = (url: string, body: unknown) =>
@@ -67,10 +67,18 @@ test.each([
   ['garbage', async () => ({ idToken: 'not.a.jwt' }), 401, 'idp_token_invalid'],
   ['a first sign-in without a code', async () => ({ idToken: await idp.idToken({ sub: randomUUID() }) }), 403, 'invite_required'],
   ['an unknown code', async () => ({ idToken: await idp.idToken({ sub: randomUUID() }), inviteCode: 'inv_unknown_code_123' }), 403, 'invite_invalid'],
+  ['an expired code', async () => ({ idToken: await idp.idToken({ sub: randomUUID() }), inviteCode: await invite(5, -1) }), 403, 'invite_invalid'],
+  ['an exhausted code', async () => {
+    const code = await invite(1);
+    expect((await bridge(role.url!, { idToken: await idp.idToken({ sub: randomUUID() }), inviteCode: code })).status).toBe(200);
+    return { idToken: await idp.idToken({ sub: randomUUID() }), inviteCode: code };
+  }, 403, 'invite_invalid'],
   ['the test token while the harness is off', async () => ({ idToken: `test-idp-token:${randomUUID()}`, inviteCode: await invite() }), 401, 'idp_token_invalid'],
 ])('%s: refused, and no account', async (_name, body, status, error) => {
+  const request = await body();
+  resetSpans();
   const before = await users();
-  const res = await bridge(role.url!, await body());
+  const res = await bridge(role.url!, request);
   expect(res.status).toBe(status);
   expect(await res.json()).toEqual({ error });
   expect(await users()).toBe(before);
