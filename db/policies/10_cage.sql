@@ -10,7 +10,8 @@ alter default privileges in schema cage, cage_private revoke execute on function
 grant usage on schema cage to poker_cage, poker_worker, poker_admin, poker_anonymous;
 
 -- cage service: reads its books, writes only through the API functions
-grant select on cage.cage_accounts, cage.cage_entries, cage.cage_ledger, cage.table_books, cage.receipts, cage.account_balances
+grant select on cage.cage_accounts, cage.cage_entries, cage.cage_ledger, cage.receipts, cage.account_balances,
+  cage.deposit_intents, cage.withdraw_intents, cage.custody_entries
   to poker_cage;
 grant execute on function
   cage.ensure_account(text, uuid, text, text),
@@ -18,17 +19,29 @@ grant execute on function
   cage.post_movements(jsonb),
   cage.audit(),
   cage.rebuild_projection(),
-  cage.record_table_books(text, text, bigint, bigint, text),
+  cage.open_deposit(uuid, text, text, integer, bigint),
+  cage.confirm_deposit(text),
+  cage.fail_deposit(text, text),
+  cage.settle_position(uuid, text, bigint, bigint, text, text, text, boolean),
+  cage.mark_withdrawal_settled(text),
+  cage.grant_play_chips(text, bigint, text),
+  cage.exchange_chips(text, uuid, bigint, text, text),
+  cage.claim_custody(uuid, bigint),
   cage.store_receipt(text, uuid, text, text, bytea, bytea, bytea),
   cage.receipt_private_key(bytea)
   to poker_cage;
 
--- worker: runs the periodic audit (read-only)
+-- worker: runs the periodic audit (read-only) and the cash reconcilers (deposits left pending by
+-- a cage that stopped mid-request; settled withdrawals the game has not zeroed yet)
 grant execute on function cage.audit() to poker_worker;
+grant select on cage.deposit_intents, cage.withdraw_intents to poker_worker;
+grant execute on function cage.confirm_deposit(text), cage.fail_deposit(text, text), cage.mark_withdrawal_settled(text)
+  to poker_worker;
 
 -- admin GraphQL: reads the books under RLS. The anonymous role is granted the same SELECT so that
 -- row-level security, not a missing grant, is what shows it nothing.
-grant select on cage.cage_accounts, cage.cage_entries, cage.cage_ledger, cage.table_books, cage.receipts, cage.account_balances
+grant select on cage.cage_accounts, cage.cage_entries, cage.cage_ledger, cage.receipts, cage.account_balances,
+  cage.deposit_intents, cage.withdraw_intents, cage.custody_entries
   to poker_admin, poker_anonymous;
 grant execute on function cage.audit() to poker_admin;
 
@@ -38,7 +51,11 @@ drop policy if exists cage_entries_read on cage.cage_entries;
 create policy cage_entries_read on cage.cage_entries for select to poker_cage, poker_admin using (true);
 drop policy if exists cage_ledger_read on cage.cage_ledger;
 create policy cage_ledger_read on cage.cage_ledger for select to poker_cage, poker_admin using (true);
-drop policy if exists table_books_read on cage.table_books;
-create policy table_books_read on cage.table_books for select to poker_cage, poker_admin using (true);
+drop policy if exists deposit_intents_read on cage.deposit_intents;
+create policy deposit_intents_read on cage.deposit_intents for select to poker_cage, poker_worker, poker_admin using (true);
+drop policy if exists withdraw_intents_read on cage.withdraw_intents;
+create policy withdraw_intents_read on cage.withdraw_intents for select to poker_cage, poker_worker, poker_admin using (true);
+drop policy if exists custody_entries_read on cage.custody_entries;
+create policy custody_entries_read on cage.custody_entries for select to poker_cage, poker_admin using (true);
 drop policy if exists receipts_read on cage.receipts;
 create policy receipts_read on cage.receipts for select to poker_cage, poker_admin using (true);

@@ -22,9 +22,12 @@ export class ApiError extends Error {
 export const SQL_STATUS: Record<string, number> = {
   // cage refusals (db/functions/cage/00_refusals.sql)
   CGRID: 400, CGKND: 400, CGMKD: 400, CGATY: 400, CGACS: 400, CGLEG: 400, CGAMT: 400, CGIAM: 400,
-  CGUNB: 400, CGMEM: 400, CGBAT: 400, CGRCP: 400, CGBOK: 400,
-  CGACC: 404,
-  CGMKM: 409, CGREF: 409, CGSHF: 409, CGRCC: 409, CGIMM: 409,
+  CGUNB: 400, CGMEM: 400, CGBAT: 400, CGRCP: 400, CGBOK: 400, CGBRQ: 400, CGBUY: 400, CGNTW: 400,
+  CGACC: 404, CGTNF: 404, CGUNF: 404, CGRNF: 404, CGDNF: 404, CGCNF: 404,
+  CGMKM: 409, CGREF: 409, CGSHF: 409, CGRCC: 409, CGIMM: 409, CGFRZ: 409, CGIKR: 409, CGSAS: 409, CGCNC: 409,
+  GMSEA: 400, GMBUY: 400, GMCRD: 400, GMHND: 400, GMTBL: 400,
+  GMTNF: 404, GMNAT: 404,
+  GMFRZ: 409, GMHIP: 409, GMSTK: 409, GMASE: 409, GMLEV: 409, GMCCN: 409, GMNHP: 409, GMSNL: 409,
   CGNSF: 402,
   // auth refusals (db/functions/auth/00_refusals.sql)
   AUINR: 403, AUINV: 403, AUCRE: 403,
@@ -86,7 +89,7 @@ export function toErrorBody(err: unknown): ErrorBody {
   }
   if (typeof e.code === 'string' && e.code in SQL_STATUS) {
     const status = SQL_STATUS[e.code]!;
-    const code = e.code.startsWith('CG') || e.code.startsWith('AU') ? String(e.message) : STANDARD_CODES[e.code]!;
+    const code = /^(CG|AU|GM)/.test(e.code) ? String(e.message) : STANDARD_CODES[e.code]!;
     return { status, body: { error: code } };
   }
   return { status: 500, body: { error: 'internal_error' } };

@@ -24,6 +24,18 @@ as $$
     when 'invalid_receipt' then 'CGRCP'
     when 'receipt_conflict' then 'CGRCC'
     when 'invalid_table_books' then 'CGBOK'
+    when 'table_not_found' then 'CGTNF'
+    when 'table_frozen' then 'CGFRZ'
+    when 'idempotency_key_reused' then 'CGIKR'
+    when 'bad_request' then 'CGBRQ'
+    when 'buy_in_out_of_range' then 'CGBUY'
+    when 'user_not_found' then 'CGUNF'
+    when 'recipient_not_found' then 'CGRNF'
+    when 'deposit_not_found' then 'CGDNF'
+    when 'seat_already_settled' then 'CGSAS'
+    when 'custody_entry_not_found' then 'CGCNF'
+    when 'custody_not_claimable' then 'CGCNC'
+    when 'nothing_to_withdraw' then 'CGNTW'
     else 'CGXXX'
   end
 $$;

@@ -61,14 +61,25 @@ as $$
     left join sums s on s.account_id = a.id
    where a.bounded and (a.balance < 0 or coalesce(s.total, 0) < 0)
   union all
-  -- 4. a table's escrow equals its live stacks plus the rake not yet reconciled (as of the last
-  --    hand boundary reported); an escrow with no books must be empty
-  select 'table_escrow', 'table:' || coalesce(a.scope, b.table_id) || ':' || coalesce(a.money_kind, b.money_kind),
-         jsonb_build_object('escrow', coalesce(a.balance, 0), 'live_stacks', coalesce(b.live_stacks, 0),
-                            'unreconciled_rake', coalesce(b.unreconciled_rake, 0), 'hand_id', b.hand_id)
+  -- 4. a table's escrow equals what the table owes: the stacks of its open positions not yet
+  --    settled by the cage, plus the deposits whose buy-in is posted but whose seat is not funded
+  --    yet (nor reversed), plus the rake taken and not yet reconciled. An escrow with no table
+  --    must be empty.
+  select 'table_escrow', 'table:' || coalesce(a.scope, g.table_id) || ':' || coalesce(a.money_kind, g.money_kind),
+         jsonb_build_object('escrow', coalesce(a.balance, 0), 'live_stacks', coalesce(g.live_stacks, 0),
+                            'in_flight_deposits', coalesce(g.in_flight, 0), 'unreconciled_rake', coalesce(g.rake, 0))
     from (select * from cage.cage_accounts where account_type = 'table_escrow') a
-    full join cage.table_books b on b.table_id = a.scope and b.money_kind = a.money_kind
-   where coalesce(a.balance, 0) <> coalesce(b.live_stacks, 0) + coalesce(b.unreconciled_rake, 0)
+    full join (
+      select t.table_id, t.money_kind, t.unreconciled_rake as rake,
+             (select coalesce(sum(p.chip_balance), 0) from game.table_players p
+               where p.table_id = t.table_id and p.status <> 'closed'
+                 and not exists (select from cage.withdraw_intents w where w.player_id = p.id)) as live_stacks,
+             (select coalesce(sum(d.amount), 0) from cage.deposit_intents d
+               where d.table_id = t.table_id and d.status = 'pending'
+                 and not exists (select from game.seat_credits c where c.credit_key = d.ref_id and c.status = 'credited')) as in_flight
+        from game.tables t
+    ) g on g.table_id = a.scope and g.money_kind = a.money_kind
+   where coalesce(a.balance, 0) <> coalesce(g.live_stacks, 0) + coalesce(g.in_flight, 0) + coalesce(g.rake, 0)
   union all
   -- 5. replay-once: a ref_id has one entry (the unique index) and that entry's postings only
   select 'replay_once', 'ref_id:' || l.ref_id,
@@ -108,33 +119,5 @@ begin
     returning a.id, j.balance as old_balance, a.balance as new_balance, j.version as old_version, a.version as new_version
   )
   select * from fixed order by 1;
-end;
-$$;
-
--- Records a table's books at a hand boundary (invariant 4 compares them with its escrow).
-create or replace function cage.record_table_books(
-  p_table_id text, p_money_kind text, p_live_stacks bigint, p_unreconciled_rake bigint, p_hand_id text default null
-) returns cage.table_books
-  language plpgsql volatile security definer
-  set search_path = pg_catalog, pg_temp
-as $$
-declare
-  v_books cage.table_books;
-begin
-  if p_table_id is null or length(p_table_id) not between 1 and 128
-     or p_live_stacks is null or p_live_stacks < 0
-     or p_unreconciled_rake is null or p_unreconciled_rake < 0 then
-    perform cage_private.refuse('invalid_table_books', 'table id 1..128 chars; stacks and rake non-negative');
-  end if;
-  if p_money_kind is null or not (pg_input_is_valid(p_money_kind, 'cage.money_kind')) then
-    perform cage_private.refuse('unknown_money_kind', format('money kind %L', p_money_kind));
-  end if;
-  insert into cage.table_books as b (table_id, money_kind, live_stacks, unreconciled_rake, hand_id)
-  values (p_table_id, p_money_kind::cage.money_kind, p_live_stacks, p_unreconciled_rake, p_hand_id)
-  on conflict (table_id, money_kind) do update
-    set live_stacks = excluded.live_stacks, unreconciled_rake = excluded.unreconciled_rake,
-        hand_id = excluded.hand_id, updated_at = now()
-  returning b.* into v_books;
-  return v_books;
 end;
 $$;

@@ -1,0 +1,245 @@
+-- The cash loop on the cage: deposit (sit, top-up) and the terminal settlement of a position
+-- (stand-up, forced withdrawal to custody, bust). Each money step is one journal transaction; the
+-- game side is told over HTTP by the cage role (server/cage/cash.ts) between these calls.
+
+-- The table as the cage sees it, or a refusal.
+create or replace function cage_private.table_for_money(p_table_id text, p_refuse_frozen boolean) returns game.tables
+  language plpgsql stable
+  set search_path = pg_catalog
+as $$
+declare
+  v_table game.tables;
+begin
+  select * into v_table from game.tables t where t.table_id = p_table_id;
+  if v_table.table_id is null then
+    perform cage_private.refuse('table_not_found', format('table %s', p_table_id));
+  end if;
+  if p_refuse_frozen and v_table.status = 'frozen' then
+    perform cage_private.refuse('table_frozen');
+  end if;
+  return v_table;
+end;
+$$;
+
+-- Opens a deposit: the buy-in (user -> the table's escrow) is posted now, in this transaction;
+-- the seat is funded afterwards over HTTP with the returned ref_id as the credit key.
+-- Replay-once per (user, idempotency key): the same key again returns the intent as it stands
+-- (replayed = true), whatever its status; with another table, seat or amount it is refused.
+create or replace function cage.open_deposit(
+  p_user_id uuid, p_idempotency_key text, p_table_id text, p_seat_index integer, p_amount bigint
+) returns table (ref_id text, status text, error text, amount bigint, table_id text, seat_index integer,
+                 money_kind text, replayed boolean, created_at timestamptz)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_ref text;
+  v_intent cage.deposit_intents;
+  v_table game.tables;
+  v_stack bigint;
+  v_problem text;
+  v_user_account bigint;
+  v_escrow bigint;
+begin
+  if p_user_id is null or p_idempotency_key is null or p_idempotency_key !~ '^[\x21-\x7e]{1,128}$'
+     or p_seat_index is null or p_seat_index not between 0 and 9 then
+    perform cage_private.refuse('bad_request', 'idempotency key: 1..128 printable characters; seat index 0..9');
+  end if;
+  if p_amount is null or p_amount <= 0 or p_amount > cage_private.max_amount() then
+    perform cage_private.refuse('invalid_amount', 'a positive whole number of chips');
+  end if;
+  v_ref := format('deposit:%s:%s', p_user_id, p_idempotency_key);
+
+  select * into v_intent from cage.deposit_intents d where d.ref_id = v_ref;
+  if v_intent.ref_id is null then
+    v_table := cage_private.table_for_money(p_table_id, true);
+    select p.chip_balance into v_stack from game.table_players p
+     where p.table_id = p_table_id and p.user_id = p_user_id and p.status <> 'closed';
+    v_problem := game_private.buy_in_problem(v_table.settings, coalesce(v_stack, 0), v_stack is null, p_amount);
+    if v_problem is not null then
+      perform cage_private.refuse(v_problem, 'a buy-in is within minBuyIn..maxBuyIn; a top-up keeps the stack at most maxBuyIn');
+    end if;
+
+    insert into cage.deposit_intents as d (ref_id, idempotency_key, user_id, table_id, seat_index, amount, money_kind)
+    values (v_ref, p_idempotency_key, p_user_id, p_table_id, p_seat_index, p_amount, v_table.money_kind)
+    on conflict on constraint deposit_intents_pkey do nothing
+    returning d.* into v_intent;
+    if v_intent.ref_id is not null then
+      v_user_account := cage.ensure_account('user', p_user_id, null, v_table.money_kind::text);
+      v_escrow := cage.ensure_account('table_escrow', null, p_table_id, v_table.money_kind::text);
+      perform cage.post_movement(v_ref, 'table_buy_in', v_table.money_kind::text,
+        array[v_user_account, v_escrow], array[-p_amount, p_amount],
+        jsonb_build_object('table_id', p_table_id, 'seat_index', p_seat_index));
+      return query select v_intent.ref_id, v_intent.status, v_intent.error, v_intent.amount, v_intent.table_id,
+                          v_intent.seat_index, v_intent.money_kind::text, false, v_intent.created_at;
+      return;
+    end if;
+    -- a concurrent twin opened it first
+    select * into v_intent from cage.deposit_intents d where d.ref_id = v_ref;
+  end if;
+
+  if v_intent.table_id <> p_table_id or v_intent.seat_index <> p_seat_index or v_intent.amount <> p_amount then
+    perform cage_private.refuse('idempotency_key_reused', 'this idempotency key was used for another deposit');
+  end if;
+  return query select v_intent.ref_id, v_intent.status, v_intent.error, v_intent.amount, v_intent.table_id,
+                      v_intent.seat_index, v_intent.money_kind::text, true, v_intent.created_at;
+end;
+$$;
+
+-- The game funded the seat: the deposit is confirmed. Idempotent.
+create or replace function cage.confirm_deposit(p_ref_id text) returns cage.deposit_intents
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_intent cage.deposit_intents;
+begin
+  update cage.deposit_intents d set status = 'confirmed', credited_at = now(), updated_at = now()
+   where d.ref_id = p_ref_id and d.status = 'pending'
+  returning d.* into v_intent;
+  if v_intent.ref_id is null then
+    select * into v_intent from cage.deposit_intents d where d.ref_id = p_ref_id;
+    if v_intent.ref_id is null then
+      perform cage_private.refuse('deposit_not_found', p_ref_id);
+    end if;
+  end if;
+  return v_intent;
+end;
+$$;
+
+-- The seat was not funded (the game refused, or the cage cancelled the credit): the buy-in is
+-- reversed by a compensating entry (escrow -> user, ref `{ref}:reversal`) and the intent fails
+-- with the code. Idempotent; a confirmed deposit is left as it is.
+create or replace function cage.fail_deposit(p_ref_id text, p_error text) returns cage.deposit_intents
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_intent cage.deposit_intents;
+  v_reversal text;
+begin
+  select * into v_intent from cage.deposit_intents d where d.ref_id = p_ref_id for update;
+  if v_intent.ref_id is null then
+    perform cage_private.refuse('deposit_not_found', p_ref_id);
+  end if;
+  if v_intent.status <> 'pending' then
+    return v_intent;
+  end if;
+  v_reversal := p_ref_id || ':reversal';
+  perform cage.post_movement(v_reversal, 'adjustment', v_intent.money_kind::text,
+    array[cage.ensure_account('table_escrow', null, v_intent.table_id, v_intent.money_kind::text),
+          cage.ensure_account('user', v_intent.user_id, null, v_intent.money_kind::text)],
+    array[-v_intent.amount, v_intent.amount],
+    jsonb_build_object('reverses', p_ref_id, 'table_id', v_intent.table_id, 'reason', left(coalesce(p_error, 'failed'), 100)));
+  update cage.deposit_intents d
+     set status = 'failed', error = left(coalesce(p_error, 'failed'), 100), reversal_ref_id = v_reversal, updated_at = now()
+   where d.ref_id = p_ref_id
+  returning d.* into v_intent;
+  return v_intent;
+end;
+$$;
+
+-- The terminal settlement of a position (one sitting), after the game stood it up and reported
+-- its stack and chain head:
+--   cash_out  the stack goes from the escrow back to the user's cage balance (table_cash_out);
+--   custody   a forced idle-kick: the stack goes to a FREE custody entry for the user (chain
+--             'cage', base units = chips x 10^6), claimable later;
+--   bust      nothing is left: an explicit zero bust_close row closes the position.
+-- Replay-once on the idempotency key (keccak256 of userId:tableId:historyHash:chipAmount): the same
+-- key returns the original settlement (replayed = true). One settlement per position, ever.
+create or replace function cage.settle_position(
+  p_user_id uuid, p_table_id text, p_player_id bigint, p_amount bigint, p_history_hash text,
+  p_idempotency_key text, p_settlement text, p_forced boolean
+) returns table (idempotency_key text, ledger_ref_id text, amount bigint, settlement text, custody_entry_id bigint,
+                 history_hash text, money_kind text, player_id bigint, replayed boolean, created_at timestamptz)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_intent cage.withdraw_intents;
+  v_table game.tables;
+  v_ref text;
+  v_escrow bigint;
+  v_user_account bigint;
+  v_custody bigint;
+  v_entry_id bigint;
+  v_kind text;
+begin
+  if p_user_id is null or p_player_id is null or p_history_hash is null or p_history_hash !~ '^[0-9a-f]{64}$'
+     or p_idempotency_key is null or p_idempotency_key !~ '^0x[0-9a-f]{64}$'
+     or p_settlement is null or p_settlement not in ('cash_out', 'custody', 'bust') or p_amount is null
+     or p_amount < 0 or p_amount > cage_private.max_amount() then
+    perform cage_private.refuse('bad_request', 'user, position, chain head, key, settlement and a non-negative amount');
+  end if;
+
+  select * into v_intent from cage.withdraw_intents w where w.idempotency_key = p_idempotency_key;
+  if v_intent.idempotency_key is null then
+    if exists (select from cage.withdraw_intents w where w.player_id = p_player_id) then
+      perform cage_private.refuse('seat_already_settled', format('position %s was settled under another key', p_player_id));
+    end if;
+    if p_settlement = 'bust' and p_amount <> 0 then
+      perform cage_private.refuse('bad_request', 'a bust settles a zero stack');
+    end if;
+    if p_settlement <> 'bust' and p_amount = 0 then
+      perform cage_private.refuse('nothing_to_withdraw');
+    end if;
+    v_table := cage_private.table_for_money(p_table_id, p_settlement <> 'bust');
+    v_ref := case p_settlement when 'bust' then 'bust:' else 'withdraw:' end || p_idempotency_key;
+
+    insert into cage.withdraw_intents as w (idempotency_key, ledger_ref_id, user_id, table_id, player_id, amount,
+                                            history_hash, settlement, forced)
+    values (p_idempotency_key, v_ref, p_user_id, p_table_id, p_player_id, p_amount, p_history_hash, p_settlement, coalesce(p_forced, false))
+    on conflict do nothing
+    returning w.* into v_intent;
+    if v_intent.idempotency_key is null then
+      select * into v_intent from cage.withdraw_intents w where w.idempotency_key = p_idempotency_key;
+      if v_intent.idempotency_key is null then
+        perform cage_private.refuse('seat_already_settled', format('position %s was settled under another key', p_player_id));
+      end if;
+    else
+      v_escrow := cage.ensure_account('table_escrow', null, p_table_id, v_table.money_kind::text);
+      v_user_account := cage.ensure_account('user', p_user_id, null, v_table.money_kind::text);
+      if p_settlement = 'custody' then
+        v_custody := cage.ensure_account('custody', null, null, v_table.money_kind::text);
+        perform cage.post_movement(v_ref, 'table_cash_out', v_table.money_kind::text,
+          array[v_escrow, v_custody], array[-p_amount, p_amount],
+          jsonb_build_object('table_id', p_table_id, 'position', p_player_id, 'settlement', 'custody', 'user_id', p_user_id));
+        insert into cage.custody_entries (ref_id, user_id, table_id, money_kind, amount, source_ref_id)
+        values ('custody:' || p_idempotency_key, p_user_id, p_table_id, v_table.money_kind, p_amount * 1000000, v_ref)
+        returning id into v_entry_id;
+        update cage.withdraw_intents w set custody_entry_id = v_entry_id where w.idempotency_key = p_idempotency_key
+        returning w.* into v_intent;
+      else
+        v_kind := case p_settlement when 'bust' then 'bust_close' else 'table_cash_out' end;
+        perform cage.post_movement(v_ref, v_kind, v_table.money_kind::text,
+          array[v_escrow, v_user_account], array[-p_amount, p_amount],
+          jsonb_build_object('table_id', p_table_id, 'position', p_player_id, 'settlement', p_settlement));
+      end if;
+      return query select v_intent.idempotency_key, v_intent.ledger_ref_id, v_intent.amount, v_intent.settlement,
+                          v_intent.custody_entry_id, v_intent.history_hash, v_table.money_kind::text, v_intent.player_id,
+                          false, v_intent.created_at;
+      return;
+    end if;
+  end if;
+
+  return query select v_intent.idempotency_key, v_intent.ledger_ref_id, v_intent.amount, v_intent.settlement,
+                      v_intent.custody_entry_id, v_intent.history_hash,
+                      (select t.money_kind::text from game.tables t where t.table_id = v_intent.table_id),
+                      v_intent.player_id, true, v_intent.created_at;
+end;
+$$;
+
+-- The game zeroed the settled seat. Idempotent.
+create or replace function cage.mark_withdrawal_settled(p_idempotency_key text) returns cage.withdraw_intents
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_intent cage.withdraw_intents;
+begin
+  update cage.withdraw_intents w set settled_at = coalesce(w.settled_at, now())
+   where w.idempotency_key = p_idempotency_key
+  returning w.* into v_intent;
+  return v_intent;
+end;
+$$;

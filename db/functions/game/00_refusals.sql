@@ -1,0 +1,80 @@
+-- Business refusals of the game side: one SQLSTATE each (class GM), the code as the message.
+-- server/http/errors.ts maps each SQLSTATE to its HTTP status.
+create or replace function game_private.refuse(p_code text, p_detail text default null) returns void
+  language plpgsql volatile
+  set search_path = pg_catalog
+as $$
+begin
+  raise exception using
+    errcode = case p_code
+      when 'table_not_found' then 'GMTNF'
+      when 'table_frozen' then 'GMFRZ'
+      when 'hand_in_progress' then 'GMHIP'
+      when 'not_at_table' then 'GMNAT'
+      when 'seat_taken' then 'GMSTK'
+      when 'already_seated' then 'GMASE'
+      when 'invalid_seat_index' then 'GMSEA'
+      when 'buy_in_out_of_range' then 'GMBUY'
+      when 'seat_leaving' then 'GMLEV'
+      when 'credit_cancelled' then 'GMCCN'
+      when 'invalid_credit' then 'GMCRD'
+      when 'invalid_hand' then 'GMHND'
+      when 'no_hand_in_progress' then 'GMNHP'
+      when 'invalid_table' then 'GMTBL'
+      when 'seat_not_leaving' then 'GMSNL'
+      else 'GMXXX'
+    end,
+    message = p_code, detail = coalesce(p_detail, '');
+end;
+$$;
+
+-- The settings value as a bigint, or null.
+create or replace function game_private.setting_bigint(p_settings jsonb, p_key text) returns bigint
+  language sql immutable parallel safe
+  set search_path = pg_catalog
+as $$
+  select case when jsonb_typeof(p_settings -> p_key) = 'number' then (p_settings ->> p_key)::numeric::bigint end
+$$;
+
+-- What is wrong with putting p_amount on a seat that holds p_stack (0 for a new seat), or null:
+-- a first sit must be within [minBuyIn, maxBuyIn], a top-up may not take the stack above maxBuyIn.
+-- Shared by the cage's pre-check (cage.open_deposit) and the game's authoritative check.
+create or replace function game_private.buy_in_problem(p_settings jsonb, p_stack bigint, p_new_seat boolean, p_amount bigint)
+  returns text
+  language sql immutable parallel safe
+  set search_path = pg_catalog
+as $$
+  select case
+    when p_amount is null or p_amount <= 0 then 'buy_in_out_of_range'
+    when p_new_seat and p_amount < coalesce(game_private.setting_bigint(p_settings, 'minBuyIn'), 1) then 'buy_in_out_of_range'
+    when p_stack + p_amount > coalesce(game_private.setting_bigint(p_settings, 'maxBuyIn'), 9007199254740991) then 'buy_in_out_of_range'
+  end
+$$;
+
+-- The first hash of a position's chain: binds the table, the user and the position id.
+create or replace function game_private.chain_genesis(p_table_id text, p_user_id uuid, p_player_id bigint) returns text
+  language sql immutable parallel safe
+  set search_path = pg_catalog
+as $$
+  select encode(sha256(convert_to(format('position:%s:%s:%s', p_table_id, p_user_id, p_player_id), 'UTF8')), 'hex')
+$$;
+
+-- Appends one link to a position's chain and moves its head: hash = sha256(prev|seq|event|delta|stack|ref).
+create or replace function game_private.extend_chain(p_player_id bigint, p_event text, p_delta bigint, p_ref_id text)
+  returns text
+  language plpgsql volatile
+  set search_path = pg_catalog
+as $$
+declare
+  v_player game.table_players;
+  v_hash text;
+begin
+  select * into strict v_player from game.table_players where id = p_player_id;
+  v_hash := encode(sha256(convert_to(format('%s|%s|%s|%s|%s|%s',
+              v_player.history_hash, v_player.chain_length + 1, p_event, p_delta, v_player.chip_balance, coalesce(p_ref_id, '')), 'UTF8')), 'hex');
+  insert into game.position_links (player_id, seq, event, delta, stack, ref_id, prev_hash, hash)
+  values (p_player_id, v_player.chain_length + 1, p_event, p_delta, v_player.chip_balance, p_ref_id, v_player.history_hash, v_hash);
+  update game.table_players set history_hash = v_hash, chain_length = chain_length + 1 where id = p_player_id;
+  return v_hash;
+end;
+$$;

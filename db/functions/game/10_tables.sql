@@ -1,0 +1,42 @@
+-- Creates a table record (the bank's POST /api/tables). The settings arrive parsed and validated by
+-- the route (zod, per game type); this function guards the record's shape and refuses nothing else:
+-- a duplicate table id inserts nothing and returns no row (the route answers 409 table_exists).
+create or replace function game.create_table(
+  p_table_id text, p_game_type text, p_settings jsonb, p_money_kind text, p_created_by uuid
+) returns setof game.tables
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if p_table_id is null or p_table_id !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$'
+     or p_game_type is null or p_game_type not in ('poker', 'arena')
+     or p_settings is null or jsonb_typeof(p_settings) <> 'object'
+     or p_money_kind is null or not pg_input_is_valid(p_money_kind, 'cage.money_kind') then
+    perform game_private.refuse('invalid_table', 'table id, game type, settings object and money kind');
+  end if;
+  return query
+  insert into game.tables as t (table_id, game_type, settings, money_kind, created_by)
+  values (p_table_id, p_game_type, p_settings, p_money_kind::cage.money_kind, p_created_by)
+  on conflict (table_id) do nothing
+  returning t.*;
+end;
+$$;
+
+-- Freezes or thaws a table (operators; a frozen table refuses deposits and withdrawals).
+create or replace function game.set_table_status(p_table_id text, p_status text) returns game.tables
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+begin
+  if p_status is null or p_status not in ('active', 'frozen') then
+    perform game_private.refuse('invalid_table', 'status is active or frozen');
+  end if;
+  update game.tables set status = p_status where table_id = p_table_id returning * into v_table;
+  if v_table.table_id is null then
+    perform game_private.refuse('table_not_found', format('table %s', p_table_id));
+  end if;
+  return v_table;
+end;
+$$;

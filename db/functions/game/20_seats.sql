@@ -1,0 +1,226 @@
+-- Seats: funding (sit, top-up), the cancellation of a funding the cage could not confirm,
+-- stand-up and settlement. Every function locks the table row first (one lock order: table, then
+-- its seats), so seat changes of one table are serial and never interleave with a hand boundary.
+
+-- The table row, locked; refuses a missing table. Frozen and mid-hand are the caller's to judge.
+create or replace function game_private.lock_table(p_table_id text) returns game.tables
+  language plpgsql volatile
+  set search_path = pg_catalog
+as $$
+declare
+  v_table game.tables;
+begin
+  select * into v_table from game.tables where table_id = p_table_id for update;
+  if v_table.table_id is null then
+    perform game_private.refuse('table_not_found', format('table %s', p_table_id));
+  end if;
+  return v_table;
+end;
+$$;
+
+-- Funds a seat with chips the cage has already moved into the table's escrow (p_key = the
+-- deposit's ledger ref id). A new seat is a new position (chain genesis + buy_in link); a player
+-- already seated tops up (top_up link). Idempotent per key: the same key again returns the seat as
+-- it is ('replayed'); a key cancelled before it arrived is refused (credit_cancelled).
+create or replace function game.credit_seat(
+  p_key text, p_table_id text, p_user_id uuid, p_seat_index integer, p_amount bigint
+) returns table (player_id bigint, seat_index integer, chip_balance bigint, history_hash text, status text)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+  v_credit game.seat_credits;
+  v_player game.table_players;
+  v_problem text;
+  v_max_players integer;
+begin
+  if p_key is null or length(p_key) not between 1 and 200 or p_user_id is null or p_seat_index is null
+     or p_amount is null or p_amount <= 0 then
+    perform game_private.refuse('invalid_credit', 'key (1..200 chars), user, seat index and a positive amount');
+  end if;
+  v_table := game_private.lock_table(p_table_id);
+
+  select * into v_credit from game.seat_credits c where c.credit_key = p_key;
+  if v_credit.credit_key is not null then
+    if v_credit.status <> 'credited' then
+      perform game_private.refuse('credit_cancelled', format('credit %s was %s', p_key, v_credit.status));
+    end if;
+    if v_credit.table_id <> p_table_id or v_credit.user_id <> p_user_id or v_credit.amount <> p_amount then
+      perform game_private.refuse('invalid_credit', format('credit %s was for other values', p_key));
+    end if;
+    return query select p.id, p.seat_index, p.chip_balance, p.history_hash, 'replayed'::text
+                   from game.table_players p where p.id = v_credit.player_id;
+    return;
+  end if;
+
+  if v_table.status = 'frozen' then
+    perform game_private.refuse('table_frozen');
+  end if;
+  if v_table.current_hand_id is not null then
+    perform game_private.refuse('hand_in_progress', format('hand %s', v_table.current_hand_id));
+  end if;
+
+  select * into v_player from game.table_players p
+   where p.table_id = p_table_id and p.user_id = p_user_id and p.status <> 'closed'
+   for update;
+  if v_player.id is not null then
+    if v_player.status = 'leaving' then
+      perform game_private.refuse('seat_leaving', 'this seat is being settled');
+    end if;
+    if v_player.seat_index <> p_seat_index then
+      perform game_private.refuse('already_seated', format('seated at seat %s', v_player.seat_index));
+    end if;
+    v_problem := game_private.buy_in_problem(v_table.settings, v_player.chip_balance, false, p_amount);
+    if v_problem is not null then
+      perform game_private.refuse(v_problem, 'a top-up may not take the stack above maxBuyIn');
+    end if;
+    update game.table_players p set chip_balance = p.chip_balance + p_amount where p.id = v_player.id;
+    perform game_private.extend_chain(v_player.id, 'top_up', p_amount, p_key);
+  else
+    v_max_players := coalesce(game_private.setting_bigint(v_table.settings, 'maxPlayers'), 9)::integer;
+    if p_seat_index < 0 or p_seat_index >= v_max_players then
+      perform game_private.refuse('invalid_seat_index', format('seats are 0..%s', v_max_players - 1));
+    end if;
+    v_problem := game_private.buy_in_problem(v_table.settings, 0, true, p_amount);
+    if v_problem is not null then
+      perform game_private.refuse(v_problem, 'a buy-in is within minBuyIn..maxBuyIn');
+    end if;
+    if exists (select from game.table_players p where p.table_id = p_table_id and p.seat_index = p_seat_index and p.status <> 'closed') then
+      perform game_private.refuse('seat_taken', format('seat %s', p_seat_index));
+    end if;
+    insert into game.table_players as p (table_id, user_id, seat_index, chip_balance, history_hash)
+    values (p_table_id, p_user_id, p_seat_index, p_amount, '')
+    returning p.* into v_player;
+    update game.table_players p set history_hash = game_private.chain_genesis(p_table_id, p_user_id, v_player.id)
+     where p.id = v_player.id;
+    perform game_private.extend_chain(v_player.id, 'buy_in', p_amount, p_key);
+  end if;
+
+  insert into game.seat_credits (credit_key, table_id, user_id, player_id, amount, status)
+  values (p_key, p_table_id, p_user_id, v_player.id, p_amount, 'credited');
+
+  return query select p.id, p.seat_index, p.chip_balance, p.history_hash, 'credited'::text
+                 from game.table_players p where p.id = v_player.id;
+end;
+$$;
+
+-- The cage could not confirm a funding (its push failed or its answer was lost) and wants its
+-- chips back. Answers what the game did with the key:
+--   'cancelled'  it never arrived: a tombstone now refuses it if it arrives later;
+--   'reverted'   it arrived and nothing has happened since: it is taken off the seat again
+--                (a seat it opened is closed);
+--   'credited'   it arrived and the seat has moved on (a hand, a later top-up, a stand-up):
+--                it stands, and the cage must treat the deposit as confirmed.
+-- Asking again answers the same. The cage compensates only on 'cancelled' or 'reverted'.
+create or replace function game.cancel_credit(p_key text, p_table_id text, p_user_id uuid, p_amount bigint) returns text
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+  v_credit game.seat_credits;
+  v_player game.table_players;
+begin
+  if p_key is null or length(p_key) not between 1 and 200 or p_user_id is null or p_amount is null or p_amount <= 0 then
+    perform game_private.refuse('invalid_credit', 'key (1..200 chars), user and a positive amount');
+  end if;
+  v_table := game_private.lock_table(p_table_id);
+  select * into v_credit from game.seat_credits c where c.credit_key = p_key for update;
+  if v_credit.credit_key is null then
+    insert into game.seat_credits (credit_key, table_id, user_id, amount, status)
+    values (p_key, p_table_id, p_user_id, p_amount, 'cancelled');
+    return 'cancelled';
+  end if;
+  if v_credit.table_id <> p_table_id or v_credit.user_id <> p_user_id or v_credit.amount <> p_amount then
+    perform game_private.refuse('invalid_credit', format('credit %s was for other values', p_key));
+  end if;
+  if v_credit.status <> 'credited' then
+    return case v_credit.status when 'cancelled' then 'cancelled' else 'reverted' end;
+  end if;
+
+  select * into v_player from game.table_players p where p.id = v_credit.player_id for update;
+  if v_player.status <> 'seated' or v_table.current_hand_id is not null
+     or (select l.ref_id from game.position_links l where l.player_id = v_player.id order by l.seq desc limit 1)
+        is distinct from p_key then
+    return 'credited';
+  end if;
+
+  if v_player.chain_length = 1 then
+    -- this credit opened the seat: the sitting never happened
+    update game.table_players p set chip_balance = 0, status = 'closed', closed_at = now(), closing_ref_id = p_key
+     where p.id = v_player.id;
+  else
+    update game.table_players p set chip_balance = p.chip_balance - v_credit.amount where p.id = v_player.id;
+  end if;
+  perform game_private.extend_chain(v_player.id, 'reverted', -v_credit.amount, p_key);
+  update game.seat_credits c set status = 'reverted', updated_at = now() where c.credit_key = p_key;
+  return 'reverted';
+end;
+$$;
+
+-- Stands a player up: the seat stops playing and its stack and chain head are frozen for the
+-- cage's settlement (status leaving). Standing up again returns the same position unchanged.
+create or replace function game.stand_up(p_table_id text, p_user_id uuid)
+  returns table (player_id bigint, seat_index integer, chip_balance bigint, history_hash text, money_kind text)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+  v_player game.table_players;
+begin
+  v_table := game_private.lock_table(p_table_id);
+  select * into v_player from game.table_players p
+   where p.table_id = p_table_id and p.user_id = p_user_id and p.status <> 'closed'
+   for update;
+  if v_player.id is null then
+    perform game_private.refuse('not_at_table');
+  end if;
+  if v_player.status = 'seated' then
+    if v_table.current_hand_id is not null then
+      perform game_private.refuse('hand_in_progress', format('hand %s', v_table.current_hand_id));
+    end if;
+    update game.table_players p set status = 'leaving' where p.id = v_player.id;
+  end if;
+  return query select v_player.id, v_player.seat_index, v_player.chip_balance, v_player.history_hash, v_table.money_kind::text;
+end;
+$$;
+
+-- Zeroes a settled position: the cage has written its terminal ledger row (p_ledger_ref_id).
+-- The chain gets its last link (cash_out, custody or bust) and the seat is free again.
+-- Settling again with the same ref is a no-op that returns the final head.
+create or replace function game.settle_seat(p_player_id bigint, p_ledger_ref_id text, p_settlement text)
+  returns table (player_id bigint, history_hash text, status text)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_player game.table_players;
+  v_stack bigint;
+begin
+  if p_settlement is null or p_settlement not in ('cash_out', 'custody', 'bust') or p_ledger_ref_id is null then
+    perform game_private.refuse('invalid_credit', 'settlement is cash_out, custody or bust, with its ledger ref');
+  end if;
+  select * into v_player from game.table_players p where p.id = p_player_id;
+  if v_player.id is null then
+    perform game_private.refuse('not_at_table');
+  end if;
+  perform game_private.lock_table(v_player.table_id);
+  select * into v_player from game.table_players p where p.id = p_player_id for update;
+  if v_player.status = 'closed' then
+    if v_player.closing_ref_id is distinct from p_ledger_ref_id then
+      perform game_private.refuse('not_at_table', 'this position was closed by another settlement');
+    end if;
+    return query select v_player.id, v_player.history_hash, 'settled'::text;
+    return;
+  end if;
+  if v_player.status <> 'leaving' then
+    perform game_private.refuse('seat_not_leaving', 'stand the player up first');
+  end if;
+  v_stack := v_player.chip_balance;
+  update game.table_players p set chip_balance = 0, status = 'closed', closed_at = now(), closing_ref_id = p_ledger_ref_id
+   where p.id = p_player_id;
+  return query select p_player_id, game_private.extend_chain(p_player_id, p_settlement, -v_stack, p_ledger_ref_id), 'closed'::text;
+end;
+$$;

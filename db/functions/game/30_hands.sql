@@ -1,0 +1,79 @@
+-- Hand boundaries, as the dealer reports them. A hand locks its table for its duration (seat
+-- funding and stand-up answer 409 hand_in_progress); its end writes every changed stack, one
+-- position link each, and the rake it took, in one transaction.
+
+create or replace function game.begin_hand(p_table_id text, p_hand_id text) returns game.tables
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+begin
+  if p_hand_id is null or length(p_hand_id) not between 1 and 128 then
+    perform game_private.refuse('invalid_hand', 'hand id 1..128 chars');
+  end if;
+  v_table := game_private.lock_table(p_table_id);
+  if v_table.current_hand_id is not null then
+    perform game_private.refuse('hand_in_progress', format('hand %s', v_table.current_hand_id));
+  end if;
+  update game.tables t set current_hand_id = p_hand_id where t.table_id = p_table_id returning t.* into v_table;
+  return v_table;
+end;
+$$;
+
+-- Ends the hand: p_stacks maps position ids (table_players.id, as text) to their stacks after the
+-- hand. Chips are conserved: the listed positions' stacks before = after + p_rake. Returns the
+-- positions left with no chips (busted), for the bust settlement.
+create or replace function game.finish_hand(p_table_id text, p_hand_id text, p_stacks jsonb, p_rake bigint)
+  returns table (player_id bigint, user_id uuid)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+  v_before bigint;
+  v_after bigint;
+  v_listed int;
+  v_found int;
+  r record;
+begin
+  v_table := game_private.lock_table(p_table_id);
+  if v_table.current_hand_id is null or v_table.current_hand_id <> p_hand_id then
+    perform game_private.refuse('no_hand_in_progress', format('hand %s is not in progress', p_hand_id));
+  end if;
+  if p_stacks is null or jsonb_typeof(p_stacks) <> 'object' or p_rake is null or p_rake < 0
+     or exists (select from jsonb_each(p_stacks) e
+                 where jsonb_typeof(e.value) <> 'number' or e.key !~ '^[0-9]{1,18}$'
+                    or (e.value)::numeric < 0 or (e.value)::numeric <> trunc((e.value)::numeric)) then
+    perform game_private.refuse('invalid_hand', 'stacks: { positionId: non-negative integer }, rake >= 0');
+  end if;
+
+  select count(*), count(p.id), coalesce(sum(p.chip_balance), 0), coalesce(sum(h.stack), 0)
+    into v_listed, v_found, v_before, v_after
+    from (select e.key::bigint as player_id, (e.value)::numeric::bigint as stack from jsonb_each(p_stacks) e) h
+    left join game.table_players p on p.id = h.player_id and p.table_id = p_table_id and p.status = 'seated';
+  if v_found <> v_listed then
+    perform game_private.refuse('invalid_hand', 'every listed position must be seated at this table');
+  end if;
+  if v_before <> v_after + p_rake then
+    perform game_private.refuse('invalid_hand', format('chips not conserved: %s before, %s after + %s rake', v_before, v_after, p_rake));
+  end if;
+
+  for r in select h.player_id, h.stack - p.chip_balance as delta
+             from (select e.key::bigint as player_id, (e.value)::numeric::bigint as stack from jsonb_each(p_stacks) e) h
+             join game.table_players p on p.id = h.player_id
+            where h.stack <> p.chip_balance
+            order by h.player_id
+  loop
+    update game.table_players p set chip_balance = p.chip_balance + r.delta where p.id = r.player_id;
+    perform game_private.extend_chain(r.player_id, 'hand', r.delta, p_hand_id);
+  end loop;
+
+  update game.tables t set current_hand_id = null, unreconciled_rake = t.unreconciled_rake + p_rake
+   where t.table_id = p_table_id;
+
+  return query select p.id, p.user_id from game.table_players p
+                where p.table_id = p_table_id and p.status = 'seated' and p.chip_balance = 0
+                order by p.id;
+end;
+$$;

@@ -1,0 +1,36 @@
+-- The game side: the game role reads its tables and writes only through the game functions; the
+-- cage role creates tables (the bank's POST /api/tables) and reads table records; the admin reads
+-- through row-level security; nobody else sees a row.
+revoke all on schema game, game_private from public;
+revoke all on all tables in schema game, game_private from public;
+revoke all on all functions in schema game, game_private from public;
+revoke all on all tables in schema game, game_private from poker_cage, poker_auth, poker_game, poker_worker, poker_admin, poker_anonymous;
+revoke all on all functions in schema game, game_private from poker_cage, poker_auth, poker_game, poker_worker, poker_admin, poker_anonymous;
+alter default privileges in schema game, game_private revoke execute on functions from public;
+
+grant usage on schema game to poker_game, poker_cage, poker_admin, poker_anonymous;
+
+grant select on game.tables, game.table_players, game.position_links, game.seat_credits to poker_game;
+grant execute on function
+  game.credit_seat(text, text, uuid, integer, bigint),
+  game.cancel_credit(text, text, uuid, bigint),
+  game.stand_up(text, uuid),
+  game.settle_seat(bigint, text, text),
+  game.begin_hand(text, text),
+  game.finish_hand(text, text, jsonb, bigint),
+  game.set_table_status(text, text)
+  to poker_game;
+
+grant select on game.tables to poker_cage;
+grant execute on function game.create_table(text, text, jsonb, text, uuid) to poker_cage;
+
+grant select on game.tables, game.table_players, game.position_links, game.seat_credits to poker_admin, poker_anonymous;
+
+drop policy if exists tables_read on game.tables;
+create policy tables_read on game.tables for select to poker_game, poker_cage, poker_admin using (true);
+drop policy if exists table_players_read on game.table_players;
+create policy table_players_read on game.table_players for select to poker_game, poker_admin using (true);
+drop policy if exists position_links_read on game.position_links;
+create policy position_links_read on game.position_links for select to poker_game, poker_admin using (true);
+drop policy if exists seat_credits_read on game.seat_credits;
+create policy seat_credits_read on game.seat_credits for select to poker_game, poker_admin using (true);
