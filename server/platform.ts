@@ -4,14 +4,16 @@ import type { Logger } from 'pino';
 import type { Config, Role } from './config/index.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
-import type { RoleContext, StartedRole } from './roles/types.ts';
+import type { Peers, RoleContext, StartedRole } from './roles/types.ts';
 import { startAuth } from './auth/index.ts';
 import { startCage } from './cage/index.ts';
+import { startGame } from './game/index.ts';
 import { startAdmin } from './admin/index.ts';
 import { startWorker } from './worker/index.ts';
 
 const STARTERS: Partial<Record<Role, (ctx: RoleContext) => Promise<StartedRole>>> = {
   auth: startAuth,
+  game: startGame,
   cage: startCage,
   admin: startAdmin,
   worker: startWorker,
@@ -59,10 +61,13 @@ export async function startPlatform(options: {
       const result = await migrate(databaseUrl, { log: (msg) => log.info({ component: 'migrate' }, msg) });
       log.info({ applied: result.applied.length, repeatables: result.repeatablesApplied }, 'database migrated');
     }
+    const peers: Peers = new Map();
     for (const role of options.roles) {
       const start = STARTERS[role];
       if (!start) throw new Error(`role ${role} is not built yet`);
-      started.push(await start({ config, databaseUrl, log }));
+      const running = await start({ config, databaseUrl, log, peers });
+      started.push(running);
+      if (running.url) peers.set(role, running.url);
     }
   } catch (err) {
     await stop();

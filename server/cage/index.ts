@@ -1,23 +1,73 @@
-// The cage role: the bank interface, journal-native. This issue serves its health and the receipt
-// key; the money routes arrive with the cash-loop issue on the same pool and signer.
+// The cage role: the bank interface, journal-native (spec: "Cage"). Table creation, the cash loop
+// (deposit, withdraw, forced withdraw, bust), grants, purchases and redemptions, custody claims,
+// receipts; the routes still to come answer 501 not_yet_cage.
+import type { Express, RequestHandler } from 'express';
 import { createApp, listen } from '../http/app.ts';
 import { createRolePool } from '../db/pools.ts';
+import { createJwtVerifier, type JwtVerifier } from '../http/jwt.ts';
+import { createServiceClient } from '../http/service-client.ts';
 import type { RoleContext, StartedRole } from '../roles/types.ts';
+import { installCashRoutes } from './cash.ts';
+import { installMoneyRoutes } from './money.ts';
+import { installNotYetRoutes } from './not-yet.ts';
 import { loadReceiptSigner, RECEIPT_ALGORITHM } from './receipts.ts';
+import { installTableRoutes } from './tables.ts';
 
-export async function startCage({ config, databaseUrl, log }: RoleContext): Promise<StartedRole> {
+/** Bank CORS: browser routes answer only the poker UI origins (POKER_UI_ORIGINS). */
+function uiCors(origins: Set<string>): RequestHandler {
+  return (req, res, next) => {
+    const origin = req.get('origin');
+    if (origin && origins.has(origin)) {
+      res.set({
+        'access-control-allow-origin': origin,
+        'access-control-allow-credentials': 'true',
+        'access-control-allow-headers': 'authorization, content-type, idempotency-key',
+        'access-control-allow-methods': 'GET, POST, OPTIONS',
+        'access-control-max-age': '600',
+        vary: 'Origin',
+      });
+    } else if (origin) {
+      res.vary('Origin');
+    }
+    if (req.method === 'OPTIONS') return void res.status(origin && origins.has(origin) ? 204 : 403).end();
+    next();
+  };
+}
+
+export async function startCage({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
   const roleLog = log.child({ role: 'cage' });
   const pool = createRolePool(databaseUrl, 'poker_cage', { max: 20, applicationName: 'cage' });
+  // The auth role's JWKS: AUTH_JWKS_URL, else the auth role of this process, else the issuer's.
+  const issuer = (config.AUTH_BASE_URL ?? `http://localhost:${config.PORT}`).replace(/\/+$/, '');
+  let verifier: JwtVerifier | undefined;
+  const jwtVerifier = () =>
+    (verifier ??= createJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL ?? `${peers?.get('auth') ?? issuer}/api/auth/jwks`, issuer }));
+  const jwt: JwtVerifier = {
+    verify: (token) => jwtVerifier().verify(token),
+    require: (req, res, next) => jwtVerifier().require(req, res, next),
+  };
+  const game = createServiceClient({
+    baseUrl: () => config.GAME_URL ?? peers?.get('game') ?? `http://${config.HOST}:${config.GAME_PORT}`,
+    serviceKey: config.SERVICE_KEY,
+    timeoutMs: config.GAME_CALL_TIMEOUT_MS,
+  });
+  const uiOrigins = new Set((config.POKER_UI_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean).map((o) => new URL(o).origin));
   try {
     const signer = await loadReceiptSigner(pool, config.CAGE_RECEIPT_KEY);
     const app = await createApp({
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
-      routes: (app) => {
+      before: (app: Express) => app.use(['/api/tables', '/api/deposit', '/api/withdraw', '/api/cage', '/api/custody'], uiCors(uiOrigins)),
+      routes: (app: Express) => {
         app.get('/api/cage/receipt-key', (_req, res) => {
           res.json({ algorithm: RECEIPT_ALGORITHM, publicKey: signer.publicKeyHex });
         });
+        const common = { pool, log: roleLog, jwt, serviceKey: config.SERVICE_KEY, realMoneyEnabled: config.REAL_MONEY_ENABLED };
+        installTableRoutes(app, { ...common, requireJwt: jwt.require, testAuthPermitted: config.testAuthPermitted });
+        installCashRoutes(app, { ...common, game, signer });
+        installMoneyRoutes(app, { ...common, signer });
+        installNotYetRoutes(app);
       },
     });
     const http = await listen(app, config.HOST, config.CAGE_PORT);

@@ -6,7 +6,7 @@ export const ROLES = ['auth', 'game', 'cage', 'chain-bank', 'admin', 'worker'] a
 export type Role = (typeof ROLES)[number];
 
 // Roles that exist in this build. Later issues add to this list as they land.
-export const AVAILABLE_ROLES: readonly Role[] = ['auth', 'cage', 'admin', 'worker'];
+export const AVAILABLE_ROLES: readonly Role[] = ['auth', 'game', 'cage', 'admin', 'worker'];
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 const flag = z
@@ -52,6 +52,16 @@ const schema = z.object({
   // the game role, for the claim board's condition-met callback (best effort)
   GAME_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   EVM_RPC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  // the bank (cage) the game role reports busts to
+  BANK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  // the poker UI origins the bank's browser routes answer CORS for (comma-separated)
+  POKER_UI_ORIGINS: optionalString.pipe(
+    z.string().regex(/^https?:\/\/[^\s,/]+(,\s*https?:\/\/[^\s,/]+)*$/, 'a comma-separated list of origins (scheme://host[:port])').optional(),
+  ),
+  // real-money chips (purchases, real tables, deposits to them); off unless switched on
+  REAL_MONEY_ENABLED: flag,
+  // how long the cage waits for the game role's seat calls before it compensates
+  GAME_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   // the identity provider the bridge trusts (OIDC ID tokens)
   IDP_ISSUER: optionalString.pipe(z.url().optional()),
   IDP_JWKS_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),

@@ -9,12 +9,15 @@ export class ApiError extends Error {
   readonly status: number;
   readonly code: string;
   readonly issues?: unknown[];
-  constructor(status: number, code: string, issues?: unknown[]) {
+  /** Fields the body carries beside `error` (e.g. a failed intent's `status`). */
+  readonly extra?: Record<string, unknown>;
+  constructor(status: number, code: string, issues?: unknown[], extra?: Record<string, unknown>) {
     super(code);
     this.name = 'ApiError';
     this.status = status;
     this.code = code;
     this.issues = issues;
+    this.extra = extra;
   }
 }
 
@@ -65,7 +68,7 @@ const STANDARD_CODES: Record<string, string> = {
 
 export interface ErrorBody {
   status: number;
-  body: { error: string; issues?: unknown[] };
+  body: { error: string; issues?: unknown[]; [field: string]: unknown };
 }
 
 export function zodIssues(error: z.ZodError) {
@@ -75,7 +78,7 @@ export function zodIssues(error: z.ZodError) {
 /** Maps any thrown value to the response a client sees. */
 export function toErrorBody(err: unknown): ErrorBody {
   if (err instanceof ApiError) {
-    return { status: err.status, body: err.issues ? { error: err.code, issues: err.issues } : { error: err.code } };
+    return { status: err.status, body: { ...err.extra, error: err.code, ...(err.issues ? { issues: err.issues } : {}) } };
   }
   if (err instanceof z.ZodError) {
     return { status: 400, body: { error: 'validation_failed', issues: zodIssues(err) } };

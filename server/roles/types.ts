@@ -1,10 +1,15 @@
 import type { Logger } from 'pino';
-import type { Config } from '../config/index.ts';
+import type { Config, Role } from '../config/index.ts';
+
+/** The base URLs of the roles started in this process, filled in as each one starts. */
+export type Peers = Map<Role, string>;
 
 export interface RoleContext {
   config: Config;
   databaseUrl: string;
   log: Logger;
+  /** Roles in this process; a role reads it when it calls another (not at its own start). */
+  peers?: Peers;
 }
 
 export interface StartedRole {

@@ -30,6 +30,8 @@ export async function startTestPlatform(options: {
   const config = loadConfig({
     ...process.env,
     DATABASE_URL: undefined,
+    PORT: '0',
+    GAME_PORT: '0',
     CAGE_PORT: '0',
     ADMIN_PORT: '0',
     SERVICE_KEY: TEST_SERVICE_KEY,

@@ -1,0 +1,252 @@
+// The bank's money routes, journal-native (spec: "Deposit (bank)", "Withdraw (bank)", "Cage"):
+//   POST /api/deposit   the player's own JWT: debit the cage balance, fund the seat, confirmed now;
+//   POST /api/withdraw  voluntary (JWT) or forced (x-service-key, forced:true, userId): stand up,
+//                       write the terminal row and its receipt, zero the seat;
+//   POST /internal/bust the game reports a position left with no chips (x-service-key).
+import { randomUUID } from 'node:crypto';
+import type { Express } from 'express';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { requireServiceKey, secretMatches } from '../http/auth.ts';
+import { ApiError, zodIssues } from '../http/errors.ts';
+import type { JwtVerifier } from '../http/jwt.ts';
+import type { ServiceClient } from '../http/service-client.ts';
+import { errorCode, withSpan } from '../telemetry/index.ts';
+import { issueReceipt, type ReceiptSigner, type StoredReceipt } from './receipts.ts';
+import { deliverSettlement, fundSeat, withdrawKey } from './seams.ts';
+
+/** How long after a settlement a repeated withdraw (the seat now empty) answers with that settlement. */
+export const WITHDRAW_REPLAY_WINDOW_SECONDS = 15 * 60;
+
+const chips = z.union([
+  z.string().regex(/^[1-9][0-9]{0,15}$/, 'a positive whole number of chips'),
+  z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+]).transform((v) => BigInt(v));
+const tableId = z.string().min(1).max(64);
+const idempotencyKey = z.string().regex(/^[\x21-\x7e]{1,128}$/, '1..128 printable characters');
+
+const depositBody = z.object({
+  tableId,
+  seatIndex: z.number().int().min(0).max(9),
+  amount: chips,
+  idempotencyKey: idempotencyKey.optional(),
+});
+
+interface TableRow {
+  table_id: string;
+  money_kind: 'play' | 'real';
+  mode: 'cash' | 'sng';
+  status: 'active' | 'pending' | 'frozen';
+}
+
+export interface CashDeps {
+  pool: pg.Pool;
+  log: Logger;
+  game: ServiceClient;
+  signer: ReceiptSigner;
+  jwt: JwtVerifier;
+  serviceKey: string | undefined;
+  realMoneyEnabled: boolean;
+}
+
+export function receiptJson(r: StoredReceipt) {
+  return {
+    id: r.id.toString(), ledgerRefId: r.ledgerRefId, tableId: r.tableId, historyHash: r.historyHash,
+    payload: r.payload.toString('base64'), signature: r.signature.toString('hex'), publicKey: r.publicKey.toString('hex'),
+    createdAt: r.createdAt,
+  };
+}
+
+const notYet = (phase: string) => new ApiError(501, 'not_yet_cage', undefined, { phase });
+
+export function installCashRoutes(app: Express, deps: CashDeps) {
+  const { pool, log, game, signer } = deps;
+
+  async function readTable(id: string): Promise<TableRow> {
+    const { rows } = await pool.query<TableRow>('select table_id, money_kind, mode, status from game.tables where table_id = $1', [id]);
+    if (!rows[0]) throw new ApiError(404, 'table_not_found');
+    return rows[0];
+  }
+
+  // ---- deposit ----------------------------------------------------------------------------
+  app.post('/api/deposit', deps.jwt.require, async (req, res) => {
+    const userId: string = res.locals.claims.sub;
+    const b = (req.body ?? {}) as Record<string, unknown>;
+    const headerKey = req.get('idempotency-key');
+    await withSpan('admin.deposit', {
+      'deposit.userId': userId, 'deposit.tableId': typeof b.tableId === 'string' ? b.tableId.slice(0, 64) : '',
+      confirm_mode: 'cage_immediate', 'auth.linked': 'not_required',
+    }, async (span) => {
+      try {
+        if (b.tableId === undefined || b.amount === undefined) throw new ApiError(400, 'missing_required_fields');
+        if (b.seatIndex === undefined || b.seatIndex === null) throw new ApiError(400, 'missing_seat_index');
+        const parsed = depositBody.safeParse({ ...b, idempotencyKey: headerKey ?? b.idempotencyKey });
+        if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+        const { seatIndex, amount } = parsed.data;
+        const key = parsed.data.idempotencyKey ?? randomUUID();
+        span.setAttributes({ 'deposit.amount': amount.toString(), 'deposit.idempotency_key': key });
+
+        const table = await readTable(parsed.data.tableId);
+        if (table.mode === 'sng') throw notYet('tournaments');
+        if (table.money_kind === 'real' && !deps.realMoneyEnabled) throw new ApiError(403, 'real_money_disabled');
+
+        const { rows } = await pool.query(
+          'select ref_id, status, error, amount, replayed from cage.open_deposit($1, $2, $3, $4, $5)',
+          [userId, key, table.table_id, seatIndex, amount.toString()],
+        );
+        const intent = rows[0];
+        if (intent.replayed) {
+          if (intent.status === 'confirmed') {
+            span.setAttribute('deposit.result', 'replay_confirmed');
+            return void res.json({ status: 'confirmed', txHash: intent.ref_id, idempotencyKey: key, replay: true });
+          }
+          if (intent.status === 'failed') {
+            span.setAttribute('deposit.result', 'replay_failed');
+            throw new ApiError(409, 'failed', undefined, { status: 'failed', reason: intent.error });
+          }
+          span.setAttribute('deposit.result', 'replay_pending');
+          return void res.status(202).json({ status: 'pending', idempotencyKey: key, replay: true });
+        }
+
+        const funded = await fundSeat(pool, game, { refId: intent.ref_id, userId, tableId: table.table_id, seatIndex, amount });
+        span.setAttribute('deposit.result', funded.outcome);
+        switch (funded.outcome) {
+          case 'confirmed':
+            log.info({ userId, tableId: table.table_id, seatIndex, amount: amount.toString() }, 'deposit confirmed');
+            return void res.json({
+              status: 'confirmed', txHash: intent.ref_id, idempotencyKey: key,
+              ...(funded.seat ? { seatIndex: funded.seat.seatIndex, chipBalance: funded.seat.chipBalance } : {}),
+            });
+          case 'refused':
+            throw new ApiError(funded.status, funded.code);
+          case 'failed':
+            log.warn({ userId, tableId: table.table_id }, 'deposit compensated: the seat could not be funded');
+            throw new ApiError(502, funded.code);
+          case 'unresolved':
+            log.error({ userId, tableId: table.table_id, refId: intent.ref_id }, 'deposit unresolved: the game role is unreachable; the reconciler will settle it');
+            throw new ApiError(503, 'game_unavailable', undefined, { status: 'pending', idempotencyKey: key });
+        }
+      } catch (err) {
+        if (!span.isRecording() || !(err instanceof Error)) throw err;
+        span.setAttribute('deposit.result', errorCode(err) ?? 'failed');
+        throw err;
+      }
+    });
+  });
+
+  // ---- withdraw, forced withdraw, bust ------------------------------------------------------
+  async function settleSeatOut(userId: string, tid: string, mode: 'cash_out' | 'custody' | 'bust') {
+    const up = await game.post<{ playerId: string; chipAmount: string; historyHash: string }>('/internal/stand-up', {
+      tableId: tid, userId, ...(mode === 'bust' ? { onlyIfBusted: true } : {}),
+    });
+    if ('unreachable' in up) throw new ApiError(503, 'game_unavailable');
+    if (!up.ok) {
+      const code = up.body.error ?? 'stand_up_refused';
+      if (code === 'not_at_table' && mode !== 'bust') {
+        const replay = await recentSettlement(userId, tid);
+        if (replay) return replay;
+      }
+      throw new ApiError(up.status, code);
+    }
+    const chipAmount = BigInt(up.body.chipAmount);
+    const settlement = chipAmount === 0n ? 'bust' : mode;
+    const key = withdrawKey(userId, tid, up.body.historyHash, chipAmount);
+    const { rows } = await pool.query(
+      `select idempotency_key, ledger_ref_id, amount, settlement, custody_entry_id, history_hash, money_kind, player_id, replayed
+         from cage.settle_position($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [userId, tid, up.body.playerId, chipAmount.toString(), up.body.historyHash, key, settlement, mode === 'custody'],
+    );
+    return finishSettlement(userId, tid, rows[0]);
+  }
+
+  async function finishSettlement(userId: string, tid: string, row: {
+    idempotency_key: string; ledger_ref_id: string; amount: bigint; settlement: string; custody_entry_id: bigint | null;
+    history_hash: string; money_kind: string; player_id: bigint; replayed: boolean;
+  }) {
+    const receipt = await issueReceipt(pool, signer, {
+      v: 1, kind: row.settlement, ledgerRefId: row.ledger_ref_id, historyHash: row.history_hash, userId, tableId: tid,
+      position: row.player_id.toString(), chipAmount: row.amount, moneyKind: row.money_kind,
+      ...(row.custody_entry_id ? { custodyEntryId: row.custody_entry_id.toString(), custodyBaseUnits: row.amount * 1_000_000n } : {}),
+    });
+    const settled = await deliverSettlement(pool, game, {
+      idempotencyKey: row.idempotency_key, playerId: row.player_id.toString(), ledgerRefId: row.ledger_ref_id, settlement: row.settlement,
+    });
+    if (!settled) log.warn({ userId, tableId: tid, key: row.idempotency_key }, 'settlement not delivered to the game yet; the reconciler will redeliver');
+    if (!row.replayed) log.info({ userId, tableId: tid, settlement: row.settlement, amount: row.amount.toString() }, 'position settled');
+    return { row, receipt, settled };
+  }
+
+  /** A repeated withdraw after the seat was settled: the last settlement, within the replay window. */
+  async function recentSettlement(userId: string, tid: string) {
+    const { rows } = await pool.query(
+      `select w.idempotency_key, w.ledger_ref_id, w.amount, w.settlement, w.custody_entry_id, w.history_hash,
+              t.money_kind::text as money_kind, w.player_id, true as replayed
+         from cage.withdraw_intents w join game.tables t on t.table_id = w.table_id
+        where w.user_id = $1 and w.table_id = $2 and w.settlement <> 'bust'
+          and w.created_at > now() - make_interval(secs => $3)
+        order by w.created_at desc limit 1`,
+      [userId, tid, WITHDRAW_REPLAY_WINDOW_SECONDS],
+    );
+    return rows[0] ? finishSettlement(userId, tid, rows[0]) : undefined;
+  }
+
+  app.post('/api/withdraw', async (req, res) => {
+    const b = (req.body ?? {}) as Record<string, unknown>;
+    const forced = b.forced !== undefined;
+    let userId: string;
+    if (forced) {
+      if (!secretMatches(req.get('x-service-key'), deps.serviceKey)) throw new ApiError(401, 'forced_withdraw_requires_service_key');
+      if (b.forced !== true) throw new ApiError(400, 'bad_request', [{ path: ['forced'], message: 'must be exactly true', code: 'invalid_value' }]);
+      const parsed = z.uuid().safeParse(b.userId);
+      if (!parsed.success) throw new ApiError(400, 'bad_request', [{ path: ['userId'], message: 'the user id (uuid) whose seat to clear', code: 'invalid_format' }]);
+      userId = parsed.data;
+    } else {
+      await new Promise<void>((resolve, reject) => deps.jwt.require(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
+      userId = res.locals.claims.sub;
+    }
+    await withSpan('admin.withdraw', {
+      'withdraw.userId': userId, 'withdraw.tableId': typeof b.tableId === 'string' ? b.tableId.slice(0, 64) : '',
+      'withdraw.forced': forced, 'auth.linked': forced ? 'skipped_forced' : 'not_required',
+    }, async (span) => {
+      try {
+        if (b.tableId === undefined || b.tableId === null || b.tableId === '') throw new ApiError(400, 'missing_table_id');
+        const tid = tableId.safeParse(b.tableId);
+        if (!tid.success) throw new ApiError(400, 'bad_request', zodIssues(tid.error));
+        if (b.payoutIntent !== undefined) throw notYet('tournaments');
+        const table = await readTable(tid.data);
+        if (table.mode === 'sng') throw notYet('tournaments');
+        if (table.status === 'frozen') throw new ApiError(409, 'table_frozen');
+        const { row, receipt } = await settleSeatOut(userId, table.table_id, forced ? 'custody' : 'cash_out');
+        span.setAttributes({
+          'withdraw.table_id': table.table_id, 'withdraw.player_id': row.player_id.toString(), 'withdraw.chip_amount': row.amount.toString(),
+          'withdraw.history_hash': row.history_hash, 'withdraw.idempotency_key': row.idempotency_key, 'withdraw.tx_hash': row.ledger_ref_id,
+        });
+        if (row.settlement === 'bust') {
+          span.setAttribute('withdraw.result', 'nothing_to_withdraw');
+          throw new ApiError(400, 'nothing_to_withdraw', undefined, { receipt: receiptJson(receipt) });
+        }
+        const destination = row.settlement === 'custody' ? `custody:${row.custody_entry_id}` : 'cage';
+        span.setAttributes({ 'withdraw.destination': destination, 'withdraw.result': row.replayed ? 'replay_confirmed' : 'confirmed' });
+        res.json({
+          status: 'confirmed', txHash: row.ledger_ref_id, destination, amount: Number(row.amount), idempotencyKey: row.idempotency_key,
+          historyHash: row.history_hash, receipt: receiptJson(receipt),
+          ...(row.custody_entry_id ? { custodyEntryId: row.custody_entry_id.toString() } : {}),
+          ...(row.replayed ? { replay: true } : {}),
+        });
+      } catch (err) {
+        if (err instanceof Error && !(err instanceof ApiError && err.code === 'nothing_to_withdraw')) {
+          span.setAttribute('withdraw.result', errorCode(err) ?? 'failed');
+        }
+        throw err;
+      }
+    });
+  });
+
+  app.post('/internal/bust', requireServiceKey(deps.serviceKey), async (req, res) => {
+    const b = z.object({ tableId, userId: z.uuid() }).parse(req.body ?? {});
+    const { row, receipt } = await settleSeatOut(b.userId, b.tableId, 'bust');
+    res.json({ ok: true, ledgerRefId: row.ledger_ref_id, historyHash: row.history_hash, receipt: receiptJson(receipt), ...(row.replayed ? { replay: true } : {}) });
+  });
+}
+

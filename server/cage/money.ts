@@ -1,0 +1,121 @@
+// Money into and out of the cage, and what a player reads of their own:
+//   POST /api/grant                 play chips to a linked Solana wallet's owner (x-service-key)
+//   POST /api/operator/purchase     chips bought outside come in (x-service-key, replay-once)
+//   POST /api/operator/redemption   chips leave for the outside (x-service-key, replay-once)
+//   POST /api/custody/claim         a FREE custody entry to its owner's cage balance (JWT), + receipt
+//   GET  /api/cage/receipts         the caller's receipts (JWT)
+//   GET  /api/cage/balances         the caller's cage balances (JWT)
+// The rules are in db/functions/cage/70_money_in_out.sql.
+import type { Express } from 'express';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { requireServiceKey } from '../http/auth.ts';
+import { ApiError, zodIssues } from '../http/errors.ts';
+import type { JwtVerifier } from '../http/jwt.ts';
+import { receiptJson } from './cash.ts';
+import { issueReceipt, type ReceiptSigner, type StoredReceipt } from './receipts.ts';
+
+const chips = z.union([
+  z.string().regex(/^[1-9][0-9]{0,15}$/, 'a positive whole number of chips'),
+  z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+]).transform((v) => BigInt(v));
+
+const grantBody = z.object({ recipient: z.string().min(1).max(128), amount: z.unknown(), claimId: z.string().min(1).max(200) });
+const exchangeBody = z.object({
+  userId: z.uuid(),
+  amount: z.unknown(),
+  externalRef: z.string().regex(/^[\x21-\x7e]{1,128}$/, '1..128 printable characters'),
+  moneyKind: z.enum(['play', 'real']).default('real'),
+});
+
+function parse<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
+  const parsed = schema.safeParse(body ?? {});
+  if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+  return parsed.data;
+}
+function amountOf(value: unknown): bigint {
+  const parsed = chips.safeParse(value);
+  if (!parsed.success) throw new ApiError(400, 'invalid_amount');
+  return parsed.data;
+}
+
+export function installMoneyRoutes(
+  app: Express,
+  deps: { pool: pg.Pool; log: Logger; signer: ReceiptSigner; jwt: JwtVerifier; serviceKey: string | undefined; realMoneyEnabled: boolean },
+) {
+  const { pool, log } = deps;
+  const service = requireServiceKey(deps.serviceKey);
+
+  app.post('/api/grant', service, async (req, res) => {
+    const b = parse(grantBody, req.body);
+    const amount = amountOf(b.amount);
+    const { rows } = await pool.query('select user_id, amount, ref_id, status from cage.grant_play_chips($1, $2, $3)', [
+      b.recipient, amount.toString(), b.claimId,
+    ]);
+    const g = rows[0];
+    if (g.status === 'replayed') return void res.json({ ok: true, idempotent: true, claimId: b.claimId, amount: Number(g.amount) });
+    log.info({ userId: g.user_id, amount: amount.toString(), claimId: b.claimId }, 'play chips granted');
+    res.json({ ok: true, claimId: b.claimId, userId: g.user_id, amount: Number(g.amount) });
+  });
+
+  for (const direction of ['purchase', 'redemption'] as const) {
+    app.post(`/api/operator/${direction}`, service, async (req, res) => {
+      const b = parse(exchangeBody, req.body);
+      const amount = amountOf(b.amount);
+      // switched off, real money may still leave (a redemption), never come in
+      if (b.moneyKind === 'real' && direction === 'purchase' && !deps.realMoneyEnabled) throw new ApiError(403, 'real_money_disabled');
+      const { rows } = await pool.query('select ref_id, status, balance from cage.exchange_chips($1, $2, $3, $4, $5)', [
+        direction, b.userId, amount.toString(), b.externalRef, b.moneyKind,
+      ]);
+      const r = rows[0];
+      if (r.status === 'created') log.info({ userId: b.userId, amount: amount.toString(), moneyKind: b.moneyKind, direction }, `chips ${direction}`);
+      res.json({
+        ok: true, refId: r.ref_id, userId: b.userId, amount: Number(amount), moneyKind: b.moneyKind, balance: Number(r.balance),
+        ...(r.status === 'replayed' ? { idempotent: true } : {}),
+      });
+    });
+  }
+
+  app.post('/api/custody/claim', deps.jwt.require, async (req, res) => {
+    const userId: string = res.locals.claims.sub;
+    const b = parse(z.object({ entryId: z.union([z.string().regex(/^[1-9][0-9]{0,17}$/), z.number().int().positive()]).transform(String) }), req.body);
+    const { rows } = await pool.query('select entry_id, ref_id, amount, money_kind, table_id, replayed from cage.claim_custody($1, $2)', [
+      userId, b.entryId,
+    ]);
+    const c = rows[0];
+    const receipt: StoredReceipt = await issueReceipt(pool, deps.signer, {
+      v: 1, kind: 'custody_claim', ledgerRefId: c.ref_id, userId, tableId: c.table_id ?? undefined,
+      custodyEntryId: c.entry_id.toString(), chipAmount: c.amount, moneyKind: c.money_kind,
+    });
+    if (!c.replayed) log.info({ userId, entryId: b.entryId, amount: c.amount.toString() }, 'custody claimed');
+    res.json({
+      ok: true, entryId: c.entry_id.toString(), amount: Number(c.amount), moneyKind: c.money_kind, txHash: c.ref_id,
+      receipt: receiptJson(receipt), ...(c.replayed ? { replay: true } : {}),
+    });
+  });
+
+  app.get('/api/cage/receipts', deps.jwt.require, async (_req, res) => {
+    const { rows } = await pool.query(
+      `select id, ledger_ref_id, table_id, history_hash, payload, signature, public_key, created_at
+         from cage.receipts where user_id = $1 order by id desc limit 500`,
+      [res.locals.claims.sub],
+    );
+    res.json({
+      receipts: rows.map((r) => receiptJson({
+        id: r.id, ledgerRefId: r.ledger_ref_id, userId: res.locals.claims.sub, tableId: r.table_id, historyHash: r.history_hash,
+        payload: r.payload, signature: r.signature, publicKey: r.public_key, createdAt: r.created_at, replayed: false,
+      })),
+    });
+  });
+
+  app.get('/api/cage/balances', deps.jwt.require, async (_req, res) => {
+    const { rows } = await pool.query<{ money_kind: string; balance: bigint }>(
+      "select money_kind, balance from cage.cage_accounts where account_type = 'user' and user_id = $1 order by money_kind",
+      [res.locals.claims.sub],
+    );
+    const balances: Record<string, number> = { play: 0, real: 0 };
+    for (const r of rows) balances[r.money_kind] = Number(r.balance);
+    res.json({ balances });
+  });
+}

@@ -1,0 +1,26 @@
+// Routes of the bank's interface the cage does not serve yet: 501 `not_yet_cage` naming the phase
+// (the issue) that lands them, never a 404, so a client switched from the chain bank learns what
+// is missing and when it comes.
+import type { Express } from 'express';
+
+export const PENDING_ROUTES: { method: 'get' | 'post' | 'all'; path: string; phase: string }[] = [
+  { method: 'post', path: '/settlement/settle', phase: 'settlement' },
+  { method: 'post', path: '/settlement/reconcile-rake', phase: 'dealer' },
+  { method: 'post', path: '/api/operator/seat', phase: 'operator-seating' },
+  { method: 'post', path: '/api/house/seat', phase: 'house-seating' },
+  { method: 'all', path: '/escape/:tableId', phase: 'escape' },
+  { method: 'all', path: '/admin/custody/{*rest}', phase: 'custody-disputes' },
+  { method: 'all', path: '/api/betting/{*rest}', phase: 'betting' },
+  { method: 'all', path: '/api/gas-tank', phase: 'gas' },
+  { method: 'post', path: '/api/gas/deposit', phase: 'gas' },
+  { method: 'post', path: '/api/gas/withdraw', phase: 'gas' },
+  { method: 'post', path: '/api/tournament/unregister', phase: 'tournaments' },
+];
+
+export function installNotYetRoutes(app: Express) {
+  for (const route of PENDING_ROUTES) {
+    app[route.method](route.path, (_req, res) => {
+      res.status(501).json({ error: 'not_yet_cage', phase: route.phase });
+    });
+  }
+}

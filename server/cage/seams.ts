@@ -1,0 +1,86 @@
+// The cage's half of the seat seams, shared by the routes (server/cage/cash.ts) and the
+// reconcilers (tasks/): the money moves in SQL (db/functions/cage/60_cash.sql), the seat moves on
+// the game role over HTTP, and the two are reconciled without ever guessing:
+//   deposit  the buy-in is posted first; then the seat is funded. A coded refusal from the game is
+//            compensated at once (a reversing entry). A call whose fate is unknown (timeout, lost
+//            answer, game down) is cancelled at the game first (a tombstone, or the credit taken
+//            back) and compensated only once the game says the seat does not hold the chips; if
+//            the game cannot be reached at all, the deposit stays pending for the reconciler.
+//   withdraw the game stands the player up and reports the stack and chain head; the cage writes the
+//            terminal row (cash-out, custody or bust) and the receipt; then the game zeroes the seat.
+//            A zeroing that did not land is redelivered by the reconciler.
+import { keccak256, toHex } from 'viem';
+import type pg from 'pg';
+import type { ServiceClient } from '../http/service-client.ts';
+
+export interface DepositIntent {
+  refId: string;
+  userId: string;
+  tableId: string;
+  seatIndex: number;
+  amount: bigint;
+}
+
+export type FundingOutcome =
+  | { outcome: 'confirmed'; seat?: { seatIndex: number; chipBalance: string; historyHash: string } }
+  | { outcome: 'refused'; status: number; code: string }
+  | { outcome: 'failed'; code: 'seat_funding_failed' }
+  | { outcome: 'unresolved' };
+
+type Db = pg.Pool | pg.PoolClient;
+
+export async function confirmDeposit(db: Db, refId: string) {
+  await db.query('select cage.confirm_deposit($1)', [refId]);
+}
+
+export async function failDeposit(db: Db, refId: string, code: string) {
+  await db.query('select cage.fail_deposit($1, $2)', [refId, code]);
+}
+
+/** Funds the seat for an opened deposit; see the file comment for what each answer means. */
+export async function fundSeat(db: Db, game: ServiceClient, intent: DepositIntent): Promise<FundingOutcome> {
+  const answer = await game.post<{ seatIndex: number; chipBalance: string; historyHash: string }>('/internal/credit-chips', {
+    creditKey: intent.refId, tableId: intent.tableId, userId: intent.userId, seatIndex: intent.seatIndex, amount: intent.amount,
+  });
+  if (answer.ok) {
+    await confirmDeposit(db, intent.refId);
+    return { outcome: 'confirmed', seat: answer.body };
+  }
+  if (!('unreachable' in answer)) {
+    const code = typeof answer.body.error === 'string' ? answer.body.error : 'seat_funding_refused';
+    if (code !== 'invalid_service_key' && code !== 'service_key_not_configured') {
+      await failDeposit(db, intent.refId, code);
+      return { outcome: 'refused', status: answer.status, code };
+    }
+  }
+  return resolveUncertainDeposit(db, game, intent);
+}
+
+/** Asks the game to cancel a funding whose fate is unknown, and settles the deposit by its answer. */
+export async function resolveUncertainDeposit(db: Db, game: ServiceClient, intent: DepositIntent): Promise<FundingOutcome> {
+  const answer = await game.post<{ status: 'cancelled' | 'reverted' | 'credited' }>('/internal/credit-chips/cancel', {
+    creditKey: intent.refId, tableId: intent.tableId, userId: intent.userId, amount: intent.amount,
+  });
+  if (!answer.ok) return { outcome: 'unresolved' };
+  if (answer.body.status === 'credited') {
+    await confirmDeposit(db, intent.refId);
+    return { outcome: 'confirmed' };
+  }
+  await failDeposit(db, intent.refId, 'seat_funding_failed');
+  return { outcome: 'failed', code: 'seat_funding_failed' };
+}
+
+/** The withdrawal key of the spec: keccak256 of `userId:tableId:historyHash:chipAmount`. */
+export function withdrawKey(userId: string, tableId: string, historyHash: string, chipAmount: bigint): `0x${string}` {
+  return keccak256(toHex(`${userId}:${tableId}:${historyHash}:${chipAmount}`));
+}
+
+/** Tells the game to zero a settled seat; true when it did (or had). */
+export async function deliverSettlement(
+  db: Db, game: ServiceClient, s: { idempotencyKey: string; playerId: string; ledgerRefId: string; settlement: string },
+): Promise<boolean> {
+  const answer = await game.post('/internal/settle-withdrawal', { playerId: s.playerId, ledgerRefId: s.ledgerRefId, settlement: s.settlement });
+  if (!answer.ok) return false;
+  await db.query('select cage.mark_withdrawal_settled($1)', [s.idempotencyKey]);
+  return true;
+}

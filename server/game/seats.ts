@@ -1,0 +1,79 @@
+// The game role's side of the cage's seams: funding a seat (and cancelling a funding the cage
+// could not confirm), standing a player up, and zeroing a settled seat. Every route is
+// `x-service-key` only; the rules live in db/functions/game/20_seats.sql.
+import type { Express } from 'express';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { requireServiceKey } from '../http/auth.ts';
+
+const chips = z.union([z.string().regex(/^[1-9][0-9]{0,15}$/), z.number().int().positive().max(Number.MAX_SAFE_INTEGER)])
+  .transform((v) => BigInt(v));
+const tableId = z.string().min(1).max(64);
+
+const creditBody = z.object({
+  creditKey: z.string().min(1).max(200),
+  tableId,
+  userId: z.uuid(),
+  seatIndex: z.number().int().min(0).max(9),
+  amount: chips,
+});
+const cancelBody = creditBody.omit({ seatIndex: true });
+const standUpBody = z.object({ tableId, userId: z.uuid() });
+const settleBody = z.object({
+  playerId: z.union([z.string().regex(/^[1-9][0-9]{0,17}$/), z.number().int().positive()]).transform(String),
+  ledgerRefId: z.string().min(1).max(200),
+  settlement: z.enum(['cash_out', 'custody', 'bust']),
+});
+
+export function installSeatRoutes(app: Express, deps: { pool: pg.Pool; log: Logger; serviceKey: string | undefined }) {
+  const { pool, log } = deps;
+  const service = requireServiceKey(deps.serviceKey);
+
+  app.post('/internal/credit-chips', service, async (req, res) => {
+    const b = creditBody.parse(req.body ?? {});
+    const { rows } = await pool.query(
+      'select player_id, seat_index, chip_balance, history_hash, status from game.credit_seat($1, $2, $3, $4, $5)',
+      [b.creditKey, b.tableId, b.userId, b.seatIndex, b.amount.toString()],
+    );
+    const seat = rows[0];
+    if (seat.status === 'credited') {
+      log.info({ tableId: b.tableId, userId: b.userId, seatIndex: seat.seat_index, amount: b.amount.toString() }, 'seat funded');
+    }
+    res.json({
+      ok: true, status: seat.status, playerId: seat.player_id.toString(), seatIndex: seat.seat_index,
+      chipBalance: seat.chip_balance.toString(), historyHash: seat.history_hash,
+    });
+  });
+
+  app.post('/internal/credit-chips/cancel', service, async (req, res) => {
+    const b = cancelBody.parse(req.body ?? {});
+    const { rows } = await pool.query<{ status: string }>('select game.cancel_credit($1, $2, $3, $4) as status', [
+      b.creditKey, b.tableId, b.userId, b.amount.toString(),
+    ]);
+    log.warn({ tableId: b.tableId, userId: b.userId, creditKey: b.creditKey, status: rows[0]!.status }, 'seat funding cancelled by the cage');
+    res.json({ ok: true, status: rows[0]!.status });
+  });
+
+  app.post('/internal/stand-up', service, async (req, res) => {
+    const b = standUpBody.parse(req.body ?? {});
+    const { rows } = await pool.query(
+      'select player_id, seat_index, chip_balance, history_hash, money_kind from game.stand_up($1, $2)',
+      [b.tableId, b.userId],
+    );
+    const p = rows[0];
+    res.json({
+      ok: true, playerId: p.player_id.toString(), seatIndex: p.seat_index, chipAmount: p.chip_balance.toString(),
+      historyHash: p.history_hash, moneyKind: p.money_kind,
+    });
+  });
+
+  app.post('/internal/settle-withdrawal', service, async (req, res) => {
+    const b = settleBody.parse(req.body ?? {});
+    const { rows } = await pool.query('select player_id, history_hash, status from game.settle_seat($1, $2, $3)', [
+      b.playerId, b.ledgerRefId, b.settlement,
+    ]);
+    if (rows[0].status === 'closed') log.info({ playerId: b.playerId, settlement: b.settlement }, 'seat settled and zeroed');
+    res.json({ ok: true, status: rows[0].status, historyHash: rows[0].history_hash });
+  });
+}
