@@ -61,6 +61,7 @@ const schema = z.object({
   // real-money chips (purchases, real tables, deposits to them); off unless switched on
   REAL_MONEY_ENABLED: flag,
   // how long the cage waits for the game role's seat calls before it compensates
+  CAGE_RECONCILE_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   GAME_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   // the identity provider the bridge trusts (OIDC ID tokens)
   IDP_ISSUER: optionalString.pipe(z.url().optional()),

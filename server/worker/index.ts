@@ -1,6 +1,8 @@
 // The worker role: graphile-worker running tasks/ on the poker_worker database role.
 import { run, type Runner } from 'graphile-worker';
 import { createCageAuditTask } from '../../tasks/cage_audit.ts';
+import { createCageReconcileCashTask, graceSeconds } from '../../tasks/cage_reconcile_cash.ts';
+import { createServiceClient } from '../http/service-client.ts';
 import { createRolePool } from '../db/pools.ts';
 import type { Config } from '../config/index.ts';
 import type { RoleContext, StartedRole } from '../roles/types.ts';
@@ -13,8 +15,13 @@ export function crontab(config: Config) {
   ].join('\n');
 }
 
-export async function startWorker({ config, databaseUrl, log }: RoleContext): Promise<StartedRole & { runner: Runner }> {
+export async function startWorker({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole & { runner: Runner }> {
   const pool = createRolePool(databaseUrl, 'poker_worker', { max: 4, applicationName: 'worker' });
+  const game = createServiceClient({
+    baseUrl: () => config.GAME_URL ?? peers?.get('game') ?? `http://${config.HOST}:${config.GAME_PORT}`,
+    serviceKey: config.SERVICE_KEY,
+    timeoutMs: config.GAME_CALL_TIMEOUT_MS,
+  });
   let runner: Runner;
   try {
     runner = await run({
@@ -23,7 +30,12 @@ export async function startWorker({ config, databaseUrl, log }: RoleContext): Pr
       noHandleSignals: true,
       pollInterval: 1000,
       logger: workerLogger(log),
-      taskList: { cage_audit: createCageAuditTask(log) },
+      taskList: {
+        cage_audit: createCageAuditTask(log),
+        cage_reconcile_cash: createCageReconcileCashTask({
+          pool, game, log, intervalSeconds: config.CAGE_RECONCILE_INTERVAL_SECONDS, graceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS),
+        }),
+      },
       crontab: crontab(config),
     });
   } catch (err) {
@@ -41,6 +53,8 @@ export async function startWorker({ config, databaseUrl, log }: RoleContext): Pr
   try {
     // once at startup, not only on the schedule
     await runner.addJob('cage_audit', {}, { jobKey: 'cage_audit:startup', jobKeyMode: 'replace' });
+    // the cash reconciler now, then every CAGE_RECONCILE_INTERVAL_SECONDS (it schedules its next run)
+    await runner.addJob('cage_reconcile_cash', {}, { jobKey: 'cage_reconcile_cash', jobKeyMode: 'replace' });
   } catch (err) {
     await stop().catch(() => undefined);
     throw err;
