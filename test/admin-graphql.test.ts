@@ -109,6 +109,21 @@ describe('reads with the service key', () => {
   });
 });
 
+test('the game schema: tables and seats are readable with the key, hidden without it', async () => {
+  await db.owner.query("select game.create_table('admin-t1', 'poker', '{\"maxPlayers\": 6}', 'play', null)");
+  const query = '{ allGameTables { totalCount nodes { tableId gameType status mode kind moneyKind } } allGameTablePlayers { totalCount } }';
+  const admin = await graphql(query, { key: TEST_SERVICE_KEY });
+  expect(admin.body.errors).toBeUndefined();
+  expect(admin.body.data!.allGameTables.nodes).toEqual([
+    { tableId: 'admin-t1', gameType: 'poker', status: 'active', mode: 'cash', kind: 'open', moneyKind: 'play' },
+  ]);
+  const anonymous = await graphql(query, {});
+  expect(anonymous.body.data!.allGameTables.totalCount).toBe(0);
+  // the game functions that write are not in the admin schema
+  const mutation = await graphql('mutation { createTable(input: {}) { clientMutationId } }', { key: TEST_SERVICE_KEY });
+  expect(mutation.body.errors).toBeDefined();
+});
+
 describe('reads without the service key', () => {
   test.each([
     ['no key', undefined],
