@@ -50,7 +50,19 @@ test('sit, top up between hands, stand up: chips go from the cage balance to the
   const again = await m.withdraw(p.auth, { tableId });
   expect(again.status).toBe(200);
   expect(again.body).toMatchObject({ replay: true, idempotencyKey: out.body.idempotencyKey, txHash: out.body.txHash });
+  expect(again.body.receipt).toEqual(receipt); // the original receipt, byte for byte
   expect(await m.balance(p.auth)).toBe(1000);
+  expect((await call(`${m.cage}/api/cage/receipts`, { headers: p.auth })).body.receipts).toHaveLength(1);
+
+  // the receipt binds the position chain's head at stand-up; the chain ends with the cash-out link
+  const payload = JSON.parse(Buffer.from(receipt.payload, 'base64').toString());
+  expect(payload).toMatchObject({ kind: 'cash_out', chipAmount: '150', historyHash: out.body.historyHash, ledgerRefId: out.body.txHash });
+  const { rows: links } = await db.owner.query(
+    `select l.event, l.delta::int, l.stack::int, l.prev_hash, l.hash, l.ref_id from game.position_links l
+       join game.table_players p on p.id = l.player_id where p.table_id = $1 order by l.seq`, [tableId]);
+  expect(links.map((l) => [l.event, l.delta, l.stack])).toEqual([['buy_in', 100, 100], ['top_up', 50, 150], ['cash_out', -150, 0]]);
+  expect(links[2].prev_hash).toBe(out.body.historyHash);
+  expect(links[2].ref_id).toBe(out.body.txHash);
 });
 
 test('a hand moves chips between seats; a busted seat closes with an explicit zero row and receipt', async () => {
