@@ -102,3 +102,13 @@ test('receipts need a ledger entry and are append-only', async () => {
 test('the canonical payload is stable whatever the key order', () => {
   expect(Buffer.from(receiptPayload({ b: 1n, a: 'x', c: { z: null, y: [2n] } })).toString()).toBe('{"a":"x","b":"1","c":{"y":["2"],"z":null}}');
 });
+
+test('the signer (node crypto) signs exactly what @noble/curves would, and noble verifies it', () => {
+  for (let i = 0; i < 5; i++) {
+    const secret = ed25519.utils.randomSecretKey();
+    const payload = receiptPayload({ i: BigInt(i), kind: 'cash_out', ledgerRefId: `withdraw:${i}` });
+    const signature = signerFromPrivateKey(secret).sign(payload);
+    expect(Buffer.from(signature).toString('hex')).toBe(Buffer.from(ed25519.sign(payload, secret)).toString('hex'));
+    expect(ed25519.verify(signature, payload, ed25519.getPublicKey(secret))).toBe(true);
+  }
+});

@@ -291,7 +291,6 @@ describe('withdraw', () => {
 
     for (const body of [
       { tableId, forced: 'yes', userId: p.userId },
-      { tableId, forced: false, userId: p.userId },
       { tableId, forced: 1, userId: p.userId },
       { tableId, forced: true },
       { tableId, forced: true, userId: 'not-a-uuid' },
@@ -299,6 +298,8 @@ describe('withdraw', () => {
       const r = await m.withdraw(m.service, body);
       expect([body, r.status, r.body.error]).toEqual([body, 400, 'bad_request']);
     }
+    // forced:false is the voluntary branch: it needs the player's JWT, not the key
+    expect(await m.withdraw(m.service, { tableId, forced: false, userId: p.userId })).toEqual(refused(401, 'missing_bearer_token'));
     expect(await m.balance(p.auth)).toBe(400);
     expect(await seats(tableId)).toEqual([seat(p, 0, 100)]);
     const { rows } = await db.owner.query('select count(*)::int as n from cage.custody_entries where user_id = $1', [p.userId]);
@@ -345,6 +346,20 @@ describe('withdraw', () => {
     expect(await seats(tableId)).toEqual([seat(a, 0, 200)]);
     expect((await m.withdraw(a.auth, { tableId })).body).toMatchObject({ amount: 200 });
     expect(await m.balance(a.auth)).toBe(600);
+  });
+
+  test('a withdraw after a bust does not replay an earlier cash-out at that table', async () => {
+    const [a, b] = await players(500, 500) as [Player, Player];
+    const tableId = await m.table(a.auth);
+    await sit(b, tableId, 1, 100);
+    expect((await m.withdraw(b.auth, { tableId })).status).toBe(200);
+    await sit(a, tableId, 0, 100);
+    await sit(b, tableId, 1, 50);
+    const pos = await positions(tableId);
+    await m.hand({ action: 'begin', tableId, handId: 'h2' });
+    await m.hand({ action: 'finish', tableId, handId: 'h2', stacks: { [pos[a.userId]!]: 150, [pos[b.userId]!]: 0 } });
+    expect(await m.withdraw(b.auth, { tableId })).toEqual(refused(404, 'not_at_table'));
+    expect(await m.balance(b.auth)).toBe(450);
   });
 });
 

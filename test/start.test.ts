@@ -173,8 +173,8 @@ describe('with its embedded PostgreSQL', () => {
   test('a fresh data directory: prints the bound URLs, serves /health, stops cleanly on SIGINT', async () => {
     expect(existsSync(dataDir)).toBe(false);
     const child = spawnMain(env);
-    const lines = await waitForLines(child, ['auth', 'cage', 'admin', 'worker', 'postgres']);
-    expect(Object.keys(lines).sort()).toEqual(['admin', 'auth', 'cage', 'postgres', 'worker']);
+    const lines = await waitForLines(child, ['auth', 'game', 'cage', 'admin', 'worker', 'postgres']);
+    expect(Object.keys(lines).sort()).toEqual(['admin', 'auth', 'cage', 'game', 'postgres', 'worker']);
     await expectHealthy(lines.cage!);
     await expectHealthy(lines.admin!);
     expect(lines.worker).toBe('running (no HTTP)');
@@ -208,7 +208,7 @@ describe('with its embedded PostgreSQL', () => {
 
   test('a restart on the same data directory keeps the data and applies no migration again', async () => {
     const child = spawnMain(env);
-    const lines = await waitForLines(child, ['auth', 'cage', 'admin', 'worker', 'postgres']);
+    const lines = await waitForLines(child, ['auth', 'game', 'cage', 'admin', 'worker', 'postgres']);
     await expectHealthy(lines.cage!);
     const pid = await postmasterPid(dataDir);
 
@@ -231,14 +231,14 @@ describe('with its embedded PostgreSQL', () => {
 
   test('a SIGKILLed node leaves its postgres running; the next start stops that orphan and takes over', async () => {
     const first = spawnMain(env);
-    await waitForLines(first, ['auth', 'cage', 'admin', 'worker', 'postgres']);
+    await waitForLines(first, ['auth', 'game', 'cage', 'admin', 'worker', 'postgres']);
     const orphan = await postmasterPid(dataDir);
 
     expect(await stopWith(first, 'SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
     expect(alive(orphan)).toBe(true);
 
     const second = spawnMain(env);
-    const lines = await waitForLines(second, ['auth', 'cage', 'admin', 'worker', 'postgres']);
+    const lines = await waitForLines(second, ['auth', 'game', 'cage', 'admin', 'worker', 'postgres']);
     const pid = await postmasterPid(dataDir);
     expect(pid).not.toBe(orphan);
     expect(alive(orphan)).toBe(false);
@@ -258,7 +258,7 @@ describe('with its embedded PostgreSQL', () => {
 
   test('a second start on a data directory in use is refused and leaves the running one alone', async () => {
     const first = spawnMain(env);
-    const lines = await waitForLines(first, ['auth', 'cage', 'admin', 'worker', 'postgres']);
+    const lines = await waitForLines(first, ['auth', 'game', 'cage', 'admin', 'worker', 'postgres']);
     const pid = await postmasterPid(dataDir);
 
     const second = spawnMain({ ...env, PG_PORT: String(await freePort()) });
@@ -329,17 +329,17 @@ describe('with DATABASE_URL', () => {
 
   const connectionsBy = async () =>
     (await db.owner.query<{ name: string }>(
-      "select distinct application_name as name from pg_stat_activity where datname = current_database() and application_name in ('auth', 'cage', 'admin', 'worker') order by 1",
+      "select distinct application_name as name from pg_stat_activity where datname = current_database() and application_name in ('auth', 'game', 'cage', 'admin', 'worker') order by 1",
     )).rows.map((r) => r.name);
 
   test('starts no embedded postgres and creates no data directory', async () => {
     const child = spawnMain(env);
-    const lines = await waitForLines(child, ['auth', 'cage', 'admin', 'worker']);
+    const lines = await waitForLines(child, ['auth', 'game', 'cage', 'admin', 'worker']);
     await expectHealthy(lines.cage!);
     await expectHealthy(lines.admin!);
-    expect(Object.keys(printedLines(child)).sort()).toEqual(['admin', 'auth', 'cage', 'worker']);
+    expect(Object.keys(printedLines(child)).sort()).toEqual(['admin', 'auth', 'cage', 'game', 'worker']);
     expect(existsSync(unusedDataDir)).toBe(false);
-    expect(await connectionsBy()).toEqual(['admin', 'auth', 'cage', 'worker']);
+    expect(await connectionsBy()).toEqual(['admin', 'auth', 'cage', 'game', 'worker']);
 
     expect(await stopWith(child, 'SIGINT')).toEqual({ code: 0, signal: null });
     expect(existsSync(unusedDataDir)).toBe(false);

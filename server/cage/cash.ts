@@ -183,17 +183,18 @@ export function installCashRoutes(app: Express, deps: CashDeps) {
       `select w.idempotency_key, w.ledger_ref_id, w.amount, w.settlement, w.custody_entry_id, w.history_hash,
               t.money_kind::text as money_kind, w.player_id, true as replayed
          from cage.withdraw_intents w join game.tables t on t.table_id = w.table_id
-        where w.user_id = $1 and w.table_id = $2 and w.settlement <> 'bust'
-          and w.created_at > now() - make_interval(secs => $3)
-        order by w.created_at desc limit 1`,
+        where w.user_id = $1 and w.table_id = $2 and w.created_at > now() - make_interval(secs => $3)
+        order by w.created_at desc, w.player_id desc limit 1`,
       [userId, tid, WITHDRAW_REPLAY_WINDOW_SECONDS],
     );
-    return rows[0] ? finishSettlement(userId, tid, rows[0]) : undefined;
+    // the last sitting ended in a bust: there is no withdrawal to replay
+    return rows[0] && rows[0].settlement !== 'bust' ? finishSettlement(userId, tid, rows[0]) : undefined;
   }
 
   app.post('/api/withdraw', async (req, res) => {
     const b = (req.body ?? {}) as Record<string, unknown>;
-    const forced = b.forced !== undefined;
+    // `forced` present (and not false) selects the forced branch, where it must be exactly true
+    const forced = b.forced !== undefined && b.forced !== false;
     let userId: string;
     if (forced) {
       if (!secretMatches(req.get('x-service-key'), deps.serviceKey)) throw new ApiError(401, 'forced_withdraw_requires_service_key');

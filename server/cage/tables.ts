@@ -87,17 +87,28 @@ export function installTableRoutes(
   const { pool, log } = deps;
   const schemas = tableSettingsSchemas({ testAuthPermitted: deps.testAuthPermitted });
 
-  app.post('/api/tables', deps.requireJwt, async (req, res) => {
-    const userId: string = res.locals.claims.sub;
+  app.post('/api/tables', async (req, res) => {
     const body = (req.body ?? {}) as Record<string, unknown>;
     const attributes = {
       'table.id': typeof body.tableId === 'string' ? body.tableId.slice(0, 64) : '',
       'table.game_type': typeof body.gameType === 'string' ? body.gameType.slice(0, 16) : '',
-      'auth.user_id': userId,
     };
+    // every call has its span, a refused token included
     await withSpan('admin.tables.create', attributes, async (span) => {
-      if (body.tableId === undefined || body.tableId === null || body.tableId === '') throw new ApiError(400, 'missing_table_id');
-      if (body.gameType === undefined || body.gameType === null || body.gameType === '') throw new ApiError(400, 'missing_game_type');
+      try {
+        await new Promise<void>((resolve, reject) => deps.requireJwt(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
+      } catch (err) {
+        span.setAttribute('result', 'unauthorized');
+        throw err;
+      }
+      const userId: string = res.locals.claims.sub;
+      span.setAttribute('auth.user_id', userId);
+      const missing = body.tableId === undefined || body.tableId === null || body.tableId === '' ? 'missing_table_id'
+        : body.gameType === undefined || body.gameType === null || body.gameType === '' ? 'missing_game_type' : undefined;
+      if (missing) {
+        span.setAttribute('result', 'validation_failed');
+        throw new ApiError(400, missing);
+      }
       const parsedEnvelope = envelope.safeParse(body);
       let settings: Record<string, unknown> | undefined;
       let issues = parsedEnvelope.success ? [] : zodIssues(parsedEnvelope.error);
@@ -112,7 +123,10 @@ export function installTableRoutes(
       }
       const { tableId, gameType, moneyKind } = parsedEnvelope.data;
       span.setAttribute('settings.max_players', Number(settings.maxPlayers));
-      if (moneyKind === 'real' && !deps.realMoneyEnabled) throw new ApiError(403, 'real_money_disabled');
+      if (moneyKind === 'real' && !deps.realMoneyEnabled) {
+        span.setAttribute('result', 'real_money_disabled');
+        throw new ApiError(403, 'real_money_disabled');
+      }
       const { rows } = await pool.query('select table_id, status from game.create_table($1, $2, $3, $4, $5)', [
         tableId, gameType, JSON.stringify(settings), moneyKind, userId,
       ]);
