@@ -91,10 +91,15 @@ create table game.seat_credits (
   player_id bigint references game.table_players (id) on delete restrict,
   amount bigint not null,
   status text not null,
+  -- set when the cage relies on the credit: cage.confirm_deposit confirmed its deposit, or
+  -- game.cancel_credit answered 'credited' (the cage confirms on that answer). A kept credit is
+  -- never reverted afterwards.
+  kept_at timestamptz,
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now(),
   constraint seat_credits_status check (status in ('credited', 'reverted', 'cancelled')),
-  constraint seat_credits_amount check (amount > 0)
+  constraint seat_credits_amount check (amount > 0),
+  constraint seat_credits_kept_credited check (kept_at is null or status = 'credited')
 );
 comment on table game.seat_credits is 'Seat fundings pushed by the cage (idempotent per key), and cancelled keys.';
 

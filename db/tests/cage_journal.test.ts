@@ -4,6 +4,7 @@ import type pg from 'pg';
 import { audit, rebuildProjection } from '../../server/cage/ledger.ts';
 import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
 import { balanceOf, expectCleanAudit, fund, refId, systemAccount, userAccount } from '../../test/helpers/cage.ts';
+import { createTable, creditSeat, openDeposit, sit } from '../../test/helpers/game.ts';
 
 let db: TestDatabase;
 let cage: pg.Pool;
@@ -15,6 +16,11 @@ afterAll(async () => {
   await expectCleanAudit(cage);
   await db.drop();
 });
+
+async function escrowOf(tableId: string, moneyKind = 'play'): Promise<bigint> {
+  const { rows } = await cage.query('select cage.ensure_account($1, null, $2, $3) as id', ['table_escrow', tableId, moneyKind]);
+  return rows[0].id;
+}
 
 describe('append-only', () => {
   beforeAll(async () => {
@@ -92,27 +98,62 @@ describe('audit and rebuild', () => {
     expect(await rebuildProjection(cage)).toEqual([]);
   });
 
-  test('a table escrow must equal the live stacks plus unreconciled rake at the last hand boundary', async () => {
+  test('a table escrow must equal its open stacks, its deposits in flight and its unreconciled rake', async () => {
+    const game = db.pool('poker_game', 2);
+    const table = await createTable(cage);
     const a = await userAccount(cage);
+    const b = await userAccount(cage);
     await fund(cage, a.id, 500n);
-    const table = `tbl-${refId()}`;
-    const escrow = (await cage.query('select cage.ensure_account($1, null, $2, $3) as id', ['table_escrow', table, 'play'])).rows[0].id;
+    await fund(cage, b.id, 500n);
+    const escrow = await escrowOf(table.table_id);
+
+    // the buy-in is posted, the seat not funded yet: the deposit is in flight
+    const depositA = await openDeposit(cage, a.userId, 'sit-a', table.table_id, 0, 200n);
+    expect(await balanceOf(cage, escrow)).toBe(200n);
+    await expectCleanAudit(cage);
+    // funded: the stack now stands for the escrow, the deposit no longer counts
+    const seatA = await creditSeat(game, depositA.ref_id, table.table_id, a.userId, 0, 200n);
+    await expectCleanAudit(cage);
+    await cage.query('select * from cage.confirm_deposit($1)', [depositA.ref_id]);
+    await expectCleanAudit(cage);
+    const { seat: seatB } = await sit(cage, game, b.userId, table.table_id, 1, 100n);
+    await expectCleanAudit(cage);
+
+    // a hand moves chips between the stacks and takes rake: the escrow does not move
+    await game.query('select game.begin_hand($1, $2)', [table.table_id, 'hand-1']);
+    await game.query('select * from game.finish_hand($1, $2, $3, $4)', [
+      table.table_id, 'hand-1', { [String(seatA.player_id)]: 285, [String(seatB.player_id)]: 10 }, '5',
+    ]);
+    expect(await balanceOf(cage, escrow)).toBe(300n);
+    await expectCleanAudit(cage);
+
+    // money leaving the escrow with no seat behind it is caught...
     await cage.query('select * from cage.post_movement($1, $2, $3, $4::bigint[], $5::bigint[])', [
-      refId(), 'table_buy_in', 'play', [a.id, escrow].map(String), ['-200', '200'],
+      refId('skim'), 'adjustment', 'play', [escrow, a.id].map(String), ['-15', '15'],
     ]);
-    // no books reported for a funded escrow
-    expect(await audit(cage)).toEqual([
-      expect.objectContaining({ invariant: 'table_escrow', subject: `table:${table}:play` }),
+    expect(await audit(cage)).toEqual([{
+      invariant: 'table_escrow',
+      subject: `table:${table.table_id}:play`,
+      detail: { escrow: 285, live_stacks: 295, in_flight_deposits: 0, unreconciled_rake: 5 },
+    }]);
+    // ...until a balancing movement puts it back
+    await cage.query('select * from cage.post_movement($1, $2, $3, $4::bigint[], $5::bigint[])', [
+      refId('unskim'), 'adjustment', 'play', [a.id, escrow].map(String), ['-15', '15'],
     ]);
-    await cage.query('select cage.record_table_books($1, $2, $3, $4, $5)', [table, 'play', 190, 10, 'hand-1']);
     await expectCleanAudit(cage);
-    await cage.query('select cage.record_table_books($1, $2, $3, $4, $5)', [table, 'play', 195, 10, 'hand-2']);
-    expect(await audit(cage)).toEqual([
-      expect.objectContaining({ invariant: 'table_escrow', detail: expect.objectContaining({ escrow: 200, live_stacks: 195, unreconciled_rake: 10 }) }),
+
+    // an escrow whose table does not exist must be empty
+    const orphan = await escrowOf(`no-such-table-${refId()}`);
+    await cage.query('select * from cage.post_movement($1, $2, $3, $4::bigint[], $5::bigint[])', [
+      refId('orphan'), 'adjustment', 'play', [a.id, orphan].map(String), ['-7', '7'],
     ]);
-    await cage.query('select cage.record_table_books($1, $2, $3, $4, $5)', [table, 'play', 190, 10, 'hand-2']);
+    expect(await audit(cage)).toEqual([
+      expect.objectContaining({ invariant: 'table_escrow', detail: expect.objectContaining({ escrow: 7, live_stacks: 0 }) }),
+    ]);
+    await cage.query('select * from cage.post_movement($1, $2, $3, $4::bigint[], $5::bigint[])', [
+      refId('orphan-back'), 'adjustment', 'play', [orphan, a.id].map(String), ['-7', '7'],
+    ]);
     await expectCleanAudit(cage);
-    await expect(cage.query('select cage.record_table_books($1, $2, $3, $4)', [table, 'play', -1, 0])).rejects.toMatchObject({ code: 'CGBOK' });
   });
 
   test('unbounded system accounts are derived from the journal and conserve per money kind', async () => {

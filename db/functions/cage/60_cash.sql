@@ -86,7 +86,11 @@ begin
 end;
 $$;
 
--- The game funded the seat: the deposit is confirmed. Idempotent.
+-- The game funded the seat: the deposit is confirmed. Idempotent. Only a deposit whose seat credit
+-- the game holds is confirmed (a confirmed deposit is no longer in flight, so its chips must be on
+-- a seat); otherwise the intent is returned as it stands, still pending, for the caller to cancel
+-- and compensate (cage.fail_deposit) or for the reconciler to settle. Confirming marks the credit
+-- kept, so game.cancel_credit can no longer take it back off the seat: the two cannot both win.
 create or replace function cage.confirm_deposit(p_ref_id text) returns cage.deposit_intents
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -94,15 +98,23 @@ as $$
 declare
   v_intent cage.deposit_intents;
 begin
-  update cage.deposit_intents d set status = 'confirmed', credited_at = now(), updated_at = now()
-   where d.ref_id = p_ref_id and d.status = 'pending'
-  returning d.* into v_intent;
+  select * into v_intent from cage.deposit_intents d where d.ref_id = p_ref_id for update;
   if v_intent.ref_id is null then
-    select * into v_intent from cage.deposit_intents d where d.ref_id = p_ref_id;
-    if v_intent.ref_id is null then
-      perform cage_private.refuse('deposit_not_found', p_ref_id);
-    end if;
+    perform cage_private.refuse('deposit_not_found', p_ref_id);
   end if;
+  if v_intent.status <> 'pending' then
+    return v_intent;
+  end if;
+  -- locks the credit row: a concurrent game.cancel_credit either reverted it first (no row
+  -- matches, the deposit stays pending) or waits and then finds it kept ('credited')
+  update game.seat_credits c set kept_at = coalesce(c.kept_at, now()), updated_at = now()
+   where c.credit_key = p_ref_id and c.status = 'credited';
+  if not found then
+    return v_intent;
+  end if;
+  update cage.deposit_intents d set status = 'confirmed', credited_at = now(), updated_at = now()
+   where d.ref_id = p_ref_id
+  returning d.* into v_intent;
   return v_intent;
 end;
 $$;
@@ -110,6 +122,12 @@ $$;
 -- The seat was not funded (the game refused, or the cage cancelled the credit): the buy-in is
 -- reversed by a compensating entry (escrow -> user, ref `{ref}:reversal`) and the intent fails
 -- with the code. Idempotent; a confirmed deposit is left as it is.
+--
+-- The seat credit is settled here too, whoever calls (the cage after game.cancel_credit, or the
+-- worker's reconciler, which cannot ask the game): the key is tombstoned on the game side unless
+-- the game already holds it. A push still in flight is then refused (credit_cancelled); a credit
+-- the game holds (the push landed, its answer was lost) stands, and the deposit is confirmed
+-- instead of reversed, so the chips are never both on the seat and back in the user's balance.
 create or replace function cage.fail_deposit(p_ref_id text, p_error text) returns cage.deposit_intents
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -117,6 +135,7 @@ as $$
 declare
   v_intent cage.deposit_intents;
   v_reversal text;
+  v_credit_status text;
 begin
   select * into v_intent from cage.deposit_intents d where d.ref_id = p_ref_id for update;
   if v_intent.ref_id is null then
@@ -124,6 +143,15 @@ begin
   end if;
   if v_intent.status <> 'pending' then
     return v_intent;
+  end if;
+
+  -- a concurrent game.credit_seat of this key holds its insert: this waits for it, then sees it
+  insert into game.seat_credits (credit_key, table_id, user_id, amount, status)
+  values (p_ref_id, v_intent.table_id, v_intent.user_id, v_intent.amount, 'cancelled')
+  on conflict (credit_key) do nothing;
+  select c.status into v_credit_status from game.seat_credits c where c.credit_key = p_ref_id;
+  if v_credit_status = 'credited' then
+    return cage.confirm_deposit(p_ref_id);
   end if;
   v_reversal := p_ref_id || ':reversal';
   perform cage.post_movement(v_reversal, 'adjustment', v_intent.money_kind::text,
@@ -146,7 +174,9 @@ $$;
 --             'cage', base units = chips x 10^6), claimable later;
 --   bust      nothing is left: an explicit zero bust_close row closes the position.
 -- Replay-once on the idempotency key (keccak256 of userId:tableId:historyHash:chipAmount): the same
--- key returns the original settlement (replayed = true). One settlement per position, ever.
+-- key for the same position, stack and head returns the original settlement (replayed = true),
+-- whatever settlement or forced flag it asks for now; for other values it is refused
+-- (idempotency_key_reused). One settlement per position, ever.
 create or replace function cage.settle_position(
   p_user_id uuid, p_table_id text, p_player_id bigint, p_amount bigint, p_history_hash text,
   p_idempotency_key text, p_settlement text, p_forced boolean
@@ -184,6 +214,15 @@ begin
       perform cage_private.refuse('nothing_to_withdraw');
     end if;
     v_table := cage_private.table_for_money(p_table_id, p_settlement <> 'bust');
+    -- The escrow pays out only what the game froze: this user's position at this table, stood up
+    -- (a seated stack is still in play), with this stack and this chain head. A leaving position
+    -- changes no more on the game side until it is settled, so the read needs no lock.
+    if not exists (select from game.table_players p
+                    where p.id = p_player_id and p.table_id = p_table_id and p.user_id = p_user_id
+                      and p.status = 'leaving' and p.chip_balance = p_amount and p.history_hash = p_history_hash) then
+      perform cage_private.refuse('bad_request',
+        format('position %s is not a stood-up position of this user at this table with this stack and chain head', p_player_id));
+    end if;
     v_ref := case p_settlement when 'bust' then 'bust:' else 'withdraw:' end || p_idempotency_key;
 
     insert into cage.withdraw_intents as w (idempotency_key, ledger_ref_id, user_id, table_id, player_id, amount,
@@ -192,6 +231,7 @@ begin
     on conflict do nothing
     returning w.* into v_intent;
     if v_intent.idempotency_key is null then
+      -- a concurrent twin settled it first: under its key (a replay below) or under another
       select * into v_intent from cage.withdraw_intents w where w.idempotency_key = p_idempotency_key;
       if v_intent.idempotency_key is null then
         perform cage_private.refuse('seat_already_settled', format('position %s was settled under another key', p_player_id));
@@ -222,6 +262,11 @@ begin
     end if;
   end if;
 
+  -- the key stands for (user, table, chain head, amount) of one position: anything else is not a replay
+  if v_intent.user_id <> p_user_id or v_intent.table_id is distinct from p_table_id or v_intent.player_id <> p_player_id
+     or v_intent.amount <> p_amount or v_intent.history_hash <> p_history_hash then
+    perform cage_private.refuse('idempotency_key_reused', 'this idempotency key was used for another settlement');
+  end if;
   return query select v_intent.idempotency_key, v_intent.ledger_ref_id, v_intent.amount, v_intent.settlement,
                       v_intent.custody_entry_id, v_intent.history_hash,
                       (select t.money_kind::text from game.tables t where t.table_id = v_intent.table_id),

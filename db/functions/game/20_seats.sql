@@ -97,8 +97,14 @@ begin
     perform game_private.extend_chain(v_player.id, 'buy_in', p_amount, p_key);
   end if;
 
+  -- the cage may have tombstoned the key since we looked (cage.fail_deposit does not lock the
+  -- table): its row wins, and all of this rolls back
   insert into game.seat_credits (credit_key, table_id, user_id, player_id, amount, status)
-  values (p_key, p_table_id, p_user_id, v_player.id, p_amount, 'credited');
+  values (p_key, p_table_id, p_user_id, v_player.id, p_amount, 'credited')
+  on conflict (credit_key) do nothing;
+  if not found then
+    perform game_private.refuse('credit_cancelled', format('credit %s was cancelled meanwhile', p_key));
+  end if;
 
   return query select p.id, p.seat_index, p.chip_balance, p.history_hash, 'credited'::text
                  from game.table_players p where p.id = v_player.id;
@@ -112,7 +118,8 @@ $$;
 --                (a seat it opened is closed);
 --   'credited'   it arrived and the seat has moved on (a hand, a later top-up, a stand-up):
 --                it stands, and the cage must treat the deposit as confirmed.
--- Asking again answers the same. The cage compensates only on 'cancelled' or 'reverted'.
+-- Asking again answers the same ('credited' is marked kept, so it holds even when the hand that
+-- made it so left no link). The cage compensates only on 'cancelled' or 'reverted'.
 create or replace function game.cancel_credit(p_key text, p_table_id text, p_user_id uuid, p_amount bigint) returns text
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -138,11 +145,17 @@ begin
   if v_credit.status <> 'credited' then
     return case v_credit.status when 'cancelled' then 'cancelled' else 'reverted' end;
   end if;
+  if v_credit.kept_at is not null then
+    return 'credited';
+  end if;
 
   select * into v_player from game.table_players p where p.id = v_credit.player_id for update;
   if v_player.status <> 'seated' or v_table.current_hand_id is not null
      or (select l.ref_id from game.position_links l where l.player_id = v_player.id order by l.seq desc limit 1)
         is distinct from p_key then
+    -- The answer is final: the cage confirms on it. Without the mark, a credit found mid-hand
+    -- (no link written for a player who folded for free) would read as revertible afterwards.
+    update game.seat_credits c set kept_at = now(), updated_at = now() where c.credit_key = p_key;
     return 'credited';
   end if;
 

@@ -38,14 +38,16 @@ declare
   r record;
 begin
   v_table := game_private.lock_table(p_table_id);
-  if v_table.current_hand_id is null or v_table.current_hand_id <> p_hand_id then
+  -- `is distinct from`: a null hand id must not slip through as "not unequal"
+  if p_hand_id is null or v_table.current_hand_id is distinct from p_hand_id then
     perform game_private.refuse('no_hand_in_progress', format('hand %s is not in progress', p_hand_id));
   end if;
   if p_stacks is null or jsonb_typeof(p_stacks) <> 'object' or p_rake is null or p_rake < 0
      or exists (select from jsonb_each(p_stacks) e
                  where jsonb_typeof(e.value) <> 'number' or e.key !~ '^[0-9]{1,18}$'
-                    or (e.value)::numeric < 0 or (e.value)::numeric <> trunc((e.value)::numeric)) then
-    perform game_private.refuse('invalid_hand', 'stacks: { positionId: non-negative integer }, rake >= 0');
+                    or (e.value)::numeric < 0 or (e.value)::numeric > 9007199254740991
+                    or (e.value)::numeric <> trunc((e.value)::numeric)) then
+    perform game_private.refuse('invalid_hand', 'stacks: { positionId: integer 0..2^53-1 }, rake >= 0');
   end if;
 
   select count(*), count(p.id), coalesce(sum(p.chip_balance), 0), coalesce(sum(h.stack), 0)
