@@ -348,6 +348,16 @@ describe('withdraw', () => {
     expect(await m.balance(a.auth)).toBe(600);
   });
 
+  test('a bust report for a position that still has chips is refused and leaves it seated', async () => {
+    const p = (await players(500))[0] as Player;
+    const tableId = await m.table(p.auth);
+    await sit(p, tableId, 0, 100);
+    const r = await call(`${m.cage}/internal/bust`, { headers: m.service, body: { tableId, userId: p.userId } });
+    expect(r).toEqual(refused(409, 'not_busted'));
+    expect(await seats(tableId)).toEqual([seat(p, 0, 100)]);
+    expect((await m.deposit(p.auth, { tableId, seatIndex: 0, amount: 20 })).status).toBe(200);
+  });
+
   test('a withdraw after a bust does not replay an earlier cash-out at that table', async () => {
     const [a, b] = await players(500, 500) as [Player, Player];
     const tableId = await m.table(a.auth);
@@ -377,6 +387,12 @@ describe('grant', () => {
     expect(await grant({ recipient, amount: 500, claimId })).toEqual({ status: 200, body: { ok: true, idempotent: true, claimId, amount: 500 } });
     expect(await m.balance(p.auth)).toBe(500);
     expect(await grant({ recipient, amount: 600, claimId })).toEqual(refused(409, 'ref_id_conflict'));
+    // the same claim id for another (linked) recipient is a conflict, not a silent replay
+    const other = await m.player();
+    const otherWallet = solanaAddress();
+    await db.owner.query("select * from auth.link_wallet($1, $2, 'solana', 0)", [other.userId, otherWallet]);
+    expect(await grant({ recipient: otherWallet, amount: 500, claimId })).toEqual(refused(409, 'ref_id_conflict'));
+    expect(await m.balance(other.auth)).toBe(0);
 
     expect(await grant({ recipient: solanaAddress(), amount: 500, claimId: `claim-${randomUUID()}` })).toEqual(refused(404, 'recipient_not_found'));
     for (const amount of [0, -1, 1.5, 'x', '1.5', '', null, 2 ** 53]) {

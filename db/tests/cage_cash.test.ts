@@ -145,6 +145,16 @@ describe('open_deposit', () => {
     expect(rows[0].n).toBe(0);
   });
 
+  test('a seat index beyond maxPlayers is refused before anything is posted', async () => {
+    const a = await player(500n);
+    const t = await createTable(cage);
+    const n = await entryCount();
+    await expect(openDeposit(cage, a.userId, newKey(), t.table_id, Number(t.settings.maxPlayers), 100n))
+      .rejects.toMatchObject({ code: 'CGSEA', message: 'invalid_seat_index' });
+    expect(await entryCount()).toBe(n);
+    expect(await balanceOf(cage, a.id)).toBe(500n);
+  });
+
   test('buy-in bounds: a sit within minBuyIn..maxBuyIn, a top-up keeping the stack at most maxBuyIn', async () => {
     const b = await createTable(cage, { settings: { ...POKER_SETTINGS, minBuyIn: 40, maxBuyIn: 200 } });
     const a = await player(1000n);
@@ -516,6 +526,25 @@ describe('settle_position', () => {
       key: `0x${'b'.repeat(64)}`, settlement: 'cash_out' as const, ...override,
     } as Parameters<typeof settlePosition>[1];
     await expect(settlePosition(cage, p)).rejects.toMatchObject({ code: 'CGBRQ', message: 'bad_request' });
+  });
+});
+
+describe('mark_withdrawal_settled', () => {
+  test('marks a settlement only once the game closed its position with that ledger row; an unknown key is refused', async () => {
+    const a = await player(500n);
+    const t = await createTable(cage);
+    await sit(cage, game, a.userId, t.table_id, 0, 100n);
+    const position = await standUp(game, t.table_id, a.userId);
+    const settled = await settlePosition(cage, {
+      userId: a.userId, tableId: t.table_id, playerId: position.player_id, amount: position.chip_balance,
+      historyHash: position.history_hash, settlement: 'cash_out', forced: false,
+    });
+    const mark = async () => (await cage.query('select settled_at from cage.mark_withdrawal_settled($1)', [settled.idempotency_key])).rows[0];
+    expect((await mark()).settled_at).toBeNull(); // the seat is still leaving at the game
+    await game.query('select * from game.settle_seat($1, $2, $3)', [String(position.player_id), settled.ledger_ref_id, 'cash_out']);
+    expect((await mark()).settled_at).toBeInstanceOf(Date);
+    await expect(cage.query('select cage.mark_withdrawal_settled($1)', [`0x${'0'.repeat(64)}`])).rejects.toMatchObject({ code: 'CGBRQ' });
+    await expectCleanAudit(cage);
   });
 });
 

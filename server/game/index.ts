@@ -74,8 +74,10 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
         }
       },
     });
+    // the database answers before we serve, and the rooms it holds are counted
+    const { rows } = await pool.query<{ tables: number }>('select count(*)::int as tables from game.tables');
     const http = await listen(app, config.HOST, config.GAME_PORT);
-    roleLog.info({ url: http.url }, 'game listening');
+    roleLog.info({ url: http.url, tables: rows[0]!.tables }, 'game listening');
     return {
       role: 'game',
       url: http.url,

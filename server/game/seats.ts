@@ -19,7 +19,7 @@ const creditBody = z.object({
   amount: chips,
 });
 const cancelBody = creditBody.omit({ seatIndex: true });
-const standUpBody = z.object({ tableId, userId: z.uuid() });
+const standUpBody = z.object({ tableId, userId: z.uuid(), onlyIfBusted: z.boolean().default(false) });
 const settleBody = z.object({
   playerId: z.union([z.string().regex(/^[1-9][0-9]{0,17}$/), z.number().int().positive()]).transform(String),
   ledgerRefId: z.string().min(1).max(200),
@@ -58,8 +58,8 @@ export function installSeatRoutes(app: Express, deps: { pool: pg.Pool; log: Logg
   app.post('/internal/stand-up', service, async (req, res) => {
     const b = standUpBody.parse(req.body ?? {});
     const { rows } = await pool.query(
-      'select player_id, seat_index, chip_balance, history_hash, money_kind from game.stand_up($1, $2)',
-      [b.tableId, b.userId],
+      'select player_id, seat_index, chip_balance, history_hash, money_kind from game.stand_up($1, $2, $3)',
+      [b.tableId, b.userId, b.onlyIfBusted],
     );
     const p = rows[0];
     res.json({

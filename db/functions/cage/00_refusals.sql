@@ -36,6 +36,7 @@ as $$
     when 'custody_entry_not_found' then 'CGCNF'
     when 'custody_not_claimable' then 'CGCNC'
     when 'nothing_to_withdraw' then 'CGNTW'
+    when 'invalid_seat_index' then 'CGSEA'
     else 'CGXXX'
   end
 $$;

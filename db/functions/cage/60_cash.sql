@@ -59,6 +59,9 @@ begin
     if v_problem is not null then
       perform cage_private.refuse(v_problem, 'a buy-in is within minBuyIn..maxBuyIn; a top-up keeps the stack at most maxBuyIn');
     end if;
+    if p_seat_index >= coalesce(game_private.setting_bigint(v_table.settings, 'maxPlayers'), 9) then
+      perform cage_private.refuse('invalid_seat_index', 'seats are 0..maxPlayers-1');
+    end if;
 
     insert into cage.deposit_intents as d (ref_id, idempotency_key, user_id, table_id, seat_index, amount, money_kind)
     values (v_ref, p_idempotency_key, p_user_id, p_table_id, p_seat_index, p_amount, v_table.money_kind)
@@ -213,6 +216,9 @@ begin
     if p_settlement <> 'bust' and p_amount = 0 then
       perform cage_private.refuse('nothing_to_withdraw');
     end if;
+    if p_settlement = 'custody' and p_amount > 9223372036854 then
+      perform cage_private.refuse('amount_out_of_range', 'custody holds base units (chips x 10^6) in a bigint');
+    end if;
     v_table := cage_private.table_for_money(p_table_id, p_settlement <> 'bust');
     -- The escrow pays out only what the game froze: this user's position at this table, stood up
     -- (a seated stack is still in play), with this stack and this chain head. A leaving position
@@ -282,9 +288,18 @@ as $$
 declare
   v_intent cage.withdraw_intents;
 begin
+  -- settled only once the game really zeroed the position with this settlement's ledger row
   update cage.withdraw_intents w set settled_at = coalesce(w.settled_at, now())
    where w.idempotency_key = p_idempotency_key
+     and exists (select from game.table_players p
+                  where p.id = w.player_id and p.status = 'closed' and p.closing_ref_id = w.ledger_ref_id)
   returning w.* into v_intent;
+  if v_intent.idempotency_key is null then
+    select * into v_intent from cage.withdraw_intents w where w.idempotency_key = p_idempotency_key;
+    if v_intent.idempotency_key is null then
+      perform cage_private.refuse('bad_request', format('no withdrawal %s', p_idempotency_key));
+    end if;
+  end if;
   return v_intent;
 end;
 $$;

@@ -1,8 +1,11 @@
 -- Money into and out of the cage: play-chip grants (the claim board), real-chip purchases and
 -- redemptions (operator routes), and custody claims. Each is one movement, replay-once on its ref.
 
--- A replay of ref p_ref_id, if it exists: refused when it was for another movement.
-create or replace function cage_private.existing_entry(p_ref_id text, p_kind text, p_amount bigint) returns cage.cage_entries
+-- A replay of ref p_ref_id, if it exists: refused when it was for another movement (another kind,
+-- amount, or memo fields, e.g. a grant's recipient).
+drop function if exists cage_private.existing_entry(text, text, bigint);
+create or replace function cage_private.existing_entry(p_ref_id text, p_kind text, p_amount bigint, p_memo_match jsonb default '{}')
+  returns cage.cage_entries
   language plpgsql stable
   set search_path = pg_catalog
 as $$
@@ -11,7 +14,8 @@ declare
 begin
   select * into v_entry from cage.cage_entries e where e.ref_id = p_ref_id;
   if v_entry.id is not null
-     and (v_entry.kind::text <> p_kind or (select max(abs(x)) from unnest(v_entry.amounts) x) <> p_amount) then
+     and (v_entry.kind::text <> p_kind or (select max(abs(x)) from unnest(v_entry.amounts) x) <> p_amount
+          or not v_entry.memo @> coalesce(p_memo_match, '{}')) then
     perform cage_private.refuse('ref_id_conflict', format('ref_id %s was used for another movement', p_ref_id));
   end if;
   return v_entry;
@@ -36,7 +40,7 @@ begin
   if p_amount is null or p_amount <= 0 or p_amount > cage_private.max_amount() then
     perform cage_private.refuse('invalid_amount', 'a positive whole number of chips');
   end if;
-  v_entry := cage_private.existing_entry(p_claim_id, 'grant', p_amount);
+  v_entry := cage_private.existing_entry(p_claim_id, 'grant', p_amount, jsonb_build_object('recipient', p_recipient));
   if v_entry.id is not null then
     return query select (v_entry.memo ->> 'user_id')::uuid, p_amount, p_claim_id, 'replayed'::text;
     return;
@@ -89,7 +93,7 @@ begin
     perform cage_private.refuse('invalid_amount', 'a positive whole number of chips');
   end if;
   v_ref := p_direction || ':' || p_external_ref;
-  perform cage_private.existing_entry(v_ref, p_direction, p_amount);
+  perform cage_private.existing_entry(v_ref, p_direction, p_amount, jsonb_build_object('user_id', p_user_id));
   perform cage_private.known_user(p_user_id);
   v_user_account := cage.ensure_account('user', p_user_id, null, p_money_kind);
   v_outside := cage.ensure_account('outside', null, null, p_money_kind);

@@ -22,6 +22,7 @@ begin
       when 'no_hand_in_progress' then 'GMNHP'
       when 'invalid_table' then 'GMTBL'
       when 'seat_not_leaving' then 'GMSNL'
+      when 'not_busted' then 'GMNBU'
       else 'GMXXX'
     end,
     message = p_code, detail = coalesce(p_detail, '');

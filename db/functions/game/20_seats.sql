@@ -174,7 +174,8 @@ $$;
 
 -- Stands a player up: the seat stops playing and its stack and chain head are frozen for the
 -- cage's settlement (status leaving). Standing up again returns the same position unchanged.
-create or replace function game.stand_up(p_table_id text, p_user_id uuid)
+drop function if exists game.stand_up(text, uuid);
+create or replace function game.stand_up(p_table_id text, p_user_id uuid, p_only_if_busted boolean default false)
   returns table (player_id bigint, seat_index integer, chip_balance bigint, history_hash text, money_kind text)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -189,6 +190,10 @@ begin
    for update;
   if v_player.id is null then
     perform game_private.refuse('not_at_table');
+  end if;
+  -- a bust report stands up only a position that has nothing left
+  if coalesce(p_only_if_busted, false) and v_player.chip_balance <> 0 then
+    perform game_private.refuse('not_busted', format('the stack is %s', v_player.chip_balance));
   end if;
   if v_player.status = 'seated' then
     if v_table.current_hand_id is not null then
