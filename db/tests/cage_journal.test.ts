@@ -156,6 +156,23 @@ describe('audit and rebuild', () => {
     await expectCleanAudit(cage);
   });
 
+  test('the custody account must hold exactly its unclaimed custody entries', async () => {
+    const a = await userAccount(cage);
+    await fund(cage, a.id, 50n);
+    const custody = await systemAccount(cage, 'custody');
+    const ref = refId('stray-custody');
+    await cage.query('select * from cage.post_movement($1, $2, $3, $4::bigint[], $5::bigint[])', [
+      ref, 'adjustment', 'play', [a.id, custody].map(String), ['-7', '7'],
+    ]);
+    expect(await audit(cage)).toEqual([
+      expect.objectContaining({ invariant: 'custody', subject: 'custody:play', detail: { account: 7, entries: 0 } }),
+    ]);
+    await cage.query('select * from cage.post_movement($1, $2, $3, $4::bigint[], $5::bigint[])', [
+      `${ref}:back`, 'adjustment', 'play', [custody, a.id].map(String), ['-7', '7'],
+    ]);
+    await expectCleanAudit(cage);
+  });
+
   test('unbounded system accounts are derived from the journal and conserve per money kind', async () => {
     const source = await systemAccount(cage, 'grant_source', 'real');
     const a = await userAccount(cage, 'real');

@@ -80,7 +80,7 @@ export interface Violation {
   detail: Record<string, unknown>;
 }
 
-/** The five invariants, checked in one REPEATABLE READ READ ONLY snapshot. Empty = the books hold. */
+/** The five invariants (and the custody check), in one REPEATABLE READ READ ONLY snapshot. Empty = the books hold. */
 export async function audit(pool: pg.Pool): Promise<Violation[]> {
   const client = await pool.connect();
   try {

@@ -81,6 +81,14 @@ as $$
     ) g on g.table_id = a.scope and g.money_kind = a.money_kind
    where coalesce(a.balance, 0) <> coalesce(g.live_stacks, 0) + coalesce(g.in_flight, 0) + coalesce(g.rake, 0)
   union all
+  -- 4b. the custody account holds exactly the custody entries not yet claimed (base units / 10^6)
+  select 'custody', 'custody:' || coalesce(a.money_kind, c.money_kind),
+         jsonb_build_object('account', coalesce(a.balance, 0), 'entries', coalesce(c.chips, 0))
+    from (select * from cage.cage_accounts where account_type = 'custody') a
+    full join (select e.money_kind, sum(e.amount / 1000000) as chips from cage.custody_entries e
+                where e.status <> 'claimed' group by e.money_kind) c on c.money_kind = a.money_kind
+   where coalesce(a.balance, 0) <> coalesce(c.chips, 0)
+  union all
   -- 5. replay-once: a ref_id has one entry (the unique index) and that entry's postings only
   select 'replay_once', 'ref_id:' || l.ref_id,
          jsonb_build_object('entries', count(distinct l.entry_id))
