@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Express, RequestHandler } from 'express';
 import { z } from 'zod';
 import { createRolePool } from '../db/pools.ts';
-import { createApp, listen } from '../http/app.ts';
+import { createApp, serveRole } from '../http/app.ts';
 import { requireServiceKey } from '../http/auth.ts';
 import type { RoleContext, StartedRole } from '../roles/types.ts';
 import { withSpan } from '../telemetry/index.ts';
@@ -41,7 +41,7 @@ export async function startAuth({ config, databaseUrl, log }: RoleContext): Prom
   const settings = await authSettings(config);
   const roleLog = log.child({ role: 'auth' });
   const pool = createRolePool(databaseUrl, 'poker_auth', { max: 20, applicationName: 'auth' });
-  try {
+  return serveRole({ role: 'auth', pool, log: roleLog, host: config.HOST, port: config.PORT, build: async () => {
     const keys = createKeyStore(pool, { secret: settings.secret, issuer: settings.baseUrl });
     await keys.activeKid(); // a key exists (and AUTH_SECRET opens it) before we serve
     const app = await createApp({
@@ -86,18 +86,6 @@ export async function startAuth({ config, databaseUrl, log }: RoleContext): Prom
         });
       },
     });
-    const http = await listen(app, config.HOST, config.PORT);
-    roleLog.info({ url: http.url, issuer: settings.baseUrl }, 'auth listening');
-    return {
-      role: 'auth',
-      url: http.url,
-      async stop() {
-        await http.close();
-        await pool.end();
-      },
-    };
-  } catch (err) {
-    await pool.end();
-    throw err;
-  }
+    return { app, fields: { issuer: settings.baseUrl } };
+  } });
 }

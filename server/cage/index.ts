@@ -2,7 +2,7 @@
 // (deposit, withdraw, forced withdraw, bust), grants, purchases and redemptions, custody claims,
 // receipts; the routes still to come answer 501 not_yet_cage.
 import type { Express, RequestHandler } from 'express';
-import { createApp, listen } from '../http/app.ts';
+import { createApp, serveRole } from '../http/app.ts';
 import { createRolePool } from '../db/pools.ts';
 import { createJwtVerifier, type JwtVerifier } from '../http/jwt.ts';
 import { createServiceClient } from '../http/service-client.ts';
@@ -52,7 +52,7 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
     timeoutMs: config.GAME_CALL_TIMEOUT_MS,
   });
   const uiOrigins = new Set((config.POKER_UI_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean).map((o) => new URL(o).origin));
-  try {
+  return serveRole({ role: 'cage', pool, log: roleLog, host: config.HOST, port: config.CAGE_PORT, build: async () => {
     const signer = await loadReceiptSigner(pool, config.CAGE_RECEIPT_KEY);
     const app = await createApp({
       log: roleLog,
@@ -70,18 +70,6 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
         installNotYetRoutes(app);
       },
     });
-    const http = await listen(app, config.HOST, config.CAGE_PORT);
-    roleLog.info({ url: http.url, receiptKey: signer.publicKeyHex }, 'cage listening');
-    return {
-      role: 'cage',
-      url: http.url,
-      async stop() {
-        await http.close();
-        await pool.end();
-      },
-    };
-  } catch (err) {
-    await pool.end(); // a failed start (port taken, database down) leaves nothing open
-    throw err;
-  }
+    return { app, fields: { receiptKey: signer.publicKeyHex } };
+  } });
 }

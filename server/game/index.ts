@@ -3,7 +3,7 @@
 import type { Express } from 'express';
 import { z } from 'zod';
 import { createRolePool } from '../db/pools.ts';
-import { createApp, listen } from '../http/app.ts';
+import { createApp, serveRole } from '../http/app.ts';
 import { requireServiceKey } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { createServiceClient } from '../http/service-client.ts';
@@ -31,7 +31,7 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
     timeoutMs: config.GAME_CALL_TIMEOUT_MS,
   });
   const hands = createHands({ pool, bank, log: roleLog });
-  try {
+  return serveRole({ role: 'game', pool, log: roleLog, host: config.HOST, port: config.GAME_PORT, build: async () => {
     const app = await createApp({
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
@@ -76,18 +76,6 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
     });
     // the database answers before we serve, and the rooms it holds are counted
     const { rows } = await pool.query<{ tables: number }>('select count(*)::int as tables from game.tables');
-    const http = await listen(app, config.HOST, config.GAME_PORT);
-    roleLog.info({ url: http.url, tables: rows[0]!.tables }, 'game listening');
-    return {
-      role: 'game',
-      url: http.url,
-      async stop() {
-        await http.close();
-        await pool.end();
-      },
-    };
-  } catch (err) {
-    await pool.end();
-    throw err;
-  }
+    return { app, fields: { tables: rows[0]!.tables } };
+  } });
 }

@@ -64,3 +64,34 @@ export async function listen(app: Express, host: string, port: number): Promise<
       }),
   };
 }
+
+/**
+ * The life of an HTTP role around its pool: builds the app, listens, logs `<role> listening` with
+ * the URL (and `fields`), and stops the server then the pool. A failed start (port taken, database
+ * down) ends the pool, so it leaves nothing open.
+ */
+export async function serveRole(options: {
+  role: string;
+  pool: pg.Pool;
+  log: Logger;
+  host: string;
+  port: number;
+  build: () => Promise<{ app: Express; fields?: Record<string, unknown> }>;
+}): Promise<{ role: string; url: string; stop(): Promise<void> }> {
+  try {
+    const { app, fields } = await options.build();
+    const http = await listen(app, options.host, options.port);
+    options.log.info({ url: http.url, ...fields }, `${options.role} listening`);
+    return {
+      role: options.role,
+      url: http.url,
+      async stop() {
+        await http.close();
+        await options.pool.end();
+      },
+    };
+  } catch (err) {
+    await options.pool.end();
+    throw err;
+  }
+}
