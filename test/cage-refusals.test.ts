@@ -382,9 +382,9 @@ describe('grant', () => {
     const recipient = solanaAddress();
     await db.owner.query("select * from auth.link_wallet($1, $2, 'solana', 0)", [p.userId, recipient]);
     const claimId = `claim-${randomUUID()}`;
-    expect(await grant({ recipient, amount: 500, claimId })).toEqual({ status: 200, body: { ok: true, claimId, userId: p.userId, amount: 500 } });
+    expect(await grant({ recipient, amount: 500, claimId })).toEqual({ status: 200, body: { ok: true, claimId, userId: p.userId, amount: 500, txHash: claimId } });
     expect(await m.balance(p.auth)).toBe(500);
-    expect(await grant({ recipient, amount: 500, claimId })).toEqual({ status: 200, body: { ok: true, idempotent: true, claimId, amount: 500 } });
+    expect(await grant({ recipient, amount: 500, claimId })).toEqual({ status: 200, body: { ok: true, idempotent: true, claimId, amount: 500, txHash: claimId } });
     expect(await m.balance(p.auth)).toBe(500);
     expect(await grant({ recipient, amount: 600, claimId })).toEqual(refused(409, 'ref_id_conflict'));
     // the same claim id for another (linked) recipient is a conflict, not a silent replay

@@ -1,4 +1,4 @@
-// The admin role: PostGraphile 5 over the cage and game schemas, read-only, under row-level security.
+// The admin role: PostGraphile 5 over the cage, game and claims schemas, read-only, under row-level security.
 // A request that presents the service key (`x-service-key`) runs as poker_admin and sees the books;
 // any other request runs as poker_anonymous, for which no policy exists, so it sees no row.
 // (Admin JWTs join the service key when the auth role lands: docs/decisions.md.)
@@ -17,7 +17,7 @@ import { secretMatches } from '../http/auth.ts';
 import { createRolePool } from '../db/pools.ts';
 import type { RoleContext, StartedRole } from '../roles/types.ts';
 
-export const ADMIN_SCHEMAS = ['cage', 'game'];
+export const ADMIN_SCHEMAS = ['cage', 'game', 'claims'];
 
 export function adminRoleFor(req: IncomingMessage | undefined, serviceKey: string | undefined) {
   return secretMatches(req?.headers['x-service-key'], serviceKey) ? 'poker_admin' : 'poker_anonymous';

@@ -37,7 +37,7 @@ function closedPaths(log: RoleContext['log']): RequestHandler {
   };
 }
 
-export async function startAuth({ config, databaseUrl, log }: RoleContext): Promise<StartedRole> {
+export async function startAuth({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
   const settings = await authSettings(config);
   const roleLog = log.child({ role: 'auth' });
   const pool = createRolePool(databaseUrl, 'poker_auth', { max: 20, applicationName: 'auth' });
@@ -61,7 +61,9 @@ export async function startAuth({ config, databaseUrl, log }: RoleContext): Prom
         installPasswordResetRoutes(app, {
           pool, settings, log: roleLog, ttlSeconds: config.AUTH_RESET_TOKEN_TTL_SECONDS, mailWebhook: config.AUTH_MAIL_WEBHOOK_URL,
         });
-        installSolanaLinkRoutes(app, { pool, settings, log: roleLog, userOf, gameUrl: config.GAME_URL, serviceKey: config.SERVICE_KEY });
+        installSolanaLinkRoutes(app, {
+          pool, settings, log: roleLog, userOf, gameUrl: () => config.GAME_URL ?? peers?.get('game'), serviceKey: config.SERVICE_KEY,
+        });
 
         app.get('/api/auth/jwks', async (_req, res) => {
           res.set('cache-control', 'public, max-age=60').json(await keys.jwks());

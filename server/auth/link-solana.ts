@@ -43,7 +43,8 @@ export function installSolanaLinkRoutes(
   app: Express,
   deps: {
     pool: pg.Pool; settings: AuthSettings; log: Logger; userOf: (req: Request) => Promise<string>;
-    gameUrl?: string; serviceKey?: string;
+    /** The game role's base URL, read when a link fires (unset: the condition is not posted). */
+    gameUrl: () => string | undefined; serviceKey?: string;
   },
 ) {
   const { pool, settings, log, userOf } = deps;
@@ -103,9 +104,10 @@ export function installSolanaLinkRoutes(
   });
 
   async function fireWalletLinked(userId: string, address: string) {
-    if (!deps.gameUrl || !deps.serviceKey) return;
+    const gameUrl = deps.gameUrl();
+    if (!gameUrl || !deps.serviceKey) return;
     try {
-      const res = await fetch(new URL('/internal/claim-board/condition-met', deps.gameUrl), {
+      const res = await fetch(new URL('/internal/claim-board/condition-met', gameUrl), {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-service-key': deps.serviceKey },
         body: JSON.stringify({ userId, conditionKey: 'wallet_linked', idempotencyKey: `wallet_linked:${userId}:${address}` }),

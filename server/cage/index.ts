@@ -4,7 +4,8 @@
 import type { Express, RequestHandler } from 'express';
 import { createApp, serveRole } from '../http/app.ts';
 import { createRolePool } from '../db/pools.ts';
-import { createJwtVerifier, type JwtVerifier } from '../http/jwt.ts';
+import { lazyJwtVerifier } from '../http/jwt.ts';
+import { authIssuer } from '../config/index.ts';
 import { createServiceClient } from '../http/service-client.ts';
 import type { RoleContext, StartedRole } from '../roles/types.ts';
 import { installCashRoutes } from './cash.ts';
@@ -37,15 +38,7 @@ function uiCors(origins: Set<string>): RequestHandler {
 export async function startCage({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
   const roleLog = log.child({ role: 'cage' });
   const pool = createRolePool(databaseUrl, 'poker_cage', { max: 20, applicationName: 'cage' });
-  // The auth role's JWKS: AUTH_JWKS_URL, else the auth role of this process, else the issuer's.
-  const issuer = (config.AUTH_BASE_URL ?? `http://localhost:${config.PORT}`).replace(/\/+$/, '');
-  let verifier: JwtVerifier | undefined;
-  const jwtVerifier = () =>
-    (verifier ??= createJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL ?? `${peers?.get('auth') ?? issuer}/api/auth/jwks`, issuer }));
-  const jwt: JwtVerifier = {
-    verify: (token) => jwtVerifier().verify(token),
-    require: (req, res, next) => jwtVerifier().require(req, res, next),
-  };
+  const jwt = lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') });
   const game = createServiceClient({
     baseUrl: () => config.GAME_URL ?? peers?.get('game') ?? `http://${config.HOST}:${config.GAME_PORT}`,
     serviceKey: config.SERVICE_KEY,

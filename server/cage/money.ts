@@ -54,9 +54,10 @@ export function installMoneyRoutes(
       b.recipient, amount.toString(), b.claimId,
     ]);
     const g = rows[0];
-    if (g.status === 'replayed') return void res.json({ ok: true, idempotent: true, claimId: b.claimId, amount: Number(g.amount) });
+    // txHash: on the cage the "mint transaction" is the journal entry, whose ref id is the claim id
+    if (g.status === 'replayed') return void res.json({ ok: true, idempotent: true, claimId: b.claimId, amount: Number(g.amount), txHash: g.ref_id });
     log.info({ userId: g.user_id, amount: amount.toString(), claimId: b.claimId }, 'play chips granted');
-    res.json({ ok: true, claimId: b.claimId, userId: g.user_id, amount: Number(g.amount) });
+    res.json({ ok: true, claimId: b.claimId, userId: g.user_id, amount: Number(g.amount), txHash: g.ref_id });
   });
 
   for (const direction of ['purchase', 'redemption'] as const) {

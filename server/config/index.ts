@@ -52,6 +52,10 @@ const schema = z.object({
   // the game role, for the claim board's condition-met callback (best effort)
   GAME_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   EVM_RPC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  // the deployment environment of the claim board's catalog and settings
+  DEPLOY_ENVIRONMENT: optionalString.pipe(z.enum(['local', 'staging', 'production']).optional()),
+  // the auth role's internal address, for the game role's wallet reads (default: this process's)
+  AUTH_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // the bank (cage) the game role reports busts to
   BANK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // the poker UI origins the bank's browser routes answer CORS for (comma-separated)
@@ -116,6 +120,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...config,
     testAuthPermitted: config.ENABLE_TEST_AUTH && HARNESS_ENVS.includes(env.NODE_ENV ?? ''),
   };
+}
+
+/** The access JWTs' iss and aud: the auth role's public URL (AUTH_BASE_URL, else this machine's). */
+export function authIssuer(config: Config): string {
+  return (config.AUTH_BASE_URL ?? `http://localhost:${config.PORT}`).replace(/\/+$/, '');
+}
+
+/**
+ * The deployment environment the claim board resolves its catalog and settings for:
+ * DEPLOY_ENVIRONMENT, else `production` under NODE_ENV=production and `local` otherwise.
+ */
+export function deploymentEnvironment(config: Config): 'local' | 'staging' | 'production' {
+  return config.DEPLOY_ENVIRONMENT ?? (config.NODE_ENV === 'production' ? 'production' : 'local');
 }
 
 export function parseRoles(argv: readonly string[]): Role[] {

@@ -8,6 +8,10 @@ import { requireServiceKey } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { createServiceClient } from '../http/service-client.ts';
 import type { RoleContext, StartedRole } from '../roles/types.ts';
+import { authIssuer, deploymentEnvironment } from '../config/index.ts';
+import { lazyJwtVerifier } from '../http/jwt.ts';
+import { installAgentRoutes } from './agents.ts';
+import { createClaimBoard, installClaimRoutes } from './claims.ts';
 import { createHands } from './hands.ts';
 import { installSeatRoutes } from './seats.ts';
 
@@ -31,6 +35,15 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
     timeoutMs: config.GAME_CALL_TIMEOUT_MS,
   });
   const hands = createHands({ pool, bank, log: roleLog });
+  const jwt = lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') });
+  const auth = createServiceClient({
+    baseUrl: () => config.AUTH_URL ?? peers?.get('auth') ?? `http://${config.HOST}:${config.PORT}`,
+    serviceKey: config.SERVICE_KEY,
+    timeoutMs: config.GAME_CALL_TIMEOUT_MS,
+  });
+  const environment = deploymentEnvironment(config);
+  const clock = () => new Date();
+  const board = createClaimBoard({ pool, log: roleLog, environment, clock, auth, bank });
   return serveRole({ role: 'game', pool, log: roleLog, host: config.HOST, port: config.GAME_PORT, build: async () => {
     const app = await createApp({
       log: roleLog,
@@ -58,6 +71,10 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
         });
 
         installSeatRoutes(app, { pool, log: roleLog, serviceKey: config.SERVICE_KEY });
+        installClaimRoutes(app, {
+          board, jwt, serviceKey: config.SERVICE_KEY, clock, testClock: config.testAuthPermitted, pool, environment,
+        });
+        installAgentRoutes(app, { pool, log: roleLog, jwt, board });
 
         // The test harness's hand boundaries (the dealer's calls, driven by a test): only while
         // the harness is permitted, and with the service key.
@@ -74,8 +91,15 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
         }
       },
     });
-    // the database answers before we serve, and the rooms it holds are counted
-    const { rows } = await pool.query<{ tables: number }>('select count(*)::int as tables from game.tables');
+    // the database answers before we serve; the rooms it holds and the claim board this
+    // deployment resolves are counted (spec: the resolved environment and the loaded sections)
+    const { rows } = await pool.query<{ tables: number; sections: number; board: boolean }>(
+      `select (select count(*)::int from game.tables) as tables,
+              (select count(*)::int from claims.resolved_sections($1)) as sections,
+              (select claim_board_enabled from claims.board_settings($1)) as board`,
+      [environment],
+    );
+    roleLog.info({ environment, sections: rows[0]!.sections, claimBoardEnabled: rows[0]!.board }, 'claim board catalog loaded');
     return { app, fields: { tables: rows[0]!.tables } };
   } });
 }

@@ -29,7 +29,11 @@ export const SQL_STATUS: Record<string, number> = {
   CGACC: 404, CGTNF: 404, CGUNF: 404, CGRNF: 404, CGDNF: 404, CGCNF: 404,
   CGMKM: 409, CGREF: 409, CGSHF: 409, CGRCC: 409, CGIMM: 409, CGFRZ: 409, CGIKR: 409, CGSAS: 409, CGCNC: 409,
   GMSEA: 400, GMBUY: 400, GMCRD: 400, GMHND: 400, GMTBL: 400,
-  GMTNF: 404, GMNAT: 404,
+  GMTNF: 404, GMNAT: 404, GMANF: 404, GMAGT: 400,
+  CLIAM: 400, CLSEC: 400, CLENV: 400, CLCND: 400, CLCLM: 400,
+  CLSNF: 404,
+  CLKCI: 409, CLSEX: 409,
+  CLOFF: 503,
   GMFRZ: 409, GMHIP: 409, GMSTK: 409, GMASE: 409, GMLEV: 409, GMCCN: 409, GMNHP: 409, GMSNL: 409, GMNBU: 409,
   CGNSF: 402,
   // auth refusals (db/functions/auth/00_refusals.sql)
@@ -92,7 +96,7 @@ export function toErrorBody(err: unknown): ErrorBody {
   }
   if (typeof e.code === 'string' && e.code in SQL_STATUS) {
     const status = SQL_STATUS[e.code]!;
-    const code = /^(CG|AU|GM)/.test(e.code) ? String(e.message) : STANDARD_CODES[e.code]!;
+    const code = /^(CG|AU|GM|CL)/.test(e.code) ? String(e.message) : STANDARD_CODES[e.code]!;
     return { status, body: { error: code } };
   }
   return { status: 500, body: { error: 'internal_error' } };

@@ -52,3 +52,18 @@ export function createJwtVerifier(options: { jwksUrl: string; issuer: string }):
     },
   };
 }
+
+/**
+ * The verifier a downstream role uses: the auth role's JWKS at AUTH_JWKS_URL, else the auth role
+ * of this process (`peerAuthUrl()`, read at first use), else the issuer's own; iss/aud = the issuer
+ * (AUTH_BASE_URL). Built on first use, so the auth role may start after this one.
+ */
+export function lazyJwtVerifier(options: { jwksUrl?: string; issuer: string; peerAuthUrl: () => string | undefined }): JwtVerifier {
+  let verifier: JwtVerifier | undefined;
+  const get = () =>
+    (verifier ??= createJwtVerifier({ jwksUrl: options.jwksUrl ?? `${options.peerAuthUrl() ?? options.issuer}/api/auth/jwks`, issuer: options.issuer }));
+  return {
+    verify: (token) => get().verify(token),
+    require: (req, res, next) => get().require(req, res, next),
+  };
+}

@@ -8,6 +8,7 @@ export type ServiceAnswer<T> =
 
 export interface ServiceClient {
   post<T = Record<string, unknown>>(path: string, body: unknown): Promise<ServiceAnswer<T>>;
+  get<T = Record<string, unknown>>(path: string): Promise<ServiceAnswer<T>>;
 }
 
 export function createServiceClient(options: {
@@ -16,30 +17,32 @@ export function createServiceClient(options: {
   serviceKey: string | undefined;
   timeoutMs: number;
 }): ServiceClient {
+  const call = async <T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<ServiceAnswer<T>> => {
+    const base = options.baseUrl();
+    if (!base) return { ok: false, status: 0, unreachable: true, reason: 'not_configured', body: {} };
+    let res: Response;
+    try {
+      res = await fetch(`${base.replace(/\/+$/, '')}${path}`, {
+        method,
+        headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), 'x-service-key': options.serviceKey ?? '' },
+        body: body === undefined ? undefined : JSON.stringify(body, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)),
+        signal: AbortSignal.timeout(options.timeoutMs),
+      });
+    } catch (err) {
+      return { ok: false, status: 0, unreachable: true, reason: (err as Error).name, body: {} };
+    }
+    let parsed: unknown;
+    try {
+      parsed = await res.json();
+    } catch {
+      return { ok: false, status: 0, unreachable: true, reason: `non-JSON ${res.status}`, body: {} };
+    }
+    if (res.status >= 500) return { ok: false, status: 0, unreachable: true, reason: `status ${res.status}`, body: {} };
+    if (res.ok) return { ok: true, status: res.status, body: parsed as never };
+    return { ok: false, status: res.status, body: (parsed ?? {}) as { error?: string } };
+  };
   return {
-    async post(path, body) {
-      const base = options.baseUrl();
-      if (!base) return { ok: false, status: 0, unreachable: true, reason: 'not_configured', body: {} };
-      let res: Response;
-      try {
-        res = await fetch(`${base.replace(/\/+$/, '')}${path}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-service-key': options.serviceKey ?? '' },
-          body: JSON.stringify(body, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)),
-          signal: AbortSignal.timeout(options.timeoutMs),
-        });
-      } catch (err) {
-        return { ok: false, status: 0, unreachable: true, reason: (err as Error).name, body: {} };
-      }
-      let parsed: unknown;
-      try {
-        parsed = await res.json();
-      } catch {
-        return { ok: false, status: 0, unreachable: true, reason: `non-JSON ${res.status}`, body: {} };
-      }
-      if (res.status >= 500) return { ok: false, status: 0, unreachable: true, reason: `status ${res.status}`, body: {} };
-      if (res.ok) return { ok: true, status: res.status, body: parsed as never };
-      return { ok: false, status: res.status, body: (parsed ?? {}) as { error?: string } };
-    },
+    post: (path, body) => call('POST', path, body),
+    get: (path) => call('GET', path),
   };
 }

@@ -23,6 +23,8 @@ begin
       when 'invalid_table' then 'GMTBL'
       when 'seat_not_leaving' then 'GMSNL'
       when 'not_busted' then 'GMNBU'
+      when 'agent_not_found' then 'GMANF'
+      when 'invalid_agent' then 'GMAGT'
       else 'GMXXX'
     end,
     message = p_code, detail = coalesce(p_detail, '');

@@ -1,0 +1,170 @@
+-- The claim board of a user, conditions met, and the claim itself. The claim is one database
+-- transaction held by the game role around the grant (spec: Claim transaction order):
+--   claims.begin_claim   1 re-read the kill switch and the live section, 2 the period,
+--                        3 lock the user's row and look for a ledger row, 4 re-verify claimability;
+--   (the role)           5 resolve the wallet and POST the grant (replay-once on the claim id);
+--   claims.finish_claim  6 write the ledger row and mark the section claimed.
+-- The row lock serialises claims of one section by one user; the ledger's unique claim_id (and
+-- unique user/section/period) makes a second credit impossible whatever the caller does; the
+-- bank's replay-once on the claim id makes a second mint impossible.
+
+-- The period a claim of this section falls in at p_now.
+create or replace function claims_private.period_of(p_cadence text, p_now timestamptz) returns text
+  language sql immutable
+  set search_path = pg_catalog
+as $$
+  select case p_cadence when 'weekly' then claims.iso_week(p_now) else 'once' end
+$$;
+
+-- The caller's board: every live section with its state and whether it can be claimed at p_now.
+create or replace function claims.board(p_environment text, p_user_id uuid, p_now timestamptz)
+  returns table (key text, kind text, cadence text, amount bigint, "order" integer, condition_key text,
+                 state text, claimable boolean, lit_at timestamptz, claimed_at timestamptz, period text)
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select s.key, s.kind, s.cadence, s.amount, s."order", s.condition_key,
+         case
+           when s.kind = 'baseline' then case when c.claimable then 'lit' else 'claimed' end
+           else coalesce(u.state, 'locked')
+         end,
+         c.claimable, u.lit_at, u.claimed_at, claims_private.period_of(s.cadence, p_now)
+    from claims.resolved_sections(p_environment) s
+    left join claims.user_claim_sections u on u.user_id = p_user_id and u.section_key = s.key
+    cross join lateral (
+      select case
+               when s.kind = 'baseline' then u.user_id is null or u.period is distinct from claims_private.period_of(s.cadence, p_now)
+               else coalesce(u.state = 'lit', false)
+             end
+             and not exists (select from claims.claim_ledger l
+                              where l.user_id = p_user_id and l.section_key = s.key
+                                and l.period = claims_private.period_of(s.cadence, p_now)) as claimable
+    ) c
+   order by (s.kind = 'baseline') desc, s."order", s.key
+$$;
+
+-- A condition met for a user: every live, enabled unlock section bound to the key becomes lit
+-- (locked -> lit, lit_at set); lit or claimed sections are unchanged. Idempotent; a replayed
+-- idempotency key lights nothing new. Refused while the board is off.
+create or replace function claims.mark_condition_met(
+  p_environment text, p_user_id uuid, p_condition_key text, p_idempotency_key text
+) returns table (section_key text, state text, newly_lit boolean, replayed boolean)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+  v_replayed boolean := false;
+begin
+  if p_user_id is null or p_condition_key is null or p_condition_key !~ '^[a-z0-9][a-z0-9_.:-]{0,63}$' then
+    perform claims_private.refuse('invalid_condition', 'a user id and a condition key');
+  end if;
+  if not (select b.claim_board_enabled from claims.board_settings(p_environment) b) then
+    perform claims_private.refuse('claim_board_disabled');
+  end if;
+  if p_idempotency_key is not null then
+    if length(p_idempotency_key) not between 1 and 200 then
+      perform claims_private.refuse('invalid_condition', 'idempotency key 1..200 characters');
+    end if;
+    insert into claims.condition_events (idempotency_key, user_id, condition_key)
+    values (p_idempotency_key, p_user_id, p_condition_key)
+    on conflict (idempotency_key) do nothing;
+    v_replayed := not found;
+  end if;
+  return query
+  with bound as (
+    select s.key from claims.resolved_sections(p_environment) s
+     where s.kind = 'unlock' and s.condition_key = p_condition_key
+  ),
+  lit as (
+    insert into claims.user_claim_sections as u (user_id, section_key, state, lit_at)
+    select p_user_id, b.key, 'lit', now() from bound b
+    on conflict (user_id, section_key) do update set state = 'lit', lit_at = now()
+      where u.state = 'locked'
+    returning u.section_key
+  )
+  select b.key, coalesce(u.state, 'lit'), (l.section_key is not null), v_replayed
+    from bound b
+    left join lit l on l.section_key = b.key
+    left join claims.user_claim_sections u on u.user_id = p_user_id and u.section_key = b.key
+   order by b.key;
+end;
+$$;
+
+-- Steps 1 to 4 of a claim, in the caller's transaction (which it keeps open through the grant).
+-- outcome: 'disabled' (kill switch off), 'forged' (no such live section), 'already_claimed',
+-- 'locked', or 'proceed' with the amount and period to grant; the user's row is then locked.
+create or replace function claims.begin_claim(p_environment text, p_user_id uuid, p_section_key text, p_now timestamptz)
+  returns table (outcome text, amount bigint, period text, kind text)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+  v_section claims.claim_sections;
+  v_period text;
+  v_row claims.user_claim_sections;
+begin
+  if p_user_id is null or p_now is null then
+    perform claims_private.refuse('invalid_claim', 'a user and a clock');
+  end if;
+  -- 1. the kill switch and the live section, read now
+  if not (select b.claim_board_enabled from claims.board_settings(p_environment) b) then
+    return query select 'disabled'::text, null::bigint, null::text, null::text;
+    return;
+  end if;
+  select * into v_section from claims.resolved_sections(p_environment) s where s.key = p_section_key;
+  if v_section.id is null then
+    return query select 'forged'::text, null::bigint, null::text, null::text;
+    return;
+  end if;
+  -- 2. the period (and so the claim id the caller derives from it)
+  v_period := claims_private.period_of(v_section.cadence, p_now);
+  -- 3. the user's row, locked (created locked when missing), then the ledger
+  insert into claims.user_claim_sections (user_id, section_key) values (p_user_id, v_section.key)
+  on conflict (user_id, section_key) do nothing;
+  select * into v_row from claims.user_claim_sections u
+   where u.user_id = p_user_id and u.section_key = v_section.key for update;
+  if exists (select from claims.claim_ledger l
+              where l.user_id = p_user_id and l.section_key = v_section.key and l.period = v_period) then
+    return query select 'already_claimed'::text, v_section.amount, v_period, v_section.kind;
+    return;
+  end if;
+  -- 4. claimable: an unlock must be lit; the baseline unclaimed in this period
+  if v_section.kind = 'unlock' and v_row.state <> 'lit' then
+    return query select 'locked'::text, v_section.amount, v_period, v_section.kind;
+    return;
+  end if;
+  if v_section.kind = 'baseline' and v_row.period is not distinct from v_period then
+    return query select 'already_claimed'::text, v_section.amount, v_period, v_section.kind;
+    return;
+  end if;
+  return query select 'proceed'::text, v_section.amount, v_period, v_section.kind;
+end;
+$$;
+
+-- Step 6: the grant minted (or had minted: a replay); the ledger row and the claimed state.
+create or replace function claims.finish_claim(
+  p_user_id uuid, p_section_key text, p_period text, p_amount bigint, p_claim_id text, p_grant_tx text
+) returns claims.claim_ledger
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_entry claims.claim_ledger;
+begin
+  if p_claim_id is null or p_claim_id !~ '^0x[0-9a-f]{64}$' or p_amount is null or p_amount < 0 or p_period is null then
+    perform claims_private.refuse('invalid_claim', 'claim id 0x + 64 hex, amount, period');
+  end if;
+  if not exists (select from claims.user_claim_sections u where u.user_id = p_user_id and u.section_key = p_section_key) then
+    perform claims_private.refuse('invalid_claim', 'begin the claim first');
+  end if;
+  insert into claims.claim_ledger (user_id, section_key, period, amount, claim_id, grant_tx)
+  values (p_user_id, p_section_key, p_period, p_amount, p_claim_id, left(p_grant_tx, 200))
+  returning * into v_entry;
+  update claims.user_claim_sections u
+     set state = 'claimed', claimed_at = now(), period = p_period, claim_id = p_claim_id
+   where u.user_id = p_user_id and u.section_key = p_section_key;
+  return v_entry;
+end;
+$$;

@@ -1,0 +1,76 @@
+// The minimal agent registry (JWT, the caller's own agents): create an agent, publish versions,
+// flag a decision. Each event that is a claim-board condition is reported in-process
+// (markConditionMet), best effort: the registry works whether the board is on or off.
+//   first version published        -> agent_version_published
+//   a version after a flagged one  -> agent_version_republished
+//   a decision flagged             -> hand_flagged
+import type { Express } from 'express';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { ApiError, zodIssues } from '../http/errors.ts';
+import type { JwtVerifier } from '../http/jwt.ts';
+import type { ClaimBoard } from './claims.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function parse<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
+  const parsed = schema.safeParse(body ?? {});
+  if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+  return parsed.data;
+}
+function agentIdOf(value: unknown): string {
+  if (typeof value !== 'string' || !UUID.test(value)) throw new ApiError(404, 'agent_not_found');
+  return value;
+}
+
+export function installAgentRoutes(app: Express, deps: { pool: pg.Pool; log: Logger; jwt: JwtVerifier; board: ClaimBoard }) {
+  const { pool, log, jwt, board } = deps;
+
+  const condition = async (userId: string, conditionKey: string, idempotencyKey: string) => {
+    try {
+      await board.markConditionMet(userId, conditionKey, idempotencyKey);
+    } catch (err) {
+      log.warn({ userId, conditionKey, err: (err as Error).message }, 'claim condition not recorded');
+    }
+  };
+
+  app.get('/api/agents', jwt.require, async (_req, res) => {
+    const { rows } = await pool.query(
+      `select a.id, a.name, a.created_at, (select max(v.version) from game.agent_versions v where v.agent_id = a.id) as version
+         from game.agents a where a.owner_user_id = $1 order by a.created_at, a.id`,
+      [res.locals.claims.sub],
+    );
+    res.json({ agents: rows.map((a) => ({ agentId: a.id, name: a.name, version: a.version, createdAt: a.created_at })) });
+  });
+
+  app.post('/api/agents', jwt.require, async (req, res) => {
+    const { name } = parse(z.object({ name: z.string().trim().min(1).max(64) }), req.body);
+    const { rows } = await pool.query('select id, name, created_at from game.create_agent($1, $2)', [res.locals.claims.sub, name]);
+    res.status(201).json({ agentId: rows[0].id, name: rows[0].name, createdAt: rows[0].created_at });
+  });
+
+  app.post('/api/agents/:agentId/versions', jwt.require, async (req, res) => {
+    const userId: string = res.locals.claims.sub;
+    const agentId = agentIdOf(req.params.agentId);
+    const { manifest } = parse(z.object({ manifest: z.record(z.string(), z.unknown()).optional() }), req.body);
+    const { rows } = await pool.query<{ version: number; published_at: Date; event: string | null }>(
+      'select version, published_at, event from game.publish_agent_version($1, $2, $3)',
+      [userId, agentId, manifest ? JSON.stringify(manifest) : null],
+    );
+    const v = rows[0]!;
+    if (v.event) await condition(userId, v.event, `${v.event}:${agentId}:${v.version}`);
+    res.status(201).json({ agentId, version: v.version, publishedAt: v.published_at, event: v.event });
+  });
+
+  app.post('/api/agents/:agentId/flags', jwt.require, async (req, res) => {
+    const userId: string = res.locals.claims.sub;
+    const agentId = agentIdOf(req.params.agentId);
+    const b = parse(z.object({ handId: z.string().min(1).max(128).optional(), note: z.string().max(1000).optional() }), req.body);
+    const { rows } = await pool.query('select id, version, created_at from game.flag_agent_decision($1, $2, $3, $4)', [
+      userId, agentId, b.handId ?? null, b.note ?? null,
+    ]);
+    await condition(userId, 'hand_flagged', `hand_flagged:${agentId}:${rows[0].id}`);
+    res.status(201).json({ flagId: rows[0].id.toString(), agentId, version: rows[0].version, createdAt: rows[0].created_at });
+  });
+}

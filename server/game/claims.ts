@@ -1,0 +1,245 @@
+// The claim board (spec: "Claim board"): the caller's board, the claim, conditions met, and the
+// operator's catalog and settings. The rules are SQL (db/functions/claims); this file holds the
+// claim's transaction open around step 5 (the wallet read and the grant, over HTTP).
+//
+// Outcomes and their HTTP statuses (the spec shows only the outcome values):
+//   credited 200 · already_claimed 409 · locked 409 · forged 403 (a body naming another user, or a
+//   section that is not live here) · board off 503 claim_board_disabled · no linked Solana wallet
+//   409 wallet_not_linked · wallet read failed 503 wallet_lookup_failed · grant failed 502
+//   grant_failed (nothing committed: retry).
+import type { Express, Request } from 'express';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { keccak256, toHex } from 'viem';
+import { z } from 'zod';
+import { requireServiceKey } from '../http/auth.ts';
+import { ApiError, zodIssues } from '../http/errors.ts';
+import type { JwtVerifier } from '../http/jwt.ts';
+import type { ServiceClient } from '../http/service-client.ts';
+import { withSpan } from '../telemetry/index.ts';
+
+export type Outcome = 'credited' | 'locked' | 'already_claimed' | 'forged';
+export type Environment = 'local' | 'staging' | 'production';
+
+export interface ClaimBoardDeps {
+  pool: pg.Pool;
+  log: Logger;
+  environment: Environment;
+  /** The process clock; tests inject another (the harness also takes `x-test-clock`). */
+  clock: () => Date;
+  auth: ServiceClient;
+  bank: ServiceClient;
+}
+
+/** keccak256 over the text `userId:sectionKey:period` (spec: claim_id). */
+export function claimId(userId: string, sectionKey: string, period: string): `0x${string}` {
+  return keccak256(toHex(`${userId}:${sectionKey}:${period}`));
+}
+
+export function createClaimBoard(deps: ClaimBoardDeps) {
+  const { pool, log, environment } = deps;
+
+  async function enabled(): Promise<boolean> {
+    const { rows } = await pool.query<{ claim_board_enabled: boolean }>('select claim_board_enabled from claims.board_settings($1)', [environment]);
+    return rows[0]!.claim_board_enabled;
+  }
+
+  /**
+   * A condition met for a user (in-process sources call this directly). Lights every live section
+   * bound to the key; with the board off it is inactive (returns active: false, lights nothing).
+   */
+  async function markConditionMet(userId: string, conditionKey: string, idempotencyKey?: string) {
+    return withSpan('claim.condition_met', { 'claim.condition_key': conditionKey, 'auth.user_id': userId }, async (span) => {
+      if (!(await enabled())) {
+        span.setAttribute('claim.active', false);
+        return { active: false, lit: [] as string[], replayed: false };
+      }
+      const { rows } = await pool.query<{ section_key: string; newly_lit: boolean; replayed: boolean }>(
+        'select section_key, newly_lit, replayed from claims.mark_condition_met($1, $2, $3, $4)',
+        [environment, userId, conditionKey, idempotencyKey ?? null],
+      );
+      const lit = rows.filter((r) => r.newly_lit).map((r) => r.section_key);
+      span.setAttributes({ 'claim.active': true, 'claim.lit_count': lit.length });
+      if (lit.length) log.info({ userId, conditionKey, lit }, 'claim sections lit');
+      return { active: true, lit, sections: rows.map((r) => r.section_key), replayed: rows[0]?.replayed ?? false };
+    });
+  }
+
+  async function board(userId: string, now: Date) {
+    if (!(await enabled())) return { enabled: false, environment, sections: [] };
+    const { rows } = await pool.query('select * from claims.board($1, $2, $3)', [environment, userId, now]);
+    return {
+      enabled: true,
+      environment,
+      sections: rows.map((r) => ({
+        key: r.key, kind: r.kind, cadence: r.cadence, amount: Number(r.amount), order: r.order, conditionKey: r.condition_key,
+        state: r.state, claimable: r.claimable, litAt: r.lit_at, claimedAt: r.claimed_at, period: r.period,
+      })),
+    };
+  }
+
+  /** The six-step claim (db/functions/claims/20_claims.sql), in one transaction held around the grant. */
+  async function claim(userId: string, sectionKey: string, now: Date) {
+    const client = await pool.connect();
+    let open = false;
+    try {
+      await client.query('begin');
+      open = true;
+      const { rows } = await client.query<{ outcome: string; amount: bigint | null; period: string | null; kind: string | null }>(
+        'select outcome, amount, period, kind from claims.begin_claim($1, $2, $3, $4)', [environment, userId, sectionKey, now],
+      );
+      const step = rows[0]!;
+      if (step.outcome === 'disabled') throw new ApiError(503, 'claim_board_disabled');
+      if (step.outcome !== 'proceed') {
+        await client.query('rollback');
+        open = false;
+        return { outcome: step.outcome as Outcome, sectionKey, ...(step.period ? { period: step.period } : {}) };
+      }
+      const id = claimId(userId, sectionKey, step.period!);
+      // 5. the recipient (the user's linked Solana wallet), then the grant; any failure rolls back
+      const wallets = await deps.auth.get<{ wallets: { address: string }[] }>(`/api/internal/user-wallets-solana/${userId}`);
+      if (!wallets.ok) {
+        log.warn({ userId, status: wallets.status }, 'claim: the wallet read failed; nothing committed');
+        throw new ApiError(503, 'wallet_lookup_failed');
+      }
+      const recipient = wallets.body.wallets[0]?.address;
+      if (!recipient) throw new ApiError(409, 'wallet_not_linked');
+      const grant = await deps.bank.post<{ txHash?: string; idempotent?: boolean }>('/api/grant', { recipient, amount: step.amount, claimId: id });
+      if (!grant.ok) {
+        log.warn({ userId, sectionKey, status: grant.status, error: grant.body.error }, 'claim: the grant failed; nothing committed');
+        throw new ApiError(502, 'grant_failed');
+      }
+      // 6. the ledger row and the claimed state
+      await client.query('select claims.finish_claim($1, $2, $3, $4, $5, $6)', [
+        userId, sectionKey, step.period, step.amount!.toString(), id, grant.body.txHash ?? id,
+      ]);
+      await client.query('commit');
+      open = false;
+      log.info({ userId, sectionKey, amount: step.amount!.toString(), period: step.period, replayedGrant: grant.body.idempotent === true }, 'claim credited');
+      return {
+        outcome: 'credited' as Outcome, sectionKey, amount: Number(step.amount), period: step.period!, claimId: id,
+        grantTx: grant.body.txHash ?? id,
+      };
+    } finally {
+      if (open) await client.query('rollback').catch(() => undefined);
+      client.release();
+    }
+  }
+
+  return { enabled, markConditionMet, board, claim };
+}
+
+export type ClaimBoard = ReturnType<typeof createClaimBoard>;
+
+const OUTCOME_STATUS: Record<Outcome, number> = { credited: 200, already_claimed: 409, locked: 409, forged: 403 };
+const IDENTITY_FIELDS = ['userId', 'user_id', 'user', 'ownerId', 'owner_user_id', 'sub'];
+
+export function installClaimRoutes(
+  app: Express,
+  deps: { board: ClaimBoard; jwt: JwtVerifier; serviceKey: string | undefined; clock: () => Date; testClock: boolean; pool: pg.Pool; environment: Environment },
+) {
+  const { board, jwt } = deps;
+  const service = requireServiceKey(deps.serviceKey);
+  /** The clock of this request: the process clock, or the harness's `x-test-clock` while permitted. */
+  const nowOf = (req: Request) => {
+    const header = deps.testClock ? req.get('x-test-clock') : undefined;
+    if (!header) return deps.clock();
+    const at = new Date(header);
+    if (Number.isNaN(at.getTime())) throw new ApiError(400, 'bad_request');
+    return at;
+  };
+
+  app.get('/claim-board/state', jwt.require, async (req, res) => {
+    res.json(await board.board(res.locals.claims.sub, nowOf(req)));
+  });
+
+  app.post('/claim-board/claim', jwt.require, async (req, res) => {
+    const userId: string = res.locals.claims.sub;
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    await withSpan('claim.attempt', { 'auth.user_id': userId, 'section.key': typeof body.sectionKey === 'string' ? body.sectionKey.slice(0, 64) : '' }, async (span) => {
+      if (typeof body.sectionKey !== 'string' || body.sectionKey.length === 0 || body.sectionKey.length > 64) {
+        throw new ApiError(400, 'bad_request', [{ path: ['sectionKey'], message: 'the section key to claim', code: 'invalid_type' }]);
+      }
+      // identity comes from the JWT only: a body naming another user is a forgery
+      const named = IDENTITY_FIELDS.filter((f) => body[f] !== undefined && body[f] !== userId);
+      let result;
+      if (named.length) {
+        result = { outcome: 'forged' as Outcome, sectionKey: body.sectionKey };
+      } else {
+        result = await board.claim(userId, body.sectionKey, nowOf(req));
+      }
+      span.setAttribute('claim.outcome', result.outcome);
+      const status = OUTCOME_STATUS[result.outcome];
+      res.status(status).json({ ...result, ...(status === 200 ? {} : { error: result.outcome }) });
+    });
+  });
+
+  app.post('/internal/claim-board/condition-met', service, async (req, res) => {
+    const parsed = z.object({
+      userId: z.uuid(), conditionKey: z.string().regex(/^[a-z0-9][a-z0-9_.:-]{0,63}$/), idempotencyKey: z.string().min(1).max(200),
+    }).safeParse(req.body ?? {});
+    if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+    const r = await board.markConditionMet(parsed.data.userId, parsed.data.conditionKey, parsed.data.idempotencyKey);
+    res.json({ ok: true, ...r });
+  });
+
+  // ---- the operator's catalog and settings (x-service-key) ------------------------------------
+  const environmentOf = (value: unknown, fallback: string) => {
+    const env = value === undefined ? fallback : value;
+    if (typeof env !== 'string' || !['all', 'local', 'staging', 'production'].includes(env)) throw new ApiError(400, 'invalid_environment');
+    return env;
+  };
+  const sectionJson = (r: Record<string, unknown>) => ({
+    environment: r.environment, key: r.key, kind: r.kind, cadence: r.cadence, amount: Number(r.amount), order: r.order,
+    conditionKey: r.condition_key, enabled: r.enabled, updatedAt: r.updated_at,
+  });
+
+  app.get('/admin/claim-sections', service, async (_req, res) => {
+    const [all, live] = await Promise.all([
+      deps.pool.query('select * from claims.claim_sections order by key, environment'),
+      deps.pool.query('select * from claims.resolved_sections($1)', [deps.environment]),
+    ]);
+    res.json({ environment: deps.environment, sections: all.rows.map(sectionJson), resolved: live.rows.map(sectionJson) });
+  });
+
+  app.post('/admin/claim-sections', service, async (req, res) => {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const { rows } = await deps.pool.query('select * from claims.create_section($1, $2)', [environmentOf(body.environment, 'all'), JSON.stringify(body)]);
+    res.status(201).json(sectionJson(rows[0]));
+  });
+
+  app.patch('/admin/claim-sections', service, async (req, res) => {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    if (typeof body.key !== 'string') throw new ApiError(400, 'bad_request', [{ path: ['key'], message: 'the section key', code: 'invalid_type' }]);
+    const { key, environment, ...patch } = body;
+    const { rows } = await deps.pool.query('select * from claims.patch_section($1, $2, $3)', [environmentOf(environment, 'all'), key, JSON.stringify(patch)]);
+    res.json(sectionJson(rows[0]));
+  });
+
+  app.delete('/admin/claim-sections/:key', service, async (req, res) => {
+    const { rows } = await deps.pool.query('select * from claims.delete_section($1, $2)', [
+      environmentOf(req.query.environment, 'all'), req.params.key,
+    ]);
+    res.json({ ok: true, deleted: sectionJson(rows[0]) });
+  });
+
+  app.get('/admin/claim-settings', service, async (req, res) => {
+    const env = environmentOf(req.query.environment, deps.environment);
+    const { rows } = await deps.pool.query('select * from claims.board_settings($1)', [env]);
+    res.json({ environment: env, claimBoardEnabled: rows[0].claim_board_enabled, playTransferGateEnabled: rows[0].play_transfer_gate_enabled });
+  });
+
+  app.patch('/admin/claim-settings', service, async (req, res) => {
+    const parsed = z.object({
+      environment: z.enum(['local', 'staging', 'production']).default(deps.environment),
+      claimBoardEnabled: z.boolean().optional(),
+      playTransferGateEnabled: z.boolean().optional(),
+    }).strict().safeParse(req.body ?? {});
+    if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+    const b = parsed.data;
+    const { rows } = await deps.pool.query('select * from claims.set_board_settings($1, $2, $3)', [
+      b.environment, b.claimBoardEnabled ?? null, b.playTransferGateEnabled ?? null,
+    ]);
+    res.json({ environment: b.environment, claimBoardEnabled: rows[0].claim_board_enabled, playTransferGateEnabled: rows[0].play_transfer_gate_enabled });
+  });
+}
