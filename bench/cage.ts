@@ -12,21 +12,21 @@
 // process and event loop. Rounds are interleaved and medians quoted, as everywhere in bench/. A
 // round trip that fails is a bug, not noise: failures are counted and printed and make the exit
 // code 1, as does a cage audit that is not empty or a player whose balance moved.
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
+import type pg from 'pg';
 import { createKeyStore } from '../server/auth/keys.ts';
 import { audit } from '../server/cage/ledger.ts';
-import { loadConfig } from '../server/config/index.ts';
 import { migrate } from '../server/db/migrate.ts';
 import { createOwnerPool, createRolePool } from '../server/db/pools.ts';
 import type { Platform } from '../server/platform.ts';
-import { createLogger } from '../server/telemetry/index.ts';
 import {
   benchDatabase, fmtRate, fmtRatio, median, numericFlags, table, timed, UsageError,
 } from './lib/harness.ts';
+import {
+  call, databaseLine, describeAnswer as describe, errorCode as code, Failures, interleavedRounds, probe, startRoles, type Case,
+} from './lib/platform.ts';
 import { fundedUserAccounts, postRandomTransfer } from './lib/postings.ts';
 
 const USAGE = `usage: npm run bench -- cage [--seconds N] [--rounds N] [--clients N]
@@ -50,36 +50,10 @@ const POKER_SETTINGS = {
 
 const log = (msg: string) => console.log(msg);
 
-interface Answer {
-  status: number;
-  body: any;
-}
-
-async function call(url: string, init: { headers?: Record<string, string>; body?: unknown } = {}): Promise<Answer> {
-  const res = await fetch(url, {
-    method: init.body === undefined ? 'GET' : 'POST',
-    headers: { ...(init.body === undefined ? {} : { 'content-type': 'application/json' }), ...init.headers },
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  });
-  const text = await res.text();
-  let body: unknown = text;
-  try {
-    body = text ? JSON.parse(text) : undefined;
-  } catch {
-    // not JSON: kept as text for the failure report
-  }
-  return { status: res.status, body };
-}
-
 interface Player {
   userId: string;
   auth: Record<string, string>;
   tableId: string;
-}
-
-interface Failure {
-  count: number;
-  first: string;
 }
 
 export default async function cageBench(args: string[]): Promise<number> {
@@ -117,21 +91,10 @@ export default async function cageBench(args: string[]): Promise<number> {
     const ref = (tag: string) => `bench:${run}:${tag}:${++seq}`;
     const { users } = await fundedUserAccounts(ledgerPool, ACCOUNTS, ref);
 
-    // the roles, as test/helpers/platform.ts starts them (Grafast reads GRAPHILE_ENV at import)
-    process.env.GRAPHILE_ENV ??= 'development';
-    const { startPlatform } = await import('../server/platform.ts');
-    platform = await startPlatform({
-      config: loadConfig({
-        NODE_ENV: 'test', LOG_LEVEL: 'silent', PORT: '0', GAME_PORT: '0', CAGE_PORT: '0', SERVICE_KEY,
-        AUTH_SECRET: SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true', CAGE_AUDIT_CRON: '0 0 1 1 *',
-      }),
-      roles: ['auth', 'game', 'cage'],
-      log: createLogger('silent'),
-      databaseUrl: db.url,
-    });
-    const urlOf = (role: string) => platform!.roles.find((r) => r.role === role)!.url!;
-    const cage = urlOf('cage');
-    const game = urlOf('game');
+    // the roles, as test/helpers/platform.ts starts them
+    const started = await startRoles({ databaseUrl: db.url, secret: SECRET, issuer: ISSUER, serviceKey: SERVICE_KEY });
+    platform = started.platform;
+    const { cage, game } = started.urls;
     const service = { 'x-service-key': SERVICE_KEY };
 
     // players as test/helpers/auth.ts bridgedUser makes them, each with chips and a table of its own
@@ -161,16 +124,8 @@ export default async function cageBench(args: string[]): Promise<number> {
     log(`set up ${ACCOUNTS} funded user accounts (baseline) and ${nClients} players with ${CHIPS} play chips and a 9-seat table each in ${((performance.now() - setupStart) / 1000).toFixed(1)} s`);
 
     // ---- the round trip ---------------------------------------------------------------------
-    const failures = new Map<string, Failure>();
-    let failed = 0;
-    const fail = (what: string, detail: string) => {
-      failed++;
-      const f = failures.get(what);
-      if (f) f.count++;
-      else failures.set(what, { count: 1, first: detail });
-    };
-    const describe = (a: Answer) => `${a.status} ${JSON.stringify(a.body)}`.slice(0, 600);
-    const code = (a: Answer) => (a.body && typeof a.body === 'object' && typeof a.body.error === 'string' ? a.body.error : '-');
+    const failures = new Failures();
+    const fail = (what: string, detail: string) => failures.add(what, detail);
     /** After a failure: stand the player up, so the next round trip starts from an empty seat. */
     const recover = async (p: Player) => {
       try {
@@ -202,15 +157,15 @@ export default async function cageBench(args: string[]): Promise<number> {
     };
 
     // ---- what one round trip is made of: one probe, measured ----------------------------------
-    const composition = await probe(owner, players[0]!, roundTrip, { cage, game, auth: urlOf('auth') });
-    const probeFailed = failed > 0;
-    if (probeFailed) log(`the probe round trip failed: ${[...failures.keys()].join(', ')}`);
+    const composition = await probe(owner, () => roundTrip(players[0]!), started.urls);
+    const probeFailed = failures.count > 0;
+    if (probeFailed) log(`the probe round trip failed: ${[...failures.byKind.keys()].join(', ')}`);
 
     // ---- the cases -------------------------------------------------------------------------
     const ledgerClients = await Promise.all(Array.from({ length: nClients }, () => ledgerPool!.connect()));
     const HTTP = `sit+stand@${nClients}`;
     const LEDGER = `ledger post@${nClients}`;
-    const cases: { name: string; unit: string; run: (secs: number) => Promise<number> }[] = [
+    const cases: Case[] = [
       {
         name: HTTP, unit: 'round trips',
         run: async (secs) => (await timed(nClients, secs, (w) => roundTrip(players[w]!))).perSecond,
@@ -223,33 +178,15 @@ export default async function cageBench(args: string[]): Promise<number> {
         })).perSecond,
       },
     ];
-    const results = new Map<string, number[]>(cases.map((c) => [c.name, []]));
-    const busy = new Map<string, number[]>(cases.map((c) => [c.name, []])); // this process's event loop
-    const failedByRound: number[] = [];
+    let measured;
     try {
       log(`cases (units/s): ${cases.map((c) => `${c.name} = ${c.unit}`).join(', ')}`);
       log(`${rounds} rounds x ${cases.length} cases x ${seconds} s, order rotated each round\n`);
-      for (let round = -1; round < rounds; round++) {
-        const warmUp = round < 0;
-        const order = cases.map((_, i) => cases[(i + Math.max(0, round)) % cases.length]!);
-        const failedBefore = failed;
-        const line: string[] = [];
-        for (const c of order) {
-          const elu = performance.eventLoopUtilization();
-          const rate = await c.run(warmUp ? Math.min(1, seconds) : seconds);
-          if (!warmUp) {
-            results.get(c.name)!.push(rate);
-            busy.get(c.name)!.push(performance.eventLoopUtilization(elu).utilization);
-          }
-          line.push(`${c.name} ${fmtRate(rate)}`);
-        }
-        const roundFailures = failed - failedBefore;
-        if (!warmUp) failedByRound.push(roundFailures);
-        log(`${warmUp ? 'warm-up' : `round ${round + 1}/${rounds}`}: ${line.join(', ')}${roundFailures ? `  <- ${roundFailures} failed round trip(s)` : ''}`);
-      }
+      measured = await interleavedRounds({ cases, rounds, seconds, failures, noun: 'failed round trip', log });
     } finally {
       for (const c of ledgerClients) c.release();
     }
+    const { results, busy, failedByRound } = measured;
 
     // ---- the report ------------------------------------------------------------------------
     const rates = (name: string) => results.get(name)!;
@@ -269,9 +206,9 @@ export default async function cageBench(args: string[]): Promise<number> {
     log(`per journal transaction, the HTTP path runs at ${fmtRatio(ratio * composition.entries)} the raw posting rate; at ${nClients} client${nClients > 1 ? 's' : ''} a round trip takes ~${median(rates(HTTP)) > 0 ? (1000 * nClients / median(rates(HTTP))).toFixed(1) : '-'} ms (clients / rate)`);
 
     log('');
-    if (failed) {
-      log(`FAILED round trips: ${failed} (${failedByRound.join(' / ')} in the measured rounds; the rest in the probe or the warm-up), by first failing step:`);
-      for (const [what, f] of failures) log(`  ${f.count} x ${what}\n      first: ${f.first}`);
+    if (failures.count) {
+      log(`FAILED round trips: ${failures.count} (${failedByRound.join(' / ')} in the measured rounds; the rest in the probe or the warm-up), by first failing step:`);
+      for (const line of failures.lines()) log(line);
     } else {
       log('round trips: every deposit and withdraw answered 200 confirmed');
     }
@@ -299,7 +236,7 @@ export default async function cageBench(args: string[]): Promise<number> {
       log(`audit: clean (0 violations, ${((performance.now() - auditStart) / 1000).toFixed(1)} s)`);
     }
     log(`total ${((performance.now() - began) / 1000).toFixed(0)} s`);
-    return failed || moved.length || violations.length ? 1 : 0;
+    return failures.count || moved.length || violations.length ? 1 : 0;
   } finally {
     await platform?.stop().catch(() => undefined);
     await authPool?.end().catch(() => undefined);
@@ -309,57 +246,7 @@ export default async function cageBench(args: string[]): Promise<number> {
   }
 }
 
-/**
- * One round trip with every fetch and every SQL statement of this process counted: the journal
- * transactions it wrote, the client's calls (made inside the round trip's async context) and the
- * calls between roles (made by the roles' request handlers), the statements sent by any pg client.
- */
-async function probe(
-  owner: pg.Pool, player: Player, roundTrip: (p: Player) => Promise<number>, urls: Record<'cage' | 'game' | 'auth', string>,
-) {
-  const roleOf = new Map(Object.entries(urls).map(([role, url]) => [new URL(url).origin, role]));
-  const calls: { to: string; path: string; fromClient: boolean }[] = [];
-  const client = new AsyncLocalStorage<true>();
-  let sql = 0;
-  const last = async () => (await owner.query<{ id: bigint | null }>('select max(id) as id from cage.cage_entries')).rows[0]!.id ?? 0n;
-  // the next transaction id to be assigned: only transactions that write get one
-  const nextXid = async () => BigInt((await owner.query<{ x: string }>('select pg_snapshot_xmax(pg_current_snapshot())::text as x')).rows[0]!.x);
-  const before = await last();
-  const xidBefore = await nextXid();
-  const realFetch = globalThis.fetch;
-  const realQuery = pg.Client.prototype.query;
-  globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
-    const url = new URL(input instanceof Request ? input.url : input);
-    calls.push({ to: roleOf.get(url.origin) ?? url.origin, path: url.pathname, fromClient: client.getStore() === true });
-    return realFetch(input, init);
-  }) as typeof fetch;
-  pg.Client.prototype.query = function (this: pg.Client, ...a: unknown[]) {
-    sql++;
-    return (realQuery as (...x: unknown[]) => unknown).apply(this, a);
-  } as typeof realQuery;
-  try {
-    await client.run(true, () => roundTrip(player));
-  } finally {
-    globalThis.fetch = realFetch;
-    pg.Client.prototype.query = realQuery;
-  }
-  const writes = Number((await nextXid()) - xidBefore);
-  const entries = Number((await owner.query<{ n: bigint }>('select count(*) as n from cage.cage_entries where id > $1', [before])).rows[0]!.n);
-  const interRole = calls.filter((c) => !c.fromClient);
-  const fromClient = calls.filter((c) => c.fromClient);
-  const list = (cs: typeof calls) => (cs.length ? ` (${cs.map((c) => `${c.to} ${c.path}`).join(', ')})` : '');
-  return {
-    entries, sql, writes, interRole: interRole.length, client: fromClient.length,
-    interRoleDetail: list(interRole), clientDetail: list(fromClient),
-  };
-}
-
 async function printSettings(owner: pg.Pool, source: string, nClients: number) {
-  const names = ['server_version', 'fsync', 'synchronous_commit', 'max_connections'];
-  const { rows } = await owner.query<{ name: string; setting: string }>(
-    'select name, setting from pg_settings where name = any ($1)', [names],
-  );
-  const byName = new Map(rows.map((r) => [r.name, r.setting]));
-  log(`database: ${source}; ${names.map((n) => `${n}=${byName.get(n) ?? '?'}`).join(', ')}`);
+  log(await databaseLine(owner, source));
   log(`client: node ${process.version}; ${nClients} HTTP players and ${nClients} poker_cage connections for the baseline; the auth, game and cage roles run in this process; ${cpus().length} CPUs shared by client, roles and server`);
 }

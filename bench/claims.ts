@@ -1,0 +1,323 @@
+// The claims benchmark: credited claims per second over HTTP against the running auth, game and
+// cage roles (in this process, on ephemeral ports), against a bare authenticated route of the same
+// game server in the same run:
+//   claim@N  N clients, each looping POST {game}/claim-board/claim { sectionKey: 'weekly_baseline' }
+//            for a fresh user every time (a user with a linked Solana wallet who has not claimed
+//            this week's baseline); a unit is a credited claim (200);
+//   bare@N   N clients looping GET {game}/api/agents with a user's JWT: the same middleware stack,
+//            JWT verification and one trivial indexed query.
+// Their ratio is the price of the claim itself: its transaction held open around the wallet read
+// from the auth role and the grant to the cage (a journal transaction), then the ledger row. The
+// composition of one claim and one bare request is measured (not assumed) on a probe before the
+// rounds. Client and roles share this one process and event loop. Rounds are interleaved and
+// medians quoted, as everywhere in bench/. Any answer other than 200 is a bug, not noise: failures
+// are counted and printed and make the exit code 1, as does a claim ledger whose rows are not the
+// credited claims, a user whose play balance is not 500 x their credited claims, or a cage audit
+// that is not empty.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { cpus } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { base58 } from '@scure/base';
+import type pg from 'pg';
+import { createKeyStore, type KeyStore } from '../server/auth/keys.ts';
+import { audit } from '../server/cage/ledger.ts';
+import { migrate } from '../server/db/migrate.ts';
+import { createOwnerPool, createRolePool } from '../server/db/pools.ts';
+import type { Platform } from '../server/platform.ts';
+import {
+  benchDatabase, fmtRate, fmtRatio, median, numericFlags, table, timed, UsageError,
+} from './lib/harness.ts';
+import {
+  call, databaseLine, describeAnswer as describe, errorCode as code, Failures, interleavedRounds, probe, startRoles,
+  type Case, type Composition,
+} from './lib/platform.ts';
+
+const USAGE = `usage: npm run bench -- claims [--seconds N] [--rounds N] [--clients N]
+  --seconds  measured seconds per case per round (default 3)
+  --rounds   interleaved rounds; medians are taken over them (default 3)
+  --clients  concurrent HTTP clients in both cases (default 8)
+  DATABASE_URL set: benchmark that database (it is migrated; the users, wallets, claims and grants
+  stay; the board setting is put back); otherwise an embedded, durable PostgreSQL in a temp dir is
+  started and deleted.`;
+
+const SECRET = 'bench-claims-auth-secret-0123456789abcdef';
+const ISSUER = 'https://auth.bench.local';
+const SERVICE_KEY = 'bench-service-key-0123456789abcdef';
+const SECTION = 'weekly_baseline';
+const BASELINE = 500; // the seeded weekly baseline's amount (db/migrations/000004_claim_board.sql)
+const BARE_USERS = 256; // the bare case cycles through these; they never claim
+const WARM_UP_USERS = 1000; // fresh users for the 1 s warm-up
+/** Fresh users before a measured round: the fastest claim rate seen x seconds x this, plus clients. */
+const HEADROOM = 3;
+const BATCH = 1000; // users created per transaction
+
+const log = (msg: string) => console.log(msg);
+
+interface User {
+  userId: string;
+  auth: Record<string, string>;
+}
+
+class OutOfUsers extends Error {}
+
+/**
+ * `n` users as test/helpers/auth.ts bridgedUser makes them (an invite, a bridge sign-in), each with
+ * a random Solana wallet linked through auth.link_wallet and an access JWT good for a day (long runs
+ * must not see their tokens expire). One transaction per batch, as the database owner.
+ */
+async function createUsers(owner: pg.Pool, keys: KeyStore, n: number): Promise<User[]> {
+  const users: User[] = [];
+  for (let done = 0; done < n; done += BATCH) {
+    const size = Math.min(BATCH, n - done);
+    const ids: string[] = [];
+    const client = await owner.connect();
+    try {
+      await client.query('begin');
+      const invite = `inv_${randomBytes(12).toString('hex')}`;
+      await client.query('select auth.mint_invite($1, $2)', [invite, size]);
+      for (let i = 0; i < size; i++) {
+        const { rows } = await client.query<{ user_id: string }>(
+          "select user_id from auth.bridge_sign_in('oidc', $1, null, $2)", [randomUUID(), invite],
+        );
+        const userId = rows[0]!.user_id;
+        await client.query("select * from auth.link_wallet($1, $2, 'solana', 0)", [userId, base58.encode(randomBytes(32))]);
+        ids.push(userId);
+      }
+      await client.query('commit');
+    } catch (err) {
+      await client.query('rollback').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+    for (const userId of ids) {
+      const jwt = await keys.sign({ sub: userId, walletAddress: null }, { ttlSeconds: 86_400 });
+      users.push({ userId, auth: { authorization: `Bearer ${jwt}` } });
+    }
+  }
+  return users;
+}
+
+export default async function claimsBench(args: string[]): Promise<number> {
+  let flags;
+  try {
+    flags = numericFlags(args, { seconds: 3, rounds: 3, clients: 8 }, USAGE);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      console.error(err.message);
+      return 2;
+    }
+    throw err;
+  }
+  const seconds = flags.seconds;
+  const rounds = Math.max(1, Math.round(flags.rounds));
+  const nClients = Math.max(1, Math.round(flags.clients));
+  const began = performance.now();
+
+  const db = await benchDatabase(log);
+  let owner: pg.Pool | undefined;
+  let cagePool: pg.Pool | undefined;
+  let authPool: pg.Pool | undefined;
+  let platform: Platform | undefined;
+  try {
+    await migrate(db.url);
+    owner = createOwnerPool(db.url, 2);
+    cagePool = createRolePool(db.url, 'poker_cage', { max: 1, applicationName: 'bench-claims-audit' });
+    authPool = createRolePool(db.url, 'poker_auth', { max: 1, applicationName: 'bench-claims-auth' });
+    log(await databaseLine(owner, db.source));
+    log(`client: node ${process.version}; ${nClients} HTTP clients in both cases; the auth, game and cage roles run in this process; ${cpus().length} CPUs shared by client, roles and server`);
+
+    // the roles, as test/helpers/platform.ts starts them, with the claim board on
+    const setupStart = performance.now();
+    const started = await startRoles({ databaseUrl: db.url, secret: SECRET, issuer: ISSUER, serviceKey: SERVICE_KEY });
+    platform = started.platform;
+    const { game } = started.urls;
+    const service = { 'x-service-key': SERVICE_KEY };
+    const before = await call(`${game}/admin/claim-settings`, { headers: service });
+    if (before.status !== 200 || typeof before.body?.claimBoardEnabled !== 'boolean') {
+      throw new Error(`reading the claim settings failed: ${describe(before)}`);
+    }
+    const wasEnabled: boolean = before.body.claimBoardEnabled;
+    const on = await call(`${game}/admin/claim-settings`, { method: 'PATCH', headers: service, body: { claimBoardEnabled: true } });
+    if (on.status !== 200 || on.body?.claimBoardEnabled !== true) throw new Error(`enabling the claim board failed: ${describe(on)}`);
+
+    // users: a fixed set for the bare case, fresh ones for the claims (topped up before each round)
+    const keys = createKeyStore(authPool, { secret: SECRET, issuer: ISSUER });
+    const allUsers: User[] = [];
+    const bareUsers = await createUsers(owner, keys, BARE_USERS);
+    allUsers.push(...bareUsers);
+    const fresh: User[] = [];
+    let created = 0;
+    let creating = 0; // seconds spent creating users, setup and top-ups
+    const topUp = async (atLeast: number) => {
+      if (fresh.length >= atLeast) return;
+      const t = performance.now();
+      const more = await createUsers(owner!, keys, atLeast - fresh.length);
+      creating += (performance.now() - t) / 1000;
+      created += more.length;
+      allUsers.push(...more);
+      fresh.push(...more);
+    };
+    await topUp(WARM_UP_USERS);
+    log(`set up ${BARE_USERS} users for the bare case and ${WARM_UP_USERS} fresh users for the claims, each with a linked Solana wallet and a JWT, in ${((performance.now() - setupStart) / 1000).toFixed(1)} s (the roles included)`);
+
+    // ---- the two requests ------------------------------------------------------------------
+    const failures = new Failures();
+    const credited = new Map<string, number>(); // user id -> credited claims (200s)
+    const claim = async (): Promise<number> => {
+      const u = fresh.pop();
+      if (!u) throw new OutOfUsers(`ran out of fresh users (a bench bug: the top-up before the round was too small; ${created} created)`);
+      let a;
+      try {
+        a = await call(`${game}/claim-board/claim`, { headers: u.auth, body: { sectionKey: SECTION } });
+      } catch (err) {
+        failures.add(`claim threw ${(err as Error).name}`, `${u.userId}: ${(err as Error).message}`);
+        return 0;
+      }
+      if (a.status !== 200) {
+        failures.add(`claim ${a.status} ${code(a)}`, `${u.userId}: ${describe(a)}`);
+        return 0;
+      }
+      credited.set(u.userId, (credited.get(u.userId) ?? 0) + 1);
+      if (a.body?.outcome !== 'credited' || a.body?.amount !== BASELINE || a.body?.sectionKey !== SECTION) {
+        // a 200 is a credit (counted, and expected in the balances), but the answer is wrong
+        failures.add('claim 200 with an unexpected body', `${u.userId}: ${describe(a)}`);
+      }
+      return 1;
+    };
+    let bareNext = 0;
+    const bare = async (): Promise<number> => {
+      const u = bareUsers[bareNext++ % bareUsers.length]!;
+      try {
+        const a = await call(`${game}/api/agents`, { headers: u.auth });
+        if (a.status !== 200 || !Array.isArray(a.body?.agents) || a.body.agents.length !== 0) {
+          failures.add(`bare ${a.status} ${code(a)}`, `${u.userId}: ${describe(a)}`);
+          return 0;
+        }
+        return 1;
+      } catch (err) {
+        failures.add(`bare threw ${(err as Error).name}`, `${u.userId}: ${(err as Error).message}`);
+        return 0;
+      }
+    };
+
+    // ---- what one claim and one bare request are made of: probes, measured -------------------
+    await bare(); // the game's first JWT verification fetches the auth role's JWKS: not in a probe
+    const claimMade = await probe(owner, claim, started.urls);
+    const bareMade = await probe(owner, bare, started.urls);
+    const probeFailed = failures.count > 0;
+    if (probeFailed) log(`a probe failed: ${[...failures.byKind.keys()].join(', ')}`);
+
+    // ---- the cases -------------------------------------------------------------------------
+    const CLAIM = `claim@${nClients}`;
+    const BARE = `bare@${nClients}`;
+    let fastestClaims = 0;
+    const cases: Case[] = [
+      {
+        name: CLAIM, unit: 'credited claims',
+        run: async (secs) => {
+          const rate = (await timed(nClients, secs, claim)).perSecond;
+          fastestClaims = Math.max(fastestClaims, rate);
+          return rate;
+        },
+      },
+      { name: BARE, unit: 'requests', run: async (secs) => (await timed(nClients, secs, bare)).perSecond },
+    ];
+    log(`cases (units/s): ${cases.map((c) => `${c.name} = ${c.unit}`).join(', ')}`);
+    log(`${rounds} rounds x ${cases.length} cases x ${seconds} s, order rotated each round; fresh users topped up before each round (untimed)\n`);
+    const { results, busy, failedByRound } = await interleavedRounds({
+      cases, rounds, seconds, failures, noun: 'failed request', log,
+      beforeRound: async (round) => {
+        if (round >= 0) await topUp(Math.ceil(fastestClaims * seconds * HEADROOM) + nClients);
+      },
+    });
+
+    // ---- the report ------------------------------------------------------------------------
+    const rates = (name: string) => results.get(name)!;
+    const ratios = rates(CLAIM).map((v, i) => v / rates(BARE)[i]!);
+    const ratio = median(ratios);
+    const s = nClients > 1 ? 's' : '';
+    log('\nmedian rates over rounds (node busy: the median share of the time this process\'s event loop, which runs the\nclient and all three roles, was not idle)');
+    log(table(
+      ['case', 'per second (median)', 'unit', 'rounds', 'node busy'],
+      cases.map((c) => [
+        c.name, fmtRate(median(rates(c.name))), c.unit, rates(c.name).map(fmtRate).join(' / '),
+        `${(100 * median(busy.get(c.name)!)).toFixed(0)}%`,
+      ]),
+    ));
+    log('');
+    log(`credited claims vs bare authenticated requests at ${nClients} client${s} = ${fmtRatio(ratio)} (median of within-round ratios: ${ratios.map(fmtRatio).join(', ')})`);
+    const n = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;
+    const made = (what: string, c: Composition) =>
+      `one ${what} = ${n(c.entries, 'journal transaction')} + ${n(c.interRole, 'HTTP call')} between roles${c.interRoleDetail} + ${n(c.client, 'client call')}${c.clientDetail}; the roles sent ${n(c.sql, 'SQL statement')}, ${c.writes} of them transactions that wrote`;
+    log(`${probeFailed ? '(a probe failed: what follows may be a failed request) ' : ''}${made('credited claim', claimMade)} (each commit waits for its WAL flush)`);
+    log(made('bare request', bareMade));
+    const latency = (name: string) => (median(rates(name)) > 0 ? (1000 * nClients / median(rates(name))).toFixed(1) : '-');
+    log(`at ${nClients} client${s} a claim takes ~${latency(CLAIM)} ms and a bare request ~${latency(BARE)} ms (clients / rate)`);
+    log(`users: ${BARE_USERS} for the bare case, ${created} fresh for the claims (${fresh.length} left unused), created in ${creating.toFixed(1)} s outside the timed runs`);
+
+    log('');
+    if (failures.count) {
+      log(`FAILED requests: ${failures.count} (${failedByRound.join(' / ')} in the measured rounds; the rest in the probes or the warm-up), by kind:`);
+      for (const line of failures.lines()) log(line);
+    } else {
+      log('requests: every claim answered 200 credited and every bare request 200');
+    }
+
+    // the board as it was (it matters only in a database that stays)
+    if (!wasEnabled) {
+      const off = await call(`${game}/admin/claim-settings`, { method: 'PATCH', headers: service, body: { claimBoardEnabled: false } });
+      if (off.status !== 200) log(`putting the claim board back off failed: ${describe(off)}`);
+    }
+    await platform.stop();
+    platform = undefined;
+
+    // ---- the checks ------------------------------------------------------------------------
+    const totalCredited = [...credited.values()].reduce((a, b) => a + b, 0);
+    const { rows } = await owner.query<{ user_id: string; play: string; ledger_rows: number; ledger_amount: string }>(
+      `select u.id::text as user_id,
+              coalesce((select sum(a.balance) from cage.cage_accounts a
+                         where a.account_type = 'user' and a.user_id = u.id and a.money_kind = 'play'), 0)::text as play,
+              (select count(*) from claims.claim_ledger l where l.user_id = u.id)::int as ledger_rows,
+              coalesce((select sum(l.amount) from claims.claim_ledger l where l.user_id = u.id), 0)::text as ledger_amount
+         from unnest($1::uuid[]) as u(id)`,
+      [allUsers.map((u) => u.userId)],
+    );
+    const ledgerRows = rows.reduce((n, r) => n + r.ledger_rows, 0);
+    const wrong: string[] = [];
+    for (const r of rows) {
+      const n = credited.get(r.user_id) ?? 0;
+      if (r.ledger_rows !== n || BigInt(r.ledger_amount) !== BigInt(BASELINE * n) || BigInt(r.play) !== BigInt(BASELINE * n)) {
+        wrong.push(`${r.user_id}: ${n} credited, ${r.ledger_rows} ledger row(s) of ${r.ledger_amount}, play balance ${r.play}`);
+      }
+    }
+    let ledgerOk = ledgerRows === totalCredited;
+    let ledgerNote = `${ledgerRows} rows for the bench's ${allUsers.length} users`;
+    if (db.source === 'embedded') {
+      const all = (await owner.query<{ n: number }>('select count(*)::int as n from claims.claim_ledger')).rows[0]!.n;
+      ledgerOk &&= all === totalCredited;
+      ledgerNote = `${all} rows in all`;
+    }
+    log(`claim ledger: ${ledgerNote}, credited claims (200s): ${totalCredited}${ledgerOk ? '' : '  <- MISMATCH'}`);
+    log(wrong.length
+      ? `users: ${wrong.length} of ${allUsers.length} whose ledger rows or play balance are not ${BASELINE} x their credited claims:\n  ${wrong.slice(0, 20).join('\n  ')}`
+      : `users: all ${allUsers.length} with ledger rows and a play balance of ${BASELINE} x their credited claims (${credited.size} credited once, the rest none)`);
+
+    const auditStart = performance.now();
+    const violations = await audit(cagePool);
+    if (violations.length) {
+      log(`audit: ${violations.length} violation(s):`);
+      for (const v of violations.slice(0, 20)) log(`  ${v.invariant} ${v.subject} ${JSON.stringify(v.detail)}`);
+    } else {
+      log(`audit: clean (0 violations, ${((performance.now() - auditStart) / 1000).toFixed(1)} s)`);
+    }
+    log(`total ${((performance.now() - began) / 1000).toFixed(0)} s`);
+    return failures.count || !ledgerOk || wrong.length || violations.length ? 1 : 0;
+  } finally {
+    await platform?.stop().catch(() => undefined);
+    await authPool?.end().catch(() => undefined);
+    await cagePool?.end().catch(() => undefined);
+    await owner?.end().catch(() => undefined);
+    await db.stop();
+  }
+}
