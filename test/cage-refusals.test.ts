@@ -386,12 +386,14 @@ describe('grant', () => {
     expect(await m.balance(p.auth)).toBe(500);
     expect(await grant({ recipient, amount: 500, claimId })).toEqual({ status: 200, body: { ok: true, idempotent: true, claimId, amount: 500, txHash: claimId } });
     expect(await m.balance(p.auth)).toBe(500);
-    expect(await grant({ recipient, amount: 600, claimId })).toEqual(refused(409, 'ref_id_conflict'));
+    // refused, with the original grant shown (so a claim retried after a lost answer recognises it)
+    const original = { userId: p.userId, recipient, amount: 500, txHash: claimId };
+    expect(await grant({ recipient, amount: 600, claimId })).toEqual({ status: 409, body: { error: 'ref_id_conflict', original } });
     // the same claim id for another (linked) recipient is a conflict, not a silent replay
     const other = await m.player();
     const otherWallet = solanaAddress();
     await db.owner.query("select * from auth.link_wallet($1, $2, 'solana', 0)", [other.userId, otherWallet]);
-    expect(await grant({ recipient: otherWallet, amount: 500, claimId })).toEqual(refused(409, 'ref_id_conflict'));
+    expect(await grant({ recipient: otherWallet, amount: 500, claimId })).toEqual({ status: 409, body: { error: 'ref_id_conflict', original } });
     expect(await m.balance(other.auth)).toBe(0);
 
     expect(await grant({ recipient: solanaAddress(), amount: 500, claimId: `claim-${randomUUID()}` })).toEqual(refused(404, 'recipient_not_found'));

@@ -4,7 +4,7 @@
 // from the agent registry, and the operator's catalog and settings. Every grant goes through a
 // fault-injecting proxy in front of the cage (BANK_URL); a second game role reads wallets from a
 // dead auth address (AUTH_URL). The cage audit closes the file.
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { finishedSpans, installTelemetry, resetSpans, shutdownTelemetry } from '../server/telemetry/index.ts';
 import { expectCleanAudit } from './helpers/cage.ts';
@@ -615,4 +615,51 @@ test('GET/PATCH /admin/claim-settings: fail-closed defaults per environment, edi
   });
   expect((await c.settings()).body).toEqual({ environment: 'local', claimBoardEnabled: true, playTransferGateEnabled: true });
   expect((await c.settings({ environment: 'staging', claimBoardEnabled: false })).status).toBe(200);
+});
+
+test('a lost grant answer, then the amount and the wallet change: the retry credits what was minted and mints nothing more', async () => {
+  const p = await m.player();
+  const first = await linkSolana(db, p.userId);
+  const key = `lost_${randomBytes(3).toString('hex')}`;
+  expect((await call(`${m.game}/admin/claim-sections`, { headers: m.service, body: { key, kind: 'unlock', cadence: 'once', conditionKey: `cond_${key}`, amount: 1000, order: 50 } })).status).toBe(201);
+  await c.light(p.userId, `cond_${key}`);
+  const id = specClaimId(p.userId, key, 'once');
+  bankProxy.faults('/api/grant', { drop: 0, loseAnswer: 1 });
+  try {
+    expect(await c.claim(p.auth, { sectionKey: key }, NOW)).toEqual({ status: 502, body: { error: 'grant_failed' } });
+  } finally {
+    bankProxy.faults('/api/grant', { drop: 0, loseAnswer: 0 });
+  }
+  expect(await m.balance(p.auth)).toBe(1000);
+  // the operator raises the amount, and the player swaps wallets, before retrying
+  expect((await call(`${m.game}/admin/claim-sections`, { method: 'PATCH', headers: m.service, body: { key, amount: 1200 } })).status).toBe(200);
+  await db.owner.query('select * from auth.unlink_wallet($1, $2)', [p.userId, first]);
+  await linkSolana(db, p.userId);
+  const retry = await c.claim(p.auth, { sectionKey: key }, NOW);
+  expect(retry).toMatchObject({ status: 200, body: { outcome: 'credited', amount: 1000, claimId: id } });
+  expect(await rec.grants(id)).toHaveLength(1);
+  expect(await m.balance(p.auth)).toBe(1000);
+  expect(await rec.ledger(p.userId)).toEqual([{ section_key: key, period: 'once', amount: 1000, claim_id: id, grant_tx: id }]);
+});
+
+test('a zero-amount section is credited with nothing minted', async () => {
+  const p = await m.player();
+  await linkSolana(db, p.userId);
+  const key = `zero_${randomBytes(3).toString('hex')}`;
+  expect((await call(`${m.game}/admin/claim-sections`, { headers: m.service, body: { key, kind: 'unlock', cadence: 'once', conditionKey: `cond_${key}`, amount: 0, order: 51 } })).status).toBe(201);
+  await c.light(p.userId, `cond_${key}`);
+  const r = await c.claim(p.auth, { sectionKey: key }, NOW);
+  expect(r).toMatchObject({ status: 200, body: { outcome: 'credited', amount: 0, grantTx: null } });
+  expect(await rec.grants(specClaimId(p.userId, key, 'once'))).toEqual([]);
+  expect(await m.balance(p.auth)).toBe(0);
+  expect(await c.claim(p.auth, { sectionKey: key }, NOW)).toMatchObject({ status: 409, body: { outcome: 'already_claimed' } });
+});
+
+test('identity in the body: the caller\'s own id in any case, or null, is not a forgery', async () => {
+  const p = await m.player();
+  await linkSolana(db, p.userId);
+  for (const userId of [p.userId.toUpperCase(), null]) {
+    const r = await c.claim(p.auth, { sectionKey: 'seat_agent', userId }, NOW);
+    expect([userId, r.status, r.body.outcome]).toEqual([userId, 409, 'locked']);
+  }
 });

@@ -50,9 +50,23 @@ export function installMoneyRoutes(
   app.post('/api/grant', service, async (req, res) => {
     const b = parse(grantBody, req.body);
     const amount = amountOf(b.amount);
-    const { rows } = await pool.query('select user_id, amount, ref_id, status from cage.grant_play_chips($1, $2, $3)', [
-      b.recipient, amount.toString(), b.claimId,
-    ]);
+    let rows;
+    try {
+      ({ rows } = await pool.query('select user_id, amount, ref_id, status from cage.grant_play_chips($1, $2, $3)', [
+        b.recipient, amount.toString(), b.claimId,
+      ]));
+    } catch (err) {
+      // a claim id already granted with other values: refused, and the original is shown, so a
+      // caller retrying after a lost answer (with a since-changed wallet or amount) can recognise
+      // its own earlier grant instead of minting again
+      if ((err as { code?: string }).code !== 'CGREF') throw err;
+      const original = await pool.query(
+        "select memo ->> 'user_id' as user_id, memo ->> 'recipient' as recipient, amounts[2] as amount from cage.cage_entries where ref_id = $1 and kind = 'grant'",
+        [b.claimId],
+      );
+      const o = original.rows[0];
+      throw new ApiError(409, 'ref_id_conflict', undefined, o ? { original: { userId: o.user_id, recipient: o.recipient, amount: Number(o.amount), txHash: b.claimId } } : {});
+    }
     const g = rows[0];
     // txHash: on the cage the "mint transaction" is the journal entry, whose ref id is the claim id
     if (g.status === 'replayed') return void res.json({ ok: true, idempotent: true, claimId: b.claimId, amount: Number(g.amount), txHash: g.ref_id });

@@ -104,21 +104,35 @@ export function createClaimBoard(deps: ClaimBoardDeps) {
       }
       const recipient = wallets.body.wallets[0]?.address;
       if (!recipient) throw new ApiError(409, 'wallet_not_linked');
-      const grant = await deps.bank.post<{ txHash?: string; idempotent?: boolean }>('/api/grant', { recipient, amount: step.amount, claimId: id });
-      if (!grant.ok) {
-        log.warn({ userId, sectionKey, status: grant.status, error: grant.body.error }, 'claim: the grant failed; nothing committed');
-        throw new ApiError(502, 'grant_failed');
+      let amount = step.amount!;
+      let grantTx: string | null = null;
+      let replayedGrant = false;
+      if (amount > 0n) {
+        const grant = await deps.bank.post<{ txHash?: string; idempotent?: boolean }>('/api/grant', { recipient, amount, claimId: id });
+        const original = !grant.ok ? (grant.body as { original?: { userId: string; amount: number; txHash: string } }).original : undefined;
+        if (grant.ok) {
+          grantTx = grant.body.txHash ?? id;
+          replayedGrant = grant.body.idempotent === true;
+        } else if (grant.status === 409 && grant.body.error === 'ref_id_conflict' && original?.userId === userId) {
+          // this claim's grant minted on an earlier attempt whose answer was lost, before the
+          // wallet or the amount changed: credit what was minted, mint nothing more
+          amount = BigInt(original.amount);
+          grantTx = original.txHash;
+          replayedGrant = true;
+        } else {
+          log.warn({ userId, sectionKey, status: grant.status, error: grant.body.error }, 'claim: the grant failed; nothing committed');
+          throw new ApiError(502, 'grant_failed');
+        }
       }
-      // 6. the ledger row and the claimed state
+      // 6. the ledger row and the claimed state (a zero-amount section is credited, nothing minted)
       await client.query('select claims.finish_claim($1, $2, $3, $4, $5, $6)', [
-        userId, sectionKey, step.period, step.amount!.toString(), id, grant.body.txHash ?? id,
+        userId, sectionKey, step.period, amount.toString(), id, grantTx,
       ]);
       await client.query('commit');
       open = false;
-      log.info({ userId, sectionKey, amount: step.amount!.toString(), period: step.period, replayedGrant: grant.body.idempotent === true }, 'claim credited');
+      log.info({ userId, sectionKey, amount: amount.toString(), period: step.period, replayedGrant }, 'claim credited');
       return {
-        outcome: 'credited' as Outcome, sectionKey, amount: Number(step.amount), period: step.period!, claimId: id,
-        grantTx: grant.body.txHash ?? id,
+        outcome: 'credited' as Outcome, sectionKey, amount: Number(amount), period: step.period!, claimId: id, grantTx,
       };
     } finally {
       if (open) await client.query('rollback').catch(() => undefined);
@@ -161,7 +175,8 @@ export function installClaimRoutes(
         throw new ApiError(400, 'bad_request', [{ path: ['sectionKey'], message: 'the section key to claim', code: 'invalid_type' }]);
       }
       // identity comes from the JWT only: a body naming another user is a forgery
-      const named = IDENTITY_FIELDS.filter((f) => body[f] !== undefined && body[f] !== userId);
+      const named = IDENTITY_FIELDS.filter((f) => body[f] !== undefined && body[f] !== null
+        && (typeof body[f] !== 'string' || (body[f] as string).toLowerCase() !== userId.toLowerCase()));
       let result;
       if (named.length) {
         result = { outcome: 'forged' as Outcome, sectionKey: body.sectionKey };
