@@ -92,9 +92,17 @@ begin
   if p_environment is null or p_environment not in ('all', 'local', 'staging', 'production') then
     perform claims_private.refuse('invalid_environment', 'all, local, staging or production');
   end if;
-  if p_section is null or jsonb_typeof(p_section) <> 'object' or jsonb_typeof(p_section -> 'key') <> 'string'
-     or p_section ->> 'kind' is null or p_section ->> 'cadence' is null then
-    perform claims_private.refuse('invalid_section', 'key, kind and cadence are required');
+  -- `is distinct from`: a missing field is a null type, which `<>` would let through
+  if p_section is null or jsonb_typeof(p_section) is distinct from 'object'
+     or jsonb_typeof(p_section -> 'key') is distinct from 'string'
+     or jsonb_typeof(p_section -> 'kind') is distinct from 'string'
+     or jsonb_typeof(p_section -> 'cadence') is distinct from 'string' then
+    perform claims_private.refuse('invalid_section', 'key, kind and cadence are required strings');
+  end if;
+  if coalesce(jsonb_typeof(p_section -> 'conditionKey'), 'null') not in ('string', 'null')
+     or coalesce(jsonb_typeof(p_section -> 'order'), 'null') not in ('number', 'null')
+     or coalesce(jsonb_typeof(p_section -> 'enabled'), 'null') not in ('boolean', 'null') then
+    perform claims_private.refuse('invalid_section', 'conditionKey a string, order an integer, enabled a boolean');
   end if;
   insert into claims.claim_sections as s (environment, key, condition_key, kind, amount, "order", enabled, cadence)
   values (p_environment, p_section ->> 'key', p_section ->> 'conditionKey', p_section ->> 'kind',
@@ -107,7 +115,7 @@ begin
   end if;
   return v_row;
 exception
-  when check_violation or invalid_text_representation then
+  when check_violation or invalid_text_representation or numeric_value_out_of_range then
     perform claims_private.refuse('invalid_section', sqlerrm);
 end;
 $$;
@@ -143,7 +151,12 @@ begin
     perform claims_private.refuse('kind_cadence_immutable', 'kind and cadence never change: use a new key');
   end if;
   if p_patch ? 'amount' then v_row.amount := claims_private.amount_of(p_patch -> 'amount'); end if;
-  if p_patch ? 'conditionKey' then v_row.condition_key := p_patch ->> 'conditionKey'; end if;
+  if p_patch ? 'conditionKey' then
+    if jsonb_typeof(p_patch -> 'conditionKey') not in ('string', 'null') then
+      perform claims_private.refuse('invalid_section', 'conditionKey is a string (null for the baseline)');
+    end if;
+    v_row.condition_key := p_patch ->> 'conditionKey';
+  end if;
   if p_patch ? 'order' then
     if jsonb_typeof(p_patch -> 'order') <> 'number' then perform claims_private.refuse('invalid_section', 'order is an integer'); end if;
     v_row."order" := (p_patch ->> 'order')::integer;
@@ -177,6 +190,9 @@ as $$
 declare
   v_row claims.claim_sections;
 begin
+  if p_environment is null or p_environment not in ('all', 'local', 'staging', 'production') then
+    perform claims_private.refuse('invalid_environment', 'all, local, staging or production');
+  end if;
   delete from claims.claim_sections s where s.environment = p_environment and s.key = p_key returning s.* into v_row;
   if v_row.id is null then
     perform claims_private.refuse('section_not_found', format('%s in %s', p_key, p_environment));

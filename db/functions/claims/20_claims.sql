@@ -36,16 +36,18 @@ as $$
                when s.kind = 'baseline' then u.user_id is null or u.period is distinct from claims_private.period_of(s.cadence, p_now)
                else coalesce(u.state = 'lit', false)
              end
+             -- an unlock pays once ever: any ledger row of the key blocks it, whatever its period
              and not exists (select from claims.claim_ledger l
                               where l.user_id = p_user_id and l.section_key = s.key
-                                and l.period = claims_private.period_of(s.cadence, p_now)) as claimable
+                                and (s.kind = 'unlock' or l.period = claims_private.period_of(s.cadence, p_now))) as claimable
     ) c
    order by (s.kind = 'baseline') desc, s."order", s.key
 $$;
 
 -- A condition met for a user: every live, enabled unlock section bound to the key becomes lit
 -- (locked -> lit, lit_at set); lit or claimed sections are unchanged. Idempotent; a replayed
--- idempotency key lights nothing new. Refused while the board is off.
+-- idempotency key lights nothing new (it reports the sections as they stand), and the same key
+-- for another user or condition is refused. Refused while the board is off.
 create or replace function claims.mark_condition_met(
   p_environment text, p_user_id uuid, p_condition_key text, p_idempotency_key text
 ) returns table (section_key text, state text, newly_lit boolean, replayed boolean)
@@ -55,6 +57,7 @@ as $$
 #variable_conflict use_column
 declare
   v_replayed boolean := false;
+  v_event claims.condition_events;
 begin
   if p_user_id is null or p_condition_key is null or p_condition_key !~ '^[a-z0-9][a-z0-9_.:-]{0,63}$' then
     perform claims_private.refuse('invalid_condition', 'a user id and a condition key');
@@ -70,7 +73,22 @@ begin
     values (p_idempotency_key, p_user_id, p_condition_key)
     on conflict (idempotency_key) do nothing;
     v_replayed := not found;
+    if v_replayed then
+      select * into v_event from claims.condition_events e where e.idempotency_key = p_idempotency_key;
+      if v_event.user_id <> p_user_id or v_event.condition_key <> p_condition_key then
+        perform claims_private.refuse('invalid_condition', 'this idempotency key was used for another user or condition');
+      end if;
+      return query
+      select s.key, coalesce(u.state, 'locked'), false, true
+        from claims.resolved_sections(p_environment) s
+        left join claims.user_claim_sections u on u.user_id = p_user_id and u.section_key = s.key
+       where s.kind = 'unlock' and s.condition_key = p_condition_key
+       order by s.key;
+      return;
+    end if;
   end if;
+  -- the outer select sees the rows as they were before `lit` (one snapshot for the statement):
+  -- a section it lit is 'lit', whatever its old row said
   return query
   with bound as (
     select s.key from claims.resolved_sections(p_environment) s
@@ -83,7 +101,7 @@ begin
       where u.state = 'locked'
     returning u.section_key
   )
-  select b.key, coalesce(u.state, 'lit'), (l.section_key is not null), v_replayed
+  select b.key, case when l.section_key is not null then 'lit' else coalesce(u.state, 'lit') end, (l.section_key is not null), v_replayed
     from bound b
     left join lit l on l.section_key = b.key
     left join claims.user_claim_sections u on u.user_id = p_user_id and u.section_key = b.key
@@ -120,13 +138,16 @@ begin
   end if;
   -- 2. the period (and so the claim id the caller derives from it)
   v_period := claims_private.period_of(v_section.cadence, p_now);
-  -- 3. the user's row, locked (created locked when missing), then the ledger
+  -- 3. the user's row, locked (created locked when missing), then the ledger: the claim of this
+  --    period, or for an unlock any claim of the key ever (it pays once, even after a
+  --    delete-and-recreate that changed its cadence)
   insert into claims.user_claim_sections (user_id, section_key) values (p_user_id, v_section.key)
   on conflict (user_id, section_key) do nothing;
   select * into v_row from claims.user_claim_sections u
    where u.user_id = p_user_id and u.section_key = v_section.key for update;
   if exists (select from claims.claim_ledger l
-              where l.user_id = p_user_id and l.section_key = v_section.key and l.period = v_period) then
+              where l.user_id = p_user_id and l.section_key = v_section.key
+                and (v_section.kind = 'unlock' or l.period = v_period)) then
     return query select 'already_claimed'::text, v_section.amount, v_period, v_section.kind;
     return;
   end if;

@@ -1,0 +1,535 @@
+// The claim board per user: conditions met (markConditionMet), the claim done as the game role's
+// HTTP layer does it (begin, claims.begin_claim, the grant, claims.finish_claim, commit, on one
+// client), every row of the spec's claim section state table, the weekly baseline across ISO
+// weeks, claim-once under concurrency and below the functions, the append-only ledger, and the
+// agent registry whose events are the unlock conditions. Called as the game role.
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import { keccak256, toHex } from 'viem';
+import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
+
+let db: TestDatabase;
+let game: pg.Pool;
+beforeAll(async () => {
+  db = await createTestDatabase();
+  game = db.pool('poker_game');
+  await game.query('select * from claims.set_board_settings($1, $2, $3)', ['local', true, null]);
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+const ENV = 'local';
+const user = () => randomUUID();
+let seq = 0;
+const newKey = (prefix = 'sec') => `${prefix}_${process.pid}_${++seq}`;
+/** spec: claim_id = keccak256 over the text `userId:sectionKey:period` */
+const claimIdOf = (userId: string, sectionKey: string, period: string) => keccak256(toHex(`${userId}:${sectionKey}:${period}`));
+
+// Monday-to-Sunday ISO weeks of January 2026 (2026-01-01 is a Thursday, so 2026-W01 began on 2025-12-29)
+const W02 = new Date('2026-01-07T10:00:00Z');
+const W03 = new Date('2026-01-14T10:00:00Z');
+const W04 = new Date('2026-01-21T10:00:00Z');
+const W05 = new Date('2026-01-28T10:00:00Z');
+const NOW = W02;
+
+interface Mark { section_key: string; state: string; newly_lit: boolean; replayed: boolean }
+const mark = async (userId: string, conditionKey: string, idempotencyKey: string | null = randomUUID(), env = ENV) =>
+  (await game.query<Mark>('select * from claims.mark_condition_met($1, $2, $3, $4)', [env, userId, conditionKey, idempotencyKey])).rows;
+
+interface Step { outcome: string; amount: bigint | null; period: string | null; kind: string | null }
+const beginClaim = async (c: pg.PoolClient | pg.Pool, userId: string, key: string | null, now: Date = NOW, env = ENV) =>
+  (await c.query<Step>('select * from claims.begin_claim($1, $2, $3, $4)', [env, userId, key, now])).rows[0]!;
+const finishClaim = async (c: pg.PoolClient | pg.Pool, userId: string, key: string, step: Step, id = claimIdOf(userId, key, step.period!)) =>
+  (await c.query('select * from claims.finish_claim($1, $2, $3, $4, $5, $6)', [userId, key, step.period, String(step.amount), id, `tx:${id}`])).rows[0];
+
+/** The claim as server/game/claims.ts does it: one transaction held open around the grant. */
+async function claim(userId: string, key: string, now: Date = NOW, env = ENV) {
+  const c = await game.connect();
+  try {
+    await c.query('begin');
+    const step = await beginClaim(c, userId, key, now, env);
+    if (step.outcome !== 'proceed') {
+      await c.query('rollback');
+      return { outcome: step.outcome, step };
+    }
+    // (the wallet read and the grant happen here, over HTTP)
+    const entry = await finishClaim(c, userId, key, step);
+    await c.query('commit');
+    return { outcome: 'credited', step, entry };
+  } catch (err) {
+    await c.query('rollback');
+    throw err;
+  } finally {
+    c.release();
+  }
+}
+
+const userRow = async (userId: string, key: string) =>
+  (await db.owner.query('select * from claims.user_claim_sections where user_id = $1 and section_key = $2', [userId, key])).rows[0];
+const ledger = async (userId: string, key?: string) =>
+  (await db.owner.query('select * from claims.claim_ledger where user_id = $1 and ($2::text is null or section_key = $2) order by id', [userId, key ?? null])).rows;
+const boardOf = async (userId: string, now: Date = NOW, env = ENV) =>
+  (await game.query('select * from claims.board($1, $2, $3)', [env, userId, now])).rows;
+const sectionOf = async (userId: string, key: string, now: Date = NOW, env = ENV) =>
+  (await boardOf(userId, now, env)).find((s) => s.key === key);
+
+/** Resolves once a query of the game role waits on a lock. */
+async function waitForLockWait() {
+  for (let i = 0; i < 300; i++) {
+    const { rows } = await db.owner.query(
+      "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'poker_game' and wait_event_type = 'Lock'");
+    if (rows[0].n > 0) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error('no game query waited on a lock');
+}
+
+/** A fresh unlock section in `all`, bound to a fresh condition, so a test's catalog edits touch no other test. */
+async function freshUnlock(amount = 700) {
+  const key = newKey();
+  const condition = newKey('cond');
+  await game.query('select * from claims.create_section($1, $2)', ['all', JSON.stringify({
+    key, kind: 'unlock', cadence: 'once', conditionKey: condition, amount, order: 60,
+  })]);
+  return { key, condition };
+}
+
+describe('markConditionMet', () => {
+  test('locked -> lit: lit_at set; again: unchanged and idempotent; a replayed idempotency key reports replayed', async () => {
+    const u = user();
+    expect(await sectionOf(u, 'connect_wallet')).toMatchObject({ state: 'locked', claimable: false, lit_at: null });
+
+    expect(await mark(u, 'wallet_linked', 'wl-1')).toEqual([{ section_key: 'connect_wallet', state: 'lit', newly_lit: true, replayed: false }]);
+    const lit = await userRow(u, 'connect_wallet');
+    expect(lit).toMatchObject({ state: 'lit', claimed_at: null, period: null, claim_id: null });
+    expect(lit.lit_at).toBeInstanceOf(Date);
+    expect(await sectionOf(u, 'connect_wallet')).toMatchObject({ state: 'lit', claimable: true, lit_at: lit.lit_at });
+
+    // the same condition again, under another key: nothing changes (lit_at kept)
+    expect(await mark(u, 'wallet_linked', 'wl-2')).toEqual([{ section_key: 'connect_wallet', state: 'lit', newly_lit: false, replayed: false }]);
+    // without a key
+    expect(await mark(u, 'wallet_linked', null)).toEqual([{ section_key: 'connect_wallet', state: 'lit', newly_lit: false, replayed: false }]);
+    // the first key again: a replay
+    expect(await mark(u, 'wallet_linked', 'wl-1')).toEqual([{ section_key: 'connect_wallet', state: 'lit', newly_lit: false, replayed: true }]);
+    expect(await userRow(u, 'connect_wallet')).toEqual(lit);
+    // only the bound section was touched
+    expect((await db.owner.query('select section_key from claims.user_claim_sections where user_id = $1', [u])).rows).toEqual([{ section_key: 'connect_wallet' }]);
+    expect(await ledger(u)).toEqual([]);
+  });
+
+  test('a replayed idempotency key lights nothing, and is refused for another user or condition', async () => {
+    const a = user();
+    const b = user();
+    const key = `replay-${randomUUID()}`;
+    await mark(a, 'wallet_linked', key);
+    await expect(mark(b, 'wallet_linked', key)).rejects.toMatchObject({ code: 'CLCND', message: 'invalid_condition' });
+    await expect(mark(a, 'agent_seated', key)).rejects.toMatchObject({ code: 'CLCND', message: 'invalid_condition' });
+    expect(await userRow(b, 'connect_wallet')).toBeUndefined();
+    expect(await userRow(a, 'seat_agent')).toBeUndefined();
+    expect(await mark(a, 'wallet_linked', key)).toEqual([{ section_key: 'connect_wallet', state: 'lit', newly_lit: false, replayed: true }]);
+  });
+
+  test('a section already holding a locked row (left by a committed begin_claim) becomes lit, and says so', async () => {
+    const u = user();
+    // a caller that commits a `locked` outcome leaves the locked row behind
+    expect(await beginClaim(game, u, 'seat_agent')).toMatchObject({ outcome: 'locked' });
+    expect(await userRow(u, 'seat_agent')).toMatchObject({ state: 'locked', lit_at: null });
+    expect(await mark(u, 'agent_seated')).toEqual([{ section_key: 'seat_agent', state: 'lit', newly_lit: true, replayed: false }]);
+    expect(await userRow(u, 'seat_agent')).toMatchObject({ state: 'lit', lit_at: expect.any(Date) });
+    expect(await claim(u, 'seat_agent')).toMatchObject({ outcome: 'credited' });
+  });
+
+  test('lights every live section bound to the key and only those; an unbound key lights nothing', async () => {
+    const condition = newKey('cond');
+    const [one, two, hidden] = [newKey(), newKey(), newKey()];
+    for (const key of [one, two, hidden]) {
+      await game.query('select * from claims.create_section($1, $2)', ['all', JSON.stringify({ key, kind: 'unlock', cadence: 'once', conditionKey: condition, amount: 1, order: 70 })]);
+    }
+    await game.query('select * from claims.patch_section($1, $2, $3)', [ENV, hidden, JSON.stringify({ enabled: false })]);
+    const u = user();
+    expect(await mark(u, condition)).toEqual([one, two].sort().map((k) => ({ section_key: k, state: 'lit', newly_lit: true, replayed: false })));
+    expect(await userRow(u, hidden)).toBeUndefined();
+    expect(await mark(u, newKey('unbound'))).toEqual([]);
+    // the baseline has no condition and is never lit by one
+    expect(await userRow(u, 'weekly_baseline')).toBeUndefined();
+  });
+
+  test('refused when the board is off, for a bad condition key, user or environment; nothing written', async () => {
+    const u = user();
+    // staging was never set: fail closed
+    await expect(mark(u, 'wallet_linked', 'k', 'staging')).rejects.toMatchObject({ code: 'CLOFF', message: 'claim_board_disabled' });
+    for (const [userId, condition] of [[u, 'Bad Key'], [u, ''], [u, null], [null, 'wallet_linked']] as const) {
+      await expect(game.query('select * from claims.mark_condition_met($1, $2, $3, $4)', [ENV, userId, condition, 'k']))
+        .rejects.toMatchObject({ code: 'CLCND', message: 'invalid_condition' });
+    }
+    await expect(mark(u, 'wallet_linked', '')).rejects.toMatchObject({ code: 'CLCND' });
+    await expect(mark(u, 'wallet_linked', 'x'.repeat(201))).rejects.toMatchObject({ code: 'CLCND' });
+    await expect(mark(u, 'wallet_linked', 'k', 'all')).rejects.toMatchObject({ code: 'CLENV', message: 'invalid_environment' });
+    expect(await userRow(u, 'connect_wallet')).toBeUndefined();
+    expect((await db.owner.query('select count(*)::int as n from claims.condition_events where user_id = $1', [u])).rows[0].n).toBe(0);
+  });
+});
+
+describe('the claim (state table)', () => {
+  test('lit (unlock) -> claimed: one ledger row with the grant, claimed_at, period `once` and the claim id', async () => {
+    const u = user();
+    await mark(u, 'wallet_linked');
+    const r = await claim(u, 'connect_wallet');
+    const id = claimIdOf(u, 'connect_wallet', 'once');
+    expect(r.step).toEqual({ outcome: 'proceed', amount: 500n, period: 'once', kind: 'unlock' });
+    expect(r.entry).toMatchObject({ user_id: u, section_key: 'connect_wallet', period: 'once', amount: 500n, claim_id: id, grant_tx: `tx:${id}` });
+    expect(await ledger(u)).toEqual([r.entry]);
+    const row = await userRow(u, 'connect_wallet');
+    expect(row).toMatchObject({ state: 'claimed', period: 'once', claim_id: id, lit_at: expect.any(Date), claimed_at: expect.any(Date) });
+    expect(await sectionOf(u, 'connect_wallet')).toMatchObject({ state: 'claimed', claimable: false, period: 'once' });
+
+    // claimed + markConditionMet again: unchanged
+    expect(await mark(u, 'wallet_linked')).toEqual([{ section_key: 'connect_wallet', state: 'claimed', newly_lit: false, replayed: false }]);
+    expect(await userRow(u, 'connect_wallet')).toEqual(row);
+
+    // claimed + claim: already_claimed, credits nothing
+    expect(await claim(u, 'connect_wallet')).toEqual({
+      outcome: 'already_claimed', step: { outcome: 'already_claimed', amount: 500n, period: 'once', kind: 'unlock' },
+    });
+    expect(await ledger(u)).toEqual([r.entry]);
+    expect(await userRow(u, 'connect_wallet')).toEqual(row);
+  });
+
+  test('locked + claim: locked, nothing written', async () => {
+    const u = user();
+    expect(await claim(u, 'inspect_decision')).toEqual({
+      outcome: 'locked', step: { outcome: 'locked', amount: 1000n, period: 'once', kind: 'unlock' },
+    });
+    expect(await userRow(u, 'inspect_decision')).toBeUndefined();
+    expect(await ledger(u)).toEqual([]);
+    expect(await sectionOf(u, 'inspect_decision')).toMatchObject({ state: 'locked', claimable: false });
+  });
+
+  test('the baseline with no user row is claimable; claimed this week it is already_claimed', async () => {
+    const u = user();
+    expect(await sectionOf(u, 'weekly_baseline')).toMatchObject({ kind: 'baseline', state: 'lit', claimable: true, period: '2026-W02' });
+    const r = await claim(u, 'weekly_baseline');
+    expect(r.step).toEqual({ outcome: 'proceed', amount: 500n, period: '2026-W02', kind: 'baseline' });
+    expect(await ledger(u)).toEqual([expect.objectContaining({
+      section_key: 'weekly_baseline', period: '2026-W02', amount: 500n, claim_id: claimIdOf(u, 'weekly_baseline', '2026-W02'),
+    })]);
+    expect(await userRow(u, 'weekly_baseline')).toMatchObject({
+      state: 'claimed', period: '2026-W02', claim_id: claimIdOf(u, 'weekly_baseline', '2026-W02'), claimed_at: expect.any(Date),
+    });
+    expect(await sectionOf(u, 'weekly_baseline')).toMatchObject({ state: 'claimed', claimable: false, period: '2026-W02' });
+    // later the same ISO week (Sunday, last second)
+    const sunday = new Date('2026-01-11T23:59:59Z');
+    expect((await claim(u, 'weekly_baseline', sunday)).outcome).toBe('already_claimed');
+    expect(await ledger(u)).toHaveLength(1);
+  });
+
+  test('the baseline in a later ISO week is claimable again, one window amount only: skipped weeks never accumulate', async () => {
+    const u = user();
+    expect((await claim(u, 'weekly_baseline', W02)).outcome).toBe('credited');
+    for (const week of [W03, W04]) {
+      expect(await sectionOf(u, 'weekly_baseline', week)).toMatchObject({ state: 'lit', claimable: true });
+    }
+    const r = await claim(u, 'weekly_baseline', W05);
+    expect(r.step).toEqual({ outcome: 'proceed', amount: 500n, period: '2026-W05', kind: 'baseline' });
+    expect((await ledger(u)).map((l) => [l.period, l.amount])).toEqual([['2026-W02', 500n], ['2026-W05', 500n]]);
+    expect(await userRow(u, 'weekly_baseline')).toMatchObject({ period: '2026-W05', claim_id: claimIdOf(u, 'weekly_baseline', '2026-W05') });
+    expect((await claim(u, 'weekly_baseline', W05)).outcome).toBe('already_claimed');
+    // the clock is the caller's: the board of an earlier week still shows that week's claim
+    expect(await sectionOf(u, 'weekly_baseline', W02)).toMatchObject({ state: 'claimed', claimable: false });
+    expect(await ledger(u)).toHaveLength(2);
+  });
+
+  test('the ISO week turns at Monday 00:00 UTC (2026 has 53 weeks)', async () => {
+    const u = user();
+    expect((await claim(u, 'weekly_baseline', new Date('2027-01-03T23:59:59Z'))).step.period).toBe('2026-W53');
+    expect((await claim(u, 'weekly_baseline', new Date('2026-12-28T00:00:00Z'))).outcome).toBe('already_claimed');
+    expect((await claim(u, 'weekly_baseline', new Date('2027-01-04T00:00:00Z'))).step).toMatchObject({ outcome: 'proceed', period: '2027-W01' });
+    expect((await ledger(u)).map((l) => l.period)).toEqual(['2026-W53', '2027-W01']);
+  });
+
+  test('an unlock claimed, its section deleted and recreated with the same key: still already_claimed', async () => {
+    const { key, condition } = await freshUnlock(700);
+    const u = user();
+    const other = user();
+    await mark(u, condition);
+    await mark(other, condition);
+    expect((await claim(u, key)).outcome).toBe('credited');
+
+    await game.query('select * from claims.delete_section($1, $2)', ['all', key]);
+    expect(await sectionOf(u, key)).toBeUndefined();
+    expect((await claim(u, key)).outcome).toBe('forged');
+    expect((await claim(other, key)).outcome).toBe('forged');
+
+    await game.query('select * from claims.create_section($1, $2)', ['all', JSON.stringify({
+      key, kind: 'unlock', cadence: 'once', conditionKey: condition, amount: 900, order: 60,
+    })]);
+    expect(await claim(u, key)).toMatchObject({ outcome: 'already_claimed' });
+    expect(await sectionOf(u, key)).toMatchObject({ state: 'claimed', claimable: false });
+    expect(await mark(u, condition)).toEqual([{ section_key: key, state: 'claimed', newly_lit: false, replayed: false }]);
+    expect(await ledger(u, key)).toEqual([expect.objectContaining({ amount: 700n, period: 'once' })]);
+    // a user who had it lit but unclaimed claims the recreated section at its new amount
+    expect(await claim(other, key)).toMatchObject({ outcome: 'credited', step: { amount: 900n } });
+  });
+
+  test('an unlock recreated with a weekly cadence after a delete: any prior ledger row of the key still blocks it', async () => {
+    const { key, condition } = await freshUnlock();
+    const u = user();
+    await mark(u, condition);
+    await claim(u, key);
+    await game.query('select * from claims.delete_section($1, $2)', ['all', key]);
+    await game.query('select * from claims.create_section($1, $2)', ['all', JSON.stringify({
+      key, kind: 'unlock', cadence: 'weekly', conditionKey: condition, amount: 5, order: 60,
+    })]);
+    expect(await claim(u, key, W03)).toMatchObject({ outcome: 'already_claimed', step: { period: '2026-W03' } });
+    expect(await sectionOf(u, key, W03)).toMatchObject({ state: 'claimed', claimable: false });
+    expect(await ledger(u, key)).toEqual([expect.objectContaining({ period: 'once' })]);
+    await game.query('select * from claims.delete_section($1, $2)', ['all', key]);
+  });
+
+  test('the ledger row alone blocks an unlock, whatever the user row says', async () => {
+    const { key, condition } = await freshUnlock();
+    const u = user();
+    await mark(u, condition);
+    await claim(u, key);
+    // the owner turning the state back (a restore, a bad migration): the ledger still holds
+    await db.owner.query("update claims.user_claim_sections set state = 'lit' where user_id = $1 and section_key = $2", [u, key]);
+    expect((await claim(u, key)).outcome).toBe('already_claimed');
+    expect(await sectionOf(u, key)).toMatchObject({ claimable: false });
+    expect(await ledger(u, key)).toHaveLength(1);
+  });
+
+  test('the kill switch off: markConditionMet refused, the claim disabled, for a lit section too; nothing written', async () => {
+    const u = user();
+    const set = (on: boolean) => game.query('select * from claims.set_board_settings($1, $2, null)', ['staging', on]);
+    await set(true);
+    await mark(u, 'agent_seated', null, 'staging');
+    expect(await userRow(u, 'seat_agent')).toMatchObject({ state: 'lit' });
+    await set(false);
+    await expect(mark(u, 'hand_flagged', null, 'staging')).rejects.toMatchObject({ code: 'CLOFF', message: 'claim_board_disabled' });
+    for (const key of ['seat_agent', 'weekly_baseline', 'hand_flagged', 'no_such_section']) {
+      expect(await claim(u, key, NOW, 'staging')).toEqual({
+        outcome: 'disabled', step: { outcome: 'disabled', amount: null, period: null, kind: null },
+      });
+    }
+    expect(await userRow(u, 'inspect_decision')).toBeUndefined();
+    expect(await userRow(u, 'weekly_baseline')).toBeUndefined();
+    expect(await userRow(u, 'seat_agent')).toMatchObject({ state: 'lit' });
+    expect(await ledger(u)).toEqual([]);
+    // switched back on, the lit section is claimable again
+    await set(true);
+    expect((await claim(u, 'seat_agent', NOW, 'staging')).outcome).toBe('credited');
+    await set(false);
+  });
+
+  test('a section hidden in this environment, or unknown: forged, nothing written; the board does not list it', async () => {
+    const { key, condition } = await freshUnlock();
+    const u = user();
+    await mark(u, condition);
+    await game.query('select * from claims.patch_section($1, $2, $3)', [ENV, key, JSON.stringify({ enabled: false })]);
+    expect(await sectionOf(u, key)).toBeUndefined();
+    expect(await claim(u, key)).toEqual({ outcome: 'forged', step: { outcome: 'forged', amount: null, period: null, kind: null } });
+    for (const k of ['no_such_section', '', null]) {
+      expect((await beginClaim(game, u, k)).outcome).toBe('forged');
+    }
+    expect(await ledger(u)).toEqual([]);
+    // visible in another environment, where the `all` row applies
+    await game.query('select * from claims.set_board_settings($1, $2, null)', ['production', true]);
+    expect(await sectionOf(u, key, NOW, 'production')).toMatchObject({ state: 'lit', claimable: true });
+    expect((await claim(u, key, NOW, 'production')).outcome).toBe('credited');
+    await game.query('select * from claims.set_board_settings($1, $2, null)', ['production', false]);
+  });
+
+  test('the board: every live section, the baseline first, with state and claimable', async () => {
+    const u = user();
+    await mark(u, 'agent_version_published');
+    await mark(u, 'agent_seated');
+    await claim(u, 'seat_agent');
+    await claim(u, 'weekly_baseline');
+    const board = await boardOf(u);
+    expect(board.slice(0, 6).map((s) => [s.key, s.kind, s.cadence, s.amount, s.state, s.claimable, s.period])).toEqual([
+      ['weekly_baseline', 'baseline', 'weekly', 500n, 'claimed', false, '2026-W02'],
+      ['connect_wallet', 'unlock', 'once', 500n, 'locked', false, 'once'],
+      ['build_agent', 'unlock', 'once', 500n, 'lit', true, 'once'],
+      ['seat_agent', 'unlock', 'once', 1000n, 'claimed', false, 'once'],
+      ['inspect_decision', 'unlock', 'once', 1000n, 'locked', false, 'once'],
+      ['tune_republish', 'unlock', 'once', 2500n, 'locked', false, 'once'],
+    ]);
+    expect(board[3]).toMatchObject({ condition_key: 'agent_seated', lit_at: expect.any(Date), claimed_at: expect.any(Date) });
+    expect((await boardOf(u, W03))[0]).toMatchObject({ state: 'lit', claimable: true, period: '2026-W03' });
+  });
+
+  test('begin_claim refuses a missing user or clock and an invalid environment', async () => {
+    await expect(game.query('select * from claims.begin_claim($1, $2, $3, $4)', [ENV, null, 'weekly_baseline', NOW]))
+      .rejects.toMatchObject({ code: 'CLCLM', message: 'invalid_claim' });
+    await expect(game.query('select * from claims.begin_claim($1, $2, $3, $4)', [ENV, user(), 'weekly_baseline', null]))
+      .rejects.toMatchObject({ code: 'CLCLM', message: 'invalid_claim' });
+    await expect(beginClaim(game, user(), 'weekly_baseline', NOW, 'all')).rejects.toMatchObject({ code: 'CLENV' });
+  });
+});
+
+describe('claim once', () => {
+  async function race(userId: string, key: string, firstCommits = true) {
+    const a = await game.connect();
+    const b = await game.connect();
+    try {
+      await a.query('begin');
+      await b.query('begin');
+      const first = await beginClaim(a, userId, key);
+      expect(first.outcome).toBe('proceed');
+      let settled = false;
+      const second = beginClaim(b, userId, key).finally(() => { settled = true; });
+      await waitForLockWait();
+      expect(settled).toBe(false);
+      if (firstCommits) {
+        await finishClaim(a, userId, key, first);
+        await a.query('commit');
+      } else {
+        await a.query('rollback'); // the grant failed
+      }
+      const step = await second;
+      if (step.outcome === 'proceed') await finishClaim(b, userId, key, step);
+      await b.query('commit');
+      return step;
+    } catch (err) {
+      await a.query('rollback').catch(() => undefined);
+      await b.query('rollback').catch(() => undefined);
+      throw err;
+    } finally {
+      a.release();
+      b.release();
+    }
+  }
+
+  test('two claims of a lit unlock at once: the second waits on the row lock, then is already_claimed', async () => {
+    const u = user();
+    await mark(u, 'hand_flagged');
+    expect(await race(u, 'inspect_decision')).toMatchObject({ outcome: 'already_claimed' });
+    expect(await ledger(u)).toEqual([expect.objectContaining({ section_key: 'inspect_decision', amount: 1000n })]);
+  });
+
+  test('two first claims of the baseline at once (no user row yet): the second waits, then is already_claimed', async () => {
+    const u = user();
+    expect(await race(u, 'weekly_baseline')).toMatchObject({ outcome: 'already_claimed' });
+    expect(await ledger(u)).toEqual([expect.objectContaining({ section_key: 'weekly_baseline', period: '2026-W02' })]);
+  });
+
+  test('the first rolls back (the grant failed): the second proceeds and credits once', async () => {
+    const u = user();
+    await mark(u, 'agent_version_republished');
+    expect(await race(u, 'tune_republish', false)).toMatchObject({ outcome: 'proceed', amount: 2500n });
+    expect(await ledger(u)).toEqual([expect.objectContaining({ section_key: 'tune_republish', amount: 2500n })]);
+    expect(await race(user(), 'weekly_baseline', false)).toMatchObject({ outcome: 'proceed' });
+  });
+
+  test('a second finish_claim with the same claim id, or the same user/section/period, fails on the unique constraints', async () => {
+    const u = user();
+    await claim(u, 'weekly_baseline', W02);
+    const id = claimIdOf(u, 'weekly_baseline', '2026-W02');
+    // the same claim id for another period
+    await expect(finishClaim(game, u, 'weekly_baseline', { outcome: 'proceed', amount: 500n, period: '2026-W03', kind: 'baseline' }, id))
+      .rejects.toMatchObject({ code: '23505', constraint: 'claim_ledger_claim_id_unique' });
+    // the same user, section and period under another claim id
+    await expect(finishClaim(game, u, 'weekly_baseline', { outcome: 'proceed', amount: 500n, period: '2026-W02', kind: 'baseline' }, `0x${'c'.repeat(64)}`))
+      .rejects.toMatchObject({ code: '23505', constraint: 'claim_ledger_once_per_period' });
+    expect(await ledger(u)).toHaveLength(1);
+    expect(await userRow(u, 'weekly_baseline')).toMatchObject({ period: '2026-W02', claim_id: id });
+  });
+
+  test('finish_claim refuses a malformed claim, and one not begun', async () => {
+    const u = user();
+    const step = { outcome: 'proceed', amount: 500n, period: 'once', kind: 'unlock' };
+    for (const id of ['0x' + 'A'.repeat(64), '0x' + 'a'.repeat(63), 'a'.repeat(66)]) {
+      await expect(finishClaim(game, u, 'connect_wallet', step, id as `0x${string}`)).rejects.toMatchObject({ code: 'CLCLM', message: 'invalid_claim' });
+    }
+    await expect(finishClaim(game, u, 'connect_wallet', { ...step, amount: -1n })).rejects.toMatchObject({ code: 'CLCLM' });
+    await expect(finishClaim(game, u, 'connect_wallet', { ...step, period: null })).rejects.toMatchObject({ code: 'CLCLM' });
+    // no begin_claim, so no user row
+    await expect(finishClaim(game, u, 'connect_wallet', step)).rejects.toMatchObject({ code: 'CLCLM' });
+    expect(await ledger(u)).toEqual([]);
+  });
+
+  test('the claim ledger is append-only, for the owner too', async () => {
+    const u = user();
+    await claim(u, 'weekly_baseline');
+    for (const sql of [
+      'update claims.claim_ledger set amount = amount + 1',
+      "update claims.claim_ledger set period = 'x' where user_id = $1",
+      'delete from claims.claim_ledger where user_id = $1',
+      'truncate claims.claim_ledger',
+      'truncate claims.claim_ledger cascade',
+    ]) {
+      await expect(db.owner.query(sql, sql.includes('$1') ? [u] : [])).rejects.toMatchObject({ code: 'CGIMM' });
+    }
+    expect(await ledger(u)).toHaveLength(1);
+  });
+});
+
+describe('agents', () => {
+  const createAgent = async (owner: string, name: string | null) =>
+    (await game.query('select * from game.create_agent($1, $2)', [owner, name])).rows[0];
+  const publish = async (userId: string, agentId: string, manifest: unknown = null) =>
+    (await game.query('select * from game.publish_agent_version($1, $2, $3)', [userId, agentId, manifest === null ? null : JSON.stringify(manifest)])).rows[0];
+  const flag = async (userId: string, agentId: string, handId: string | null = 'hand-1', note: string | null = null) =>
+    (await game.query('select * from game.flag_agent_decision($1, $2, $3, $4)', [userId, agentId, handId, note])).rows[0];
+
+  test('create_agent trims the name and refuses a bad one', async () => {
+    const u = user();
+    expect(await createAgent(u, '  Bot One ')).toMatchObject({ owner_user_id: u, name: 'Bot One', id: expect.any(String) });
+    for (const name of ['', '   ', 'x'.repeat(65), null]) {
+      await expect(createAgent(u, name)).rejects.toMatchObject({ code: 'GMAGT', message: 'invalid_agent' });
+    }
+    await expect(game.query('select * from game.create_agent($1, $2)', [null, 'x'])).rejects.toMatchObject({ code: 'GMAGT' });
+  });
+
+  test('publish: the first version fires agent_version_published, the next none, one after a flag agent_version_republished', async () => {
+    const u = user();
+    const agent = await createAgent(u, 'bot');
+    expect(await publish(u, agent.id, { strategy: 'tight' })).toMatchObject({ agent_id: agent.id, version: 1, event: 'agent_version_published' });
+    expect(await publish(u, agent.id)).toMatchObject({ version: 2, event: null });
+    expect(await flag(u, agent.id, 'hand-7', 'folded the nuts')).toMatchObject({ agent_id: agent.id, version: 2, hand_id: 'hand-7', flagged_by: u });
+    expect(await publish(u, agent.id)).toMatchObject({ version: 3, event: 'agent_version_republished' });
+    expect(await publish(u, agent.id)).toMatchObject({ version: 4, event: null });
+    const { rows } = await db.owner.query('select version, manifest from game.agent_versions where agent_id = $1 order by version', [agent.id]);
+    expect(rows).toEqual([
+      { version: 1, manifest: { strategy: 'tight' } }, { version: 2, manifest: {} }, { version: 3, manifest: {} }, { version: 4, manifest: {} },
+    ]);
+  });
+
+  test("another user's agent, or an unknown one, is agent_not_found; a flag before any version is invalid_agent", async () => {
+    const owner = user();
+    const agent = await createAgent(owner, 'bot');
+    const intruder = user();
+    await expect(publish(intruder, agent.id)).rejects.toMatchObject({ code: 'GMANF', message: 'agent_not_found' });
+    await expect(flag(intruder, agent.id)).rejects.toMatchObject({ code: 'GMANF', message: 'agent_not_found' });
+    await expect(publish(owner, randomUUID())).rejects.toMatchObject({ code: 'GMANF' });
+    await expect(flag(owner, agent.id)).rejects.toMatchObject({ code: 'GMAGT', message: 'invalid_agent' });
+    await expect(publish(owner, agent.id, [1, 2])).rejects.toMatchObject({ code: 'GMAGT' });
+    await expect(publish(owner, agent.id, { blob: 'x'.repeat(17000) })).rejects.toMatchObject({ code: 'GMAGT' });
+    expect((await db.owner.query('select count(*)::int as n from game.agent_versions where agent_id = $1', [agent.id])).rows[0].n).toBe(0);
+    await publish(owner, agent.id);
+    await expect(flag(owner, agent.id, '')).rejects.toMatchObject({ code: 'GMAGT' });
+    await expect(flag(owner, agent.id, 'h', 'n'.repeat(1001))).rejects.toMatchObject({ code: 'GMAGT' });
+    expect(await flag(owner, agent.id, null, null)).toMatchObject({ version: 1, hand_id: null });
+  });
+
+  test('the events, reported as conditions, light build_agent, inspect_decision and tune_republish', async () => {
+    const u = user();
+    const agent = await createAgent(u, 'bot');
+    const events: string[] = [];
+    const report = async (event: string | null, key: string) => {
+      if (!event) return;
+      events.push(event);
+      await mark(u, event, key);
+    };
+    const v1 = await publish(u, agent.id);
+    await report(v1.event, `${v1.event}:${agent.id}:${v1.version}`);
+    const f = await flag(u, agent.id);
+    await report('hand_flagged', `hand_flagged:${agent.id}:${f.id}`);
+    const v2 = await publish(u, agent.id);
+    await report(v2.event, `${v2.event}:${agent.id}:${v2.version}`);
+    expect(events).toEqual(['agent_version_published', 'hand_flagged', 'agent_version_republished']);
+    const board = await boardOf(u);
+    expect(board.filter((s) => s.claimable).map((s) => s.key)).toEqual(['weekly_baseline', 'build_agent', 'inspect_decision', 'tune_republish']);
+  });
+});
