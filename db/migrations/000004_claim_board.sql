@@ -27,7 +27,9 @@ create table claims.claim_sections (
   constraint claim_sections_cadence check (cadence in ('weekly', 'once')),
   constraint claim_sections_amount check (amount >= 0 and amount <= 9007199254740991),
   -- an unlock is lit by its condition; the baseline has none
-  constraint claim_sections_condition check ((kind = 'baseline') = (condition_key is null))
+  constraint claim_sections_condition check ((kind = 'baseline') = (condition_key is null)),
+  -- the baseline pays every ISO week; an unlock pays once ever (other pairs have no meaning here)
+  constraint claim_sections_kind_cadence check ((kind = 'baseline' and cadence = 'weekly') or (kind = 'unlock' and cadence = 'once'))
 );
 comment on table claims.claim_sections is
   'The claim board catalog (spec: Claim board records). kind and cadence are immutable once the key exists.';

@@ -123,8 +123,8 @@ describe('markConditionMet', () => {
     const b = user();
     const key = `replay-${randomUUID()}`;
     await mark(a, 'wallet_linked', key);
-    await expect(mark(b, 'wallet_linked', key)).rejects.toMatchObject({ code: 'CLCND', message: 'invalid_condition' });
-    await expect(mark(a, 'agent_seated', key)).rejects.toMatchObject({ code: 'CLCND', message: 'invalid_condition' });
+    await expect(mark(b, 'wallet_linked', key)).rejects.toMatchObject({ code: 'CLIKR', message: 'idempotency_key_reused' });
+    await expect(mark(a, 'agent_seated', key)).rejects.toMatchObject({ code: 'CLIKR', message: 'idempotency_key_reused' });
     expect(await userRow(b, 'connect_wallet')).toBeUndefined();
     expect(await userRow(a, 'seat_agent')).toBeUndefined();
     expect(await mark(a, 'wallet_linked', key)).toEqual([{ section_key: 'connect_wallet', state: 'lit', newly_lit: false, replayed: true }]);
@@ -272,19 +272,22 @@ describe('the claim (state table)', () => {
     expect(await claim(other, key)).toMatchObject({ outcome: 'credited', step: { amount: 900n } });
   });
 
-  test('an unlock recreated with a weekly cadence after a delete: any prior ledger row of the key still blocks it', async () => {
+  test('a claimed unlock key cannot come back with another kind or cadence, even after its rows are deleted', async () => {
     const { key, condition } = await freshUnlock();
     const u = user();
     await mark(u, condition);
     await claim(u, key);
     await game.query('select * from claims.delete_section($1, $2)', ['all', key]);
-    await game.query('select * from claims.create_section($1, $2)', ['all', JSON.stringify({
-      key, kind: 'unlock', cadence: 'weekly', conditionKey: condition, amount: 5, order: 60,
-    })]);
-    expect(await claim(u, key, W03)).toMatchObject({ outcome: 'already_claimed', step: { period: '2026-W03' } });
-    expect(await sectionOf(u, key, W03)).toMatchObject({ state: 'claimed', claimable: false });
+    // a once-ever key recreated as the weekly baseline would pay every week: the ledger remembers it
+    await expect(game.query('select * from claims.create_section($1, $2)', ['all', JSON.stringify({
+      key, kind: 'baseline', cadence: 'weekly', amount: 5, order: 60,
+    })])).rejects.toMatchObject({ code: 'CLKCI', message: 'kind_cadence_immutable' });
+    // and an unlock is always once, a baseline always weekly
+    await expect(game.query('select * from claims.create_section($1, $2)', ['all', JSON.stringify({
+      key: `${key}_w`, kind: 'unlock', cadence: 'weekly', conditionKey: condition, amount: 5, order: 60,
+    })])).rejects.toMatchObject({ code: 'CLSEC' });
+    expect(await claim(u, key)).toMatchObject({ outcome: 'forged' });
     expect(await ledger(u, key)).toEqual([expect.objectContaining({ period: 'once' })]);
-    await game.query('select * from claims.delete_section($1, $2)', ['all', key]);
   });
 
   test('the ledger row alone blocks an unlock, whatever the user row says', async () => {

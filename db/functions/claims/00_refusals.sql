@@ -16,6 +16,8 @@ begin
       when 'claim_board_disabled' then 'CLOFF'
       when 'invalid_condition' then 'CLCND'
       when 'invalid_claim' then 'CLCLM'
+      when 'idempotency_key_reused' then 'CLIKR'
+      when 'user_not_found' then 'CLUNF'
       else 'CLXXX'
     end,
     message = p_code, detail = coalesce(p_detail, '');

@@ -59,6 +59,12 @@ begin
                                    where s.key = new.key and (s.kind <> new.kind or s.cadence <> new.cadence)) then
     perform claims_private.refuse('kind_cadence_immutable', 'this key exists with another kind or cadence: use a new key');
   end if;
+  -- a key whose claims are in the ledger still exists, even with no catalog row left: recreating
+  -- it with another cadence would turn a once-ever unlock into a weekly payment (or the reverse)
+  if tg_op = 'INSERT' and exists (select from claims.claim_ledger l
+                                   where l.section_key = new.key and ((l.period = 'once') <> (new.cadence = 'once'))) then
+    perform claims_private.refuse('kind_cadence_immutable', 'this key was claimed with another cadence: use a new key');
+  end if;
   new.updated_at := now();
   return new;
 end;

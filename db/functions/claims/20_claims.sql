@@ -76,7 +76,7 @@ begin
     if v_replayed then
       select * into v_event from claims.condition_events e where e.idempotency_key = p_idempotency_key;
       if v_event.user_id <> p_user_id or v_event.condition_key <> p_condition_key then
-        perform claims_private.refuse('invalid_condition', 'this idempotency key was used for another user or condition');
+        perform claims_private.refuse('idempotency_key_reused', 'this idempotency key was used for another user or condition');
       end if;
       return query
       select s.key, coalesce(u.state, 'locked'), false, true
