@@ -10,7 +10,7 @@ alter default privileges in schema game, game_private revoke execute on function
 
 grant usage on schema game to poker_game, poker_cage, poker_admin, poker_anonymous;
 
-grant select on game.tables, game.table_players, game.position_links, game.seat_credits to poker_game;
+grant select on game.tables, game.table_players, game.position_links, game.seat_credits, game.hand_histories to poker_game;
 grant execute on function
   game.credit_seat(text, text, uuid, integer, bigint),
   game.cancel_credit(text, text, uuid, bigint),
@@ -18,13 +18,15 @@ grant execute on function
   game.settle_seat(bigint, text, text),
   game.begin_hand(text, text),
   game.finish_hand(text, text, jsonb, bigint),
+  game.record_hand(text, text, bigint, text, jsonb, jsonb),
+  game.abandon_hand(text),
   game.set_table_status(text, text)
   to poker_game;
 
 grant select on game.tables to poker_cage;
 grant execute on function game.create_table(text, text, jsonb, text, uuid) to poker_cage;
 
-grant select on game.tables, game.table_players, game.position_links, game.seat_credits to poker_admin, poker_anonymous;
+grant select on game.tables, game.table_players, game.position_links, game.seat_credits, game.hand_histories to poker_admin, poker_anonymous;
 
 drop policy if exists tables_read on game.tables;
 create policy tables_read on game.tables for select to poker_game, poker_cage, poker_admin using (true);
@@ -34,3 +36,5 @@ drop policy if exists position_links_read on game.position_links;
 create policy position_links_read on game.position_links for select to poker_game, poker_admin using (true);
 drop policy if exists seat_credits_read on game.seat_credits;
 create policy seat_credits_read on game.seat_credits for select to poker_game, poker_admin using (true);
+drop policy if exists hand_histories_read on game.hand_histories;
+create policy hand_histories_read on game.hand_histories for select to poker_game, poker_admin using (true);

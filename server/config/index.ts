@@ -65,6 +65,10 @@ const schema = z.object({
   // real-money chips (purchases, real tables, deposits to them); off unless switched on
   REAL_MONEY_ENABLED: flag,
   // how long the cage waits for the game role's seat calls before it compensates
+  // live tables: the pause between hands, timeouts before a player is sat out, the idle removal
+  HAND_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(1500),
+  TIMEOUTS_BEFORE_SIT_OUT: z.coerce.number().int().min(1).max(100).default(2),
+  IDLE_KICK_SECONDS: z.coerce.number().int().min(0).max(86_400).default(300),
   CAGE_RECONCILE_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   GAME_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   // the identity provider the bridge trusts (OIDC ID tokens)

@@ -13,6 +13,7 @@ import { lazyJwtVerifier } from '../http/jwt.ts';
 import { installAgentRoutes } from './agents.ts';
 import { createClaimBoard, installClaimRoutes } from './claims.ts';
 import { createHands } from './hands.ts';
+import { createLiveTables } from './live/ws.ts';
 import { installSeatRoutes } from './seats.ts';
 
 const handBody = z.discriminatedUnion('action', [
@@ -44,6 +45,13 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
   const environment = deploymentEnvironment(config);
   const clock = () => new Date();
   const board = createClaimBoard({ pool, log: roleLog, environment, clock, auth, bank });
+  const live = createLiveTables({
+    pool, log: roleLog, jwt, hands, board,
+    options: { handDelayMs: config.HAND_DELAY_MS, timeoutsBeforeSitOut: config.TIMEOUTS_BEFORE_SIT_OUT, idleKickMs: config.IDLE_KICK_SECONDS * 1000 },
+    bankUrl: () => config.BANK_URL ?? peers?.get('cage') ?? `http://${config.HOST}:${config.CAGE_PORT}`,
+    serviceKey: config.SERVICE_KEY,
+    timeoutMs: config.GAME_CALL_TIMEOUT_MS,
+  });
   return serveRole({ role: 'game', pool, log: roleLog, host: config.HOST, port: config.GAME_PORT, build: async () => {
     const app = await createApp({
       log: roleLog,
@@ -70,7 +78,7 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
           });
         });
 
-        installSeatRoutes(app, { pool, log: roleLog, serviceKey: config.SERVICE_KEY });
+        installSeatRoutes(app, { pool, log: roleLog, serviceKey: config.SERVICE_KEY, seatsChanged: live.seatsChanged });
         installClaimRoutes(app, {
           board, jwt, serviceKey: config.SERVICE_KEY, clock, testClock: config.testAuthPermitted, pool, environment,
         });
@@ -100,6 +108,6 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
       [environment],
     );
     roleLog.info({ environment, sections: rows[0]!.sections, claimBoardEnabled: rows[0]!.board }, 'claim board catalog loaded');
-    return { app, fields: { tables: rows[0]!.tables } };
+    return { app, fields: { tables: rows[0]!.tables }, onListening: (server) => live.attach(server), onStop: () => live.close() };
   } });
 }

@@ -26,8 +26,12 @@ const settleBody = z.object({
   settlement: z.enum(['cash_out', 'custody', 'bust']),
 });
 
-export function installSeatRoutes(app: Express, deps: { pool: pg.Pool; log: Logger; serviceKey: string | undefined }) {
+export function installSeatRoutes(
+  app: Express,
+  deps: { pool: pg.Pool; log: Logger; serviceKey: string | undefined; seatsChanged?: (tableId: string) => void },
+) {
   const { pool, log } = deps;
+  const changed = (tableId: string) => deps.seatsChanged?.(tableId);
   const service = requireServiceKey(deps.serviceKey);
 
   app.post('/internal/credit-chips', service, async (req, res) => {
@@ -39,6 +43,7 @@ export function installSeatRoutes(app: Express, deps: { pool: pg.Pool; log: Logg
     const seat = rows[0];
     if (seat.status === 'credited') {
       log.info({ tableId: b.tableId, userId: b.userId, seatIndex: seat.seat_index, amount: b.amount.toString() }, 'seat funded');
+      changed(b.tableId);
     }
     res.json({
       ok: true, status: seat.status, playerId: seat.player_id.toString(), seatIndex: seat.seat_index,
@@ -52,6 +57,7 @@ export function installSeatRoutes(app: Express, deps: { pool: pg.Pool; log: Logg
       b.creditKey, b.tableId, b.userId, b.amount.toString(),
     ]);
     log.warn({ tableId: b.tableId, userId: b.userId, creditKey: b.creditKey, status: rows[0]!.status }, 'seat funding cancelled by the cage');
+    changed(b.tableId);
     res.json({ ok: true, status: rows[0]!.status });
   });
 
@@ -62,6 +68,7 @@ export function installSeatRoutes(app: Express, deps: { pool: pg.Pool; log: Logg
       [b.tableId, b.userId, b.onlyIfBusted],
     );
     const p = rows[0];
+    changed(b.tableId);
     res.json({
       ok: true, playerId: p.player_id.toString(), seatIndex: p.seat_index, chipAmount: p.chip_balance.toString(),
       historyHash: p.history_hash, moneyKind: p.money_kind,
@@ -73,7 +80,11 @@ export function installSeatRoutes(app: Express, deps: { pool: pg.Pool; log: Logg
     const { rows } = await pool.query('select player_id, history_hash, status from game.settle_seat($1, $2, $3)', [
       b.playerId, b.ledgerRefId, b.settlement,
     ]);
-    if (rows[0].status === 'closed') log.info({ playerId: b.playerId, settlement: b.settlement }, 'seat settled and zeroed');
+    if (rows[0].status === 'closed') {
+      log.info({ playerId: b.playerId, settlement: b.settlement }, 'seat settled and zeroed');
+      const t = await pool.query<{ table_id: string }>('select table_id from game.table_players where id = $1', [b.playerId]);
+      if (t.rows[0]) changed(t.rows[0].table_id);
+    }
     res.json({ ok: true, status: rows[0].status, historyHash: rows[0].history_hash });
   });
 }

@@ -76,16 +76,25 @@ export async function serveRole(options: {
   log: Logger;
   host: string;
   port: number;
-  build: () => Promise<{ app: Express; fields?: Record<string, unknown> }>;
+  build: () => Promise<{
+    app: Express;
+    fields?: Record<string, unknown>;
+    /** Called once the server listens (e.g. to take websocket upgrades on it). */
+    onListening?: (server: Server) => void;
+    /** Called first when the role stops (e.g. to close websockets and timers). */
+    onStop?: () => Promise<void>;
+  }>;
 }): Promise<{ role: string; url: string; stop(): Promise<void> }> {
   try {
-    const { app, fields } = await options.build();
+    const { app, fields, onListening, onStop } = await options.build();
     const http = await listen(app, options.host, options.port);
+    onListening?.(http.server);
     options.log.info({ url: http.url, ...fields }, `${options.role} listening`);
     return {
       role: options.role,
       url: http.url,
       async stop() {
+        await onStop?.();
         await http.close();
         await options.pool.end();
       },

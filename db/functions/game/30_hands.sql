@@ -79,3 +79,51 @@ begin
                 order by p.id;
 end;
 $$;
+
+-- The hand's history and result, stored at its end (same transaction as finish_hand when the
+-- caller wraps them; a replay of the same hand id changes nothing).
+create or replace function game.record_hand(
+  p_table_id text, p_hand_id text, p_hand_number bigint, p_status text, p_history jsonb, p_result jsonb
+) returns game.hand_histories
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_row game.hand_histories;
+begin
+  if p_hand_id is null or length(p_hand_id) not between 1 and 128 or p_status not in ('finished', 'abandoned')
+     or p_history is null or jsonb_typeof(p_history) <> 'array' then
+    perform game_private.refuse('invalid_hand', 'hand id, status finished|abandoned, history array');
+  end if;
+  insert into game.hand_histories as h (hand_id, table_id, hand_number, status, history, result, ended_at)
+  values (p_hand_id, p_table_id, coalesce(p_hand_number, 0), p_status, p_history, p_result, now())
+  on conflict (hand_id) do nothing
+  returning h.* into v_row;
+  if v_row.hand_id is null then
+    select * into v_row from game.hand_histories h where h.hand_id = p_hand_id;
+  end if;
+  return v_row;
+end;
+$$;
+
+-- A hand the process did not finish (it stopped mid-hand): the table is released with the stacks
+-- of the hand's start, which are the ones stored (a hand writes stacks only at its end), so no
+-- chip moves and none is lost.
+create or replace function game.abandon_hand(p_table_id text) returns text
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+begin
+  v_table := game_private.lock_table(p_table_id);
+  if v_table.current_hand_id is null then
+    return null;
+  end if;
+  insert into game.hand_histories (hand_id, table_id, hand_number, status, ended_at)
+  values (v_table.current_hand_id, p_table_id, 0, 'abandoned', now())
+  on conflict (hand_id) do update set status = 'abandoned', ended_at = now();
+  update game.tables t set current_hand_id = null where t.table_id = p_table_id;
+  return v_table.current_hand_id;
+end;
+$$;

@@ -1,0 +1,413 @@
+// One live table: its seats (as stored), the hand being played (the pure engine), the turn timer,
+// and who watches. Seats change only between hands (the database refuses seat funding and stand-up
+// while a hand holds the table), so the room re-reads them at each boundary and whenever a seat
+// route touched them. Money never moves here: the stacks of a hand are written at its end
+// (game.finish_hand), busts are settled by the cage, sits and stand-ups go through the bank.
+import { randomBytes, randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { applyAction, isRefusal, startHand, timeout, type Action, type HandState } from '../poker/engine.ts';
+import { randomDeck, shuffledDeck } from '../poker/deck.ts';
+import { comeBack, nextHand, sitOut, type Positions, type TableSeat } from '../poker/table.ts';
+import type { createHands } from '../hands.ts';
+import { gameState, handResult, historyJson, toJson, type SeatView } from './wire.ts';
+
+export interface Watcher {
+  id: number;
+  userId: string | null;
+  agentId: string | null;
+  send(message: string): void;
+}
+
+export interface RoomOptions {
+  /** Pause between one hand's end and the next deal. */
+  handDelayMs: number;
+  /** Consecutive turn-timer expiries after which a player is sat out. */
+  timeoutsBeforeSitOut: number;
+  /** How long a sat-out player keeps the seat before being removed (forced withdraw). */
+  idleKickMs: number;
+}
+
+interface Seat extends TableSeat {
+  positionId: string;
+  userId: string;
+  agentId: string | null;
+  timeouts: number;
+  sittingOutSince: number | null;
+  leaveAfterHand: boolean;
+}
+
+export interface TableRecord {
+  table_id: string;
+  game_type: 'poker' | 'arena';
+  settings: Record<string, unknown>;
+  status: string;
+  mode: string;
+  kind: 'open' | 'human_only' | 'agent' | 'copilot';
+  money_kind: string;
+  current_hand_id: string | null;
+}
+
+export interface RoomDeps {
+  pool: pg.Pool;
+  log: Logger;
+  hands: ReturnType<typeof createHands>;
+  options: RoomOptions;
+  /** Players removed for idleness go through the bank (forced withdraw to custody). */
+  forcedWithdraw: (userId: string) => Promise<void>;
+  /** A player asked to stand up during a hand: done through the bank once it ends. */
+  standUp: (seat: { userId: string; token: string | null }) => Promise<void>;
+}
+
+const big = (v: unknown, fallback = 0n) => (typeof v === 'number' && Number.isInteger(v) ? BigInt(v) : fallback);
+
+export class Room {
+  readonly tableId: string;
+  record: TableRecord;
+  private seats = new Map<number, Seat>();
+  private positions: Positions | null = null;
+  private hand: HandState | null = null;
+  private handNumber = 0;
+  private handStartedAt = 0;
+  private turnTimer: NodeJS.Timeout | null = null;
+  private turnDeadline: number | null = null;
+  private nextDeal: NodeJS.Timeout | null = null;
+  private busy: Promise<void> = Promise.resolve();
+  private closed = false;
+  readonly watchers = new Set<Watcher>();
+  /** Actions applied in this hand and the last one (`handId:seat:seq`): a resent one is acknowledged, not applied. */
+  private applied = new Set<string>();
+  private previousApplied = new Set<string>();
+
+  private readonly deps: RoomDeps;
+
+  constructor(record: TableRecord, deps: RoomDeps) {
+    this.deps = deps;
+    this.tableId = record.table_id;
+    this.record = record;
+  }
+
+
+  get settings() {
+    const s = this.record.settings;
+    return {
+      smallBlind: big(s.smallBlind), bigBlind: big(s.bigBlind, 2n), ante: big(s.ante),
+      turnTimeSec: typeof s.turnTimeSec === 'number' ? s.turnTimeSec : 30,
+      turnTimerEnabled: s.turnTimerEnabled !== false,
+      rake: {
+        percent: typeof s.rakePercent === 'number' ? s.rakePercent : 0,
+        cap: big(s.rakeCap), minPot: big(s.rakeMinPot), requiresFlop: s.rakeRequiresFlop !== false,
+      },
+      deckSeed: typeof s.deckSeed === 'string' ? s.deckSeed : null,
+      hostedOnly: s.hostedOnly === true,
+      showHands: s.showHands === true,
+    };
+  }
+
+  /** Runs room work one step at a time (actions, timers and seat changes never interleave). */
+  private serial(work: () => Promise<void>): Promise<void> {
+    const next = this.busy.then(work, work);
+    this.busy = next.catch((err) => this.deps.log.error({ err, tableId: this.tableId }, 'room step failed'));
+    return next;
+  }
+
+  /** Loads the room: a hand left by a stopped process is abandoned (its start stacks stand). */
+  async open(): Promise<void> {
+    if (this.record.current_hand_id) {
+      const { rows } = await this.deps.pool.query<{ hand: string | null }>('select game.abandon_hand($1) as hand', [this.tableId]);
+      this.deps.log.warn({ tableId: this.tableId, handId: rows[0]?.hand }, 'hand abandoned after a restart: the stacks of its start stand');
+    }
+    const { rows } = await this.deps.pool.query<{ n: string }>('select count(*) as n from game.hand_histories where table_id = $1', [this.tableId]);
+    this.handNumber = Number(rows[0]?.n ?? 0);
+    await this.reloadSeats();
+    this.scheduleDeal();
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.turnTimer) clearTimeout(this.turnTimer);
+    if (this.nextDeal) clearTimeout(this.nextDeal);
+  }
+
+  /** Seats changed in the database (funded, topped up, stood up, settled): read them again. */
+  refresh(): Promise<void> {
+    return this.serial(async () => {
+      if (this.hand?.status === 'betting') return; // seats cannot change mid-hand; the boundary re-reads them
+      await this.reloadSeats();
+      this.broadcastState();
+      this.scheduleDeal();
+    });
+  }
+
+  private async reloadSeats(): Promise<void> {
+    const { rows } = await this.deps.pool.query<{ id: string; user_id: string; seat_index: number; chip_balance: string; status: string }>(
+      `select id::text, user_id, seat_index, chip_balance::text, status from game.table_players
+        where table_id = $1 and status = 'seated' order by seat_index`,
+      [this.tableId],
+    );
+    const running = this.positions !== null;
+    const next = new Map<number, Seat>();
+    for (const r of rows) {
+      const known = this.seats.get(r.seat_index);
+      const same = known && known.positionId === r.id;
+      const seat: Seat = same ? { ...known, stack: BigInt(r.chip_balance) } : {
+        seat: r.seat_index, playerId: r.id, positionId: r.id, userId: r.user_id, agentId: null, stack: BigInt(r.chip_balance),
+        sittingOut: false, waitingForBigBlind: running, timeouts: 0, sittingOutSince: null, leaveAfterHand: false,
+      };
+      next.set(r.seat_index, seat);
+    }
+    this.seats = next;
+    if (this.seats.size < 2) this.positions = null; // the next game starts afresh
+  }
+
+  /** The agent playing a seat, once the agent's sit succeeded (for the room's view and audience). */
+  markAgent(userId: string, agentId: string | null): void {
+    for (const s of this.seats.values()) if (s.userId === userId) s.agentId = agentId;
+  }
+
+  seatOf(userId: string | null): number | null {
+    if (!userId) return null;
+    for (const s of this.seats.values()) if (s.userId === userId) return s.seat;
+    return null;
+  }
+
+  inHand(userId: string): boolean {
+    const seat = this.seatOf(userId);
+    return seat !== null && this.hand?.status === 'betting' && this.hand.players.some((p) => p.seat === seat && !p.folded);
+  }
+
+  private views(): SeatView[] {
+    return [...this.seats.values()]
+      .sort((a, b) => a.seat - b.seat)
+      .map((s) => ({ seatIndex: s.seat, userId: s.userId, agentId: s.agentId, stack: s.stack, sittingOut: s.sittingOut === true }));
+  }
+
+  stateFor(w: Watcher): string {
+    const st = this.settings;
+    const seat = this.seatOf(w.userId);
+    return toJson(gameState(
+      { tableId: this.tableId, smallBlind: st.smallBlind, bigBlind: st.bigBlind, ante: st.ante },
+      this.views(), this.hand, { seat, seesAllCards: seat === null && st.hostedOnly && st.showHands }, this.turnDeadline,
+    ));
+  }
+
+  broadcastState(): void {
+    for (const w of this.watchers) w.send(this.stateFor(w));
+  }
+
+  // ---- dealing -------------------------------------------------------------------------------
+
+  private scheduleDeal(): void {
+    if (this.closed || this.nextDeal || this.hand?.status === 'betting') return;
+    if (nextHand([...this.seats.values()], this.positions) === null) return;
+    this.nextDeal = setTimeout(() => {
+      this.nextDeal = null;
+      void this.serial(() => this.deal());
+    }, this.deps.options.handDelayMs);
+  }
+
+  private async deal(): Promise<void> {
+    if (this.closed || this.hand?.status === 'betting') return;
+    const handId = `${this.tableId}:${this.handNumber + 1}:${randomUUID().slice(0, 8)}`;
+    try {
+      await this.deps.hands.begin(this.tableId, handId);
+    } catch (err) {
+      this.deps.log.warn({ tableId: this.tableId, err: (err as Error).message }, 'hand not started');
+      return;
+    }
+    // the table is ours now: no seat changes until the hand ends; read the seats as they stand
+    await this.reloadSeats();
+    const plan = nextHand([...this.seats.values()], this.positions);
+    if (!plan) {
+      await this.deps.pool.query('select game.abandon_hand($1)', [this.tableId]);
+      return;
+    }
+    const st = this.settings;
+    this.handNumber += 1;
+    const deck = st.deckSeed ? shuffledDeck(`${st.deckSeed}:${this.handNumber}`) : randomDeck(randomBytes(32));
+    const hand = startHand({
+      handId, seats: plan.seats, button: plan.button, smallBlindSeat: plan.smallBlindSeat, bigBlindSeat: plan.bigBlindSeat,
+      smallBlind: st.smallBlind, bigBlind: st.bigBlind, ante: st.ante, deck, rake: st.rake,
+    });
+    this.positions = plan.positions;
+    this.hand = hand;
+    this.handStartedAt = Date.now();
+    this.previousApplied = this.applied;
+    this.applied = new Set();
+    for (const s of this.seats.values()) if (plan.dealtIn.includes(s.seat)) s.waitingForBigBlind = false;
+    await this.afterStep();
+  }
+
+  /** After every change of the hand: broadcast, then finish it or arm the turn timer. */
+  private async afterStep(): Promise<void> {
+    if (this.turnTimer) clearTimeout(this.turnTimer);
+    this.turnTimer = null;
+    this.turnDeadline = null;
+    const hand = this.hand!;
+    if (hand.status === 'complete') {
+      this.broadcastState();
+      await this.finish(hand);
+      return;
+    }
+    // a player who asked to stand up checks when free, else folds, on each turn (as the turn timer
+    // would) and leaves when the hand ends
+    const leaving = hand.toAct !== null ? this.seats.get(hand.toAct) : undefined;
+    if (leaving?.leaveAfterHand) {
+      const folded = timeout(hand);
+      if (!isRefusal(folded)) {
+        this.hand = folded;
+        return this.afterStep();
+      }
+    }
+    const st = this.settings;
+    if (st.turnTimerEnabled) {
+      this.turnDeadline = Date.now() + st.turnTimeSec * 1000;
+      const seq = hand.seq;
+      this.turnTimer = setTimeout(() => void this.serial(() => this.expire(seq)), st.turnTimeSec * 1000);
+    }
+    this.broadcastState();
+  }
+
+  private async expire(seq: number): Promise<void> {
+    const hand = this.hand;
+    if (!hand || hand.status !== 'betting' || hand.seq !== seq || hand.toAct === null) return;
+    const seat = this.seats.get(hand.toAct);
+    const next = timeout(hand);
+    if (isRefusal(next)) return;
+    this.hand = next;
+    if (seat) {
+      seat.timeouts += 1;
+      if (seat.timeouts >= this.deps.options.timeoutsBeforeSitOut && !seat.sittingOut) {
+        this.seats.set(seat.seat, { ...sitOut([seat], seat.seat)[0]!, ...{ positionId: seat.positionId, userId: seat.userId, agentId: seat.agentId, timeouts: seat.timeouts, leaveAfterHand: seat.leaveAfterHand }, sittingOutSince: Date.now() } as Seat);
+        this.deps.log.info({ tableId: this.tableId, userId: seat.userId }, 'player sat out after timeouts');
+      }
+    }
+    await this.afterStep();
+  }
+
+  private async finish(hand: HandState): Promise<void> {
+    const result = hand.result!;
+    const stacks: Record<string, bigint> = {};
+    for (const p of hand.players) stacks[p.playerId] = p.stack;
+    const end = await this.deps.hands.finish(this.tableId, hand.handId, stacks, result.rake);
+    await this.deps.pool.query('select game.record_hand($1, $2, $3, $4, $5::jsonb, $6::jsonb)', [
+      this.tableId, hand.handId, this.handNumber, 'finished', JSON.stringify(historyJson(hand.history)),
+      toJson(handResult(this.tableId, hand.handId, result, this.views())),
+    ]).catch((err) => this.deps.log.error({ err, handId: hand.handId }, 'hand history not stored'));
+    const message = toJson(handResult(this.tableId, hand.handId, result, this.views()));
+    for (const w of this.watchers) w.send(message);
+    this.deps.log.debug({ tableId: this.tableId, handId: hand.handId, busted: end.busted.length, rake: result.rake.toString(), ms: Date.now() - this.handStartedAt }, 'hand finished');
+
+    const leaving = [...this.seats.values()].filter((s) => s.leaveAfterHand);
+    this.hand = null;
+    await this.reloadSeats();
+    for (const s of leaving) {
+      await this.deps.standUp({ userId: s.userId, token: this.tokens.get(s.userId) ?? null })
+        .catch((err) => this.deps.log.warn({ err: (err as Error).message, userId: s.userId }, 'stand-up after the hand failed'));
+    }
+    if (leaving.length) await this.reloadSeats();
+    await this.kickIdle();
+    this.broadcastState();
+    this.scheduleDeal();
+  }
+
+  /** Sat-out players past the idle timeout are removed through the bank (forced withdraw to custody). */
+  private async kickIdle(): Promise<void> {
+    const now = Date.now();
+    for (const s of [...this.seats.values()]) {
+      if (s.sittingOut && s.sittingOutSince !== null && now - s.sittingOutSince >= this.deps.options.idleKickMs) {
+        this.deps.log.info({ tableId: this.tableId, userId: s.userId }, 'idle player removed (forced withdraw)');
+        await this.deps.forcedWithdraw(s.userId).catch((err) => this.deps.log.warn({ err: (err as Error).message, userId: s.userId }, 'idle kick failed'));
+      }
+    }
+    await this.reloadSeats();
+  }
+
+  /** Periodic check (the game role calls it): idle kicks happen between hands. */
+  tick(): Promise<void> {
+    return this.serial(async () => {
+      if (this.hand?.status === 'betting') return;
+      const before = this.seats.size;
+      await this.kickIdle();
+      if (this.seats.size !== before) this.broadcastState();
+    });
+  }
+
+  // ---- player requests -----------------------------------------------------------------------
+
+  /** The bearer tokens of connected players: a stand-up after the hand is made with the player's own. */
+  readonly tokens = new Map<string, string>();
+
+  /** An action by a user; resolves to an error code, or null when applied (or a duplicate). */
+  act(userId: string, message: { handId?: unknown; seq?: unknown; action?: unknown; amount?: unknown }): Promise<{ error?: string; duplicate?: boolean }> {
+    return new Promise((resolve) => {
+      void this.serial(async () => {
+        const hand = this.hand;
+        const seat = this.seatOf(userId);
+        if (seat === null) return resolve({ error: 'not_seated' });
+        const seq = typeof message.seq === 'number' ? message.seq : undefined;
+        const key = `${String(message.handId)}:${seat}:${seq}`;
+        if (seq !== undefined && (this.applied.has(key) || this.previousApplied.has(key))) return resolve({ duplicate: true });
+        if (!hand || hand.status !== 'betting') return resolve({ error: 'no_hand_in_progress' });
+        if (message.handId !== undefined && message.handId !== hand.handId) return resolve({ error: 'stale_hand' });
+        const type = message.action;
+        if (type !== 'fold' && type !== 'check' && type !== 'call' && type !== 'bet' && type !== 'raise') return resolve({ error: 'illegal_action' });
+        let amount: bigint | undefined;
+        if (type === 'bet' || type === 'raise') {
+          if (typeof message.amount !== 'string' && typeof message.amount !== 'number') return resolve({ error: 'illegal_amount' });
+          try {
+            amount = BigInt(message.amount);
+          } catch {
+            return resolve({ error: 'illegal_amount' });
+          }
+        }
+        const action: Action = amount === undefined ? { type } : { type, amount };
+        const next = applyAction(hand, seat, action, seq);
+        if (isRefusal(next)) return resolve({ error: next.error });
+        this.applied.add(`${hand.handId}:${seat}:${hand.seq}`);
+        const s = this.seats.get(seat);
+        if (s) s.timeouts = 0;
+        this.hand = next;
+        resolve({});
+        await this.afterStep();
+      });
+    });
+  }
+
+  /** A player steps away or comes back (comes back waiting for the big blind). */
+  setSittingOut(userId: string, out: boolean): string | null {
+    const seat = this.seatOf(userId);
+    if (seat === null) return 'not_seated';
+    const s = this.seats.get(seat)!;
+    const changed = out ? sitOut([s], seat)[0]! : comeBack([s], seat)[0]!;
+    this.seats.set(seat, { ...s, sittingOut: changed.sittingOut, waitingForBigBlind: changed.waitingForBigBlind, sittingOutSince: out ? Date.now() : null, timeouts: 0 });
+    this.broadcastState();
+    if (!out) this.scheduleDeal();
+    return null;
+  }
+
+  /**
+   * A stand-up asked for during the hand the player is in: on each of their turns they check when
+   * free, else fold (at once if it is their turn now), and the stand-up goes through the bank when
+   * the hand ends.
+   */
+  leaveAfterHand(userId: string): Promise<void> {
+    return this.serial(async () => {
+      const seat = this.seatOf(userId);
+      if (seat === null) return;
+      const s = this.seats.get(seat)!;
+      const playing = this.hand?.status === 'betting' && this.hand.players.some((p) => p.seat === seat && !p.folded);
+      if (!playing) {
+        // the hand ended (or folded them) meanwhile: stand up now
+        await this.deps.standUp({ userId, token: this.tokens.get(userId) ?? null })
+          .catch((err) => this.deps.log.warn({ err: (err as Error).message, userId }, 'stand-up failed'));
+        await this.reloadSeats();
+        this.broadcastState();
+        return;
+      }
+      s.leaveAfterHand = true;
+      s.sittingOut = true;
+      if (this.hand!.toAct === seat) await this.afterStep();
+    });
+  }
+}
