@@ -379,6 +379,8 @@ export class Room {
     const seat = this.seatOf(userId);
     if (seat === null) return 'not_seated';
     const s = this.seats.get(seat)!;
+    // a player who never stepped away has nothing to come back from (no wait for the big blind)
+    if (!out && !s.sittingOut) return null;
     const changed = out ? sitOut([s], seat)[0]! : comeBack([s], seat)[0]!;
     this.seats.set(seat, { ...s, sittingOut: changed.sittingOut, waitingForBigBlind: changed.waitingForBigBlind, sittingOutSince: out ? Date.now() : null, timeouts: 0 });
     this.broadcastState();

@@ -112,6 +112,8 @@ export function createLiveTables(deps: LiveTablesDeps) {
     if (!token) return null;
     try {
       const claims = await deps.jwt.verify(token);
+      // another user on this connection: the previous user's agent is not theirs
+      if (claims.sub !== c.userId) c.agentId = null;
       c.userId = claims.sub;
       c.token = token;
     } catch {
