@@ -56,7 +56,7 @@ export interface RoomDeps {
   /** Players removed for idleness go through the bank (forced withdraw to custody). */
   forcedWithdraw: (userId: string) => Promise<void>;
   /** A player asked to stand up during a hand: done through the bank once it ends. */
-  standUp: (seat: { userId: string; token: string | null }) => Promise<void>;
+  standUp: (seat: { userId: string; token: string | null }) => Promise<{ status: number; body: Record<string, unknown> }>;
 }
 
 const big = (v: unknown, fallback = 0n) => (typeof v === 'number' && Number.isInteger(v) ? BigInt(v) : fallback);
@@ -389,27 +389,34 @@ export class Room {
   }
 
   /**
-   * A stand-up asked for during the hand the player is in: on each of their turns they check when
-   * free, else fold (at once if it is their turn now), and the stand-up goes through the bank when
-   * the hand ends.
+   * A player asks to stand up. Between hands it is done at once, through the bank, inside the
+   * room's step (so no hand can be dealt in between and hold the table). During a hand (whether the
+   * player is still in it, folded, or sat out) it is `pending`: the player checks when free, else
+   * folds, on each of their turns (at once if it is their turn now), and the bank is asked when the
+   * hand ends.
    */
-  leaveAfterHand(userId: string): Promise<void> {
-    return this.serial(async () => {
-      const seat = this.seatOf(userId);
-      if (seat === null) return;
-      const s = this.seats.get(seat)!;
-      const playing = this.hand?.status === 'betting' && this.hand.players.some((p) => p.seat === seat && !p.folded);
-      if (!playing) {
-        // the hand ended (or folded them) meanwhile: stand up now
-        await this.deps.standUp({ userId, token: this.tokens.get(userId) ?? null })
-          .catch((err) => this.deps.log.warn({ err: (err as Error).message, userId }, 'stand-up failed'));
+  requestStandUp(userId: string): Promise<{ pending: true } | { pending: false; status: number; body: Record<string, unknown> }> {
+    return new Promise((resolve) => {
+      void this.serial(async () => {
+        const seat = this.seatOf(userId);
+        if (seat === null) return resolve({ pending: false, status: 404, body: { error: 'not_at_table' } });
+        const s = this.seats.get(seat)!;
+        if (this.hand?.status === 'betting') {
+          s.leaveAfterHand = true;
+          s.sittingOut = true;
+          resolve({ pending: true });
+          if (this.hand.toAct === seat) await this.afterStep();
+          return;
+        }
+        s.sittingOut = true; // not dealt in again, whatever the bank answers
+        const answer = await this.deps.standUp({ userId, token: this.tokens.get(userId) ?? null })
+          .catch(() => ({ status: 503, body: { error: 'bank_unavailable' } as Record<string, unknown> }));
         await this.reloadSeats();
+        if (answer.status !== 200 && this.seats.has(seat)) this.seats.get(seat)!.sittingOut = false;
+        resolve({ pending: false, ...answer });
         this.broadcastState();
-        return;
-      }
-      s.leaveAfterHand = true;
-      s.sittingOut = true;
-      if (this.hand!.toAct === seat) await this.afterStep();
+        this.scheduleDeal();
+      });
     });
   }
 }

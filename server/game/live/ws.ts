@@ -80,7 +80,8 @@ export function createLiveTables(deps: LiveTablesDeps) {
         const r = token
           ? await bank('/api/withdraw', { tableId }, { token })
           : await bank('/api/withdraw', { tableId, forced: true, userId }, { service: true });
-        if (r.status >= 400) log.warn({ tableId, userId, status: r.status, error: r.body.error }, 'stand-up after the hand refused');
+        if (r.status >= 400) log.warn({ tableId, userId, status: r.status, error: r.body.error }, 'stand-up refused by the bank');
+        return r;
       },
     });
     if (rows[0].game_type === 'poker') await room.open();
@@ -215,6 +216,10 @@ export function createLiveTables(deps: LiveTablesDeps) {
         const r = await joined(c, m.tableId, ref);
         if (!r) return;
         if (!c.userId) return refuse(c, 'not_authenticated', ref);
+        // the audience gate holds for play too (a seat funded over HTTP is played by whoever connects)
+        const gate = audience(r, c);
+        if (gate) return refuse(c, gate, ref);
+        if (typeof m.seq !== 'number') return refuse(c, 'missing_seq', ref);
         const result = await r.act(c.userId, m);
         if (result.error) return refuse(c, result.error, ref);
         return send(c, { type: 'action_ack', tableId: r.tableId, ref, ...(result.duplicate ? { duplicate: true } : {}) });
@@ -232,15 +237,10 @@ export function createLiveTables(deps: LiveTablesDeps) {
         if (!r) return;
         if (!c.userId || !c.token) return refuse(c, 'not_authenticated', ref);
         if (r.record.mode === 'sng') return refuse(c, 'stand_up_not_allowed_in_tournament', ref);
-        if (r.seatOf(c.userId) === null) return refuse(c, 'not_at_table', ref);
-        if (r.inHand(c.userId)) {
-          send(c, { type: 'stand_up_pending', tableId: r.tableId, ref });
-          return r.leaveAfterHand(c.userId);
-        }
-        const res = await bank('/api/withdraw', { tableId: r.tableId }, { token: c.token })
-          .catch(() => ({ status: 503, body: { error: 'bank_unavailable' } as Record<string, unknown> }));
+        r.tokens.set(c.userId, c.token);
+        const res = await r.requestStandUp(c.userId);
+        if (res.pending) return send(c, { type: 'stand_up_pending', tableId: r.tableId, ref });
         if (res.status !== 200) return refuse(c, String(res.body.error ?? 'stand_up_refused'), ref);
-        await r.refresh();
         return send(c, { type: 'stood_up', tableId: r.tableId, amount: res.body.amount, txHash: res.body.txHash, receipt: res.body.receipt, ref });
       }
       default:
