@@ -14,7 +14,7 @@ import { createOwnerPool, createRolePool } from '../server/db/pools.ts';
 import { createJwtVerifier } from '../server/http/jwt.ts';
 import { createLogger } from '../server/telemetry/index.ts';
 import { startLocalIssuer } from '../test/helpers/oidc-issuer.ts';
-import { benchDatabase, fmtRate, fmtRatio, median, numericFlags, table, timed, UsageError } from './lib/harness.ts';
+import { benchDatabase, fmtRate, fmtRatio, median, flagsOrUsage, table, timed } from './lib/harness.ts';
 
 const USAGE = `usage: npm run bench -- auth [--seconds N] [--rounds N] [--users N]
   --seconds  measured seconds per case per round (default 3)
@@ -24,16 +24,8 @@ const USAGE = `usage: npm run bench -- auth [--seconds N] [--rounds N] [--users 
 const ISSUER = 'http://auth.bench.local';
 
 export default async function authBench(args: string[]): Promise<number> {
-  let flags;
-  try {
-    flags = numericFlags(args, { seconds: 3, rounds: 3, users: 200 }, USAGE);
-  } catch (err) {
-    if (err instanceof UsageError) {
-      console.error(err.message);
-      return 2;
-    }
-    throw err;
-  }
+  const flags = flagsOrUsage(args, { seconds: 3, rounds: 3, users: 200 }, USAGE);
+  if (!flags) return 2;
   const db = await benchDatabase(console.log);
   const idp = await startLocalIssuer();
   const secret = 'bench-auth-secret-0123456789abcdefghij';

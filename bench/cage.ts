@@ -22,7 +22,7 @@ import { migrate } from '../server/db/migrate.ts';
 import { createOwnerPool, createRolePool } from '../server/db/pools.ts';
 import type { Platform } from '../server/platform.ts';
 import {
-  benchDatabase, fmtRate, fmtRatio, median, numericFlags, table, timed, UsageError,
+  benchDatabase, fmtRate, fmtRatio, median, flagsOrUsage, table, timed,
 } from './lib/harness.ts';
 import {
   call, databaseLine, describeAnswer as describe, errorCode as code, Failures, interleavedRounds, probe, startRoles, type Case,
@@ -57,16 +57,8 @@ interface Player {
 }
 
 export default async function cageBench(args: string[]): Promise<number> {
-  let flags;
-  try {
-    flags = numericFlags(args, { seconds: 3, rounds: 3, clients: 8 }, USAGE);
-  } catch (err) {
-    if (err instanceof UsageError) {
-      console.error(err.message);
-      return 2;
-    }
-    throw err;
-  }
+  const flags = flagsOrUsage(args, { seconds: 3, rounds: 3, clients: 8 }, USAGE);
+  if (!flags) return 2;
   const seconds = flags.seconds;
   const rounds = Math.max(1, Math.round(flags.rounds));
   const nClients = Math.max(1, Math.round(flags.clients));

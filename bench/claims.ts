@@ -25,7 +25,7 @@ import { migrate } from '../server/db/migrate.ts';
 import { createOwnerPool, createRolePool } from '../server/db/pools.ts';
 import type { Platform } from '../server/platform.ts';
 import {
-  benchDatabase, fmtRate, fmtRatio, median, numericFlags, table, timed, UsageError,
+  benchDatabase, fmtRate, fmtRatio, median, flagsOrUsage, table, timed,
 } from './lib/harness.ts';
 import {
   call, databaseLine, describeAnswer as describe, errorCode as code, Failures, interleavedRounds, probe, startRoles,
@@ -99,16 +99,8 @@ async function createUsers(owner: pg.Pool, keys: KeyStore, n: number): Promise<U
 }
 
 export default async function claimsBench(args: string[]): Promise<number> {
-  let flags;
-  try {
-    flags = numericFlags(args, { seconds: 3, rounds: 3, clients: 8 }, USAGE);
-  } catch (err) {
-    if (err instanceof UsageError) {
-      console.error(err.message);
-      return 2;
-    }
-    throw err;
-  }
+  const flags = flagsOrUsage(args, { seconds: 3, rounds: 3, clients: 8 }, USAGE);
+  if (!flags) return 2;
   const seconds = flags.seconds;
   const rounds = Math.max(1, Math.round(flags.rounds));
   const nClients = Math.max(1, Math.round(flags.clients));

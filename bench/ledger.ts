@@ -15,7 +15,7 @@ import { audit, postMovement, postMovements, type Movement } from '../server/cag
 import { migrate } from '../server/db/migrate.ts';
 import { createOwnerPool, createRolePool } from '../server/db/pools.ts';
 import {
-  benchDatabase, fmtRate, fmtRatio, median, numericFlags, table, timed, UsageError,
+  benchDatabase, fmtRate, fmtRatio, median, flagsOrUsage, table, timed,
 } from './lib/harness.ts';
 import { FUNDING, fundedUserAccounts, postRandomTransfer, randInt, randomPair, randomTransfer } from './lib/postings.ts';
 
@@ -43,16 +43,8 @@ interface Case {
 const log = (msg: string) => console.log(msg);
 
 export default async function ledgerBench(args: string[]): Promise<number> {
-  let flags;
-  try {
-    flags = numericFlags(args, { seconds: 3, rounds: 5, accounts: 4000 }, USAGE);
-  } catch (err) {
-    if (err instanceof UsageError) {
-      console.error(err.message);
-      return 2;
-    }
-    throw err;
-  }
+  const flags = flagsOrUsage(args, { seconds: 3, rounds: 5, accounts: 4000 }, USAGE);
+  if (!flags) return 2;
   const seconds = flags.seconds;
   const rounds = Math.max(1, Math.round(flags.rounds));
   const nAccounts = Math.max(64, Math.round(flags.accounts));

@@ -102,3 +102,16 @@ export function table(header: string[], rows: string[][]): string {
 
 export const fmtRate = (v: number) => (Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : '-');
 export const fmtRatio = (v: number) => (Number.isFinite(v) ? `${v.toFixed(2)}x` : '-');
+
+/** numericFlags for a benchmark's entry point: on a usage error it prints the usage and answers null (exit 2). */
+export function flagsOrUsage<T extends Record<string, number>>(args: string[], defaults: T, usage: string): T | null {
+  try {
+    return numericFlags(args, defaults, usage);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      console.error(err.message);
+      return null;
+    }
+    throw err;
+  }
+}
