@@ -9,7 +9,7 @@
 // Amounts are chips as bigint. Bet and raise amounts are raise-TO: the player's total bet on this
 // street after the action, never the increment ("raise to 300", not "raise by 200").
 import type { Card, Category, HandValue } from './cards.ts';
-import { evaluate } from './evaluator.ts';
+import { evaluate, scoreHand } from './evaluator.ts';
 
 export type ActionType = 'fold' | 'check' | 'call' | 'bet' | 'raise';
 export type Street = 'preflop' | 'flop' | 'turn' | 'river';
@@ -634,15 +634,16 @@ function finish(h: HandState, contested: boolean): void {
   for (let i = 0; leftover > 0n; i++, leftover--) potRakes[i]! += 1n;
 
   const live = livePlayers(h);
-  const values = new Map<number, HandValue>();
+  // scores decide the pots (the fast path); best five and description only for hands shown
+  const values = new Map<number, number>();
   const shown: ShownHand[] = [];
   const mucked: number[] = [];
   if (contested) {
-    for (const p of live) values.set(p.seat, evaluate([...p.hole, ...h.board]));
+    for (const p of live) values.set(p.seat, scoreHand([...p.hole, ...h.board]));
     const showing = showdownShows(h, live, values, pots);
     for (const p of showdownOrder(h, live)) {
       if (showing.has(p.seat)) {
-        const value = values.get(p.seat)!;
+        const value = evaluate([...p.hole, ...h.board]);
         shown.push({ seat: p.seat, hole: [...p.hole], value });
         h.history.push({
           type: 'show', seat: p.seat, cards: [...p.hole], best: value.best, category: value.category, description: value.description,
@@ -661,8 +662,8 @@ function finish(h: HandState, contested: boolean): void {
     const net = pot.amount - potRakes[index]!;
     const contenders = pot.eligible.map((seat) => playerAt(h, seat));
     let best = -Infinity;
-    for (const p of contenders) best = Math.max(best, contested ? values.get(p.seat)!.score : 0);
-    const winners = clockwiseAfter(h, h.button).filter((p) => contenders.includes(p) && (!contested || values.get(p.seat)!.score === best));
+    for (const p of contenders) best = Math.max(best, contested ? values.get(p.seat)! : 0);
+    const winners = clockwiseAfter(h, h.button).filter((p) => contenders.includes(p) && (!contested || values.get(p.seat)! === best));
     const share = net / BigInt(winners.length);
     let oddChips = net % BigInt(winners.length);
     const paid = winners.map((p) => {
@@ -698,17 +699,17 @@ function finish(h: HandState, contested: boolean): void {
  * against the hands already shown for some contested pot it can win (the first to show always
  * shows). Everyone else mucks face down.
  */
-function showdownShows(h: HandState, live: PlayerState[], values: Map<number, HandValue>, pots: Pot[]): Set<number> {
+function showdownShows(h: HandState, live: PlayerState[], values: Map<number, number>, pots: Pot[]): Set<number> {
   const ranOut = live.filter((p) => p.stack > 0n).length <= 1;
   if (ranOut) return new Set(live.map((p) => p.seat));
   const showing = new Set<number>(live.filter((p) => p.stack === 0n).map((p) => p.seat));
   for (const p of showdownOrder(h, live)) {
     if (showing.has(p.seat)) continue;
-    const score = values.get(p.seat)!.score;
+    const score = values.get(p.seat)!;
     const contends = showing.size === 0 || pots.some((pot) => {
       if (pot.eligible.length < 2 || !pot.eligible.includes(p.seat)) return false;
       const rivals = pot.eligible.filter((seat) => showing.has(seat));
-      return rivals.every((seat) => values.get(seat)!.score <= score);
+      return rivals.every((seat) => values.get(seat)! <= score);
     });
     if (contends) showing.add(p.seat);
   }
