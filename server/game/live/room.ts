@@ -302,6 +302,7 @@ export class Room {
     this.hand = null;
     await this.reloadSeats();
     for (const s of leaving) {
+      if (this.seatOf(s.userId) === null) continue; // busted in this hand: the cage closed the seat already
       await this.deps.standUp({ userId: s.userId, token: this.tokens.get(s.userId) ?? null })
         .catch((err) => this.deps.log.warn({ err: (err as Error).message, userId: s.userId }, 'stand-up after the hand failed'));
     }
