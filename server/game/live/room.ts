@@ -185,7 +185,7 @@ export class Room {
   stateFor(w: Watcher): string {
     const st = this.settings;
     const seat = this.seatOf(w.userId);
-    return toJson(gameState(
+    return JSON.stringify(gameState(
       { tableId: this.tableId, smallBlind: st.smallBlind, bigBlind: st.bigBlind, ante: st.ante },
       this.views(), this.hand, { seat, seesAllCards: seat === null && st.hostedOnly && st.showHands }, this.turnDeadline,
     ));

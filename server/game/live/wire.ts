@@ -25,7 +25,13 @@ export interface Viewer {
   seesAllCards: boolean;
 }
 
-/** The state of a table (and its hand, if one runs) as one connection may see it. */
+const str = (v: bigint | null | undefined) => (v === null || v === undefined ? null : v.toString());
+
+/**
+ * The state of a table (and its hand, if one runs) as one connection may see it. Chips are made
+ * strings here, so the message serialises with plain JSON.stringify (no replacer: this is the
+ * message sent most, once per connection per action).
+ */
 export function gameState(
   table: { tableId: string; smallBlind: bigint; bigBlind: bigint; ante: bigint },
   seats: readonly SeatView[],
@@ -38,7 +44,7 @@ export function gameState(
   return {
     type: 'game_state',
     tableId: table.tableId,
-    blinds: { small: table.smallBlind, big: table.bigBlind, ante: table.ante },
+    blinds: { small: str(table.smallBlind), big: str(table.bigBlind), ante: str(table.ante) },
     handId: hand?.handId ?? null,
     seq: hand?.seq ?? null,
     street: hand?.street ?? null,
@@ -47,8 +53,8 @@ export function gameState(
     button: hand?.button ?? null,
     smallBlindSeat: hand?.smallBlindSeat ?? null,
     bigBlindSeat: hand?.bigBlindSeat ?? null,
-    currentBet: hand?.currentBet ?? 0n,
-    pots: (hand?.pots ?? []).map((p) => ({ amount: p.amount, eligible: p.eligible })),
+    currentBet: str(hand?.currentBet ?? 0n),
+    pots: (hand?.pots ?? []).map((p) => ({ amount: str(p.amount), eligible: p.eligible })),
     toAct: hand?.status === 'betting' ? hand.toAct : null,
     turnDeadline: turnDeadline ? new Date(turnDeadline).toISOString() : null,
     yourSeat: viewer.seat,
@@ -59,8 +65,8 @@ export function gameState(
         seatIndex: s.seatIndex,
         userId: s.userId,
         agentId: s.agentId,
-        stack: p ? p.stack : s.stack,
-        bet: p?.bet ?? 0n,
+        stack: str(p ? p.stack : s.stack),
+        bet: str(p?.bet ?? 0n),
         inHand: Boolean(p),
         folded: p?.folded ?? false,
         allIn: p ? p.stack === 0n && !p.folded : false,
@@ -70,9 +76,9 @@ export function gameState(
     }),
     legal: legal && {
       actions: legal.actions,
-      toCall: legal.toCall,
-      minRaiseTo: legal.minRaiseTo,
-      maxRaiseTo: legal.maxRaiseTo,
+      toCall: str(legal.toCall),
+      minRaiseTo: str(legal.minRaiseTo),
+      maxRaiseTo: str(legal.maxRaiseTo),
       seq: legal.seq,
       handId: legal.handId,
     },
