@@ -199,11 +199,8 @@ export function installClaimRoutes(
   });
 
   // ---- the operator's catalog and settings (x-service-key) ------------------------------------
-  const environmentOf = (value: unknown, fallback: string) => {
-    const env = value === undefined ? fallback : value;
-    if (typeof env !== 'string' || !['all', 'local', 'staging', 'production'].includes(env)) throw new ApiError(400, 'invalid_environment');
-    return env;
-  };
+  /** The environment an operator's call names, or its default; SQL refuses one that is not (invalid_environment). */
+  const environmentOf = (value: unknown, fallback: string) => (value === undefined ? fallback : String(value));
   const sectionJson = (r: Record<string, unknown>) => ({
     environment: r.environment, key: r.key, kind: r.kind, cadence: r.cadence, amount: Number(r.amount), order: r.order,
     conditionKey: r.condition_key, enabled: r.enabled, updatedAt: r.updated_at,

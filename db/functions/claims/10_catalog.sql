@@ -87,6 +87,19 @@ begin
 end;
 $$;
 
+-- An environment a catalog row may belong to (`all` or a deployment), or a refusal.
+create or replace function claims_private.catalog_environment(p_environment text) returns text
+  language plpgsql immutable
+  set search_path = pg_catalog
+as $$
+begin
+  if p_environment is null or p_environment not in ('all', 'local', 'staging', 'production') then
+    perform claims_private.refuse('invalid_environment', 'all, local, staging or production');
+  end if;
+  return p_environment;
+end;
+$$;
+
 -- Creates a section (the operator's POST). kind and cadence are chosen here, once.
 create or replace function claims.create_section(p_environment text, p_section jsonb) returns claims.claim_sections
   language plpgsql volatile security definer
@@ -95,9 +108,7 @@ as $$
 declare
   v_row claims.claim_sections;
 begin
-  if p_environment is null or p_environment not in ('all', 'local', 'staging', 'production') then
-    perform claims_private.refuse('invalid_environment', 'all, local, staging or production');
-  end if;
+  perform claims_private.catalog_environment(p_environment);
   -- `is distinct from`: a missing field is a null type, which `<>` would let through
   if p_section is null or jsonb_typeof(p_section) is distinct from 'object'
      or jsonb_typeof(p_section -> 'key') is distinct from 'string'
@@ -138,9 +149,7 @@ declare
   v_row claims.claim_sections;
   v_base claims.claim_sections;
 begin
-  if p_environment is null or p_environment not in ('all', 'local', 'staging', 'production') then
-    perform claims_private.refuse('invalid_environment', 'all, local, staging or production');
-  end if;
+  perform claims_private.catalog_environment(p_environment);
   if p_patch is null or jsonb_typeof(p_patch) <> 'object' then
     perform claims_private.refuse('invalid_section', 'an object of edits');
   end if;
@@ -196,9 +205,7 @@ as $$
 declare
   v_row claims.claim_sections;
 begin
-  if p_environment is null or p_environment not in ('all', 'local', 'staging', 'production') then
-    perform claims_private.refuse('invalid_environment', 'all, local, staging or production');
-  end if;
+  perform claims_private.catalog_environment(p_environment);
   delete from claims.claim_sections s where s.environment = p_environment and s.key = p_key returning s.* into v_row;
   if v_row.id is null then
     perform claims_private.refuse('section_not_found', format('%s in %s', p_key, p_environment));

@@ -171,11 +171,6 @@ export class Room {
     return null;
   }
 
-  inHand(userId: string): boolean {
-    const seat = this.seatOf(userId);
-    return seat !== null && this.hand?.status === 'betting' && this.hand.players.some((p) => p.seat === seat && !p.folded);
-  }
-
   private views(): SeatView[] {
     return [...this.seats.values()]
       .sort((a, b) => a.seat - b.seat)
