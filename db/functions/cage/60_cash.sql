@@ -208,8 +208,15 @@ begin
   select * into v_intent from cage.withdraw_intents w where w.idempotency_key = p_idempotency_key;
   if v_intent.idempotency_key is null then
     if exists (select from cage.withdraw_intents w where w.player_id = p_player_id) then
-      perform cage_private.refuse('seat_already_settled', format('position %s was settled under another key', p_player_id));
+      -- settled already: by a twin under this key that committed after the read above (a replay),
+      -- or under another key
+      select * into v_intent from cage.withdraw_intents w where w.idempotency_key = p_idempotency_key;
+      if v_intent.idempotency_key is null then
+        perform cage_private.refuse('seat_already_settled', format('position %s was settled under another key', p_player_id));
+      end if;
     end if;
+  end if;
+  if v_intent.idempotency_key is null then
     if p_settlement = 'bust' and p_amount <> 0 then
       perform cage_private.refuse('bad_request', 'a bust settles a zero stack');
     end if;
