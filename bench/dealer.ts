@@ -351,11 +351,13 @@ const SIT_BACKOFF_MS = 200;
 /** Refusals a bot can meet in a fair race; counted and reported, not failures. */
 const EXPECTED = {
   act: new Set(['stale_sequence', 'stale_hand']),
-  // hand_in_progress: a hand held the table when the bank came to fund the seat or stand the bot
-  // up (the next hand is dealt HAND_DELAY_MS after the last; see the report for stand-ups);
-  // not_at_table: the bot busted (its seat closed) while its stand-up was on the way;
-  // nothing_to_withdraw: it busted and its stand-up reached the seat before the bust was settled
-  sit: new Set(['hand_in_progress']),
+  // a sit during a hand waits for its end (sit_pending) and is made before the next deal, so no
+  // refusal of a sit is expected;
+  // hand_in_progress: a hand held the table when the bank came to stand the bot up (see the
+  // report for stand-ups); not_at_table: the bot busted (its seat closed) while its stand-up was
+  // on the way; nothing_to_withdraw: it busted and its stand-up reached the seat before the bust
+  // was settled
+  sit: new Set<string>(),
   up: new Set(['hand_in_progress', 'not_at_table', 'nothing_to_withdraw']),
 };
 

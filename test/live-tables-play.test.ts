@@ -200,6 +200,55 @@ test('sit_out and sit_in by hand: a player who steps away is not dealt in; sit_i
   await expectSettled(live, m, tableId, players, 1500);
 });
 
+test('a sit asked for during a hand is pending and done at its end, before the next deal; one pending sit per player; a player who left is not sat', async () => {
+  const players = [await live.player(500), await live.player(500)];
+  const [a, b] = players as [LivePlayer, LivePlayer];
+  const tableId = await m.table(a.auth, { ...POKER_SETTINGS, turnTimerEnabled: false, deckSeed: 'pending-sit' });
+  await live.seatBeforeRoom(players, tableId, [100, 100]);
+  const answered = new Set<string>();
+  const s = await live.turnOf(a, tableId, answered);
+  const hand1 = s.handId as string;
+  const c = await live.player(500);
+  const d = await live.player(500);
+  await live.join(c, tableId);
+  await live.join(d, tableId);
+
+  // C asks during hand 1: pending, nothing moved yet; a second ask is refused
+  const pending = await live.request(c.ws, { type: 'sit', tableId, seatIndex: 2, amount: 100 });
+  expect(pending).toMatchObject({ type: 'sit_pending', tableId });
+  expect(await live.request(c.ws, { type: 'sit', tableId, seatIndex: 2, amount: 100 })).toMatchObject({ type: 'error', code: 'sit_already_pending' });
+  expect(await m.balance(c.auth)).toBe(500);
+  // D asks, then leaves the table before the hand ends: told sit_cancelled, nothing moved
+  const dPending = await live.request(d.ws, { type: 'sit', tableId, seatIndex: 3, amount: 100 });
+  expect(dPending).toMatchObject({ type: 'sit_pending' });
+  expect(await live.request(d.ws, { type: 'leave', tableId })).toMatchObject({ type: 'left' });
+  // the connection stays usable meanwhile
+  expect(await live.request(c.ws, { type: 'ping' })).toMatchObject({ type: 'pong' });
+  expect((await m.room(tableId)).body.seats).toHaveLength(2);
+
+  await checkDown(players, tableId, hand1, answered);
+  const seated = await c.ws.next((x) => x.ref === pending.ref && x.type !== 'sit_pending', 5000);
+  expect(seated).toMatchObject({ type: 'seated', tableId, seatIndex: 2 });
+  expect(await d.ws.next((x) => x.ref === dPending.ref && x.type !== 'sit_pending', 5000)).toMatchObject({ type: 'error', code: 'sit_cancelled' });
+  expect(await m.balance(c.auth)).toBe(400);
+  expect(await m.balance(d.auth)).toBe(500);
+  // C was seated before hand 2 was dealt (the next hand's first state comes after the answer)
+  const seatedAt = c.ws.messages.indexOf(seated);
+  const firstOfHand2 = c.ws.messages.findIndex((x) => x.type === 'game_state' && x.status === 'betting' && x.handId !== hand1);
+  expect(firstOfHand2 === -1 || firstOfHand2 > seatedAt).toBe(true);
+
+  // C is dealt in within a few hands (a newcomer waits for the big blind)
+  const all = [a, b, c];
+  for (let hands = 0; ; hands++) {
+    expect(hands).toBeLessThan(4);
+    const next = await stateWhere(a.ws, tableId, (x) => x.status === 'betting' && x.handId !== null && x.handId !== hand1 && !resultsOf(a.ws, tableId).some((r) => r.handId === x.handId), 'a new hand');
+    if (seatIn(next, 2)?.inHand) break;
+    await checkDown(all, tableId, next.handId, answered);
+  }
+  await live.standUpAll(all, tableId);
+  await expectSettled(live, m, tableId, [...all, d], 2000);
+});
+
 test('idle removal: a sat-out player is removed between hands by the forced withdraw; a FREE custody entry holds the stack and is claimed', async () => {
   m2 = await startMoneyPlatform(db, { env: { HAND_DELAY_MS: '10', TIMEOUTS_BEFORE_SIT_OUT: '1', IDLE_KICK_SECONDS: '1' } });
   live2 = liveClient(m2, db);

@@ -56,7 +56,22 @@ export interface RoomDeps {
   /** Players removed for idleness go through the bank (forced withdraw to custody). */
   forcedWithdraw: (userId: string) => Promise<void>;
   /** A player asked to stand up during a hand: done through the bank once it ends. */
-  standUp: (seat: { userId: string; token: string | null }) => Promise<{ status: number; body: Record<string, unknown> }>;
+  standUp: (seat: { userId: string; token: string | null }) => Promise<BankAnswer>;
+}
+
+/** What the bank answered a seat request (a deposit or a withdraw). */
+export interface BankAnswer {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/** A sit asked for during a hand: made through the bank at its end, before the next deal. */
+interface PendingSit {
+  userId: string;
+  agentId: string | null;
+  watcher: Watcher;
+  deposit: () => Promise<BankAnswer>;
+  done: (answer: BankAnswer) => void;
 }
 
 const big = (v: unknown, fallback = 0n) => (typeof v === 'number' && Number.isInteger(v) ? BigInt(v) : fallback);
@@ -78,6 +93,7 @@ export class Room {
   /** Actions applied in this hand and the last one (`handId:seat:seq`): a resent one is acknowledged, not applied. */
   private applied = new Set<string>();
   private previousApplied = new Set<string>();
+  private pendingSits: PendingSit[] = [];
 
   private readonly deps: RoomDeps;
 
@@ -127,6 +143,7 @@ export class Room {
     this.closed = true;
     if (this.turnTimer) clearTimeout(this.turnTimer);
     if (this.nextDeal) clearTimeout(this.nextDeal);
+    for (const p of this.pendingSits.splice(0)) p.done({ status: 503, body: { error: 'table_closed' } });
   }
 
   /** Seats changed in the database (funded, topped up, stood up, settled): read them again. */
@@ -303,8 +320,35 @@ export class Room {
     }
     if (leaving.length) await this.reloadSeats();
     await this.kickIdle();
+    await this.seatPending();
     this.broadcastState();
     this.scheduleDeal();
+  }
+
+  /**
+   * The sits asked for during the hand, in the order asked, now that no hand holds the table. A
+   * player who left the table (or whose connection closed) meanwhile is not sat: nobody would be
+   * told, and no chips move for a sit nobody watches.
+   */
+  private async seatPending(): Promise<void> {
+    if (this.pendingSits.length === 0) return;
+    const answered: [PendingSit, BankAnswer][] = [];
+    for (const p of this.pendingSits.splice(0)) {
+      const cancelled = !this.watchers.has(p.watcher);
+      answered.push([p, cancelled ? { status: 409, body: { error: 'sit_cancelled' } } : await this.bankCall(p.deposit)]);
+    }
+    await this.reloadSeats();
+    for (const [p, answer] of answered) this.sat(p, answer);
+  }
+
+  /** Answers a sit once the seats are read again (the seat is there, with its agent). */
+  private sat(p: Pick<PendingSit, 'userId' | 'agentId' | 'done'>, answer: BankAnswer): void {
+    if (answer.status === 200 && p.agentId) this.markAgent(p.userId, p.agentId);
+    p.done(answer);
+  }
+
+  private bankCall(call: () => Promise<BankAnswer>): Promise<BankAnswer> {
+    return call().catch(() => ({ status: 503, body: { error: 'bank_unavailable' } }));
   }
 
   /** Sat-out players past the idle timeout are removed through the bank (forced withdraw to custody). */
@@ -370,6 +414,39 @@ export class Room {
     });
   }
 
+  /**
+   * A player asks to sit (or top up) through the bank's deposit. Between hands it is done at once,
+   * inside the room's step, so the next deal cannot take the table between the request and the
+   * seat funding. During a hand it is `pending` and done when the hand ends, before the next deal
+   * (one pending sit per player; a second is refused `sit_already_pending`). `answer` resolves to
+   * the bank's answer either way.
+   */
+  requestSit(userId: string, agentId: string | null, watcher: Watcher, deposit: () => Promise<BankAnswer>): Promise<{ pending: boolean; answer: Promise<BankAnswer> }> {
+    return new Promise((resolve) => {
+      void this.serial(async () => {
+        let done!: (answer: BankAnswer) => void;
+        const answer = new Promise<BankAnswer>((r) => {
+          done = r;
+        });
+        if (this.closed) {
+          done({ status: 503, body: { error: 'table_closed' } });
+          return resolve({ pending: false, answer });
+        }
+        if (this.hand?.status === 'betting') {
+          if (this.pendingSits.some((p) => p.userId === userId)) done({ status: 409, body: { error: 'sit_already_pending' } });
+          else this.pendingSits.push({ userId, agentId, watcher, deposit, done });
+          return resolve({ pending: this.pendingSits.some((p) => p.done === done), answer });
+        }
+        resolve({ pending: false, answer });
+        const answered = await this.bankCall(deposit);
+        await this.reloadSeats();
+        this.sat({ userId, agentId, done }, answered);
+        this.broadcastState();
+        this.scheduleDeal();
+      });
+    });
+  }
+
   /** A player steps away or comes back (comes back waiting for the big blind). */
   setSittingOut(userId: string, out: boolean): string | null {
     const seat = this.seatOf(userId);
@@ -391,7 +468,7 @@ export class Room {
    * folds, on each of their turns (at once if it is their turn now), and the bank is asked when the
    * hand ends.
    */
-  requestStandUp(userId: string): Promise<{ pending: true } | { pending: false; status: number; body: Record<string, unknown> }> {
+  requestStandUp(userId: string): Promise<{ pending: true } | ({ pending: false } & BankAnswer)> {
     return new Promise((resolve) => {
       void this.serial(async () => {
         const seat = this.seatOf(userId);
@@ -405,8 +482,7 @@ export class Room {
           return;
         }
         s.sittingOut = true; // not dealt in again, whatever the bank answers
-        const answer = await this.deps.standUp({ userId, token: this.tokens.get(userId) ?? null })
-          .catch(() => ({ status: 503, body: { error: 'bank_unavailable' } as Record<string, unknown> }));
+        const answer = await this.bankCall(() => this.deps.standUp({ userId, token: this.tokens.get(userId) ?? null }));
         await this.reloadSeats();
         if (answer.status !== 200 && this.seats.has(seat)) this.seats.get(seat)!.sittingOut = false;
         resolve({ pending: false, ...answer });

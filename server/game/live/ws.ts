@@ -201,16 +201,24 @@ export function createLiveTables(deps: LiveTablesDeps) {
         const gate = audience(r, c);
         if (gate) return refuse(c, gate, ref);
         if (r.record.mode === 'sng') return refuse(c, 'use_tournament_registration', ref);
-        const res = await bank('/api/deposit', { tableId: r.tableId, seatIndex: m.seatIndex, amount: m.amount, ...(typeof m.idempotencyKey === 'string' ? { idempotencyKey: m.idempotencyKey } : {}) }, { token: c.token })
-          .catch(() => ({ status: 503, body: { error: 'bank_unavailable' } as Record<string, unknown> }));
-        if (res.status !== 200) return refuse(c, String(res.body.error ?? 'sit_refused'), ref);
-        await r.refresh();
-        if (c.agentId) {
-          r.markAgent(c.userId, c.agentId);
-          await deps.board.markConditionMet(c.userId, 'agent_seated', `agent_seated:${c.agentId}:${r.tableId}`).catch(() => undefined);
-        }
-        send(c, { type: 'seated', tableId: r.tableId, seatIndex: res.body.seatIndex, chipBalance: res.body.chipBalance, ref });
-        return r.broadcastState();
+        const userId = c.userId;
+        const token = c.token;
+        const agentId = c.agentId;
+        const body = { tableId: r.tableId, seatIndex: m.seatIndex, amount: m.amount, ...(typeof m.idempotencyKey === 'string' ? { idempotencyKey: m.idempotencyKey } : {}) };
+        const { pending, answer } = await r.requestSit(userId, agentId, c, () => bank('/api/deposit', body, { token }));
+        if (pending) send(c, { type: 'sit_pending', tableId: r.tableId, ref });
+        const seated = async () => {
+          const res = await answer;
+          if (res.status !== 200) return refuse(c, String(res.body.error ?? 'sit_refused'), ref);
+          if (agentId) {
+            await deps.board.markConditionMet(userId, 'agent_seated', `agent_seated:${agentId}:${r.tableId}`).catch(() => undefined);
+          }
+          send(c, { type: 'seated', tableId: r.tableId, seatIndex: res.body.seatIndex, chipBalance: res.body.chipBalance, ref });
+          return r.broadcastState();
+        };
+        // a pending sit completes at the hand's end; the connection's other messages go on meanwhile
+        if (pending) return void seated().catch((err) => log.error({ err }, 'pending sit failed'));
+        return seated();
       }
       case 'action': {
         const r = await joined(c, m.tableId, ref);
