@@ -10,7 +10,7 @@ import { applyAction, isRefusal, startHand, timeout, type Action, type HandState
 import { randomDeck, shuffledDeck } from '../poker/deck.ts';
 import { comeBack, nextHand, sitOut, type Positions, type TableSeat } from '../poker/table.ts';
 import type { createHands } from '../hands.ts';
-import { gameState, handResult, historyJson, toJson, type SeatView } from './wire.ts';
+import { handResult, stateWriter, historyJson, toJson, type SeatView } from './wire.ts';
 
 export interface Watcher {
   id: number;
@@ -194,17 +194,26 @@ export class Room {
       .map((s) => ({ seatIndex: s.seat, userId: s.userId, agentId: s.agentId, stack: s.stack, sittingOut: s.sittingOut === true }));
   }
 
+  /** The game state as `w` may see it (one connection; a broadcast shares the work). */
   stateFor(w: Watcher): string {
-    const st = this.settings;
-    const seat = this.seatOf(w.userId);
-    return JSON.stringify(gameState(
-      { tableId: this.tableId, smallBlind: st.smallBlind, bigBlind: st.bigBlind, ante: st.ante },
-      this.views(), this.hand, { seat, seesAllCards: seat === null && st.hostedOnly && st.showHands }, this.turnDeadline,
-    ));
+    return this.viewOf(this.writer(), w);
   }
 
   broadcastState(): void {
-    for (const w of this.watchers) w.send(this.stateFor(w));
+    if (this.watchers.size === 0) return;
+    const write = this.writer();
+    for (const w of this.watchers) w.send(this.viewOf(write, w));
+  }
+
+  private writer() {
+    const st = this.settings;
+    return stateWriter({ tableId: this.tableId, smallBlind: st.smallBlind, bigBlind: st.bigBlind, ante: st.ante }, this.views(), this.hand, this.turnDeadline);
+  }
+
+  private viewOf(write: ReturnType<typeof stateWriter>, w: Watcher): string {
+    const seat = this.seatOf(w.userId);
+    const st = this.record.settings;
+    return write({ seat, seesAllCards: seat === null && st.hostedOnly === true && st.showHands === true });
   }
 
   // ---- dealing -------------------------------------------------------------------------------

@@ -28,20 +28,21 @@ export interface Viewer {
 const str = (v: bigint | null | undefined) => (v === null || v === undefined ? null : v.toString());
 
 /**
- * The state of a table (and its hand, if one runs) as one connection may see it. Chips are made
- * strings here, so the message serialises with plain JSON.stringify (no replacer: this is the
- * message sent most, once per connection per action).
+ * The state of a table (and its hand, if one runs) as each connection may see it: `stateWriter`
+ * serialises what all viewers share once (the table, the hand, every seat with and without its
+ * cards, the legal actions of the seat to act), and `write(viewer)` only joins the pieces. This is
+ * the message sent most (once per connection per action), so the shared work is not repeated per
+ * connection. Chips are strings (bigint end to end), so plain JSON.stringify serialises it.
  */
-export function gameState(
+export function stateWriter(
   table: { tableId: string; smallBlind: bigint; bigBlind: bigint; ante: bigint },
   seats: readonly SeatView[],
   hand: HandState | null,
-  viewer: Viewer,
   turnDeadline: number | null,
-) {
+): (viewer: Viewer) => string {
   const players = new Map(hand?.players.map((p) => [p.seat, p]) ?? []);
-  const legal = hand && hand.status === 'betting' && hand.toAct !== null && hand.toAct === viewer.seat ? legalActions(hand) : null;
-  return {
+  const betting = hand !== null && hand.status === 'betting' && hand.toAct !== null;
+  const head = JSON.stringify({
     type: 'game_state',
     tableId: table.tableId,
     blinds: { small: str(table.smallBlind), big: str(table.bigBlind), ante: str(table.ante) },
@@ -55,33 +56,48 @@ export function gameState(
     bigBlindSeat: hand?.bigBlindSeat ?? null,
     currentBet: str(hand?.currentBet ?? 0n),
     pots: (hand?.pots ?? []).map((p) => ({ amount: str(p.amount), eligible: p.eligible })),
-    toAct: hand?.status === 'betting' ? hand.toAct : null,
+    toAct: betting ? hand.toAct : null,
     turnDeadline: turnDeadline ? new Date(turnDeadline).toISOString() : null,
-    yourSeat: viewer.seat,
-    seats: seats.map((s) => {
-      const p = players.get(s.seatIndex);
-      const showCards = p && (s.seatIndex === viewer.seat || viewer.seesAllCards);
-      return {
-        seatIndex: s.seatIndex,
-        userId: s.userId,
-        agentId: s.agentId,
-        stack: str(p ? p.stack : s.stack),
-        bet: str(p?.bet ?? 0n),
-        inHand: Boolean(p),
-        folded: p?.folded ?? false,
-        allIn: p ? p.stack === 0n && !p.folded : false,
-        sittingOut: s.sittingOut,
-        cards: showCards ? cards(p!.hole) : null,
-      };
-    }),
-    legal: legal && {
-      actions: legal.actions,
-      toCall: str(legal.toCall),
-      minRaiseTo: str(legal.minRaiseTo),
-      maxRaiseTo: str(legal.maxRaiseTo),
-      seq: legal.seq,
-      handId: legal.handId,
-    },
+  }).slice(0, -1);
+  const seatJson = (s: SeatView, showCards: boolean) => {
+    const p = players.get(s.seatIndex);
+    return JSON.stringify({
+      seatIndex: s.seatIndex,
+      userId: s.userId,
+      agentId: s.agentId,
+      stack: str(p ? p.stack : s.stack),
+      bet: str(p?.bet ?? 0n),
+      inHand: Boolean(p),
+      folded: p?.folded ?? false,
+      allIn: p ? p.stack === 0n && !p.folded : false,
+      sittingOut: s.sittingOut,
+      cards: showCards && p ? cards(p.hole) : null,
+    });
+  };
+  const hidden = seats.map((s) => seatJson(s, false));
+  let shown: string[] | null = null; // every seat's cards: built when a viewer may see them
+  const ownSeat = (i: number) => (players.has(seats[i]!.seatIndex) ? seatJson(seats[i]!, true) : hidden[i]!);
+  let legal: string | null = null; // for the seat to act only
+  const legalFor = (seat: number | null) => {
+    if (!betting || seat !== hand.toAct) return 'null';
+    if (legal === null) {
+      const l = legalActions(hand);
+      legal = l === null ? 'null' : JSON.stringify({
+        actions: l.actions, toCall: str(l.toCall), minRaiseTo: str(l.minRaiseTo), maxRaiseTo: str(l.maxRaiseTo), seq: l.seq, handId: l.handId,
+      });
+    }
+    return legal;
+  };
+  return (viewer) => {
+    let seatList: string;
+    if (viewer.seesAllCards) {
+      shown ??= seats.map((_, i) => ownSeat(i));
+      seatList = shown.join(',');
+    } else {
+      const mine = viewer.seat === null ? -1 : seats.findIndex((s) => s.seatIndex === viewer.seat);
+      seatList = mine < 0 ? hidden.join(',') : seats.map((_, i) => (i === mine ? ownSeat(i) : hidden[i])).join(',');
+    }
+    return `${head},"yourSeat":${viewer.seat === null ? 'null' : viewer.seat},"seats":[${seatList}],"legal":${legalFor(viewer.seat)}}`;
   };
 }
 

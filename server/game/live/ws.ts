@@ -257,10 +257,28 @@ export function createLiveTables(deps: LiveTablesDeps) {
   }
 
   function onConnection(ws: WebSocket, req: IncomingMessage, autoJoin: string | null) {
+    // Messages sent in one step (an action's ack and the state it produced) leave in one socket
+    // write: the socket is corked at the first send and uncorked by a microtask queued then, which
+    // runs after the step's synchronous sends and after the ack (its continuation was queued
+    // first). On loopback a write costs the sender the receiver's TCP work too, so writes, not
+    // bytes, are what a busy table pays for. (`_socket` is ws's socket; ws corks it around each
+    // frame too, and corks nest.)
+    const socket = (ws as unknown as { _socket?: import('node:net').Socket })._socket;
+    let corked = false;
+    const uncork = () => {
+      corked = false;
+      socket?.uncork();
+    };
     const c: Connection = {
       id: nextId++, ws, userId: null, agentId: null, token: null, tables: new Set(),
       send: (message) => {
-        if (ws.readyState === ws.OPEN) ws.send(message);
+        if (ws.readyState !== ws.OPEN) return;
+        if (socket && !corked) {
+          corked = true;
+          socket.cork();
+          queueMicrotask(uncork);
+        }
+        ws.send(message);
       },
     };
     let queue = Promise.resolve();
