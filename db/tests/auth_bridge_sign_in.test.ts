@@ -25,6 +25,18 @@ const counts = async () =>
     'select (select count(*)::int from auth.users) as users, (select count(*)::int from auth.bridge_identities) as bridges',
   )).rows[0]!;
 
+/** Resolves once a query of that application (pool role) waits on a lock. */
+async function waitForLockWait(applicationName: string) {
+  for (let i = 0; i < 200; i++) {
+    const { rows } = await db.owner.query(
+      "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = $1 and wait_event_type = 'Lock'",
+      [applicationName]);
+    if (rows[0].n > 0) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`no ${applicationName} query waited on a lock`);
+}
+
 test('minting applies the spec defaults', async () => {
   const invite = await mint();
   expect(invite).toMatchObject({ max_uses: 1, current_uses: 0, expires_at: null, created_by: 'admin' });
@@ -81,6 +93,34 @@ test('the same new identity signing in concurrently becomes one user (the losers
   expect(bridges.n).toBe(1);
   // only the winner's use of the code stands
   expect((await auth.query('select current_uses from auth.invite_codes where code = $1', [invite.code])).rows[0].current_uses).toBe(1);
+});
+
+test('a twin sign-in of the same identity that takes the last use of the code first: the other is a returning sign-in', async () => {
+  const invite = await mint(1);
+  const sub = randomUUID();
+  // the first sign-in has consumed the code (its last use) and made the user, not yet committed;
+  // the second looks for the identity (not there yet), then waits on the code
+  const holder = await auth.connect();
+  let second: Promise<unknown> | undefined;
+  let first: { user_id: string; created: boolean } | undefined;
+  try {
+    await holder.query('begin');
+    first = (await holder.query("select * from auth.bridge_sign_in('oidc', $1, null, $2)", [sub, invite.code])).rows[0];
+    second = signIn(sub, invite.code).then((r) => r.rows[0], (err: unknown) => err);
+    await waitForLockWait('poker_auth');
+    await holder.query('commit');
+  } finally {
+    await holder.query('rollback').catch(() => undefined);
+    holder.release();
+  }
+  expect(first).toMatchObject({ created: true });
+  // the code used up by this same identity is no refusal: the twin made the user
+  expect(await second).toEqual({ user_id: first!.user_id, email: null, created: false });
+  const bridges = (await db.owner.query('select count(*)::int as n from auth.bridge_identities where auth_provider_user_id = $1', [sub])).rows[0];
+  expect(bridges.n).toBe(1);
+  expect((await auth.query('select current_uses from auth.invite_codes where code = $1', [invite.code])).rows[0].current_uses).toBe(1);
+  // another identity with the used-up code is still refused
+  await expect(signIn(randomUUID(), invite.code)).rejects.toMatchObject({ code: 'AUINV', message: 'invite_invalid' });
 });
 
 test('no account is created outside the bridge, whoever inserts', async () => {

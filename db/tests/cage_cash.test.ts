@@ -64,6 +64,35 @@ async function waitForLockWait(applicationName: string) {
   throw new Error(`no ${applicationName} query waited on a lock`);
 }
 
+/**
+ * Makes a concurrent twin commit at one exact point of a call: between the call's idempotency-key
+ * read and its reads of the game's state. The owner holds game.tables in ACCESS EXCLUSIVE mode, so
+ * the call (on a cage connection that has compiled the function already, with `warm`) stops at its
+ * first read of a table record, which comes after its key read; `twin` runs in the holder's
+ * transaction meanwhile, and commits before the call goes on. Resolves to the call's result, or to
+ * its error.
+ */
+async function twinCommitsAfterKeyRead(
+  warm: string, call: (c: pg.PoolClient) => Promise<pg.QueryResult>, twin: (h: pg.PoolClient) => Promise<unknown>,
+): Promise<pg.QueryResult | Error> {
+  const client = await cage.connect();
+  const holder = await db.owner.connect();
+  try {
+    await client.query(warm).catch(() => undefined);
+    await holder.query('begin');
+    await holder.query('lock table game.tables in access exclusive mode');
+    const result = call(client).catch((err: Error) => err);
+    await waitForLockWait('poker_cage');
+    await twin(holder);
+    await holder.query('commit');
+    return await result;
+  } finally {
+    await holder.query('rollback').catch(() => undefined);
+    holder.release();
+    client.release();
+  }
+}
+
 /** A cage user with a funded play (or real) balance. */
 async function player(amount = 1000n, moneyKind: 'play' | 'real' = 'play') {
   const a = await userAccount(cage, moneyKind);
@@ -720,6 +749,116 @@ describe('concurrency', () => {
     expect(await entries(results[0]!.ledger_ref_id)).toHaveLength(1);
     expect(await balanceOf(cage, a.id)).toBe(1000n);
     await game.query('select * from game.settle_seat($1, $2, $3)', [String(up.player_id), results[0]!.ledger_ref_id, 'cash_out']);
+    await expectCleanAudit(cage);
+  });
+
+  test('open_deposit: a twin under the key that commits, seated, between the key read and the buy-in check is a replay', async () => {
+    const t = await createTable(cage); // maxBuyIn 200
+    const a = await player(1000n);
+    const key = newKey('twin');
+    const ref = `deposit:${a.userId}:${key}`;
+    const open = 'select * from cage.open_deposit($1, $2, $3, $4, $5)';
+    const args = [a.userId, key, t.table_id, 0, '150'];
+    const result = await twinCommitsAfterKeyRead(
+      `select * from cage.open_deposit(null, 'k', 'x', 0, 1)`,
+      (c) => c.query(open, args),
+      async (h) => {
+        // the first call under the key opens the deposit and the game funds the seat with it
+        await h.query(open, args);
+        await h.query('select * from game.credit_seat($1, $2, $3, $4, $5)', [ref, t.table_id, a.userId, 0, '150']);
+        await h.query('select * from cage.confirm_deposit($1)', [ref]);
+      });
+    // judged before its claim, the twin's 150 on the seat read as this call topping it up past maxBuyIn
+    expect(result).toMatchObject({ rows: [{ ref_id: ref, status: 'confirmed', amount: 150n, replayed: true }] });
+    expect(await entries(ref)).toHaveLength(1);
+    expect(await balanceOf(cage, a.id)).toBe(850n);
+    await expectCleanAudit(cage);
+    await leave(cage, game, t.table_id, a.userId);
+    expect(await balanceOf(cage, a.id)).toBe(1000n);
+    await expectCleanAudit(cage);
+  });
+
+  test('settle_position: a twin under the key that commits, and whose seat the game zeroes, before the position check is a replay', async () => {
+    const t = await createTable(cage);
+    const a = await player(1000n);
+    await sit(cage, game, a.userId, t.table_id, 0, 150n);
+    const up = await standUp(game, t.table_id, a.userId);
+    const key = withdrawKey(a.userId, t.table_id, up.history_hash, 150n);
+    const settle = 'select * from cage.settle_position($1, $2, $3, $4, $5, $6, $7, $8)';
+    const args = [a.userId, t.table_id, String(up.player_id), '150', up.history_hash, key, 'cash_out', false];
+    const result = await twinCommitsAfterKeyRead(
+      `select * from cage.settle_position(null, 'x', 1, 0, '', '', 'bust', false)`,
+      (c) => c.query(settle, args),
+      async (h) => {
+        // the first call under the key settles the position, and the game zeroes the seat
+        const { rows: [first] } = await h.query(settle, args);
+        await h.query('select * from game.settle_seat($1, $2, $3)', [String(up.player_id), first.ledger_ref_id, 'cash_out']);
+        await h.query('select * from cage.mark_withdrawal_settled($1)', [key]);
+      });
+    // judged before its claim, the closed seat read as a position that was never stood up
+    expect(result).toMatchObject({ rows: [{ idempotency_key: key, ledger_ref_id: `withdraw:${key}`, amount: 150n, replayed: true }] });
+    expect(await entries(`withdraw:${key}`)).toHaveLength(1);
+    expect(await balanceOf(cage, a.id)).toBe(1000n);
+    await expectCleanAudit(cage);
+  });
+
+  test('cancel_credit racing the compensation\'s tombstone answers cancelled, not a unique violation', async () => {
+    const t = await createTable(cage);
+    const a = await player(500n);
+    const d = await openDeposit(cage, a.userId, newKey(), t.table_id, 0, 100n);
+    // the request compensates a refused push (a tombstone, the reversal) while the reconciler asks
+    // the game to cancel the same key: the cancel looks for the key before the tombstone commits
+    const holder = await worker.connect();
+    let answer: Promise<unknown> | undefined;
+    try {
+      await holder.query('begin');
+      await holder.query('select * from cage.fail_deposit($1, $2)', [d.ref_id, 'seat_taken']);
+      answer = game.query('select game.cancel_credit($1, $2, $3, $4) as answer', [d.ref_id, t.table_id, a.userId, '100'])
+        .then((r) => r.rows[0].answer, (err: unknown) => err);
+      await waitForLockWait('poker_game');
+      await holder.query('commit');
+    } finally {
+      await holder.query('rollback').catch(() => undefined);
+      holder.release();
+    }
+    expect(await answer).toBe('cancelled');
+    // the reconciler then fails the deposit: already failed, nothing more is posted
+    const n = await entryCount();
+    expect((await worker.query('select status from cage.fail_deposit($1, $2)', [d.ref_id, 'seat_funding_failed'])).rows[0].status).toBe('failed');
+    expect(await entryCount()).toBe(n);
+    expect(await balanceOf(cage, a.id)).toBe(500n);
+    await expect(creditSeat(game, d.ref_id, t.table_id, a.userId, 0, 100n)).rejects.toMatchObject({ code: 'GMCCN' });
+    await expectCleanAudit(cage);
+  });
+
+  test('grant_play_chips: a twin under the claim id that commits first replays only for the same recipient', async () => {
+    const userId = await authUser(db.owner);
+    const [w1, w2] = [solanaAddress(), solanaAddress()];
+    for (const w of [w1, w2]) await db.owner.query('select * from auth.link_wallet($1, $2, $3, $4)', [userId, w, 'solana', 0]);
+    const account = await userAccount(cage, 'play', userId);
+    const grant = 'select * from cage.grant_play_chips($1, $2, $3)';
+    // the second call looks for the claim id while the first has posted it but not committed
+    async function race(claimId: string, secondRecipient: string) {
+      const holder = await cage.connect();
+      try {
+        await holder.query('begin');
+        await holder.query(grant, [w1, '500', claimId]);
+        const second = cage.query(grant, [secondRecipient, '500', claimId]).then((r) => r.rows[0], (err: unknown) => err);
+        await waitForLockWait('poker_cage');
+        await holder.query('commit');
+        return await second;
+      } finally {
+        await holder.query('rollback').catch(() => undefined);
+        holder.release();
+      }
+    }
+    const same = newKey('claim');
+    expect(await race(same, w1)).toEqual({ user_id: userId, amount: 500n, ref_id: same, status: 'replayed' });
+    // another wallet of the same user: the legs are the same, the grant is not
+    const other = newKey('claim');
+    expect(await race(other, w2)).toMatchObject({ code: 'CGREF', message: 'ref_id_conflict' });
+    expect(await entries(other)).toEqual([expect.objectContaining({ memo: { recipient: w1, user_id: userId } })]);
+    expect(await balanceOf(cage, account.id)).toBe(1000n);
     await expectCleanAudit(cage);
   });
 

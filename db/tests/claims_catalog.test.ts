@@ -367,6 +367,65 @@ describe('delete_section', () => {
   });
 });
 
+describe('concurrency', () => {
+  /** Resolves once a game-role query waits on a lock, or once `call` has settled (it did not wait). */
+  async function waitForLockWaitOrSettled(call: Promise<unknown>) {
+    let settled = false;
+    void call.finally(() => { settled = true; });
+    for (let i = 0; i < 200 && !settled; i++) {
+      const { rows } = await db.owner.query(
+        "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'poker_game' and wait_event_type = 'Lock'");
+      if (rows[0].n > 0) return;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  /** Runs `first` in a transaction, then `second` on the pool while it is open; commits; returns the second's outcome. */
+  async function whileOpen(first: (c: pg.PoolClient) => Promise<unknown>, second: () => Promise<unknown>) {
+    const holder = await game.connect();
+    try {
+      await holder.query('begin');
+      await first(holder);
+      const outcome = second().catch((err: unknown) => err);
+      await waitForLockWaitOrSettled(outcome);
+      await holder.query('commit');
+      return await outcome;
+    } finally {
+      await holder.query('rollback').catch(() => undefined);
+      holder.release();
+    }
+  }
+
+  test('two first patches of one key in one environment: both edits land on one override (no unique violation)', async () => {
+    const key = newKey();
+    const base = shape(await createSection('all', unlock(key, { amount: 300, order: 20 })));
+    // the second patch looks for the staging row before the first one's override commits
+    const second = await whileOpen(
+      (c) => c.query('select * from claims.patch_section($1, $2, $3)', ['staging', key, JSON.stringify({ amount: 900 })]),
+      () => patchSection('staging', key, { order: 3 }));
+    expect(second).toMatchObject({ environment: 'staging', key, amount: 900n, order: 3 });
+    expect(await rowsOf(key)).toEqual([base, { ...base, environment: 'staging', amount: 900n, order: 3 }]);
+    await deleteSection('staging', key);
+    await deleteSection('all', key);
+  });
+
+  test('one new key created at once in two environments with different kinds: the second is kind_cadence_immutable', async () => {
+    const key = newKey();
+    const second = await whileOpen(
+      (c) => c.query('select * from claims.create_section($1, $2)', ['local', JSON.stringify(unlock(key))]),
+      () => createSection('staging', { key, kind: 'baseline', cadence: 'weekly', amount: 50 }));
+    expect(second).toMatchObject({ code: 'CLKCI', message: 'kind_cadence_immutable' });
+    expect(await rowsOf(key)).toEqual([expect.objectContaining({ environment: 'local', kind: 'unlock', cadence: 'once' })]);
+    // the same kind and cadence in another environment at once is fine
+    const same = await whileOpen(
+      (c) => c.query('select * from claims.create_section($1, $2)', ['production', JSON.stringify(unlock(key))]),
+      () => createSection('staging', unlock(key, { amount: 7 })));
+    expect(same).toMatchObject({ environment: 'staging', key, kind: 'unlock', amount: 7n });
+    for (const env of ['local', 'staging', 'production']) await deleteSection(env, key);
+    expect(await rowsOf(key)).toEqual([]);
+  });
+});
+
 describe('iso_week', () => {
   const week = async (at: string) => (await game.query('select claims.iso_week($1) as w', [at])).rows[0].w as string;
 

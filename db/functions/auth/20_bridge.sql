@@ -26,7 +26,21 @@ begin
   if p_invite_code is null or p_invite_code = '' then
     perform auth_private.refuse('invite_required', 'first sign-in of this identity needs an invite code');
   end if;
-  perform auth_private.consume_invite(p_invite_code);
+  begin
+    perform auth_private.consume_invite(p_invite_code);
+  exception when sqlstate 'AUINV' then
+    -- The code may have been used up by a twin sign-in of this same identity that committed
+    -- after our look above (its last use, which our consumption waited for): that twin made the
+    -- user, so this is a returning sign-in, not a refusal.
+    select u.* into v_user
+      from auth.bridge_identities b join auth.users u on u.id = b.user_id
+     where b.auth_provider = p_auth_provider and b.auth_provider_user_id = p_auth_provider_user_id;
+    if v_user.id is null then
+      raise;
+    end if;
+    return query select v_user.id, v_user.email, false;
+    return;
+  end;
 
   perform set_config('auth.user_creation_path', 'bridge', true);
   insert into auth.users as u (email) values (nullif(p_email, '')) returning u.* into v_user;

@@ -52,22 +52,30 @@ begin
 
   select * into v_intent from cage.deposit_intents d where d.ref_id = v_ref;
   if v_intent.ref_id is null then
-    v_table := cage_private.table_for_money(p_table_id, true);
-    select p.chip_balance into v_stack from game.table_players p
-     where p.table_id = p_table_id and p.user_id = p_user_id and p.status <> 'closed';
-    v_problem := game_private.buy_in_problem(v_table.settings, coalesce(v_stack, 0), v_stack is null, p_amount);
-    if v_problem is not null then
-      perform cage_private.refuse(v_problem, 'a buy-in is within minBuyIn..maxBuyIn; a top-up keeps the stack at most maxBuyIn');
-    end if;
-    if p_seat_index >= coalesce(game_private.setting_bigint(v_table.settings, 'maxPlayers'), 9) then
-      perform cage_private.refuse('invalid_seat_index', 'seats are 0..maxPlayers-1');
-    end if;
+    v_table := cage_private.table_for_money(p_table_id, false);
 
+    -- Claim the key before judging the deposit on the table's state. Judged first, a twin under
+    -- this key that commits after the read above (and whose seat the game funds meanwhile) would
+    -- have this call refused on the state the twin made (a top-up past maxBuyIn, say) instead of
+    -- replayed. A refusal below rolls the claim back.
     insert into cage.deposit_intents as d (ref_id, idempotency_key, user_id, table_id, seat_index, amount, money_kind)
     values (v_ref, p_idempotency_key, p_user_id, p_table_id, p_seat_index, p_amount, v_table.money_kind)
     on conflict on constraint deposit_intents_pkey do nothing
     returning d.* into v_intent;
     if v_intent.ref_id is not null then
+      if v_table.status = 'frozen' then
+        perform cage_private.refuse('table_frozen');
+      end if;
+      select p.chip_balance into v_stack from game.table_players p
+       where p.table_id = p_table_id and p.user_id = p_user_id and p.status <> 'closed';
+      v_problem := game_private.buy_in_problem(v_table.settings, coalesce(v_stack, 0), v_stack is null, p_amount);
+      if v_problem is not null then
+        perform cage_private.refuse(v_problem, 'a buy-in is within minBuyIn..maxBuyIn; a top-up keeps the stack at most maxBuyIn');
+      end if;
+      if p_seat_index >= coalesce(game_private.setting_bigint(v_table.settings, 'maxPlayers'), 9) then
+        perform cage_private.refuse('invalid_seat_index', 'seats are 0..maxPlayers-1');
+      end if;
+
       v_user_account := cage.ensure_account('user', p_user_id, null, v_table.money_kind::text);
       v_escrow := cage.ensure_account('table_escrow', null, p_table_id, v_table.money_kind::text);
       perform cage.post_movement(v_ref, 'table_buy_in', v_table.money_kind::text,
@@ -226,18 +234,13 @@ begin
     if p_settlement = 'custody' and p_amount > 9223372036854 then
       perform cage_private.refuse('amount_out_of_range', 'custody holds base units (chips x 10^6) in a bigint');
     end if;
-    v_table := cage_private.table_for_money(p_table_id, p_settlement <> 'bust');
-    -- The escrow pays out only what the game froze: this user's position at this table, stood up
-    -- (a seated stack is still in play), with this stack and this chain head. A leaving position
-    -- changes no more on the game side until it is settled, so the read needs no lock.
-    if not exists (select from game.table_players p
-                    where p.id = p_player_id and p.table_id = p_table_id and p.user_id = p_user_id
-                      and p.status = 'leaving' and p.chip_balance = p_amount and p.history_hash = p_history_hash) then
-      perform cage_private.refuse('bad_request',
-        format('position %s is not a stood-up position of this user at this table with this stack and chain head', p_player_id));
-    end if;
+    v_table := cage_private.table_for_money(p_table_id, false);
     v_ref := case p_settlement when 'bust' then 'bust:' else 'withdraw:' end || p_idempotency_key;
 
+    -- Claim the key (and the position) before judging the position on the game's state. Judged
+    -- first, a twin under this key that commits after the reads above, and whose seat the game
+    -- then zeroes (or whose table is frozen meanwhile), would have this call refused on the state
+    -- the twin made instead of replayed. A refusal below rolls the claim back.
     insert into cage.withdraw_intents as w (idempotency_key, ledger_ref_id, user_id, table_id, player_id, amount,
                                             history_hash, settlement, forced)
     values (p_idempotency_key, v_ref, p_user_id, p_table_id, p_player_id, p_amount, p_history_hash, p_settlement, coalesce(p_forced, false))
@@ -250,6 +253,18 @@ begin
         perform cage_private.refuse('seat_already_settled', format('position %s was settled under another key', p_player_id));
       end if;
     else
+      if p_settlement <> 'bust' and v_table.status = 'frozen' then
+        perform cage_private.refuse('table_frozen');
+      end if;
+      -- The escrow pays out only what the game froze: this user's position at this table, stood up
+      -- (a seated stack is still in play), with this stack and this chain head. A leaving position
+      -- changes no more on the game side until it is settled, so the read needs no lock.
+      if not exists (select from game.table_players p
+                      where p.id = p_player_id and p.table_id = p_table_id and p.user_id = p_user_id
+                        and p.status = 'leaving' and p.chip_balance = p_amount and p.history_hash = p_history_hash) then
+        perform cage_private.refuse('bad_request',
+          format('position %s is not a stood-up position of this user at this table with this stack and chain head', p_player_id));
+      end if;
       v_escrow := cage.ensure_account('table_escrow', null, p_table_id, v_table.money_kind::text);
       v_user_account := cage.ensure_account('user', p_user_id, null, v_table.money_kind::text);
       if p_settlement = 'custody' then

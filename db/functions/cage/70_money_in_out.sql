@@ -52,6 +52,12 @@ begin
   select * into v_result from cage.post_movement(p_claim_id, 'grant', 'play',
     array[cage.ensure_account('grant_source', null, null, 'play'), cage.ensure_account('user', v_user, null, 'play')],
     array[-p_amount, p_amount], jsonb_build_object('recipient', p_recipient, 'user_id', v_user));
+  if v_result.status = 'replayed' then
+    -- a twin under this claim id posted it after our look above: post_movement compared the legs
+    -- only, so it is our grant only if it went to this recipient too (else ref_id_conflict, as when
+    -- the look had found it)
+    perform cage_private.existing_entry(p_claim_id, 'grant', p_amount, jsonb_build_object('recipient', p_recipient));
+  end if;
   return query select v_user, p_amount, p_claim_id, v_result.status::text;
 end;
 $$;

@@ -55,6 +55,12 @@ begin
   if tg_op = 'UPDATE' and (new.kind <> old.kind or new.cadence <> old.cadence or new.key <> old.key or new.environment <> old.environment) then
     perform claims_private.refuse('kind_cadence_immutable', 'kind and cadence never change: use a new key');
   end if;
+  if tg_op = 'INSERT' then
+    -- one insert of a key at a time (rows of other environments do not collide on the unique
+    -- (environment, key)): two rows of one new key with different kinds, inserted concurrently,
+    -- would each miss the other below and both stand. The second waits here, then sees the first.
+    perform pg_advisory_xact_lock(hashtext('claims.claim_sections'), hashtext(new.key));
+  end if;
   if tg_op = 'INSERT' and exists (select from claims.claim_sections s
                                    where s.key = new.key and (s.kind <> new.kind or s.cadence <> new.cadence)) then
     perform claims_private.refuse('kind_cadence_immutable', 'this key exists with another kind or cadence: use a new key');
@@ -186,9 +192,15 @@ begin
      where s.id = v_row.id
     returning s.* into v_row;
   else
-    insert into claims.claim_sections (environment, key, condition_key, kind, amount, "order", enabled, cadence)
+    insert into claims.claim_sections as s (environment, key, condition_key, kind, amount, "order", enabled, cadence)
     values (p_environment, v_row.key, v_row.condition_key, v_row.kind, v_row.amount, v_row."order", v_row.enabled, v_row.cadence)
-    returning * into v_row;
+    on conflict on constraint claim_sections_environment_key do nothing
+    returning s.* into v_row;
+    if v_row.id is null then
+      -- a concurrent edit created this environment's row after we looked: edit that row, as a
+      -- patch made after it would (not a unique violation)
+      return claims.patch_section(p_environment, p_key, p_patch);
+    end if;
   end if;
   return v_row;
 exception

@@ -136,8 +136,15 @@ begin
   select * into v_credit from game.seat_credits c where c.credit_key = p_key for update;
   if v_credit.credit_key is null then
     insert into game.seat_credits (credit_key, table_id, user_id, amount, status)
-    values (p_key, p_table_id, p_user_id, p_amount, 'cancelled');
-    return 'cancelled';
+    values (p_key, p_table_id, p_user_id, p_amount, 'cancelled')
+    on conflict (credit_key) do nothing;
+    if found then
+      return 'cancelled';
+    end if;
+    -- cage.fail_deposit tombstones the key without the table lock: it did so since we looked (a
+    -- credit_seat of it would have waited for our table lock). Answer from its row, not with a
+    -- unique violation.
+    select * into v_credit from game.seat_credits c where c.credit_key = p_key for update;
   end if;
   if v_credit.table_id <> p_table_id or v_credit.user_id <> p_user_id or v_credit.amount <> p_amount then
     perform game_private.refuse('invalid_credit', format('credit %s was for other values', p_key));
