@@ -437,7 +437,7 @@ async function startLive(options: { tables: number; bots: number; delayMs: numbe
     platform = await startPlatform({
       config: loadConfig({
         NODE_ENV: 'test', LOG_LEVEL: 'warn', PORT: '0', GAME_PORT: '0', CAGE_PORT: '0', SERVICE_KEY,
-        AUTH_SECRET: SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true', CAGE_AUDIT_CRON: '0 0 1 1 *',
+        AUTH_SECRET: SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true', CAGE_AUDIT_CRON: '0 0 1 1 *', CAGE_RAKE_RECONCILE_CRON: '0 0 1 1 *',
         HAND_DELAY_MS: String(options.delayMs),
       }),
       roles: ['auth', 'game', 'cage'],
@@ -610,7 +610,7 @@ async function startLive(options: { tables: number; bots: number; delayMs: numbe
         const money = (await owner!.query<{ balances: string; escrow: string; rake: string; stacks: string; other: string; histories: string }>(
           `select (select coalesce(sum(balance), 0) from cage.cage_accounts where account_type = 'user' and money_kind = 'play' and user_id = any($2))::text as balances,
                   (select coalesce(sum(balance), 0) from cage.account_balances where account_type = 'table_escrow' and scope = any($1))::text as escrow,
-                  (select coalesce(sum(unreconciled_rake), 0) from game.tables where table_id = any($1))::text as rake,
+                  (select coalesce(sum(unreconciled_rake + reconciled_rake), 0) from game.tables where table_id = any($1))::text as rake,
                   (select coalesce(sum(chip_balance), 0) from game.table_players where table_id = any($1) and status <> 'closed')::text as stacks,
                   (select coalesce(sum(balance), 0) from cage.cage_accounts where account_type <> 'user' and account_type <> 'table_escrow' and bounded and user_id = any($2))::text as other,
                   (select count(*) from game.hand_histories where table_id = any($1) and status = 'finished')::text as histories`,

@@ -511,7 +511,6 @@ describe('custody claim', () => {
 describe('pending routes', () => {
   test.each([
     ['post', '/settlement/settle', 'settlement'],
-    ['post', '/settlement/reconcile-rake', 'dealer'],
     ['post', '/api/operator/seat', 'operator-seating'],
     ['post', '/api/house/seat', 'house-seating'],
     ['post', '/escape/x', 'escape'],

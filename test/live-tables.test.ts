@@ -55,7 +55,7 @@ async function escrowMatchesTable(tableId: string) {
   const { rows } = await db.owner.query(
     `select (select balance from cage.account_balances where account_type = 'table_escrow' and scope = $1) as escrow,
             (select coalesce(sum(chip_balance), 0) from game.table_players where table_id = $1 and status <> 'closed') as stacks,
-            (select unreconciled_rake from game.tables where table_id = $1) as rake`, [tableId]);
+            (select unreconciled_rake + reconciled_rake from game.tables where table_id = $1) as rake`, [tableId]);
   expect(BigInt(rows[0].escrow ?? 0)).toBe(BigInt(rows[0].stacks) + BigInt(rows[0].rake));
 }
 
@@ -118,7 +118,7 @@ test('sit through the cage, play to a fold and to a showdown, refusals keep the 
   }
   for (let i = 0; i < 100 && (await m.room(tableId)).body.seats.length > 0; i++) await new Promise((r) => setTimeout(r, 50));
   expect((await m.room(tableId)).body.seats).toEqual([]);
-  expect((await m.balance(a.auth)) + (await m.balance(b.auth))).toBe(2000 - Number((await db.owner.query('select unreconciled_rake from game.tables where table_id = $1', [tableId])).rows[0].unreconciled_rake));
+  expect((await m.balance(a.auth)) + (await m.balance(b.auth))).toBe(2000 - Number((await db.owner.query('select unreconciled_rake + reconciled_rake as rake from game.tables where table_id = $1', [tableId])).rows[0].rake));
   await escrowMatchesTable(tableId);
   const { rows } = await db.owner.query("select count(*)::int as n from game.hand_histories where table_id = $1 and status = 'finished'", [tableId]);
   expect(rows[0].n).toBeGreaterThanOrEqual(2);
@@ -146,7 +146,7 @@ test('a hand left by a stopped process is abandoned when the room loads: the sta
   }
   for (let i = 0; i < 100 && (await m.room(tableId)).body.seats.length > 0; i++) await new Promise((r) => setTimeout(r, 50));
   expect((await m.room(tableId)).body.seats).toEqual([]);
-  expect((await m.balance(a.auth)) + (await m.balance(b.auth))).toBe(1000 - Number((await db.owner.query('select unreconciled_rake from game.tables where table_id = $1', [tableId])).rows[0].unreconciled_rake));
+  expect((await m.balance(a.auth)) + (await m.balance(b.auth))).toBe(1000 - Number((await db.owner.query('select unreconciled_rake + reconciled_rake as rake from game.tables where table_id = $1', [tableId])).rows[0].rake));
 });
 
 test('spectators, arena tables and the audience gate', async () => {

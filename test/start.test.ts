@@ -33,7 +33,7 @@ function spawnMain(env: Record<string, string>, args: string[] = []): Started {
   const proc = spawn(process.execPath, ['server/main.ts', ...args], {
     cwd: ROOT,
     // only what we set: nothing of the test runner's own environment (DATABASE_URL, ports) leaks in
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LOG_LEVEL: 'warn', CAGE_AUDIT_CRON: QUIET_CRON, ...env },
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LOG_LEVEL: 'warn', CAGE_AUDIT_CRON: QUIET_CRON, CAGE_RAKE_RECONCILE_CRON: QUIET_CRON, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const started: Started = {
@@ -166,7 +166,7 @@ describe('with its embedded PostgreSQL', () => {
     dataDir = path.join(await tempDir(), 'pg');
     dataDirs.push(dataDir);
     const pgPort = await freePort();
-    env = { PG_DATA_DIR: dataDir, PG_PORT: String(pgPort), PORT: '0', CAGE_PORT: '0', ADMIN_PORT: '0' };
+    env = { PG_DATA_DIR: dataDir, PG_PORT: String(pgPort), PORT: '0', GAME_PORT: '0', CAGE_PORT: '0', ADMIN_PORT: '0' };
     ownerUrl = `postgres://postgres:postgres@127.0.0.1:${pgPort}/postgres`;
   });
 
@@ -320,7 +320,7 @@ describe('with DATABASE_URL', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     unusedDataDir = path.join(await tempDir(), 'never');
-    env = { DATABASE_URL: db.url, PG_DATA_DIR: unusedDataDir, PG_PORT: String(await freePort()), PORT: '0', CAGE_PORT: '0', ADMIN_PORT: '0' };
+    env = { DATABASE_URL: db.url, PG_DATA_DIR: unusedDataDir, PG_PORT: String(await freePort()), PORT: '0', GAME_PORT: '0', CAGE_PORT: '0', ADMIN_PORT: '0' };
   });
 
   afterAll(async () => {

@@ -46,7 +46,7 @@ export async function startRoles(options: { databaseUrl: string; secret: string;
   const platform: Platform = await startPlatform({
     config: loadConfig({
       NODE_ENV: 'test', LOG_LEVEL: 'silent', PORT: '0', GAME_PORT: '0', CAGE_PORT: '0', SERVICE_KEY: options.serviceKey,
-      AUTH_SECRET: options.secret, AUTH_BASE_URL: options.issuer, ENABLE_TEST_AUTH: 'true', CAGE_AUDIT_CRON: '0 0 1 1 *',
+      AUTH_SECRET: options.secret, AUTH_BASE_URL: options.issuer, ENABLE_TEST_AUTH: 'true', CAGE_AUDIT_CRON: '0 0 1 1 *', CAGE_RAKE_RECONCILE_CRON: '0 0 1 1 *',
     }),
     roles: ['auth', 'game', 'cage'],
     log: createLogger('silent'),

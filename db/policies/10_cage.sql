@@ -11,7 +11,7 @@ grant usage on schema cage to poker_cage, poker_worker, poker_admin, poker_anony
 
 -- cage service: reads its books, writes only through the API functions
 grant select on cage.cage_accounts, cage.cage_entries, cage.cage_ledger, cage.receipts, cage.account_balances,
-  cage.deposit_intents, cage.withdraw_intents, cage.custody_entries
+  cage.deposit_intents, cage.withdraw_intents, cage.custody_entries, cage.rake_reconciliations
   to poker_cage;
 grant execute on function
   cage.ensure_account(text, uuid, text, text),
@@ -28,7 +28,9 @@ grant execute on function
   cage.exchange_chips(text, uuid, bigint, text, text),
   cage.claim_custody(uuid, bigint),
   cage.store_receipt(text, uuid, text, text, bytea, bytea, bytea),
-  cage.receipt_private_key(bytea)
+  cage.receipt_private_key(bytea),
+  cage.reconcile_rake(text),
+  cage.tables_with_unreconciled_rake()
   to poker_cage;
 
 -- worker: runs the periodic audit (read-only) and the cash reconcilers (deposits left pending by
@@ -37,11 +39,13 @@ grant execute on function cage.audit() to poker_worker;
 grant select on cage.deposit_intents, cage.withdraw_intents to poker_worker;
 grant execute on function cage.confirm_deposit(text), cage.fail_deposit(text, text), cage.mark_withdrawal_settled(text)
   to poker_worker;
+-- ... and the rake reconciler (claims house rows; moves no chip)
+grant execute on function cage.reconcile_rake(text), cage.tables_with_unreconciled_rake() to poker_worker;
 
 -- admin GraphQL: reads the books under RLS. The anonymous role is granted the same SELECT so that
 -- row-level security, not a missing grant, is what shows it nothing.
 grant select on cage.cage_accounts, cage.cage_entries, cage.cage_ledger, cage.receipts, cage.account_balances,
-  cage.deposit_intents, cage.withdraw_intents, cage.custody_entries
+  cage.deposit_intents, cage.withdraw_intents, cage.custody_entries, cage.rake_reconciliations
   to poker_admin, poker_anonymous;
 grant execute on function cage.audit() to poker_admin;
 
@@ -59,3 +63,5 @@ drop policy if exists custody_entries_read on cage.custody_entries;
 create policy custody_entries_read on cage.custody_entries for select to poker_cage, poker_admin using (true);
 drop policy if exists receipts_read on cage.receipts;
 create policy receipts_read on cage.receipts for select to poker_cage, poker_admin using (true);
+drop policy if exists rake_reconciliations_read on cage.rake_reconciliations;
+create policy rake_reconciliations_read on cage.rake_reconciliations for select to poker_cage, poker_admin using (true);

@@ -10,7 +10,7 @@ alter default privileges in schema game, game_private revoke execute on function
 
 grant usage on schema game to poker_game, poker_cage, poker_admin, poker_anonymous;
 
-grant select on game.tables, game.table_players, game.position_links, game.seat_credits, game.hand_histories to poker_game;
+grant select on game.tables, game.table_players, game.position_links, game.seat_credits, game.hand_histories, game.rake_rows to poker_game;
 grant execute on function
   game.credit_seat(text, text, uuid, integer, bigint),
   game.cancel_credit(text, text, uuid, bigint),
@@ -26,7 +26,7 @@ grant execute on function
 grant select on game.tables to poker_cage;
 grant execute on function game.create_table(text, text, jsonb, text, uuid) to poker_cage;
 
-grant select on game.tables, game.table_players, game.position_links, game.seat_credits, game.hand_histories to poker_admin, poker_anonymous;
+grant select on game.tables, game.table_players, game.position_links, game.seat_credits, game.hand_histories, game.rake_rows to poker_admin, poker_anonymous;
 
 drop policy if exists tables_read on game.tables;
 create policy tables_read on game.tables for select to poker_game, poker_cage, poker_admin using (true);
@@ -38,3 +38,5 @@ drop policy if exists seat_credits_read on game.seat_credits;
 create policy seat_credits_read on game.seat_credits for select to poker_game, poker_admin using (true);
 drop policy if exists hand_histories_read on game.hand_histories;
 create policy hand_histories_read on game.hand_histories for select to poker_game, poker_admin using (true);
+drop policy if exists rake_rows_read on game.rake_rows;
+create policy rake_rows_read on game.rake_rows for select to poker_game, poker_admin using (true);

@@ -98,7 +98,7 @@ describe('audit and rebuild', () => {
     expect(await rebuildProjection(cage)).toEqual([]);
   });
 
-  test('a table escrow must equal its open stacks, its deposits in flight and its unreconciled rake', async () => {
+  test('a table escrow must equal its open stacks, its deposits in flight and its rake (unreconciled and reconciled)', async () => {
     const game = db.pool('poker_game', 2);
     const table = await createTable(cage);
     const a = await userAccount(cage);
@@ -134,7 +134,7 @@ describe('audit and rebuild', () => {
     expect(await audit(cage)).toEqual([{
       invariant: 'table_escrow',
       subject: `table:${table.table_id}:play`,
-      detail: { escrow: 285, live_stacks: 295, in_flight_deposits: 0, unreconciled_rake: 5 },
+      detail: { escrow: 285, live_stacks: 295, in_flight_deposits: 0, unreconciled_rake: 5, reconciled_rake: 0 },
     }]);
     // ...until a balancing movement puts it back
     await cage.query('select * from cage.post_movement($1, $2, $3, $4::bigint[], $5::bigint[])', [

@@ -10,6 +10,7 @@ import { createServiceClient } from '../http/service-client.ts';
 import type { RoleContext, StartedRole } from '../roles/types.ts';
 import { installCashRoutes } from './cash.ts';
 import { installMoneyRoutes } from './money.ts';
+import { installRakeRoutes } from './rake.ts';
 import { installNotYetRoutes } from './not-yet.ts';
 import { loadReceiptSigner, RECEIPT_ALGORITHM } from './receipts.ts';
 import { installTableRoutes } from './tables.ts';
@@ -60,6 +61,7 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
         installTableRoutes(app, { ...common, requireJwt: jwt.require, testAuthPermitted: config.testAuthPermitted });
         installCashRoutes(app, { ...common, game, signer });
         installMoneyRoutes(app, { ...common, signer });
+        installRakeRoutes(app, common);
         installNotYetRoutes(app);
       },
     });

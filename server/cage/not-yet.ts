@@ -5,7 +5,6 @@ import type { Express } from 'express';
 
 export const PENDING_ROUTES: { method: 'get' | 'post' | 'all'; path: string; phase: string }[] = [
   { method: 'post', path: '/settlement/settle', phase: 'settlement' },
-  { method: 'post', path: '/settlement/reconcile-rake', phase: 'dealer' },
   { method: 'post', path: '/api/operator/seat', phase: 'operator-seating' },
   { method: 'post', path: '/api/house/seat', phase: 'house-seating' },
   { method: 'all', path: '/escape/:tableId', phase: 'escape' },

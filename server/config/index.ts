@@ -37,6 +37,7 @@ const schema = z.object({
     z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (an ed25519 private key)').optional(),
   ),
   CAGE_AUDIT_CRON: z.string().min(9).default('* * * * *'),
+  CAGE_RAKE_RECONCILE_CRON: z.string().min(9).default('0 * * * *'),
   // auth role (required when it runs in production; development/test defaults in server/auth/config.ts)
   AUTH_SECRET: optionalString.pipe(z.string().min(32, 'must be at least 32 characters').optional()),
   AUTH_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),

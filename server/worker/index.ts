@@ -2,6 +2,7 @@
 import { run, type Runner } from 'graphile-worker';
 import { createCageAuditTask } from '../../tasks/cage_audit.ts';
 import { createCageReconcileCashTask, graceSeconds } from '../../tasks/cage_reconcile_cash.ts';
+import { createCageReconcileRakeTask } from '../../tasks/cage_reconcile_rake.ts';
 import { createServiceClient } from '../http/service-client.ts';
 import { createRolePool } from '../db/pools.ts';
 import type { Config } from '../config/index.ts';
@@ -12,6 +13,8 @@ export function crontab(config: Config) {
   return [
     // the audit at startup and then on the configured schedule
     `${config.CAGE_AUDIT_CRON} cage_audit ?id=cage_audit`,
+    // the house rows of the rake, claimed (no chip moves)
+    `${config.CAGE_RAKE_RECONCILE_CRON} cage_reconcile_rake ?id=cage_reconcile_rake`,
   ].join('\n');
 }
 
@@ -32,6 +35,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
       logger: workerLogger(log),
       taskList: {
         cage_audit: createCageAuditTask(log),
+        cage_reconcile_rake: createCageReconcileRakeTask({ pool, log }),
         cage_reconcile_cash: createCageReconcileCashTask({
           pool, game, log, intervalSeconds: config.CAGE_RECONCILE_INTERVAL_SECONDS, graceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS),
         }),

@@ -160,12 +160,12 @@ export function liveClient(m: Money, db: TestDatabase) {
     return answers;
   }
 
-  /** The table's books in one snapshot: escrow (cage), open stacks and unreconciled rake (game). */
+  /** The table's books in one snapshot: escrow (cage), open stacks and the rake taken, reconciled or not (game). */
   async function books(tableId: string) {
     const { rows } = await db.owner.query(
       `select coalesce((select balance from cage.account_balances where account_type = 'table_escrow' and scope = $1), 0) as escrow,
               (select coalesce(sum(chip_balance), 0) from game.table_players where table_id = $1 and status <> 'closed') as stacks,
-              (select unreconciled_rake from game.tables where table_id = $1) as rake,
+              (select unreconciled_rake + reconciled_rake from game.tables where table_id = $1) as rake,
               (select coalesce(jsonb_object_agg(seat_index::text, chip_balance::text), '{}') from game.table_players
                 where table_id = $1 and status <> 'closed') as seats`,
       [tableId],

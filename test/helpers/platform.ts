@@ -37,6 +37,7 @@ export async function startTestPlatform(options: {
     SERVICE_KEY: TEST_SERVICE_KEY,
     NODE_ENV: 'test',
     CAGE_AUDIT_CRON: QUIET_CRON,
+    CAGE_RAKE_RECONCILE_CRON: QUIET_CRON,
     ...options.env,
   });
   const platform = await startPlatform({

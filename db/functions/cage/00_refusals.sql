@@ -37,6 +37,7 @@ as $$
     when 'custody_not_claimable' then 'CGCNC'
     when 'nothing_to_withdraw' then 'CGNTW'
     when 'invalid_seat_index' then 'CGSEA'
+    when 'rake_books_diverge' then 'CGRBD'
     else 'CGXXX'
   end
 $$;

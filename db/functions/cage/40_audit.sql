@@ -63,14 +63,15 @@ as $$
   union all
   -- 4. a table's escrow equals what the table owes: the stacks of its open positions not yet
   --    settled by the cage, plus the deposits whose buy-in is posted but whose seat is not funded
-  --    yet (nor reversed), plus the rake taken and not yet reconciled. An escrow with no table
-  --    must be empty.
+  --    yet (nor reversed), plus the rake taken (reconciled or not: a reconciliation claims the
+  --    house rows without moving chips). An escrow with no table must be empty.
   select 'table_escrow', 'table:' || coalesce(a.scope, g.table_id) || ':' || coalesce(a.money_kind, g.money_kind),
          jsonb_build_object('escrow', coalesce(a.balance, 0), 'live_stacks', coalesce(g.live_stacks, 0),
-                            'in_flight_deposits', coalesce(g.in_flight, 0), 'unreconciled_rake', coalesce(g.rake, 0))
+                            'in_flight_deposits', coalesce(g.in_flight, 0), 'unreconciled_rake', coalesce(g.rake, 0),
+                            'reconciled_rake', coalesce(g.reconciled, 0))
     from (select * from cage.cage_accounts where account_type = 'table_escrow') a
     full join (
-      select t.table_id, t.money_kind, t.unreconciled_rake as rake,
+      select t.table_id, t.money_kind, t.unreconciled_rake as rake, t.reconciled_rake as reconciled,
              (select coalesce(sum(p.chip_balance), 0) from game.table_players p
                where p.table_id = t.table_id and p.status <> 'closed'
                  and not exists (select from cage.withdraw_intents w where w.player_id = p.id)) as live_stacks,
@@ -79,7 +80,23 @@ as $$
                  and not exists (select from game.seat_credits c where c.credit_key = d.ref_id and c.status = 'credited')) as in_flight
         from game.tables t
     ) g on g.table_id = a.scope and g.money_kind = a.money_kind
-   where coalesce(a.balance, 0) <> coalesce(g.live_stacks, 0) + coalesce(g.in_flight, 0) + coalesce(g.rake, 0)
+   where coalesce(a.balance, 0) <> coalesce(g.live_stacks, 0) + coalesce(g.in_flight, 0) + coalesce(g.rake, 0) + coalesce(g.reconciled, 0)
+  union all
+  -- 4c. a table's rake terms are its house rows: the unreconciled rake is the sum of the unclaimed
+  --     rows, the reconciled rake the sum of its reconciliations, each the sum of the rows it claimed
+  select 'rake_books', 'table:' || t.table_id,
+         jsonb_build_object('unreconciled_rake', t.unreconciled_rake, 'unclaimed_rows', coalesce(u.total, 0),
+                            'reconciled_rake', t.reconciled_rake, 'reconciliations', coalesce(c.total, 0),
+                            'claimed_rows', coalesce(k.total, 0))
+    from game.tables t
+    left join (select r.table_id, sum(r.amount) as total from game.rake_rows r where r.reconciliation_id is null group by r.table_id) u
+      on u.table_id = t.table_id
+    left join (select r.table_id, sum(r.amount) as total from cage.rake_reconciliations r group by r.table_id) c
+      on c.table_id = t.table_id
+    left join (select r.table_id, sum(r.amount) as total from game.rake_rows r where r.reconciliation_id is not null group by r.table_id) k
+      on k.table_id = t.table_id
+   where t.unreconciled_rake <> coalesce(u.total, 0) or t.reconciled_rake <> coalesce(c.total, 0)
+      or coalesce(c.total, 0) <> coalesce(k.total, 0)
   union all
   -- 4b. the custody account holds exactly the custody entries not yet claimed (base units / 10^6)
   select 'custody', 'custody:' || coalesce(a.money_kind, c.money_kind),

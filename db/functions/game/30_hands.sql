@@ -73,6 +73,10 @@ begin
 
   update game.tables t set current_hand_id = null, unreconciled_rake = t.unreconciled_rake + p_rake
    where t.table_id = p_table_id;
+  -- the house row of this hand's rake, claimed later by a rake reconciliation (cage.reconcile_rake)
+  if p_rake > 0 then
+    insert into game.rake_rows (hand_id, table_id, amount) values (p_hand_id, p_table_id, p_rake);
+  end if;
 
   return query select p.id, p.user_id from game.table_players p
                 where p.table_id = p_table_id and p.status = 'seated' and p.chip_balance = 0
