@@ -453,7 +453,20 @@ test('agents: a first version lights build_agent, a flag lights inspect_decision
   const qBoard = (await c.state(q.auth, NOW)).body;
   for (const key of ['build_agent', 'inspect_decision', 'tune_republish']) expect(sectionOf(qBoard, key)).toMatchObject({ state: 'locked' });
 
-  expect(await api(p.auth, `/${agentId}/flags`, { handId: 'h-1', note: 'folded the nuts' })).toMatchObject({
+  // a flag names a hand the agent was dealt into: none, or one it did not play, is refused and lights nothing
+  expect(await api(p.auth, `/${agentId}/flags`, { note: 'no hand' })).toMatchObject({ status: 400, body: { error: 'invalid_agent' } });
+  const handId = `h-${randomUUID()}`;
+  expect(await api(p.auth, `/${agentId}/flags`, { handId, note: 'folded the nuts' })).toEqual({ status: 404, body: { error: 'hand_not_found' } });
+  const tableId = await m.table(p.auth);
+  const played = async (id: string, agents: string[]) => db.owner.query(
+    "insert into game.hand_histories (hand_id, table_id, hand_number, status, agents) values ($1, $2, 1, 'finished', $3::uuid[])", [id, tableId, agents],
+  );
+  await played(`${handId}-other`, [randomUUID()]);
+  expect(await api(p.auth, `/${agentId}/flags`, { handId: `${handId}-other` })).toEqual({ status: 404, body: { error: 'hand_not_found' } });
+  expect(sectionOf((await c.state(p.auth, NOW)).body, 'inspect_decision')).toMatchObject({ state: 'locked' });
+  // the hand the live tables stored with the agent dealt in (test/live-tables-play.test.ts plays one)
+  await played(handId, [agentId]);
+  expect(await api(p.auth, `/${agentId}/flags`, { handId, note: 'folded the nuts' })).toMatchObject({
     status: 201, body: { agentId, version: 1, flagId: expect.any(String) },
   });
   expect(sectionOf((await c.state(p.auth, NOW)).body, 'inspect_decision')).toMatchObject({ state: 'lit', claimable: true });

@@ -543,6 +543,9 @@ test('agents: an agent sits at an agent table (its seat shows the agentId) and l
     expect(await live.request(otherWs, { type: 'sit', tableId: agentTable, seatIndex: 1, amount: 100 })).toMatchObject({ type: 'seated', seatIndex: 1 });
     const both = await stateWhere(ws, agentTable, (x) => x.status === 'betting', 'a hand between the agents');
     expect(both.seats.map((x: Msg) => [x.seatIndex, x.agentId])).toEqual([[0, agentId], [1, otherAgentId]]);
+    // the seats' agents are stored, not only shown (a restart keeps them)
+    expect((await db.owner.query('select seat_index, agent_id from game.table_players where table_id = $1 and status = $2 order by seat_index', [agentTable, 'seated'])).rows)
+      .toEqual([{ seat_index: 0, agent_id: agentId }, { seat_index: 1, agent_id: otherAgentId }]);
 
     // a human-only table refuses the agent, seats the human
     const humanTable = await m.table(human.auth, { ...POKER_SETTINGS });
@@ -552,6 +555,17 @@ test('agents: an agent sits at an agent table (its seat shows the agentId) and l
 
     await live.standUpAll([agent, otherAgent], agentTable);
     await live.standUpAll([human], humanTable);
+
+    // the hand stored its agents; the owner flags a decision of their agent in it (hand_flagged)
+    const stored = await until(async () => (await db.owner.query('select agents from game.hand_histories where hand_id = $1', [both.handId])).rows[0], 'the hand stored');
+    expect([...stored.agents].sort()).toEqual([agentId, otherAgentId].sort());
+    const flag = (auth: Record<string, string>, id: string, body: Record<string, unknown>) => call(`${m.game}/api/agents/${id}/flags`, { headers: auth, body });
+    expect((await call(`${m.game}/api/agents/${agentId}/versions`, { headers: owner.auth, body: {} })).status).toBe(201);
+    expect(await flag(owner.auth, agentId, { handId: both.handId, note: 'called too wide' })).toMatchObject({ status: 201, body: { agentId } });
+    // not a hand this agent played; not the owner's agent
+    const humanHand = (await db.owner.query('select hand_id from game.hand_histories where table_id = $1 limit 1', [humanTable])).rows[0]?.hand_id ?? 'none';
+    expect(await flag(owner.auth, agentId, { handId: humanHand })).toEqual({ status: 404, body: { error: 'hand_not_found' } });
+    expect(await flag(owner.auth, otherAgentId, { handId: both.handId })).toEqual({ status: 404, body: { error: 'agent_not_found' } });
     await expectSettled(live, m, agentTable, [owner, other], 2000);
     expect(await m.balance(human.auth)).toBe(500);
   } finally {

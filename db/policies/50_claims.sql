@@ -41,7 +41,8 @@ grant select on game.agents, game.agent_versions, game.agent_flags to poker_game
 grant execute on function
   game.create_agent(uuid, text),
   game.publish_agent_version(uuid, uuid, jsonb),
-  game.flag_agent_decision(uuid, uuid, text, text)
+  game.flag_agent_decision(uuid, uuid, text, text),
+  game.set_seat_agent(text, uuid, uuid)
   to poker_game;
 drop policy if exists agents_read on game.agents;
 create policy agents_read on game.agents for select to poker_game, poker_admin using (true);

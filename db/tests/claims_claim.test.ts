@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { keccak256, toHex } from 'viem';
 import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
+import { createTable } from '../../test/helpers/game.ts';
 
 let db: TestDatabase;
 let game: pg.Pool;
@@ -475,6 +476,12 @@ describe('agents', () => {
     (await game.query('select * from game.publish_agent_version($1, $2, $3)', [userId, agentId, manifest === null ? null : JSON.stringify(manifest)])).rows[0];
   const flag = async (userId: string, agentId: string, handId: string | null = 'hand-1', note: string | null = null) =>
     (await game.query('select * from game.flag_agent_decision($1, $2, $3, $4)', [userId, agentId, handId, note])).rows[0];
+  /** A hand stored by the live tables with these agents dealt in (hand ids are made unique per test run). */
+  const played = async (agents: string[], handId = `hand-${randomUUID()}`) => {
+    const table = await createTable(db.owner);
+    await game.query("select game.record_hand($1, $2, 1, 'finished', '[]'::jsonb, null, $3::uuid[])", [table.table_id, handId, agents]);
+    return handId;
+  };
 
   test('create_agent trims the name and refuses a bad one', async () => {
     const u = user();
@@ -490,7 +497,8 @@ describe('agents', () => {
     const agent = await createAgent(u, 'bot');
     expect(await publish(u, agent.id, { strategy: 'tight' })).toMatchObject({ agent_id: agent.id, version: 1, event: 'agent_version_published' });
     expect(await publish(u, agent.id)).toMatchObject({ version: 2, event: null });
-    expect(await flag(u, agent.id, 'hand-7', 'folded the nuts')).toMatchObject({ agent_id: agent.id, version: 2, hand_id: 'hand-7', flagged_by: u });
+    const hand = await played([agent.id, randomUUID()]);
+    expect(await flag(u, agent.id, hand, 'folded the nuts')).toMatchObject({ agent_id: agent.id, version: 2, hand_id: hand, flagged_by: u });
     expect(await publish(u, agent.id)).toMatchObject({ version: 3, event: 'agent_version_republished' });
     expect(await publish(u, agent.id)).toMatchObject({ version: 4, event: null });
     const { rows } = await db.owner.query('select version, manifest from game.agent_versions where agent_id = $1 order by version', [agent.id]);
@@ -513,7 +521,13 @@ describe('agents', () => {
     await publish(owner, agent.id);
     await expect(flag(owner, agent.id, '')).rejects.toMatchObject({ code: 'GMAGT' });
     await expect(flag(owner, agent.id, 'h', 'n'.repeat(1001))).rejects.toMatchObject({ code: 'GMAGT' });
-    expect(await flag(owner, agent.id, null, null)).toMatchObject({ version: 1, hand_id: null });
+    // a flag names a hand the agent was dealt into
+    await expect(flag(owner, agent.id, null, null)).rejects.toMatchObject({ code: 'GMAGT', message: 'invalid_agent' });
+    await expect(flag(owner, agent.id, `hand-${randomUUID()}`)).rejects.toMatchObject({ code: 'GMHNF', message: 'hand_not_found' });
+    await expect(flag(owner, agent.id, await played([randomUUID()]))).rejects.toMatchObject({ code: 'GMHNF', message: 'hand_not_found' });
+    const hand = await played([agent.id]);
+    expect(await flag(owner, agent.id, hand, null)).toMatchObject({ version: 1, hand_id: hand });
+    expect((await db.owner.query('select count(*)::int as n from game.agent_flags where agent_id = $1', [agent.id])).rows[0].n).toBe(1);
   });
 
   test('the events, reported as conditions, light build_agent, inspect_decision and tune_republish', async () => {
@@ -527,7 +541,7 @@ describe('agents', () => {
     };
     const v1 = await publish(u, agent.id);
     await report(v1.event, `${v1.event}:${agent.id}:${v1.version}`);
-    const f = await flag(u, agent.id);
+    const f = await flag(u, agent.id, await played([agent.id]));
     await report('hand_flagged', `hand_flagged:${agent.id}:${f.id}`);
     const v2 = await publish(u, agent.id);
     await report(v2.event, `${v2.event}:${agent.id}:${v2.version}`);

@@ -25,6 +25,7 @@ begin
       when 'not_busted' then 'GMNBU'
       when 'agent_not_found' then 'GMANF'
       when 'invalid_agent' then 'GMAGT'
+      when 'hand_not_found' then 'GMHNF'
       else 'GMXXX'
     end,
     message = p_code, detail = coalesce(p_detail, '');

@@ -87,7 +87,8 @@ $$;
 -- The hand's history and result, stored at its end (same transaction as finish_hand when the
 -- caller wraps them; a replay of the same hand id changes nothing).
 create or replace function game.record_hand(
-  p_table_id text, p_hand_id text, p_hand_number bigint, p_status text, p_history jsonb, p_result jsonb
+  p_table_id text, p_hand_id text, p_hand_number bigint, p_status text, p_history jsonb, p_result jsonb,
+  p_agents uuid[] default '{}'
 ) returns game.hand_histories
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -99,8 +100,9 @@ begin
      or p_history is null or jsonb_typeof(p_history) <> 'array' then
     perform game_private.refuse('invalid_hand', 'hand id, status finished|abandoned, history array');
   end if;
-  insert into game.hand_histories as h (hand_id, table_id, hand_number, status, history, result, ended_at)
-  values (p_hand_id, p_table_id, coalesce(p_hand_number, 0), p_status, p_history, p_result, now())
+  insert into game.hand_histories as h (hand_id, table_id, hand_number, status, history, result, agents, ended_at)
+  values (p_hand_id, p_table_id, coalesce(p_hand_number, 0), p_status, p_history, p_result,
+          coalesce((select array_agg(distinct a order by a) from unnest(p_agents) a where a is not null), '{}'), now())
   on conflict (hand_id) do nothing
   returning h.* into v_row;
   if v_row.hand_id is null then

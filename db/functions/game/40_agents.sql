@@ -63,7 +63,9 @@ begin
 end;
 $$;
 
--- Flags a decision of the agent's current version (its owner inspecting a hand).
+-- Flags a decision of the agent's current version (its owner inspecting a hand): the hand must be
+-- one the agent was dealt into (hand_not_found otherwise, so a flag, a claim-board condition,
+-- always names a decision the agent made).
 create or replace function game.flag_agent_decision(p_user_id uuid, p_agent_id uuid, p_hand_id text, p_note text)
   returns game.agent_flags
   language plpgsql volatile security definer
@@ -78,12 +80,35 @@ begin
   if v_version is null then
     perform game_private.refuse('invalid_agent', 'publish a version first');
   end if;
-  if (p_hand_id is not null and length(p_hand_id) not between 1 and 128) or (p_note is not null and length(p_note) > 1000) then
-    perform game_private.refuse('invalid_agent', 'hand id 1..128, note at most 1000 characters');
+  if p_hand_id is null or length(p_hand_id) not between 1 and 128 or (p_note is not null and length(p_note) > 1000) then
+    perform game_private.refuse('invalid_agent', 'hand id 1..128 characters, note at most 1000 characters');
+  end if;
+  if not exists (select from game.hand_histories h where h.hand_id = p_hand_id and p_agent_id = any (h.agents)) then
+    perform game_private.refuse('hand_not_found', format('agent %s was not dealt into a hand %s', p_agent_id, p_hand_id));
   end if;
   insert into game.agent_flags (agent_id, version, hand_id, note, flagged_by)
   values (p_agent_id, v_version, p_hand_id, p_note, p_user_id)
   returning * into v_flag;
   return v_flag;
+end;
+$$;
+
+-- The owner's agent now plays the owner's open position at the table (an agent sat for them).
+-- Returns the position id; not_at_table when the owner has no open seat there.
+create or replace function game.set_seat_agent(p_table_id text, p_user_id uuid, p_agent_id uuid) returns bigint
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_player bigint;
+begin
+  perform game_private.owned_agent(p_user_id, p_agent_id);
+  update game.table_players p set agent_id = p_agent_id
+   where p.table_id = p_table_id and p.user_id = p_user_id and p.status = 'seated'
+  returning p.id into v_player;
+  if v_player is null then
+    perform game_private.refuse('not_at_table');
+  end if;
+  return v_player;
 end;
 $$;

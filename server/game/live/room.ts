@@ -157,8 +157,8 @@ export class Room {
   }
 
   private async reloadSeats(): Promise<void> {
-    const { rows } = await this.deps.pool.query<{ id: string; user_id: string; seat_index: number; chip_balance: string; status: string }>(
-      `select id::text, user_id, seat_index, chip_balance::text, status from game.table_players
+    const { rows } = await this.deps.pool.query<{ id: string; user_id: string; agent_id: string | null; seat_index: number; chip_balance: string; status: string }>(
+      `select id::text, user_id, agent_id, seat_index, chip_balance::text, status from game.table_players
         where table_id = $1 and status = 'seated' order by seat_index`,
       [this.tableId],
     );
@@ -167,8 +167,8 @@ export class Room {
     for (const r of rows) {
       const known = this.seats.get(r.seat_index);
       const same = known && known.positionId === r.id;
-      const seat: Seat = same ? { ...known, stack: BigInt(r.chip_balance) } : {
-        seat: r.seat_index, playerId: r.id, positionId: r.id, userId: r.user_id, agentId: null, stack: BigInt(r.chip_balance),
+      const seat: Seat = same ? { ...known, agentId: r.agent_id, stack: BigInt(r.chip_balance) } : {
+        seat: r.seat_index, playerId: r.id, positionId: r.id, userId: r.user_id, agentId: r.agent_id, stack: BigInt(r.chip_balance),
         sittingOut: false, waitingForBigBlind: running, timeouts: 0, sittingOutSince: null, leaveAfterHand: false,
       };
       next.set(r.seat_index, seat);
@@ -177,8 +177,9 @@ export class Room {
     if (this.seats.size < 2) this.positions = null; // the next game starts afresh
   }
 
-  /** The agent playing a seat, once the agent's sit succeeded (for the room's view and audience). */
-  markAgent(userId: string, agentId: string | null): void {
+  /** The agent playing the owner's seat, once the agent's sit succeeded: stored, then shown. */
+  private async markAgent(userId: string, agentId: string): Promise<void> {
+    await this.deps.pool.query('select game.set_seat_agent($1, $2, $3)', [this.tableId, userId, agentId]);
     for (const s of this.seats.values()) if (s.userId === userId) s.agentId = agentId;
   }
 
@@ -311,9 +312,10 @@ export class Room {
     const stacks: Record<string, bigint> = {};
     for (const p of hand.players) stacks[p.playerId] = p.stack;
     const end = await this.deps.hands.finish(this.tableId, hand.handId, stacks, result.rake);
-    await this.deps.pool.query('select game.record_hand($1, $2, $3, $4, $5::jsonb, $6::jsonb)', [
+    const agents = hand.players.map((p) => this.seats.get(p.seat)?.agentId).filter((a): a is string => Boolean(a));
+    await this.deps.pool.query('select game.record_hand($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7::uuid[])', [
       this.tableId, hand.handId, this.handNumber, 'finished', JSON.stringify(historyJson(hand.history)),
-      toJson(handResult(this.tableId, hand.handId, result, this.views())),
+      toJson(handResult(this.tableId, hand.handId, result, this.views())), agents,
     ]).catch((err) => this.deps.log.error({ err, handId: hand.handId }, 'hand history not stored'));
     const message = toJson(handResult(this.tableId, hand.handId, result, this.views()));
     for (const w of this.watchers) w.send(message);
@@ -347,12 +349,14 @@ export class Room {
       answered.push([p, cancelled ? { status: 409, body: { error: 'sit_cancelled' } } : await this.bankCall(p.deposit)]);
     }
     await this.reloadSeats();
-    for (const [p, answer] of answered) this.sat(p, answer);
+    for (const [p, answer] of answered) await this.sat(p, answer);
   }
 
-  /** Answers a sit once the seats are read again (the seat is there, with its agent). */
-  private sat(p: Pick<PendingSit, 'userId' | 'agentId' | 'done'>, answer: BankAnswer): void {
-    if (answer.status === 200 && p.agentId) this.markAgent(p.userId, p.agentId);
+  /** Answers a sit once the seats are read again (the seat is there, with its agent stored). */
+  private async sat(p: Pick<PendingSit, 'userId' | 'agentId' | 'done'>, answer: BankAnswer): Promise<void> {
+    if (answer.status === 200 && p.agentId) {
+      await this.markAgent(p.userId, p.agentId).catch((err) => this.deps.log.error({ err, userId: p.userId }, 'seat agent not stored'));
+    }
     p.done(answer);
   }
 
@@ -449,7 +453,7 @@ export class Room {
         resolve({ pending: false, answer });
         const answered = await this.bankCall(deposit);
         await this.reloadSeats();
-        this.sat({ userId, agentId, done }, answered);
+        await this.sat({ userId, agentId, done }, answered);
         this.broadcastState();
         this.scheduleDeal();
       });
