@@ -352,6 +352,38 @@ describe('confirm_deposit and fail_deposit', () => {
     await expectCleanAudit(cage);
   });
 
+  test('a revert racing the failure after it looked at the credit: the failure waits for it and compensates', async () => {
+    const r = await createTable(cage);
+    const a = await player(500n);
+    const d = await openDeposit(cage, a.userId, newKey(), r.table_id, 0, 100n);
+    await creditSeat(game, d.ref_id, r.table_id, a.userId, 0, 100n);
+    // The reconciler fails the deposit while the game cancels its credit: cancel_credit takes the
+    // credit row (the holder's lock stands for it) after fail_deposit has looked at the credit and
+    // before its confirmation, then reverts the credit and commits. Read without a lock, the credit
+    // looked held, the confirmation then found it reverted, and the deposit came back pending.
+    const holder = await db.owner.connect();
+    let failing: Promise<unknown> | undefined;
+    try {
+      await holder.query('begin');
+      await holder.query('select 1 from game.seat_credits where credit_key = $1 for update', [d.ref_id]);
+      failing = worker.query('select status, reversal_ref_id from cage.fail_deposit($1, $2)', [d.ref_id, 'reconciler'])
+        .then((res) => res.rows[0], (err: unknown) => err);
+      await waitForLockWait('poker_worker');
+      expect((await holder.query('select game.cancel_credit($1, $2, $3, $4) as r', [d.ref_id, r.table_id, a.userId, '100'])).rows[0].r)
+        .toBe('reverted');
+      await holder.query('commit');
+    } finally {
+      await holder.query('rollback').catch(() => undefined);
+      holder.release();
+    }
+    expect(await failing).toEqual({ status: 'failed', reversal_ref_id: `${d.ref_id}:reversal` });
+    expect(await intent(d.ref_id)).toMatchObject({ status: 'failed', error: 'reconciler' });
+    expect(await balanceOf(cage, a.id)).toBe(500n);
+    const { rows } = await db.owner.query('select status from game.seat_credits where credit_key = $1', [d.ref_id]);
+    expect(rows).toEqual([{ status: 'reverted' }]);
+    await expectCleanAudit(cage);
+  });
+
   test('the worker may confirm and fail, but not open', async () => {
     await expect(worker.query('select * from cage.open_deposit($1, $2, $3, $4, $5)', [randomUUID(), 'k', t.table_id, 0, 1]))
       .rejects.toMatchObject({ code: '42501' });

@@ -85,3 +85,67 @@ test('a ring of transfers across many accounts from many clients: no deadlock', 
   for (const acc of accounts) total += await balanceOf(cage, acc.id);
   expect(total).toBe(3000n);
 });
+
+/** Resolves once `n` queries of the cage role wait on a lock. */
+async function waitForLockWaits(n: number) {
+  for (let i = 0; i < 300; i++) {
+    const { rows } = await db.owner.query(
+      "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'poker_cage' and wait_event_type = 'Lock'");
+    if (rows[0].n >= n) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`fewer than ${n} poker_cage queries waited on a lock`);
+}
+
+test('a single posting and a batch item under the same ref_id take their locks in one order: no deadlock', async () => {
+  // ids ascend in creation order: y < x < z
+  const y = await userAccount(cage);
+  const x = await userAccount(cage);
+  const z = await userAccount(cage);
+  for (const acc of [y, x, z]) await fund(cage, acc.id, 100n);
+  const ref = refId('lock-order');
+  const single = await cage.connect();
+  const batch = await cage.connect();
+  const holder = await db.owner.connect();
+  let first: Promise<unknown> | undefined;
+  let second: Promise<unknown> | undefined;
+  try {
+    // compile both functions on their connections first, so each stops where the test means it to
+    await single.query("select * from cage.post_movement('', 'adjustment', 'play', '{}', '{}')").catch(() => undefined);
+    await batch.query("select * from cage.post_movements('[]')").catch(() => undefined);
+    // the holder keeps y locked: the single posting claims the ref_id, then waits for y
+    await holder.query('begin');
+    await holder.query('select 1 from cage.cage_accounts where id = $1 for no key update', [y.id]);
+    first = single.query('select status from cage.post_movement($1, $2, $3, $4::bigint[], $5::bigint[])', [
+      ref, 'adjustment', 'play', [String(y.id), String(x.id)], ['-1', '1'],
+    ]).then((r) => r.rows[0].status, (err: unknown) => err);
+    await waitForLockWaits(1);
+    // a batch item under the same ref_id that touches x (and not y)
+    second = batch.query('select status, code from cage.post_movements($1::jsonb)', [JSON.stringify([
+      { refId: ref, kind: 'adjustment', moneyKind: 'play', accounts: [String(x.id), String(z.id)], amounts: ['-1', '1'] },
+    ])]).then((r) => r.rows, (err: unknown) => err);
+    await waitForLockWaits(2);
+    // y is free: the single posting goes on to lock y, then x
+    await holder.query('commit');
+    const [a, b] = await Promise.all([first, second]);
+    // locked in opposite orders (batch: x, then the ref_id; single: the ref_id, then x) one of the
+    // two would be killed as a deadlock (40P01) after deadlock_timeout
+    expect(a).toBe('created');
+    // the batch waited for the single posting's ref_id before it locked anything, and found it taken
+    // with other fields once that committed: its own transient refusal, retried by the caller
+    expect(b).toMatchObject({ code: '40001' });
+  } finally {
+    await holder.query('rollback').catch(() => undefined);
+    holder.release();
+    single.release();
+    batch.release();
+  }
+  // retried, the batch sees the journal entry: a conflict, refused for that item only
+  const retried = await cage.query('select status, code from cage.post_movements($1::jsonb)', [JSON.stringify([
+    { refId: ref, kind: 'adjustment', moneyKind: 'play', accounts: [String(x.id), String(z.id)], amounts: ['-1', '1'] },
+  ])]);
+  expect(retried.rows).toEqual([{ status: 'refused', code: 'ref_id_conflict' }]);
+  expect(await balanceOf(cage, y.id)).toBe(99n);
+  expect(await balanceOf(cage, x.id)).toBe(101n);
+  expect(await balanceOf(cage, z.id)).toBe(100n);
+});

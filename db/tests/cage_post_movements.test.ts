@@ -167,3 +167,94 @@ describe('malformed batches', () => {
     expect(await balanceOf(cage, b.id)).toBe(1n);
   });
 });
+
+describe('judged before the lock, checked under it', () => {
+  // The batch claims its ref_ids before it locks its accounts (the global lock order), so it judges
+  // overdrafts on the committed balances first and checks the judgement once the accounts are locked.
+  // Here a concurrent posting holds an account the batch needs and commits while the batch waits.
+
+  /** Resolves once a query of the cage role waits on a lock. */
+  async function waitForLockWait() {
+    for (let i = 0; i < 300; i++) {
+      const { rows } = await db.owner.query(
+        "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'poker_cage' and wait_event_type = 'Lock'");
+      if (rows[0].n > 0) return;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    throw new Error('no poker_cage query waited on a lock');
+  }
+
+  const json = (ms: Movement[]) =>
+    JSON.stringify(ms.map((m) => ({ ...m, accounts: m.accounts.map(String), amounts: m.amounts.map(String) })));
+
+  /** The raw batch call (no retry) while `concurrent` posts in a transaction that commits once the batch waits. */
+  async function batchAgainst(concurrent: Movement, ms: Movement[]) {
+    const holder = await cage.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select * from cage.post_movement($1, $2, $3, $4::bigint[], $5::bigint[])', [
+        concurrent.refId, concurrent.kind, concurrent.moneyKind, concurrent.accounts.map(String), concurrent.amounts.map(String),
+      ]);
+      const call = cage.query('select status, code from cage.post_movements($1::jsonb)', [json(ms)])
+        .then((r) => r.rows, (err: unknown) => err);
+      await waitForLockWait();
+      await holder.query('commit');
+      return await call;
+    } finally {
+      await holder.query('rollback').catch(() => undefined);
+      holder.release();
+    }
+  }
+
+  async function entryOf(ref: string) {
+    const { rows } = await cage.query('select id from cage.cage_entries where ref_id = $1', [ref]);
+    return rows.length;
+  }
+
+  test('an accepted movement the concurrent debit leaves short: the batch is retried (40001), then refuses it', async () => {
+    const a = await userAccount(cage);
+    const b = await userAccount(cage);
+    const c = await userAccount(cage);
+    await fund(cage, a.id, 100n);
+    const ms = [move([a.id, c.id], [-50n, 50n])];
+    expect(await batchAgainst(move([a.id, b.id], [-80n, 80n]), ms)).toMatchObject({ code: '40001' });
+    expect(await entryOf(ms[0]!.refId)).toBe(0);
+    expect((await postMovements(cage, ms)).map((r) => [r.status, r.code])).toEqual([['refused', 'insufficient_cage_balance']]);
+    expect(await balanceOf(cage, a.id)).toBe(20n);
+    expect(await balanceOf(cage, c.id)).toBe(0n);
+  });
+
+  test('a refused movement the concurrent credit would let through: the batch is retried (40001), then creates it', async () => {
+    const a = await userAccount(cage);
+    const b = await userAccount(cage);
+    const c = await userAccount(cage);
+    await fund(cage, a.id, 10n);
+    await fund(cage, b.id, 100n);
+    const ms = [move([a.id, c.id], [-50n, 50n]), move([b.id, c.id], [-5n, 5n])];
+    expect(await batchAgainst(move([b.id, a.id], [-60n, 60n]), ms)).toMatchObject({ code: '40001' });
+    expect(await entryOf(ms[1]!.refId)).toBe(0);
+    expect((await postMovements(cage, ms)).map((r) => r.status)).toEqual(['created', 'created']);
+    expect(await balanceOf(cage, a.id)).toBe(20n);
+    expect(await balanceOf(cage, c.id)).toBe(55n);
+  });
+
+  test('a concurrent change that leaves every outcome as judged: results as usual, from the locked balances', async () => {
+    const a = await userAccount(cage);
+    const b = await userAccount(cage);
+    const c = await userAccount(cage);
+    await fund(cage, a.id, 10n);
+    await fund(cage, b.id, 101n);
+    // meanwhile b pays a 5: a is still short of 50, b still has enough for 5 and then 70
+    const ms = [move([a.id, c.id], [-50n, 50n]), move([b.id, c.id], [-5n, 5n]), move([b.id, c.id], [-70n, 70n])];
+    expect(await batchAgainst(move([b.id, a.id], [-5n, 5n]), ms)).toEqual([
+      { status: 'refused', code: 'insufficient_cage_balance' },
+      { status: 'created', code: null },
+      { status: 'created', code: null },
+    ]);
+    expect(await balanceOf(cage, a.id)).toBe(15n);
+    expect(await balanceOf(cage, b.id)).toBe(101n - 5n - 5n - 70n);
+    expect(await balanceOf(cage, c.id)).toBe(75n);
+    const { rows } = await cage.query('select balance_after from cage.cage_ledger where account_id = $1 order by id', [b.id]);
+    expect(rows.map((r) => r.balance_after)).toEqual([101n, 96n, 91n, 21n]);
+  });
+});

@@ -5,9 +5,11 @@
 --   2. claim the ref_id through its unique index (a concurrent twin waits here, then sees ours);
 --      on conflict, re-read and compare: same money fields = 'replayed' (nothing posted),
 --      different = ref_id_conflict;
---   3. lock the bounded accounts FOR NO KEY UPDATE in id order (the global lock order: no deadlock
---      between opposite transfers); unbounded system accounts are never locked or updated, so a hot
---      grant source or house does not serialise the ledger;
+--   3. lock the bounded accounts FOR NO KEY UPDATE in id order (the global lock order: ref_ids
+--      first, then accounts by id, as cage.post_movements takes them too: no deadlock between
+--      opposite transfers, nor between a posting and a batch that share a ref_id or an account);
+--      unbounded system accounts are never locked or updated, so a hot grant source or house does
+--      not serialise the ledger;
 --   4. refuse a missing account, a money kind mismatch (bounded or unbounded account) and an
 --      overdraft before writing (the CHECK balance >= 0 stays as the last guard);
 --   5. update the projection and append the postings.

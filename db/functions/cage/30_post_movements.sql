@@ -18,6 +18,51 @@ as $$
   end
 $$;
 
+-- The sequential overdraft pass of the batch form, run only when some running balance would go
+-- below zero: the movements in batch order, each refused if one of its bounded legs would take its
+-- account below zero, each accepted one spending or crediting what it moves for the ones after it.
+-- p_ids (ascending), p_bal and p_types describe the bounded accounts; items with a code already are
+-- skipped. Returns the refusal code of each item that overdraws (null for the others).
+create or replace function cage_private.batch_shortfalls(
+  p_items cage_private.batch_item[], p_ids bigint[], p_bal bigint[], p_types cage.account_type[]
+) returns text[]
+  language plpgsql immutable parallel safe
+  set search_path = pg_catalog
+as $$
+declare
+  v_codes text[] := array_fill(null::text, array[cardinality(p_items)]);
+  v_item cage_private.batch_item;
+  v_short text;
+  v_k int;
+  v_pos int;
+  v_at int;
+begin
+  for v_k in 1 .. cardinality(p_items) loop
+    v_item := p_items[v_k];
+    continue when v_item.code is not null;
+    v_short := null;
+    for v_pos in 1 .. cardinality(v_item.accounts) loop
+      v_at := array_position(p_ids, v_item.accounts[v_pos]);
+      if v_at is not null and p_bal[v_at] + v_item.amounts[v_pos] < 0 then
+        v_short := case when p_types[v_at] = 'user' then 'insufficient_cage_balance' else 'account_shortfall' end;
+        exit;
+      end if;
+    end loop;
+    if v_short is not null then
+      v_codes[v_k] := v_short;
+    else
+      for v_pos in 1 .. cardinality(v_item.accounts) loop
+        v_at := array_position(p_ids, v_item.accounts[v_pos]);
+        if v_at is not null then
+          p_bal[v_at] := p_bal[v_at] + v_item.amounts[v_pos];
+        end if;
+      end loop;
+    end if;
+  end loop;
+  return v_codes;
+end;
+$$;
+
 -- The batch form, as TigerBeetle does it: many movements in one call and one transaction, each with
 -- its own ref_id and its own result: 'created', 'replayed' (nothing posted; the original entry), or
 -- 'refused' with a code. A refused movement posts nothing and does not stop the others. Movements
@@ -26,9 +71,21 @@ $$;
 --
 -- Item: { "refId", "kind", "moneyKind", "accounts": [id...], "amounts": [int or string...], "memo"? }
 --
--- Steps, each one statement over the whole batch: parse; classify replays; check accounts; lock
--- every bounded account in id order; check overdrafts (a sequential pass only when one exists);
--- claim the ref_ids; update the projection and append the postings.
+-- Steps, each one statement over the whole batch: parse; classify replays; check accounts; judge
+-- overdrafts on the balances as committed (a sequential pass only when one exists); claim the
+-- ref_ids of the accepted movements; lock every bounded account in id order and check that the
+-- judgement holds on the locked balances; update the projection and append the postings.
+--
+-- Lock order: the same as cage.post_movement's, the global one: ref_ids first (in ref_id order, so
+-- two batches sharing ref_ids do not claim them in opposite orders), then the bounded accounts in id
+-- order. Claimed after the accounts were locked, a ref_id that a single posting had claimed and
+-- whose accounts it was about to lock closed a cycle: the single waits for an account the batch
+-- holds, the batch for the single's ref_id (40P01). A ref_id is claimed by inserting its entry, and
+-- an entry cannot be taken back without rolling back the batch, so the overdrafts are judged before
+-- the claim, on the committed balances, and checked again once the accounts are locked: if a
+-- concurrent posting changed a balance so that one movement's outcome would change, the whole batch
+-- raises 40001 and the caller retries it, as when a ref_id is claimed concurrently. An outcome that
+-- does not change costs nothing more than the check.
 --
 -- Cost: every step is linear in the batch (index lookups, sorts and window functions; no join of
 -- the batch with itself), so the plans are safe to cache: the statements are planned once per
@@ -44,12 +101,14 @@ declare
   v_pending int;
   v_inserted int;
   v_negative int;
+  v_changed int;
   v_ids bigint[];
   v_bal bigint[];
+  v_locked_bal bigint[];
+  v_low bigint[];
   v_types cage.account_type[];
-  v_item cage_private.batch_item;
-  v_short text;
-  v_pos int;
+  v_judged cage_private.batch_item[];
+  v_codes text[];
   v_k int;
   v_kinds text[] := enum_range(null::cage.movement_kind)::text[];
   v_money_kinds text[] := enum_range(null::cage.money_kind)::text[];
@@ -147,58 +206,38 @@ begin
   select count(*) into v_pending from unnest(v_items) it where it.code is null;
 
   if v_pending > 0 then
-    -- 4. lock every bounded account the pending movements touch, in the global (id) order
-    select array_agg(s.id order by s.id), array_agg(s.balance order by s.id), array_agg(s.account_type order by s.id)
-      into v_ids, v_bal, v_types
+    -- 4. overdrafts, judged on the balances as committed (no lock yet: see the lock order above).
+    --    Per bounded account: its balance and the lowest running sum of the pending movements' amounts
+    --    on it, in batch order; one goes below zero when balance + low < 0.
+    select array_agg(a.id order by a.id), array_agg(a.balance order by a.id), array_agg(a.account_type order by a.id),
+           array_agg(m.low order by a.id), count(*) filter (where a.balance + m.low < 0)
+      into v_ids, v_bal, v_types, v_low, v_negative
       from (
-        select a.id, a.balance, a.account_type
-          from cage.cage_accounts a
-         where a.bounded
-           and a.id in (select u.acc from unnest(v_items) it, unnest(it.accounts) u (acc) where it.code is null)
-         order by a.id
-           for no key update
-      ) s;
-
-    -- 5. overdrafts: running balances in batch order (the rows are locked: their balances are the
-    --    ones just read); a sequential pass only if one goes negative
-    select count(*) into v_negative
-      from (
-        select a.balance + sum(u.amt) over (partition by u.acc order by it.i rows unbounded preceding) as running
-          from unnest(v_items) it
-          cross join unnest(it.accounts, it.amounts) u (acc, amt)
-          join cage.cage_accounts a on a.id = u.acc and a.bounded
-         where it.code is null
-      ) r
-     where r.running < 0;
+        select r.acc, min(r.running) as low
+          from (
+            select u.acc, sum(u.amt) over (partition by u.acc order by it.i rows unbounded preceding) as running
+              from unnest(v_items) it
+             cross join unnest(it.accounts, it.amounts) u (acc, amt)
+             where it.code is null
+          ) r
+         group by r.acc
+      ) m
+      join cage.cage_accounts a on a.id = m.acc and a.bounded;
 
     if v_negative > 0 then
+      -- the sequential pass, on these balances (the rare path)
+      v_judged := v_items;
+      v_codes := cage_private.batch_shortfalls(v_items, v_ids, v_bal, v_types);
       for v_k in 1 .. cardinality(v_items) loop
-        v_item := v_items[v_k];
-        continue when v_item.code is not null;
-        v_short := null;
-        for v_pos in 1 .. cardinality(v_item.accounts) loop
-          if array_position(v_ids, v_item.accounts[v_pos]) is not null
-             and v_bal[array_position(v_ids, v_item.accounts[v_pos])] + v_item.amounts[v_pos] < 0 then
-            v_short := case when v_types[array_position(v_ids, v_item.accounts[v_pos])] = 'user'
-                            then 'insufficient_cage_balance' else 'account_shortfall' end;
-            exit;
-          end if;
-        end loop;
-        if v_short is not null then
-          v_items[v_k].code := v_short;
-        else
-          for v_pos in 1 .. cardinality(v_item.accounts) loop
-            if array_position(v_ids, v_item.accounts[v_pos]) is not null then
-              v_bal[array_position(v_ids, v_item.accounts[v_pos])] :=
-                v_bal[array_position(v_ids, v_item.accounts[v_pos])] + v_item.amounts[v_pos];
-            end if;
-          end loop;
+        if v_codes[v_k] is not null then
+          v_items[v_k].code := v_codes[v_k];
         end if;
       end loop;
     end if;
 
-    -- 6. claim the ref_ids of the accepted movements. Their entry ids are drawn from the entries'
-    --    own identity sequence first, in batch order, so no statement has to match rows back by ref_id.
+    -- 5. claim the ref_ids of the accepted movements, in ref_id order. Their entry ids are drawn from
+    --    the entries' own identity sequence first, in batch order, so no statement has to match rows
+    --    back by ref_id.
     select array_agg(row(it.i, it.ref_id, it.kind, it.money_kind, it.accounts, it.amounts, it.memo,
              it.code, case when it.code is null then nextval(v_entry_ids) else it.entry_id end,
              it.replay_of)::cage_private.batch_item order by it.i)
@@ -210,13 +249,39 @@ begin
     select it.entry_id, it.ref_id, it.kind::cage.movement_kind, it.money_kind::cage.money_kind, it.accounts, it.amounts, it.memo
       from unnest(v_items) it
      where it.code is null
-     order by it.i
+     order by it.ref_id collate "C"
     on conflict on constraint cage_entries_ref_id_unique do nothing;
     get diagnostics v_inserted = row_count;
 
     if v_inserted < (select count(*) from unnest(v_items) it where it.code is null) then
       -- Another transaction claimed one of these ref_ids after step 2 looked: retry the whole batch.
       raise exception using errcode = '40001', message = 'ref_id claimed concurrently; retry';
+    end if;
+
+    -- 6. lock every bounded account the pending movements touch (those judged refused too: their
+    --    refusal stands on the locked balances), in the global (id) order; LockRows sits above the
+    --    sort, so rows are locked in it. Then check the judgement of step 4 on the locked balances.
+    select array_agg(s.balance order by s.id), count(*) filter (where s.balance + s.low < 0),
+           count(*) filter (where s.balance <> s.seen)
+      into v_locked_bal, v_negative, v_changed
+      from (
+        select a.id, a.balance, l.low, l.seen
+          from unnest(v_ids, v_low, v_bal) l (id, low, seen)
+          join cage.cage_accounts a on a.id = l.id
+         order by a.id
+           for no key update of a
+      ) s;
+
+    if v_judged is null then
+      -- every pending movement was accepted: that holds while no running balance goes below zero
+      -- (low sums every pending movement, so this check stands only when none was refused)
+      if v_negative > 0 then
+        raise exception using errcode = '40001', message = 'balances changed concurrently; retry';
+      end if;
+    elsif v_changed > 0
+          -- some were refused: the same pass on the locked balances must refuse the same ones
+          and cage_private.batch_shortfalls(v_judged, v_ids, v_locked_bal, v_types) is distinct from v_codes then
+      raise exception using errcode = '40001', message = 'balances changed concurrently; retry';
     end if;
 
     -- 7. projection and postings

@@ -160,7 +160,14 @@ begin
   insert into game.seat_credits (credit_key, table_id, user_id, amount, status)
   values (p_ref_id, v_intent.table_id, v_intent.user_id, v_intent.amount, 'cancelled')
   on conflict (credit_key) do nothing;
-  select c.status into v_credit_status from game.seat_credits c where c.credit_key = p_ref_id;
+  -- Locked, in the mode confirm_deposit's update of this row takes next (no upgrade). game.cancel_credit
+  -- locks the row FOR UPDATE before it reverts it: it either reverted first (this waits, then reads
+  -- 'reverted' and compensates) or waits for this transaction and then finds the credit kept. Read
+  -- without the lock, a revert committed between this read and the confirmation left the deposit
+  -- pending. Waiting here cannot close a cycle: when the row is another transaction's, the only row
+  -- this one holds yet is the intent's, and no function that locks a seat credit (cancel_credit:
+  -- table, credit, seat; confirm_deposit: the intent first) waits for a deposit intent meanwhile.
+  select c.status into v_credit_status from game.seat_credits c where c.credit_key = p_ref_id for no key update;
   if v_credit_status = 'credited' then
     return cage.confirm_deposit(p_ref_id);
   end if;
