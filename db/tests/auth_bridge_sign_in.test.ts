@@ -1,7 +1,7 @@
 // auth.bridge_sign_in and invite consumption: the only way a poker user comes to exist.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
+import { createTestDatabase, type TestDatabase, waitForLockWait } from '../../test/helpers/db.ts';
 
 let db: TestDatabase;
 let auth: pg.Pool;
@@ -24,18 +24,6 @@ const counts = async () =>
   (await db.owner.query<{ users: number; bridges: number }>(
     'select (select count(*)::int from auth.users) as users, (select count(*)::int from auth.bridge_identities) as bridges',
   )).rows[0]!;
-
-/** Resolves once a query of that application (pool role) waits on a lock. */
-async function waitForLockWait(applicationName: string) {
-  for (let i = 0; i < 200; i++) {
-    const { rows } = await db.owner.query(
-      "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = $1 and wait_event_type = 'Lock'",
-      [applicationName]);
-    if (rows[0].n > 0) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`no ${applicationName} query waited on a lock`);
-}
 
 test('minting applies the spec defaults', async () => {
   const invite = await mint();
@@ -107,7 +95,7 @@ test('a twin sign-in of the same identity that takes the last use of the code fi
     await holder.query('begin');
     first = (await holder.query("select * from auth.bridge_sign_in('oidc', $1, null, $2)", [sub, invite.code])).rows[0];
     second = signIn(sub, invite.code).then((r) => r.rows[0], (err: unknown) => err);
-    await waitForLockWait('poker_auth');
+    await waitForLockWait(db.owner, 'poker_auth');
     await holder.query('commit');
   } finally {
     await holder.query('rollback').catch(() => undefined);

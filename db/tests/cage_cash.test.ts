@@ -4,7 +4,7 @@
 // ends with a clean audit, and so does the file.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
+import { createTestDatabase, type TestDatabase, waitForLockWait } from '../../test/helpers/db.ts';
 import { balanceOf, expectCleanAudit, fund, userAccount } from '../../test/helpers/cage.ts';
 import {
   POKER_SETTINGS, authUser, createTable, creditSeat, leave, newKey, openDeposit, settlePosition, sit, solanaAddress,
@@ -52,18 +52,6 @@ async function intent(refId: string) {
   return rows[0];
 }
 
-/** Resolves once a query of that application (pool role) waits on a lock. */
-async function waitForLockWait(applicationName: string) {
-  for (let i = 0; i < 200; i++) {
-    const { rows } = await db.owner.query(
-      "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = $1 and wait_event_type = 'Lock'",
-      [applicationName]);
-    if (rows[0].n > 0) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`no ${applicationName} query waited on a lock`);
-}
-
 /**
  * Makes a concurrent twin commit at one exact point of a call: between the call's idempotency-key
  * read and its reads of the game's state. The owner holds game.tables in ACCESS EXCLUSIVE mode, so
@@ -82,7 +70,7 @@ async function twinCommitsAfterKeyRead(
     await holder.query('begin');
     await holder.query('lock table game.tables in access exclusive mode');
     const result = call(client).catch((err: Error) => err);
-    await waitForLockWait('poker_cage');
+    await waitForLockWait(db.owner, 'poker_cage');
     await twin(holder);
     await holder.query('commit');
     return await result;
@@ -337,7 +325,7 @@ describe('confirm_deposit and fail_deposit', () => {
       await holder.query('begin');
       await holder.query('select 1 from game.table_players where id = $1 for update', [String(seat.player_id)]);
       push = creditSeat(game, top.ref_id, r.table_id, a.userId, 0, 50n).catch((err: unknown) => err);
-      await waitForLockWait('poker_game');
+      await waitForLockWait(db.owner, 'poker_game');
       // meanwhile the reconciler compensates: a tombstone, then the reversal
       expect(await worker.query('select status from cage.fail_deposit($1, $2)', [top.ref_id, 'reconciler']))
         .toMatchObject({ rows: [{ status: 'failed' }] });
@@ -368,7 +356,7 @@ describe('confirm_deposit and fail_deposit', () => {
       await holder.query('select 1 from game.seat_credits where credit_key = $1 for update', [d.ref_id]);
       failing = worker.query('select status, reversal_ref_id from cage.fail_deposit($1, $2)', [d.ref_id, 'reconciler'])
         .then((res) => res.rows[0], (err: unknown) => err);
-      await waitForLockWait('poker_worker');
+      await waitForLockWait(db.owner, 'poker_worker');
       expect((await holder.query('select game.cancel_credit($1, $2, $3, $4) as r', [d.ref_id, r.table_id, a.userId, '100'])).rows[0].r)
         .toBe('reverted');
       await holder.query('commit');
@@ -847,7 +835,7 @@ describe('concurrency', () => {
       await holder.query('select * from cage.fail_deposit($1, $2)', [d.ref_id, 'seat_taken']);
       answer = game.query('select game.cancel_credit($1, $2, $3, $4) as answer', [d.ref_id, t.table_id, a.userId, '100'])
         .then((r) => r.rows[0].answer, (err: unknown) => err);
-      await waitForLockWait('poker_game');
+      await waitForLockWait(db.owner, 'poker_game');
       await holder.query('commit');
     } finally {
       await holder.query('rollback').catch(() => undefined);
@@ -876,7 +864,7 @@ describe('concurrency', () => {
         await holder.query('begin');
         await holder.query(grant, [w1, '500', claimId]);
         const second = cage.query(grant, [secondRecipient, '500', claimId]).then((r) => r.rows[0], (err: unknown) => err);
-        await waitForLockWait('poker_cage');
+        await waitForLockWait(db.owner, 'poker_cage');
         await holder.query('commit');
         return await second;
       } finally {

@@ -1,6 +1,6 @@
 // Real concurrent clients against the posting function: no lost update, no deadlock, no overdraft.
 import type pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
+import { createTestDatabase, type TestDatabase, waitForLockWait } from '../../test/helpers/db.ts';
 import { balanceOf, expectCleanAudit, fund, refId, systemAccount, userAccount } from '../../test/helpers/cage.ts';
 
 let db: TestDatabase;
@@ -86,17 +86,6 @@ test('a ring of transfers across many accounts from many clients: no deadlock', 
   expect(total).toBe(3000n);
 });
 
-/** Resolves once `n` queries of the cage role wait on a lock. */
-async function waitForLockWaits(n: number) {
-  for (let i = 0; i < 300; i++) {
-    const { rows } = await db.owner.query(
-      "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'poker_cage' and wait_event_type = 'Lock'");
-    if (rows[0].n >= n) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`fewer than ${n} poker_cage queries waited on a lock`);
-}
-
 test('a single posting and a batch item under the same ref_id take their locks in one order: no deadlock', async () => {
   // ids ascend in creation order: y < x < z
   const y = await userAccount(cage);
@@ -119,12 +108,12 @@ test('a single posting and a batch item under the same ref_id take their locks i
     first = single.query('select status from cage.post_movement($1, $2, $3, $4::bigint[], $5::bigint[])', [
       ref, 'adjustment', 'play', [String(y.id), String(x.id)], ['-1', '1'],
     ]).then((r) => r.rows[0].status, (err: unknown) => err);
-    await waitForLockWaits(1);
+    await waitForLockWait(db.owner, 'poker_cage', { atLeast: 1 });
     // a batch item under the same ref_id that touches x (and not y)
     second = batch.query('select status, code from cage.post_movements($1::jsonb)', [JSON.stringify([
       { refId: ref, kind: 'adjustment', moneyKind: 'play', accounts: [String(x.id), String(z.id)], amounts: ['-1', '1'] },
     ])]).then((r) => r.rows, (err: unknown) => err);
-    await waitForLockWaits(2);
+    await waitForLockWait(db.owner, 'poker_cage', { atLeast: 2 });
     // y is free: the single posting goes on to lock y, then x
     await holder.query('commit');
     const [a, b] = await Promise.all([first, second]);

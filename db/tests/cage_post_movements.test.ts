@@ -1,7 +1,7 @@
 // cage.post_movements: the batch form. Each movement has its own ref_id and its own result.
 import type pg from 'pg';
 import { postMovements, type Movement } from '../../server/cage/ledger.ts';
-import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
+import { createTestDatabase, type TestDatabase, waitForLockWait } from '../../test/helpers/db.ts';
 import { balanceOf, expectCleanAudit, fund, refId, systemAccount, userAccount } from '../../test/helpers/cage.ts';
 
 let db: TestDatabase;
@@ -173,17 +173,6 @@ describe('judged before the lock, checked under it', () => {
   // overdrafts on the committed balances first and checks the judgement once the accounts are locked.
   // Here a concurrent posting holds an account the batch needs and commits while the batch waits.
 
-  /** Resolves once a query of the cage role waits on a lock. */
-  async function waitForLockWait() {
-    for (let i = 0; i < 300; i++) {
-      const { rows } = await db.owner.query(
-        "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'poker_cage' and wait_event_type = 'Lock'");
-      if (rows[0].n > 0) return;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    throw new Error('no poker_cage query waited on a lock');
-  }
-
   const json = (ms: Movement[]) =>
     JSON.stringify(ms.map((m) => ({ ...m, accounts: m.accounts.map(String), amounts: m.amounts.map(String) })));
 
@@ -197,7 +186,7 @@ describe('judged before the lock, checked under it', () => {
       ]);
       const call = cage.query('select status, code from cage.post_movements($1::jsonb)', [json(ms)])
         .then((r) => r.rows, (err: unknown) => err);
-      await waitForLockWait();
+      await waitForLockWait(db.owner, 'poker_cage');
       await holder.query('commit');
       return await call;
     } finally {

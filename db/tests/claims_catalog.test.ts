@@ -4,7 +4,7 @@
 // grants. Called as the game role, which serves the operator's routes; the owner only where a test
 // proves that a rule holds for every role.
 import type pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
+import { createTestDatabase, type TestDatabase, waitForLockWait } from '../../test/helpers/db.ts';
 
 let db: TestDatabase;
 let game: pg.Pool;
@@ -372,12 +372,7 @@ describe('concurrency', () => {
   async function waitForLockWaitOrSettled(call: Promise<unknown>) {
     let settled = false;
     void call.finally(() => { settled = true; });
-    for (let i = 0; i < 200 && !settled; i++) {
-      const { rows } = await db.owner.query(
-        "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'poker_game' and wait_event_type = 'Lock'");
-      if (rows[0].n > 0) return;
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await waitForLockWait(db.owner, 'poker_game', { settled: () => settled });
   }
 
   /** Runs `first` in a transaction, then `second` on the pool while it is open; commits; returns the second's outcome. */

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { keccak256, toHex } from 'viem';
-import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
+import { createTestDatabase, type TestDatabase, waitForLockWait } from '../../test/helpers/db.ts';
 import { createTable } from '../../test/helpers/game.ts';
 
 let db: TestDatabase;
@@ -74,17 +74,6 @@ const boardOf = async (userId: string, now: Date = NOW, env = ENV) =>
   (await game.query('select * from claims.board($1, $2, $3)', [env, userId, now])).rows;
 const sectionOf = async (userId: string, key: string, now: Date = NOW, env = ENV) =>
   (await boardOf(userId, now, env)).find((s) => s.key === key);
-
-/** Resolves once a query of the game role waits on a lock. */
-async function waitForLockWait() {
-  for (let i = 0; i < 300; i++) {
-    const { rows } = await db.owner.query(
-      "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'poker_game' and wait_event_type = 'Lock'");
-    if (rows[0].n > 0) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error('no game query waited on a lock');
-}
 
 /** A fresh unlock section in `all`, bound to a fresh condition, so a test's catalog edits touch no other test. */
 async function freshUnlock(amount = 700) {
@@ -383,7 +372,7 @@ describe('claim once', () => {
       expect(first.outcome).toBe('proceed');
       let settled = false;
       const second = beginClaim(b, userId, key).finally(() => { settled = true; });
-      await waitForLockWait();
+      await waitForLockWait(db.owner, 'poker_game');
       expect(settled).toBe(false);
       if (firstCommits) {
         await finishClaim(a, userId, key, first);

@@ -52,3 +52,23 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     },
   };
 }
+
+/**
+ * Resolves once `atLeast` (1) queries of a role's pools (their application_name is the role) wait on
+ * a lock: how a test holds one transaction open until a concurrent call has reached it, so an
+ * interleaving happens every run. With `settled`, it also resolves once that returns true (the call
+ * did not have to wait) and never throws.
+ */
+export async function waitForLockWait(owner: pg.Pool, role: string, options: { atLeast?: number; settled?: () => boolean } = {}): Promise<void> {
+  const atLeast = options.atLeast ?? 1;
+  for (let i = 0; i < 300; i++) {
+    if (options.settled?.()) return;
+    const { rows } = await owner.query<{ n: number }>(
+      "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = $1 and wait_event_type = 'Lock'",
+      [role],
+    );
+    if (rows[0]!.n >= atLeast) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  if (!options.settled) throw new Error(`fewer than ${atLeast} ${role} queries waited on a lock`);
+}
