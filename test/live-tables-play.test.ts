@@ -560,6 +560,10 @@ test('agents: an agent sits at an agent table (its seat shows the agentId) and l
     const stored = await until(async () => (await db.owner.query('select agents from game.hand_histories where hand_id = $1', [both.handId])).rows[0], 'the hand stored');
     expect([...stored.agents].sort()).toEqual([agentId, otherAgentId].sort());
     const flag = (auth: Record<string, string>, id: string, body: Record<string, unknown>) => call(`${m.game}/api/agents/${id}/flags`, { headers: auth, body });
+    // the owner finds the agent's hands to inspect (GET /api/hands?agentId=), then flags one
+    const agentHands = await call(`${m.game}/api/hands?agentId=${agentId}`, { headers: owner.auth });
+    expect(agentHands.body.hands.map((h: Msg) => h.handId)).toContain(both.handId);
+    expect((await call(`${m.game}/api/hands?agentId=${agentId}`, { headers: human.auth })).body.hands).toEqual([]);
     expect((await call(`${m.game}/api/agents/${agentId}/versions`, { headers: owner.auth, body: {} })).status).toBe(201);
     expect(await flag(owner.auth, agentId, { handId: both.handId, note: 'called too wide' })).toMatchObject({ status: 201, body: { agentId } });
     // not a hand this agent played; not the owner's agent

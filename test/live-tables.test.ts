@@ -4,7 +4,7 @@
 import type pg from 'pg';
 import { expectCleanAudit } from './helpers/cage.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { POKER_SETTINGS, startMoneyPlatform } from './helpers/money.ts';
+import { call, POKER_SETTINGS, startMoneyPlatform } from './helpers/money.ts';
 import { connect, type WsClient } from './helpers/ws-client.ts';
 
 let db: TestDatabase;
@@ -122,6 +122,41 @@ test('sit through the cage, play to a fold and to a showdown, refusals keep the 
   await escrowMatchesTable(tableId);
   const { rows } = await db.owner.query("select count(*)::int as n from game.hand_histories where table_id = $1 and status = 'finished'", [tableId]);
   expect(rows[0].n).toBeGreaterThanOrEqual(2);
+
+  // the players read the hands they played: their own hole cards only, others' where they were shown
+  const hands = (auth: Record<string, string>, query = '') => call(`${m.game}/api/hands${query}`, { headers: auth });
+  const list = await hands(a.auth, `?tableId=${tableId}`);
+  expect(list.status).toBe(200);
+  const ids = list.body.hands.map((h: { handId: string }) => h.handId);
+  expect(ids).toEqual(expect.arrayContaining([r1.handId, r2.handId]));
+  const started = list.body.hands.map((h: { startedAt: string }) => Date.parse(h.startedAt));
+  expect(started).toEqual([...started].sort((x, y) => y - x));
+  const netOf = (id: string) => list.body.hands.find((h: { handId: string }) => h.handId === id).net;
+  expect(netOf(r1.handId)).toBe(String(r1.stacks.find((x: any) => x.userId === a.userId).net));
+  expect((await hands(a.auth, `?tableId=${tableId}&limit=1`)).body.hands).toHaveLength(1);
+  expect((await hands(a.auth, `?tableId=${tableId}&before=${encodeURIComponent(list.body.hands.at(-1).startedAt)}`)).body.hands).toEqual([]);
+
+  const fold = await hands(a.auth, `/${r1.handId}`);
+  expect(fold).toMatchObject({ status: 200, body: { handId: r1.handId, tableId, status: 'finished', yourSeats: [0], result: { showdown: false } } });
+  const holes = (h: Record<string, any>) => h.history.filter((e: any) => e.type === 'hole_cards');
+  expect(holes(fold.body)).toEqual([{ type: 'hole_cards', seat: 0, cards: [expect.any(String), expect.any(String)] }]);
+  expect(fold.body.history.filter((e: any) => e.type === 'show')).toEqual([]);
+  const showdown = await hands(b.auth, `/${r2.handId}`);
+  expect(showdown.body.yourSeats).toEqual([1]);
+  expect(holes(showdown.body).map((e: any) => e.seat)).toEqual([1]);
+  expect(showdown.body.history.filter((e: any) => e.type === 'show').map((e: any) => e.seat).sort()).toEqual([0, 1]);
+
+  // a hand the caller did not play is not found, whether it exists or not; identity from the JWT only
+  const outsider = await m.player(0);
+  expect(await hands(outsider.auth, `/${r1.handId}`)).toEqual({ status: 404, body: { error: 'hand_not_found' } });
+  expect(await hands(outsider.auth, '/no-such-hand')).toEqual({ status: 404, body: { error: 'hand_not_found' } });
+  expect((await hands(outsider.auth, `?tableId=${tableId}&userId=${a.userId}`)).body).toEqual({ hands: [] });
+  expect((await call(`${m.game}/api/hands/${r1.handId}`)).status).toBe(401);
+  for (const bad of ['?limit=0', '?limit=201', '?limit=x', '?before=yesterday', '?agentId=nope']) {
+    const r = await hands(a.auth, bad);
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ error: 'bad_request', issues: expect.any(Array) });
+  }
 });
 
 test('a hand left by a stopped process is abandoned when the room loads: the stacks of its start stand', async () => {

@@ -10,6 +10,7 @@ import { createServiceClient } from '../http/service-client.ts';
 import type { RoleContext, StartedRole } from '../roles/types.ts';
 import { authIssuer, deploymentEnvironment } from '../config/index.ts';
 import { lazyJwtVerifier } from '../http/jwt.ts';
+import { installHandHistoryRoutes } from './histories.ts';
 import { installAgentRoutes } from './agents.ts';
 import { createClaimBoard, installClaimRoutes } from './claims.ts';
 import { createHands } from './hands.ts';
@@ -83,6 +84,7 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
           board, jwt, serviceKey: config.SERVICE_KEY, clock, testClock: config.testAuthPermitted, pool, environment,
         });
         installAgentRoutes(app, { pool, log: roleLog, jwt, board });
+        installHandHistoryRoutes(app, { pool, jwt });
 
         // The test harness's hand boundaries (the dealer's calls, driven by a test): only while
         // the harness is permitted, and with the service key.

@@ -100,9 +100,17 @@ begin
      or p_history is null or jsonb_typeof(p_history) <> 'array' then
     perform game_private.refuse('invalid_hand', 'hand id, status finished|abandoned, history array');
   end if;
-  insert into game.hand_histories as h (hand_id, table_id, hand_number, status, history, result, agents, ended_at)
+  insert into game.hand_histories as h (hand_id, table_id, hand_number, status, history, result, agents, players, ended_at)
   values (p_hand_id, p_table_id, coalesce(p_hand_number, 0), p_status, p_history, p_result,
-          coalesce((select array_agg(distinct a order by a) from unnest(p_agents) a where a is not null), '{}'), now())
+          coalesce((select array_agg(distinct a order by a) from unnest(p_agents) a where a is not null), '{}'),
+          -- the owners of the positions the hand dealt in (its hand_started event)
+          coalesce((select array_agg(distinct p.user_id order by p.user_id)
+                      from jsonb_array_elements(p_history) e
+                      cross join jsonb_array_elements(e -> 'seats') st
+                      join game.table_players p on p.table_id = p_table_id
+                       and p.id = case when st ->> 'playerId' ~ '^[0-9]{1,18}$' then (st ->> 'playerId')::bigint end
+                     where e ->> 'type' = 'hand_started'), '{}'),
+          now())
   on conflict (hand_id) do nothing
   returning h.* into v_row;
   if v_row.hand_id is null then

@@ -1,0 +1,88 @@
+// Hand histories for the players who played them (JWT; identity from the token only):
+//   GET /api/hands                 the caller's hands, newest first: `limit` (1..200, default 50),
+//                                  `before` (an ISO time: hands started before it), `tableId`,
+//                                  `agentId` (hands one of the caller's agents played)
+//   GET /api/hands/:handId         one hand the caller was dealt into: every event, with the hole
+//                                  cards of the caller's own seats only (others' cards appear where
+//                                  the hand showed them), and the result
+// A hand the caller was not dealt into is 404 `hand_not_found`, whether it exists or not. This is
+// what an agent's owner reads before flagging one of its decisions (POST /api/agents/:id/flags).
+import type { Express } from 'express';
+import type pg from 'pg';
+import { z } from 'zod';
+import { ApiError, zodIssues } from '../http/errors.ts';
+import type { JwtVerifier } from '../http/jwt.ts';
+
+const listQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  before: z.iso.datetime({ offset: true }).optional(),
+  tableId: z.string().min(1).max(128).optional(),
+  agentId: z.uuid().optional(),
+});
+
+interface HistoryEvent {
+  type: string;
+  seat?: number;
+  [field: string]: unknown;
+}
+
+/** The hand's events as `seats` may see them: hole cards of other seats are left out. */
+export function redactHistory(history: HistoryEvent[], seats: readonly number[]): HistoryEvent[] {
+  return history.filter((e) => e.type !== 'hole_cards' || seats.includes(e.seat as number));
+}
+
+export function installHandHistoryRoutes(app: Express, deps: { pool: pg.Pool; jwt: JwtVerifier }) {
+  const { pool, jwt } = deps;
+
+  app.get('/api/hands', jwt.require, async (req, res) => {
+    const userId: string = res.locals.claims.sub;
+    const parsed = listQuery.safeParse(req.query);
+    if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+    const q = parsed.data;
+    const { rows } = await pool.query(
+      `select h.hand_id, h.table_id, h.hand_number, h.status, h.started_at, h.ended_at, h.agents,
+              (select sum((s ->> 'net')::numeric) from jsonb_array_elements(h.result -> 'stacks') s
+                where s ->> 'userId' = $1::text) as net
+         from game.hand_histories h
+        where h.players @> array[$1::uuid]
+          and ($2::uuid is null or h.agents @> array[$2::uuid])
+          and ($3::text is null or h.table_id = $3)
+          and ($4::timestamptz is null or h.started_at < $4)
+        order by h.started_at desc, h.hand_id desc
+        limit $5`,
+      [userId, q.agentId ?? null, q.tableId ?? null, q.before ?? null, q.limit],
+    );
+    res.json({
+      hands: rows.map((h) => ({
+        handId: h.hand_id, tableId: h.table_id, handNumber: Number(h.hand_number), status: h.status,
+        startedAt: h.started_at.toISOString(), endedAt: h.ended_at?.toISOString() ?? null, agents: h.agents,
+        net: h.net === null ? null : String(h.net),
+      })),
+    });
+  });
+
+  app.get('/api/hands/:handId', jwt.require, async (req, res) => {
+    const userId: string = res.locals.claims.sub;
+    const handId = String(req.params.handId);
+    if (handId.length > 128) throw new ApiError(404, 'hand_not_found');
+    const { rows } = await pool.query(
+      `select h.hand_id, h.table_id, h.hand_number, h.status, h.started_at, h.ended_at, h.agents, h.history, h.result,
+              coalesce((select array_agg(p.seat_index order by p.seat_index)
+                          from jsonb_array_elements(h.history) e
+                          cross join jsonb_array_elements(e -> 'seats') st
+                          join game.table_players p on p.table_id = h.table_id
+                           and p.id = case when st ->> 'playerId' ~ '^[0-9]{1,18}$' then (st ->> 'playerId')::bigint end
+                         where e ->> 'type' = 'hand_started' and p.user_id = $2), '{}') as seats
+         from game.hand_histories h
+        where h.hand_id = $1 and h.players @> array[$2::uuid]`,
+      [handId, userId],
+    );
+    const h = rows[0];
+    if (!h) throw new ApiError(404, 'hand_not_found');
+    res.json({
+      handId: h.hand_id, tableId: h.table_id, handNumber: Number(h.hand_number), status: h.status,
+      startedAt: h.started_at.toISOString(), endedAt: h.ended_at?.toISOString() ?? null, agents: h.agents,
+      yourSeats: h.seats, history: redactHistory(h.history, h.seats), result: h.result,
+    });
+  });
+}
