@@ -124,20 +124,6 @@ test('the game schema: tables and seats are readable with the key, hidden withou
   expect(mutation.body.errors).toBeDefined();
 });
 
-test('rake: the house rows and the reconciliations are readable with the key, hidden without it', async () => {
-  await db.owner.query("select game.create_table('admin-rake', 'poker', '{\"maxPlayers\": 6}', 'play', null)");
-  await db.owner.query("insert into game.rake_rows (hand_id, table_id, amount) values ('admin-rake-h1', 'admin-rake', 3)");
-  await db.owner.query("update game.tables set unreconciled_rake = 3 where table_id = 'admin-rake'");
-  await db.owner.query("select * from cage.reconcile_rake('admin-rake')");
-  const query = '{ allGameRakeRows { nodes { handId tableId amount } } allRakeReconciliations { nodes { tableId amount hands hash } } }';
-  const admin = await graphql(query, { key: TEST_SERVICE_KEY });
-  expect(admin.body.errors).toBeUndefined();
-  expect(admin.body.data!.allGameRakeRows.nodes).toEqual([{ handId: 'admin-rake-h1', tableId: 'admin-rake', amount: '3' }]);
-  expect(admin.body.data!.allRakeReconciliations.nodes).toEqual([{ tableId: 'admin-rake', amount: '3', hands: 1, hash: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
-  const anonymous = await graphql(query, {});
-  expect(anonymous.body.data).toEqual({ allGameRakeRows: { nodes: [] }, allRakeReconciliations: { nodes: [] } });
-});
-
 describe('reads without the service key', () => {
   test.each([
     ['no key', undefined],

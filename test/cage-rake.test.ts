@@ -16,7 +16,7 @@ let m: Awaited<ReturnType<typeof startMoneyPlatform>>;
 beforeAll(async () => {
   db = await createTestDatabase();
   cagePool = db.pool('poker_cage');
-  m = await startMoneyPlatform(db);
+  m = await startMoneyPlatform(db, { alsoAdmin: true });
 });
 afterAll(async () => {
   await m?.platform.stop();
@@ -95,6 +95,24 @@ test('a reconciliation claims the house rows and links the rake chain; no chip m
   expect(second).toMatchObject({ amount: 3, hands: 1, prevHash: first.hash, reconciledRake: 10, rowsDigest: sha256('h4=3') });
   expect(second.hash).toBe(sha256(`${first.hash}|${t.tableId}|play|3|1|${sha256('h4=3')}`));
   expect((await rakeOf(t.tableId)).body.chain.map((x: { hash: string }) => x.hash)).toEqual([first.hash, second.hash]);
+
+  // the admin GraphQL reads the house rows and the chain with the service key, nothing without it
+  const gql = async (headers: Record<string, string>) => call(`${m.platform.url('admin')}/graphql`, {
+    headers: { ...headers, accept: 'application/graphql-response+json' },
+    body: { query: '{ allGameRakeRows { nodes { handId tableId amount reconciliationId } } allRakeReconciliations { nodes { tableId amount hands hash } } }' },
+  });
+  const admin = await gql(m.service);
+  expect(admin.body.errors).toBeUndefined();
+  const ofTable = <T extends { tableId: string }>(nodes: T[]) => nodes.filter((n) => n.tableId === t.tableId);
+  expect(ofTable(admin.body.data.allGameRakeRows.nodes).sort((x: any, y: any) => x.handId.localeCompare(y.handId))).toEqual([
+    { handId: 'h1', tableId: t.tableId, amount: '5', reconciliationId: first.reconciliationId },
+    { handId: 'h2', tableId: t.tableId, amount: '2', reconciliationId: first.reconciliationId },
+    { handId: 'h4', tableId: t.tableId, amount: '3', reconciliationId: second.reconciliationId },
+  ]);
+  expect(ofTable(admin.body.data.allRakeReconciliations.nodes).sort((x: any, y: any) => y.amount - x.amount)).toEqual([
+    { tableId: t.tableId, amount: '7', hands: 2, hash: first.hash }, { tableId: t.tableId, amount: '3', hands: 1, hash: second.hash },
+  ]);
+  expect((await gql({})).body.data).toEqual({ allGameRakeRows: { nodes: [] }, allRakeReconciliations: { nodes: [] } });
 
   // everybody leaves: the escrow keeps exactly the rake (the house's cut is a calculation)
   await t.standUp();

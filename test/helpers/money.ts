@@ -30,10 +30,13 @@ export async function call<T = any>(url: string, init: { method?: string; header
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
 
-export async function startMoneyPlatform(db: TestDatabase, options: { env?: Record<string, string | undefined>; log?: Logger } = {}) {
+export async function startMoneyPlatform(
+  db: TestDatabase,
+  options: { env?: Record<string, string | undefined>; log?: Logger; alsoAdmin?: boolean } = {},
+) {
   const platform = await startTestPlatform({
     databaseUrl: db.url,
-    roles: ['auth', 'game', 'cage'],
+    roles: ['auth', 'game', 'cage', ...(options.alsoAdmin ? (['admin'] as const) : [])],
     env: { AUTH_SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true', ...options.env },
     log: options.log,
   });
