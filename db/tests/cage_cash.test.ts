@@ -88,6 +88,24 @@ async function player(amount = 1000n, moneyKind: 'play' | 'real' = 'play') {
   return a;
 }
 
+/**
+ * Two players sit with 100 each at a fresh table and play one hand in which A loses everything (B
+ * ends with 200 - rake). Resolves to the table, the players, and the positions; the rows finish_hand
+ * returned (the busted positions) as `busted`.
+ */
+async function headsUpBust(rake = 0n) {
+  const table = await createTable(cage);
+  const a = await player(500n);
+  const b = await player(500n);
+  const { seat: sa } = await sit(cage, game, a.userId, table.table_id, 0, 100n);
+  const { seat: sb } = await sit(cage, game, b.userId, table.table_id, 1, 100n);
+  await game.query('select game.begin_hand($1, $2)', [table.table_id, 'h1']);
+  const { rows: busted } = await game.query('select * from game.finish_hand($1, $2, $3, $4)', [
+    table.table_id, 'h1', { [String(sa.player_id)]: 0, [String(sb.player_id)]: Number(200n - rake) }, String(rake),
+  ]);
+  return { table, a, b, sa, sb, busted };
+}
+
 describe('open_deposit', () => {
   let t: TableRow;
   beforeAll(async () => {
@@ -473,15 +491,7 @@ describe('settle_position', () => {
   });
 
   test('bust: a position left with no chips closes with an explicit zero bust_close row', async () => {
-    const h = await createTable(cage);
-    const a = await player(500n);
-    const b = await player(500n);
-    const { seat: sa } = await sit(cage, game, a.userId, h.table_id, 0, 100n);
-    const { seat: sb } = await sit(cage, game, b.userId, h.table_id, 1, 100n);
-    await game.query('select game.begin_hand($1, $2)', [h.table_id, 'h1']);
-    const { rows: busted } = await game.query('select * from game.finish_hand($1, $2, $3, $4)', [
-      h.table_id, 'h1', { [String(sa.player_id)]: 0, [String(sb.player_id)]: 195 }, '5',
-    ]);
+    const { table: h, a, b, sa, busted } = await headsUpBust(5n);
     expect(busted).toEqual([{ player_id: sa.player_id, user_id: a.userId }]);
     await expectCleanAudit(cage);
 
@@ -501,13 +511,7 @@ describe('settle_position', () => {
   });
 
   test('nothing_to_withdraw: a cash-out of zero', async () => {
-    const h = await createTable(cage);
-    const a = await player(500n);
-    const b = await player(500n);
-    const { seat: sa } = await sit(cage, game, a.userId, h.table_id, 0, 100n);
-    const { seat: sb } = await sit(cage, game, b.userId, h.table_id, 1, 100n);
-    await game.query('select game.begin_hand($1, $2)', [h.table_id, 'h1']);
-    await game.query('select * from game.finish_hand($1, $2, $3, $4)', [h.table_id, 'h1', { [String(sa.player_id)]: 0, [String(sb.player_id)]: 200 }, '0']);
+    const { table: h, a, b } = await headsUpBust();
     const up = await standUp(game, h.table_id, a.userId);
     await expect(settlePosition(cage, {
       userId: a.userId, tableId: h.table_id, playerId: up.player_id, amount: 0n, historyHash: up.history_hash, settlement: 'cash_out',
@@ -518,13 +522,7 @@ describe('settle_position', () => {
   });
 
   test('a frozen table refuses a cash-out but not a bust', async () => {
-    const f = await createTable(cage);
-    const a = await player(500n);
-    const b = await player(500n);
-    const { seat: sa } = await sit(cage, game, a.userId, f.table_id, 0, 100n);
-    const { seat: sb } = await sit(cage, game, b.userId, f.table_id, 1, 100n);
-    await game.query('select game.begin_hand($1, $2)', [f.table_id, 'h1']);
-    await game.query('select * from game.finish_hand($1, $2, $3, $4)', [f.table_id, 'h1', { [String(sa.player_id)]: 0, [String(sb.player_id)]: 200 }, '0']);
+    const { table: f, a, b } = await headsUpBust();
     await game.query('select game.set_table_status($1, $2)', [f.table_id, 'frozen']);
     const upB = await standUp(game, f.table_id, b.userId);
     await expect(settlePosition(cage, {
