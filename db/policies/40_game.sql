@@ -19,6 +19,7 @@ grant execute on function
   game.begin_hand(text, text),
   game.finish_hand(text, text, jsonb, bigint),
   game.record_hand(text, text, bigint, text, jsonb, jsonb, uuid[]),
+  game.hand_for_player(text, uuid),
   game.abandon_hand(text),
   game.set_table_status(text, text)
   to poker_game;

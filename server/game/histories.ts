@@ -66,15 +66,9 @@ export function installHandHistoryRoutes(app: Express, deps: { pool: pg.Pool; jw
     const handId = String(req.params.handId);
     if (handId.length > 128) throw new ApiError(404, 'hand_not_found');
     const { rows } = await pool.query(
-      `select h.hand_id, h.table_id, h.hand_number, h.status, h.started_at, h.ended_at, h.agents, h.history, h.result,
-              coalesce((select array_agg(p.seat_index order by p.seat_index)
-                          from jsonb_array_elements(h.history) e
-                          cross join jsonb_array_elements(e -> 'seats') st
-                          join game.table_players p on p.table_id = h.table_id
-                           and p.id = case when st ->> 'playerId' ~ '^[0-9]{1,18}$' then (st ->> 'playerId')::bigint end
-                         where e ->> 'type' = 'hand_started' and p.user_id = $2), '{}') as seats
-         from game.hand_histories h
-        where h.hand_id = $1 and h.players @> array[$2::uuid]`,
+      `select (x.hand).hand_id, (x.hand).table_id, (x.hand).hand_number, (x.hand).status, (x.hand).started_at,
+              (x.hand).ended_at, (x.hand).agents, (x.hand).history, (x.hand).result, x.seats
+         from game.hand_for_player($1, $2) x`,
       [handId, userId],
     );
     const h = rows[0];

@@ -84,6 +84,34 @@ begin
 end;
 $$;
 
+-- The seats a hand dealt in and the users who own them, read from its hand_started event (which
+-- names each seat's position id).
+create or replace function game_private.hand_positions(p_table_id text, p_history jsonb)
+  returns table (seat_index integer, user_id uuid)
+  language sql stable
+  set search_path = pg_catalog
+as $$
+  select (st ->> 'seat')::integer, p.user_id
+    from jsonb_array_elements(p_history) e
+    cross join jsonb_array_elements(e -> 'seats') st
+    join game.table_players p on p.table_id = p_table_id
+     and p.id = case when st ->> 'playerId' ~ '^[0-9]{1,18}$' then (st ->> 'playerId')::bigint end
+   where e ->> 'type' = 'hand_started'
+$$;
+
+-- A hand as one of the users dealt into it reads it (GET /api/hands/:handId): the row and that
+-- user's seats in it; no row for a hand the user did not play.
+create or replace function game.hand_for_player(p_hand_id text, p_user_id uuid)
+  returns table (hand game.hand_histories, seats integer[])
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select h, coalesce((select array_agg(d.seat_index order by d.seat_index)
+                        from game_private.hand_positions(h.table_id, h.history) d where d.user_id = p_user_id), '{}')
+    from game.hand_histories h
+   where h.hand_id = p_hand_id and h.players @> array[p_user_id]
+$$;
+
 -- The hand's history and result, stored at its end (same transaction as finish_hand when the
 -- caller wraps them; a replay of the same hand id changes nothing).
 create or replace function game.record_hand(
@@ -103,13 +131,9 @@ begin
   insert into game.hand_histories as h (hand_id, table_id, hand_number, status, history, result, agents, players, ended_at)
   values (p_hand_id, p_table_id, coalesce(p_hand_number, 0), p_status, p_history, p_result,
           coalesce((select array_agg(distinct a order by a) from unnest(p_agents) a where a is not null), '{}'),
-          -- the owners of the positions the hand dealt in (its hand_started event)
-          coalesce((select array_agg(distinct p.user_id order by p.user_id)
-                      from jsonb_array_elements(p_history) e
-                      cross join jsonb_array_elements(e -> 'seats') st
-                      join game.table_players p on p.table_id = p_table_id
-                       and p.id = case when st ->> 'playerId' ~ '^[0-9]{1,18}$' then (st ->> 'playerId')::bigint end
-                     where e ->> 'type' = 'hand_started'), '{}'),
+          -- the owners of the positions the hand dealt in
+          coalesce((select array_agg(distinct d.user_id order by d.user_id)
+                      from game_private.hand_positions(p_table_id, p_history) d), '{}'),
           now())
   on conflict (hand_id) do nothing
   returning h.* into v_row;
