@@ -200,7 +200,11 @@ export function installClaimRoutes(
 
   // ---- the operator's catalog and settings (x-service-key) ------------------------------------
   /** The environment an operator's call names, or its default; SQL refuses one that is not (invalid_environment). */
-  const environmentOf = (value: unknown, fallback: string) => (value === undefined ? fallback : String(value));
+  const environmentOf = (value: unknown, fallback: string) => {
+    if (value === undefined) return fallback;
+    if (typeof value !== 'string') throw new ApiError(400, 'invalid_environment');
+    return value;
+  };
   const sectionJson = (r: Record<string, unknown>) => ({
     environment: r.environment, key: r.key, kind: r.kind, cadence: r.cadence, amount: Number(r.amount), order: r.order,
     conditionKey: r.condition_key, enabled: r.enabled, updatedAt: r.updated_at,

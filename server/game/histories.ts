@@ -13,9 +13,17 @@ import { z } from 'zod';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import type { JwtVerifier } from '../http/jwt.ts';
 
+const FIRST_SQL_TIME = Date.parse('0001-01-01T00:00:00Z');
+const LAST_SQL_TIME = Date.parse('9999-12-31T23:59:59.999Z');
+const withinSqlYears = (iso: string) => {
+  const at = Date.parse(iso);
+  return at >= FIRST_SQL_TIME && at <= LAST_SQL_TIME;
+};
+
 const listQuery = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50),
-  before: z.iso.datetime({ offset: true }).optional(),
+  // a time Postgres holds (year 1 to 9999): `0000-01-01` parses in JavaScript but not in SQL
+  before: z.iso.datetime({ offset: true }).refine(withinSqlYears, 'a time between year 1 and 9999').optional(),
   tableId: z.string().min(1).max(128).optional(),
   agentId: z.uuid().optional(),
 });

@@ -5,6 +5,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import { refuseDeepJson, refuseHostileTarget, refuseNulInBody } from './edge.ts';
 import { errorHandler, notFound } from './errors.ts';
 
 export interface AppOptions {
@@ -22,7 +23,9 @@ export async function createApp(options: AppOptions): Promise<Express> {
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   options.before?.(app);
-  app.use(express.json({ limit: options.bodyLimit, strict: true, type: ['application/json', 'application/*+json'] }));
+  app.use(refuseHostileTarget);
+  app.use(express.json({ limit: options.bodyLimit, strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
+  app.use(refuseNulInBody);
   app.get('/health', async (_req, res) => {
     const started = performance.now();
     try {

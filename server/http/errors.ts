@@ -47,6 +47,15 @@ export const SQL_STATUS: Record<string, number> = {
   '22003': 400, // numeric_value_out_of_range
   '22P02': 400, // invalid_text_representation
   '22023': 400, // invalid_parameter_value
+  '22007': 400, // invalid_datetime_format
+  '22008': 400, // datetime_field_overflow
+  '22009': 400, // invalid_time_zone_displacement_value
+  '22015': 400, // interval_field_overflow
+  '22019': 400, // invalid_escape_character
+  '22025': 400, // invalid_escape_sequence
+  '22021': 400, // character_not_in_repertoire (a NUL byte in text)
+  '22P05': 400, // untranslatable_character
+  '22032': 400, // invalid_json_text
   '23505': 409, // unique_violation
   '23514': 409, // check_violation
   '42501': 403, // insufficient_privilege
@@ -61,6 +70,15 @@ const STANDARD_CODES: Record<string, string> = {
   '22003': 'amount_out_of_range',
   '22P02': 'bad_request',
   '22023': 'bad_request',
+  '22007': 'invalid_datetime',
+  '22008': 'invalid_datetime',
+  '22009': 'invalid_datetime',
+  '22015': 'invalid_datetime',
+  '22019': 'bad_request',
+  '22025': 'bad_request',
+  '22021': 'invalid_characters',
+  '22P05': 'invalid_characters',
+  '22032': 'malformed_json',
   '23505': 'conflict',
   '23514': 'constraint_violation',
   '42501': 'forbidden',
@@ -87,12 +105,15 @@ export function toErrorBody(err: unknown): ErrorBody {
   if (err instanceof z.ZodError) {
     return { status: 400, body: { error: 'validation_failed', issues: zodIssues(err) } };
   }
-  const e = err as { code?: unknown; message?: unknown; type?: unknown; status?: unknown };
-  // body-parser errors: malformed JSON, oversize body, wrong charset
+  const e = err as { code?: unknown; message?: unknown; type?: unknown; status?: unknown; name?: unknown };
+  // body-parser errors: malformed JSON, oversize body, wrong charset, a body its encoding does not fit
   if (e.type === 'entity.parse.failed') return { status: 400, body: { error: 'malformed_json' } };
   if (e.type === 'entity.too.large') return { status: 413, body: { error: 'body_too_large' } };
-  if (typeof e.type === 'string' && typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
-    return { status: e.status, body: { error: 'bad_request' } };
+  if (e.type === 'json.too_deep') return { status: 400, body: { error: 'json_too_deep' } };
+  // Anything a library marks as the caller's fault (http-errors' 4xx: body-parser, the router's
+  // URIError for a parameter that does not decode, a gzip body that is not gzip) stays a coded 4xx.
+  if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
+    return { status: e.status, body: { error: clientErrorCode(e) } };
   }
   if (typeof e.code === 'string' && e.code in SQL_STATUS) {
     const status = SQL_STATUS[e.code]!;
@@ -100,6 +121,20 @@ export function toErrorBody(err: unknown): ErrorBody {
     return { status, body: { error: code } };
   }
   return { status: 500, body: { error: 'internal_error' } };
+}
+
+const CLIENT_ERROR_TYPES: Record<string, string> = {
+  'encoding.unsupported': 'unsupported_content_encoding',
+  'charset.unsupported': 'unsupported_charset',
+  'request.aborted': 'request_aborted',
+  'request.size.invalid': 'body_length_mismatch',
+};
+
+function clientErrorCode(e: { type?: unknown; name?: unknown; code?: unknown }): string {
+  if (typeof e.type === 'string' && e.type in CLIENT_ERROR_TYPES) return CLIENT_ERROR_TYPES[e.type]!;
+  if (e.name === 'URIError') return 'malformed_path';
+  if (typeof e.code === 'string' && e.code.startsWith('Z_')) return 'malformed_body'; // zlib
+  return 'bad_request';
 }
 
 export function errorHandler(log: Logger): ErrorRequestHandler {
