@@ -3,8 +3,10 @@
 // and timeouts included) and random illegal ones. After every step: chips conserved, no negative
 // stack, a refusal changes nothing, the old state is never touched. At the end: the pots went to
 // the best hands (checked with the slow reference ranker), the rake is the rule's, and the same
-// seed with the same actions replays to the identical history.
+// seed with the same actions replays to the identical history. A second property (fast-check) plays
+// short-stacked tables: a bet or raise is offered only when someone could answer it.
 import { isDeepStrictEqual } from 'node:util';
+import fc from 'fast-check';
 import { shuffledDeck } from '../server/game/poker/deck.ts';
 import {
   actionsOf, applyAction, chipsOnTable, isRefusal, legalActions, rakeOf, replay, startHand, timeout,
@@ -194,4 +196,51 @@ test('random hands: chips conserved at every step, refusals change nothing, pots
   expect(refusals).toBeGreaterThan(HANDS / 2);
   expect(showdowns).toBeGreaterThan(HANDS / 10);
   expect(timeouts).toBeGreaterThan(HANDS / 10);
+});
+
+/** Short stacks against the blinds, so that spots where nobody could answer a raise come up often. */
+const shortStackedTable = fc.record({
+  stacks: fc.array(fc.oneof(fc.bigInt(1n, 40n), fc.bigInt(1n, 2000n)), { minLength: 2, maxLength: 9 }),
+  bigBlind: fc.bigInt(2n, 20n),
+  ante: fc.oneof(fc.constant(0n), fc.bigInt(1n, 5n)),
+  button: fc.nat(8),
+  seed: fc.integer(),
+});
+
+/** Someone still in, other than the player to act, has chips beyond the street's bet. */
+function someoneCanAnswer(h: HandState, seat: number): boolean {
+  return h.players.some((p) => p.seat !== seat && !p.folded && p.bet + p.stack > h.currentBet);
+}
+
+test('random short-stacked hands: a bet or raise is legal only when another player still in has chips beyond the current bet', () => {
+  let unanswerable = 0;
+  let answerable = 0;
+  fc.assert(fc.property(shortStackedTable, (t) => {
+    const r = generator(t.seed);
+    const seats = t.stacks.map((stack, seat) => ({ seat, playerId: `p${seat}`, stack }));
+    let h = startHand({
+      handId: `short-${t.seed}`, seats, button: t.button % seats.length, smallBlind: t.bigBlind / 2n, bigBlind: t.bigBlind,
+      ante: t.ante, deck: shuffledDeck(`short-${t.seed}`), rake: { percent: 0, cap: 0n, minPot: 0n, requiresFlop: true },
+    });
+    while (h.status !== 'complete') {
+      const legal = legalActions(h)!;
+      const p = h.players.find((q) => q.seat === legal.seat)!;
+      const aggressive = legal.actions.some((a) => a === 'bet' || a === 'raise');
+      if (someoneCanAnswer(h, p.seat)) {
+        if (aggressive) answerable++;
+      } else {
+        if (aggressive) throw new Error(`${h.handId} at seq ${h.seq}: seat ${p.seat} offered ${legal.actions.join('/')} that nobody can answer`);
+        const type = h.currentBet === 0n ? 'bet' : 'raise';
+        const answer = applyAction(h, p.seat, { type, amount: p.bet + p.stack });
+        if (!isRefusal(answer) || answer.error !== 'illegal_action') throw new Error(`${h.handId} at seq ${h.seq}: an unanswerable ${type} was not refused`);
+        if (p.stack > legal.toCall) unanswerable++;
+      }
+      const next = r.next() < 0.1 ? timeout(h) : applyAction(h, p.seat, legalChoice(r, h));
+      if (isRefusal(next)) throw new Error(`${h.handId}: a legal action was refused: ${next.error}`);
+      h = next;
+    }
+  }), { numRuns: 3000, seed: 10 });
+  // Both kinds of spot came up often enough for the property to mean something.
+  expect(unanswerable).toBeGreaterThan(100);
+  expect(answerable).toBeGreaterThan(1000);
 });

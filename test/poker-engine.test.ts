@@ -481,6 +481,79 @@ describe('POKER-RULES', () => {
   });
 });
 
+describe('no bet or raise that nobody can answer (docs/dealer.md, "Nobody to raise against")', () => {
+  const raiseRefused = (h: HandState, seat: number, amount: bigint) =>
+    expect(refused(h, seat, { type: 'raise', amount })).toEqual({ error: 'illegal_action', message: expect.any(String) });
+
+  test('heads-up, the opponent all-in for less than or exactly the bet to call: call or fold only', () => {
+    // The big blind is all-in for 7 of a 10 big blind: the small blind calls up to 7, no raise.
+    let h = deal({ stacks: { 1: 1000n, 2: 7n }, button: 1, blinds: [5n, 10n] });
+    expect(legal(h)).toEqual({ seat: 1, actions: ['fold', 'call'], toCall: 2n, minRaiseTo: null, maxRaiseTo: null });
+    raiseRefused(h, 1, 20n);
+    // All-in for exactly the big blind.
+    h = deal({ stacks: { 1: 1000n, 2: 10n }, button: 1, blinds: [5n, 10n] });
+    expect(legal(h)).toEqual({ seat: 1, actions: ['fold', 'call'], toCall: 5n, minRaiseTo: null, maxRaiseTo: null });
+    raiseRefused(h, 1, 1000n);
+    h = play(h, [[1, 'call']]);
+    expect(h.status).toBe('complete');
+  });
+
+  test('multiway, every other player still in is all-in: call or fold only', () => {
+    let h = deal({ stacks: { 1: 1000n, 2: 200n, 3: 1000n, 4: 150n }, button: 1, blinds: [5n, 10n] });
+    h = play(h, [[4, 'raise', 150n], [1, 'fold'], [2, 'raise', 200n]]);
+    expect(legal(h)).toEqual({ seat: 3, actions: ['fold', 'call'], toCall: 190n, minRaiseTo: null, maxRaiseTo: null });
+    raiseRefused(h, 3, 1000n);
+  });
+
+  test('an opponent whose chips exactly match the bet to call cannot answer a raise: call or fold only', () => {
+    // The button is all-in for 1000; the big blind has 900 behind its 100, exactly the 1000 to call.
+    let h = deal({ stacks: { 1: 1000n, 2: 5000n, 3: 1000n }, button: 1, blinds: [50n, 100n] });
+    h = play(h, [[1, 'raise', 1000n]]);
+    expect(legal(h)).toEqual({ seat: 2, actions: ['fold', 'call'], toCall: 950n, minRaiseTo: null, maxRaiseTo: null });
+    raiseRefused(h, 2, 2000n);
+    raiseRefused(h, 2, 5000n);
+    h = play(h, [[2, 'call']]);
+    expect(legal(h)).toEqual({ seat: 3, actions: ['fold', 'call'], toCall: 900n, minRaiseTo: null, maxRaiseTo: null });
+    h = play(h, [[3, 'call']]);
+    expect(h.result!.uncalled).toEqual([]);
+  });
+
+  test('an opponent with chips who cannot reach the bet is no one to raise against either', () => {
+    // A short big blind (60 of 100) and a small blind with 90 in all: the button faces 100 that
+    // nobody could raise beyond, so it may call or fold; the small blind then calls all-in.
+    let h = deal({ stacks: { 1: 1000n, 2: 90n, 3: 60n }, button: 1, blinds: [50n, 100n] });
+    expect(legal(h)).toEqual({ seat: 1, actions: ['fold', 'call'], toCall: 100n, minRaiseTo: null, maxRaiseTo: null });
+    raiseRefused(h, 1, 200n);
+    h = play(h, [[1, 'call']]);
+    expect(legal(h)).toEqual({ seat: 2, actions: ['fold', 'call'], toCall: 40n, minRaiseTo: null, maxRaiseTo: null });
+    h = play(h, [[2, 'call']]);
+    expect(h.status).toBe('complete');
+    expect(h.result!.uncalled).toEqual([{ seat: 1, amount: 10n }]);
+  });
+
+  test('a raise stays legal while some other player still in has chips beyond the bet', () => {
+    // One chip more than the bet to call is enough to answer a raise.
+    let h = deal({ stacks: { 1: 1000n, 2: 5000n, 3: 1001n }, button: 1, blinds: [50n, 100n] });
+    h = play(h, [[1, 'raise', 1000n]]);
+    expect(legal(h)).toEqual({ seat: 2, actions: ['fold', 'call', 'raise'], toCall: 950n, minRaiseTo: 1900n, maxRaiseTo: 5000n });
+    h = play(h, [[2, 'raise', 1900n]]);
+    expect(legal(h)).toEqual({ seat: 3, actions: ['fold', 'call'], toCall: 901n, minRaiseTo: null, maxRaiseTo: null });
+
+    // After the flop an opponent with a single chip behind can still call a bet.
+    h = play(deal({ stacks: { 1: 1000n, 2: 3n }, button: 1 }), [[1, 'call'], [2, 'check']]);
+    expect(legal(h)).toEqual({ seat: 2, actions: ['check', 'bet'], toCall: 0n, minRaiseTo: 1n, maxRaiseTo: 1n });
+    h = play(h, [[2, 'check']]);
+    expect(legal(h)).toEqual({ seat: 1, actions: ['check', 'bet'], toCall: 0n, minRaiseTo: 2n, maxRaiseTo: 998n });
+    h = play(h, [[1, 'bet', 2n]]);
+    expect(legal(h)).toEqual({ seat: 2, actions: ['fold', 'call'], toCall: 1n, minRaiseTo: null, maxRaiseTo: null });
+
+    // Multiway: one opponent all-in, another with chips behind: the raise is allowed.
+    h = deal({ stacks: { 1: 1000n, 2: 5000n, 3: 2000n }, button: 1, blinds: [50n, 100n] });
+    h = play(h, [[1, 'raise', 1000n]]);
+    expect(legal(h)).toMatchObject({ seat: 2, actions: ['fold', 'call', 'raise'], minRaiseTo: 1900n, maxRaiseTo: 5000n });
+  });
+});
+
 describe('showing and mucking (docs/dealer.md)', () => {
   test('checked down: the first left of the button shows first, a beaten hand is mucked; a called river bettor shows first', () => {
     const table = {

@@ -450,9 +450,18 @@ function survey(h: HandState): Survey {
   return s;
 }
 
-/** Other players still in the hand with chips behind: someone a raise could be aimed at. */
+/** Other players still in the hand with chips behind: someone who could still put chips in. */
 function opponentsWithChips(s: Survey, p: PlayerState): boolean {
   return s.withChips - (!p.folded && p.stack > 0n ? 1 : 0) > 0;
+}
+
+/**
+ * Someone a bet or raise could be aimed at: another player still in who can put in more than the
+ * street's bet. Anyone else (all-in, or holding no more than the bet to call) could never match
+ * the excess, so it would only come back as an uncalled bet.
+ */
+function someoneCanAnswer(h: HandState, p: PlayerState): boolean {
+  return h.players.some((q) => q !== p && !q.folded && q.bet + q.stack > h.currentBet);
 }
 
 /**
@@ -474,8 +483,8 @@ interface Options {
 }
 
 /**
- * Rules 6–8 for the player to act. A raise needs chips beyond the call, an opponent with chips
- * behind, and an open betting round: either this player has not acted on this street, or the bet
+ * Rules 6–8 for the player to act. A raise needs chips beyond the call, an opponent who could
+ * answer it (someoneCanAnswer), and an open betting round: either this player has not acted on this street, or the bet
  * has grown by at least one full raise since they did (one full raise, or several short all-ins
  * adding up to one). Below a full raise only all-in is left: minRaiseTo = maxRaiseTo = all-in.
  */
@@ -483,14 +492,14 @@ function optionsOf(h: HandState, p: PlayerState): Options {
   const s = survey(h);
   const owed = betToMatch(h, s, p) - p.bet;
   const toCall = owed > 0n ? min(owed, p.stack) : 0n;
-  const canRaise = p.stack > toCall && opponentsWithChips(s, p) && (!p.acted || h.currentBet - p.actedAtBet >= h.lastRaiseSize);
+  const canRaise = p.stack > toCall && someoneCanAnswer(h, p) && (!p.acted || h.currentBet - p.actedAtBet >= h.lastRaiseSize);
   const maxRaiseTo = p.bet + p.stack;
   return { toCall, canRaise, minRaiseTo: min(h.currentBet + max(h.lastRaiseSize, h.bigBlind), maxRaiseTo), maxRaiseTo };
 }
 
 function needsToAct(h: HandState, s: Survey, p: PlayerState): boolean {
   if (p.folded || p.stack === 0n) return false;
-  return p.bet < betToMatch(h, s, p) || (!p.acted && opponentsWithChips(s, p));
+  return p.bet < betToMatch(h, s, p) || (!p.acted && someoneCanAnswer(h, p));
 }
 
 /** The next player clockwise after `afterSeat` who must act, or null: the street's betting is over. */
