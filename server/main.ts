@@ -2,6 +2,7 @@
 import { ConfigError, loadConfig, parseRoles } from './config/index.ts';
 import { createLogger, installTelemetry, shutdownTelemetry } from './telemetry/index.ts';
 import type { Platform } from './platform.ts';
+import { installLastResortHandlers } from './last-resort.ts';
 
 async function main() {
   let config, roles;
@@ -20,6 +21,7 @@ async function main() {
   const { startPlatform } = await import('./platform.ts');
   const { MigrationError } = await import('./db/migrate.ts');
   const log = createLogger(config.LOG_LEVEL);
+  installLastResortHandlers(log);
   await installTelemetry({ serviceName: config.OTEL_SERVICE_NAME, otlpEndpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   log.info({ roles, nodeEnv: config.NODE_ENV, testAuth: config.testAuthPermitted }, 'starting');
 
