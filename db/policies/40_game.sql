@@ -16,11 +16,19 @@ grant execute on function
   game.cancel_credit(text, text, uuid, bigint),
   game.stand_up(text, uuid, boolean),
   game.settle_seat(bigint, text, text),
-  game.begin_hand(text, text),
-  game.finish_hand(text, text, jsonb, bigint),
+  game.begin_hand(text, text, bigint),
+  game.finish_hand(text, text, jsonb, bigint, bigint),
   game.record_hand(text, text, bigint, text, jsonb, jsonb, uuid[]),
   game.hand_for_player(text, uuid),
-  game.abandon_hand(text),
+  game.abandon_hand(text, bigint),
+  game.register_process(text, uuid),
+  game.set_process_url(uuid, text),
+  game.unregister_process(uuid),
+  game.take_lease(text, uuid, integer),
+  game.renew_leases(uuid, text[], bigint[], integer),
+  game.release_lease(text, uuid, bigint),
+  game.recover_interrupted_hands(),
+  game.lease_holder(text),
   game.set_table_status(text, text)
   to poker_game;
 
@@ -28,6 +36,8 @@ grant select on game.tables to poker_cage;
 grant execute on function game.create_table(text, text, jsonb, text, uuid) to poker_cage;
 
 grant select on game.tables, game.table_players, game.position_links, game.seat_credits, game.hand_histories, game.rake_rows to poker_admin, poker_anonymous;
+-- who runs which table: the game processes and their leases, read by operators
+grant select on game.game_processes, game.table_leases to poker_admin, poker_anonymous;
 
 drop policy if exists tables_read on game.tables;
 create policy tables_read on game.tables for select to poker_game, poker_cage, poker_admin using (true);
@@ -41,3 +51,7 @@ drop policy if exists hand_histories_read on game.hand_histories;
 create policy hand_histories_read on game.hand_histories for select to poker_game, poker_admin using (true);
 drop policy if exists rake_rows_read on game.rake_rows;
 create policy rake_rows_read on game.rake_rows for select to poker_game, poker_admin using (true);
+drop policy if exists game_processes_read on game.game_processes;
+create policy game_processes_read on game.game_processes for select to poker_admin using (true);
+drop policy if exists table_leases_read on game.table_leases;
+create policy table_leases_read on game.table_leases for select to poker_admin using (true);

@@ -26,6 +26,8 @@ begin
       when 'agent_not_found' then 'GMANF'
       when 'invalid_agent' then 'GMAGT'
       when 'hand_not_found' then 'GMHNF'
+      when 'lease_lost' then 'GMLSE'
+      when 'game_process_gone' then 'GMPGN'
       else 'GMXXX'
     end,
     message = p_code, detail = coalesce(p_detail, '');

@@ -18,6 +18,15 @@ begin
 end;
 $$;
 
+-- The seats of a table changed: the game process running its room re-reads them at once (it
+-- LISTENs on game_seats), whichever process the cage's call landed on. Sent at commit.
+create or replace function game_private.seats_changed(p_table_id text) returns void
+  language sql volatile
+  set search_path = pg_catalog
+as $$
+  select pg_notify('game_seats', p_table_id)
+$$;
+
 -- Funds a seat with chips the cage has already moved into the table's escrow (p_key = the
 -- deposit's ledger ref id). A new seat is a new position (chain genesis + buy_in link); a player
 -- already seated tops up (top_up link). Idempotent per key: the same key again returns the seat as
@@ -39,7 +48,8 @@ begin
      or p_amount is null or p_amount <= 0 then
     perform game_private.refuse('invalid_credit', 'key (1..200 chars), user, seat index and a positive amount');
   end if;
-  v_table := game_private.lock_table(p_table_id);
+  -- a hand left by a game process that is gone does not hold the table (35_leases.sql)
+  v_table := game_private.recover_orphaned_hand(game_private.lock_table(p_table_id));
 
   select * into v_credit from game.seat_credits c where c.credit_key = p_key;
   if v_credit.credit_key is not null then
@@ -105,6 +115,7 @@ begin
   if not found then
     perform game_private.refuse('credit_cancelled', format('credit %s was cancelled meanwhile', p_key));
   end if;
+  perform game_private.seats_changed(p_table_id);
 
   return query select p.id, p.seat_index, p.chip_balance, p.history_hash, 'credited'::text
                  from game.table_players p where p.id = v_player.id;
@@ -175,6 +186,7 @@ begin
   end if;
   perform game_private.extend_chain(v_player.id, 'reverted', -v_credit.amount, p_key);
   update game.seat_credits c set status = 'reverted', updated_at = now() where c.credit_key = p_key;
+  perform game_private.seats_changed(p_table_id);
   return 'reverted';
 end;
 $$;
@@ -191,7 +203,8 @@ declare
   v_table game.tables;
   v_player game.table_players;
 begin
-  v_table := game_private.lock_table(p_table_id);
+  -- a hand left by a game process that is gone does not hold the table (35_leases.sql)
+  v_table := game_private.recover_orphaned_hand(game_private.lock_table(p_table_id));
   select * into v_player from game.table_players p
    where p.table_id = p_table_id and p.user_id = p_user_id and p.status <> 'closed'
    for update;
@@ -206,7 +219,8 @@ begin
     if v_table.current_hand_id is not null then
       perform game_private.refuse('hand_in_progress', format('hand %s', v_table.current_hand_id));
     end if;
-    update game.table_players p set status = 'leaving' where p.id = v_player.id;
+    update game.table_players p set status = 'leaving', leaving_at = now() where p.id = v_player.id;
+    perform game_private.seats_changed(p_table_id);
   end if;
   return query select v_player.id, v_player.seat_index, v_player.chip_balance, v_player.history_hash, v_table.money_kind::text;
 end;
@@ -246,6 +260,7 @@ begin
   v_stack := v_player.chip_balance;
   update game.table_players p set chip_balance = 0, status = 'closed', closed_at = now(), closing_ref_id = p_ledger_ref_id
    where p.id = p_player_id;
+  perform game_private.seats_changed(v_player.table_id);
   return query select p_player_id, game_private.extend_chain(p_player_id, p_settlement, -v_stack, p_ledger_ref_id), 'closed'::text;
 end;
 $$;

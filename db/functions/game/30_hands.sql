@@ -2,7 +2,9 @@
 -- funding and stand-up answer 409 hand_in_progress); its end writes every changed stack, one
 -- position link each, and the rake it took, in one transaction.
 
-create or replace function game.begin_hand(p_table_id text, p_hand_id text) returns game.tables
+-- p_epoch: the lease epoch of the room that deals (db/functions/game/35_leases.sql: the fence).
+drop function if exists game.begin_hand(text, text);
+create or replace function game.begin_hand(p_table_id text, p_hand_id text, p_epoch bigint default null) returns game.tables
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
@@ -13,6 +15,7 @@ begin
     perform game_private.refuse('invalid_hand', 'hand id 1..128 chars');
   end if;
   v_table := game_private.lock_table(p_table_id);
+  perform game_private.check_lease(p_table_id, p_epoch);
   if v_table.current_hand_id is not null then
     perform game_private.refuse('hand_in_progress', format('hand %s', v_table.current_hand_id));
   end if;
@@ -24,7 +27,8 @@ $$;
 -- Ends the hand: p_stacks maps position ids (table_players.id, as text) to their stacks after the
 -- hand. Chips are conserved: the listed positions' stacks before = after + p_rake. Returns the
 -- positions left with no chips (busted), for the bust settlement.
-create or replace function game.finish_hand(p_table_id text, p_hand_id text, p_stacks jsonb, p_rake bigint)
+drop function if exists game.finish_hand(text, text, jsonb, bigint);
+create or replace function game.finish_hand(p_table_id text, p_hand_id text, p_stacks jsonb, p_rake bigint, p_epoch bigint default null)
   returns table (player_id bigint, user_id uuid)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -38,6 +42,7 @@ declare
   r record;
 begin
   v_table := game_private.lock_table(p_table_id);
+  perform game_private.check_lease(p_table_id, p_epoch);
   -- `is distinct from`: a null hand id must not slip through as "not unequal"
   if p_hand_id is null or v_table.current_hand_id is distinct from p_hand_id then
     perform game_private.refuse('no_hand_in_progress', format('hand %s is not in progress', p_hand_id));
@@ -147,7 +152,8 @@ $$;
 -- A hand the process did not finish (it stopped mid-hand): the table is released with the stacks
 -- of the hand's start, which are the ones stored (a hand writes stacks only at its end), so no
 -- chip moves and none is lost.
-create or replace function game.abandon_hand(p_table_id text) returns text
+drop function if exists game.abandon_hand(text);
+create or replace function game.abandon_hand(p_table_id text, p_epoch bigint default null) returns text
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
@@ -155,6 +161,7 @@ declare
   v_table game.tables;
 begin
   v_table := game_private.lock_table(p_table_id);
+  perform game_private.check_lease(p_table_id, p_epoch);
   if v_table.current_hand_id is null then
     return null;
   end if;
