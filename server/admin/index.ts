@@ -4,6 +4,8 @@
 // (Admin JWTs join the service key when the auth role lands: docs/decisions.md.)
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import type { RequestHandler } from 'express';
+import { z } from 'zod';
 import type { Logger } from 'pino';
 import { postgraphile } from 'postgraphile';
 import { isSafeError } from 'postgraphile/grafast';
@@ -15,7 +17,9 @@ import { grafserv } from 'postgraphile/grafserv/express/v4';
 import { createApp, listen } from '../http/app.ts';
 import { secretMatches } from '../http/auth.ts';
 import { createRolePool } from '../db/pools.ts';
+import type { Config } from '../config/index.ts';
 import type { RoleContext, StartedRole } from '../roles/types.ts';
+import { judge, type QueryLimits } from './limits.ts';
 
 export const ADMIN_SCHEMAS = ['cage', 'game', 'claims'];
 
@@ -47,6 +51,46 @@ const AdminValidationPlugin: GraphileConfig.Plugin = {
     },
   },
 };
+
+const graphqlBody = z.object({
+  query: z.string(),
+  operationName: z.string().nullish(),
+  variables: z.record(z.string(), z.unknown()).nullish(),
+  extensions: z.record(z.string(), z.unknown()).nullish(),
+});
+
+export function queryLimits(config: Config): QueryLimits {
+  return {
+    maxDepth: config.ADMIN_GRAPHQL_MAX_DEPTH,
+    maxAliases: config.ADMIN_GRAPHQL_MAX_ALIASES,
+    maxSelections: config.ADMIN_GRAPHQL_MAX_SELECTIONS,
+    maxTokens: config.ADMIN_GRAPHQL_MAX_TOKENS,
+  };
+}
+
+/**
+ * In front of grafserv on /graphql. Refusals carry our `error` code and GraphQL's `errors` list.
+ * 1. In production an anonymous caller gets nothing to plan (and so no introspection): 401.
+ * 2. One transport: POST with a JSON body of GraphQL's shape (no GET, no application/graphql).
+ * 3. The query's cost (limits.ts), before grafserv parses, validates and grafast plans it.
+ */
+function graphqlGate(config: Config): RequestHandler {
+  const limits = queryLimits(config);
+  const refuse = (res: Parameters<RequestHandler>[1], status: number, error: string, message: string) =>
+    void res.status(status).json({ error, errors: [{ message }] });
+  return (req, res, next) => {
+    if (config.NODE_ENV === 'production' && adminRoleFor(req, config.SERVICE_KEY) === 'poker_anonymous') {
+      return refuse(res, 401, 'admin_key_required', 'the admin GraphQL needs the service key');
+    }
+    if (req.method !== 'POST') return void res.set('allow', 'POST').status(405).json({ error: 'method_not_allowed' });
+    if (!req.is('application/json')) return void res.status(415).json({ error: 'unsupported_media_type' });
+    const body = graphqlBody.safeParse(req.body);
+    if (!body.success) return refuse(res, 400, 'bad_request', 'a JSON object with a string `query`');
+    const verdict = judge(body.data.query, limits);
+    if (!verdict.ok) return refuse(res, 400, verdict.code, `query refused: ${verdict.reason}`);
+    next();
+  };
+}
 
 /**
  * Grafserv's masking, logged through pino (one JSON line) instead of console.error: the client sees
@@ -92,8 +136,15 @@ export async function startAdmin({ config, databaseUrl, log }: RoleContext): Pro
       graphiql: config.NODE_ENV !== 'production',
       watch: false,
       maskError: maskErrorWith(roleLog),
+      allowedRequestContentTypes: ['application/json'],
+      graphqlOverGET: false,
     },
-    grafast: { explain: false },
+    grafast: {
+      explain: false,
+      timeouts: { planning: config.ADMIN_GRAPHQL_PLANNING_TIMEOUT_MS, execution: config.ADMIN_GRAPHQL_EXECUTION_TIMEOUT_MS },
+      // grafast's advice: about six planning layers per selection depth
+      maxPlanningDepth: config.ADMIN_GRAPHQL_MAX_DEPTH * 6,
+    },
   };
   const pgl = postgraphile(preset);
   const release = async () => {
@@ -110,7 +161,10 @@ export async function startAdmin({ config, databaseUrl, log }: RoleContext): Pro
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
-      routes: (app) => serv.addTo(app, null, false),
+      routes: (app) => {
+        app.all('/graphql', graphqlGate(config));
+        return serv.addTo(app, null, false);
+      },
     });
     http = await listen(app, config.HOST, config.ADMIN_PORT);
   } catch (err) {

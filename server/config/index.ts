@@ -72,6 +72,14 @@ const schema = z.object({
   IDLE_KICK_SECONDS: z.coerce.number().int().min(0).max(86_400).default(300),
   CAGE_RECONCILE_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   GAME_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
+  // admin GraphQL: what one query may cost, judged before planning (docs/decisions.md), and grafast's
+  // own planning and execution deadlines
+  ADMIN_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(1).max(100).default(16),
+  ADMIN_GRAPHQL_MAX_ALIASES: z.coerce.number().int().min(0).max(10_000).default(20),
+  ADMIN_GRAPHQL_MAX_SELECTIONS: z.coerce.number().int().min(1).max(100_000).default(500),
+  ADMIN_GRAPHQL_MAX_TOKENS: z.coerce.number().int().min(100).max(1_000_000).default(5000),
+  ADMIN_GRAPHQL_PLANNING_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  ADMIN_GRAPHQL_EXECUTION_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
   // the identity provider the bridge trusts (OIDC ID tokens)
   IDP_ISSUER: optionalString.pipe(z.url().optional()),
   IDP_JWKS_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
