@@ -14,7 +14,7 @@ import { defaultMaskError } from 'postgraphile/grafserv';
 import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
 import { makePgService } from 'postgraphile/adaptors/pg';
 import { grafserv } from 'postgraphile/grafserv/express/v4';
-import { createApp, listen } from '../http/app.ts';
+import { createApp, listen, mountedRoutes } from '../http/app.ts';
 import { secretMatches } from '../http/auth.ts';
 import { createRolePool } from '../db/pools.ts';
 import type { Config } from '../config/index.ts';
@@ -155,9 +155,10 @@ export async function startAdmin({ config, databaseUrl, log }: RoleContext): Pro
     }
   };
   let http;
+  let app;
   try {
     const serv = pgl.createServ(grafserv);
-    const app = await createApp({
+    app = await createApp({
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
@@ -176,6 +177,7 @@ export async function startAdmin({ config, databaseUrl, log }: RoleContext): Pro
   return {
     role: 'admin',
     url: http.url,
+    routes: () => mountedRoutes(app),
     async stop() {
       try {
         await http.close();

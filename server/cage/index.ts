@@ -58,7 +58,10 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
           res.json({ algorithm: RECEIPT_ALGORITHM, publicKey: signer.publicKeyHex });
         });
         const common = { pool, log: roleLog, jwt, serviceKey: config.SERVICE_KEY, realMoneyEnabled: config.REAL_MONEY_ENABLED };
-        installTableRoutes(app, { ...common, requireJwt: jwt.require, testAuthPermitted: config.testAuthPermitted });
+        installTableRoutes(app, {
+          ...common, requireJwt: jwt.require, testAuthPermitted: config.testAuthPermitted,
+          creationLimit: { tables: config.TABLE_CREATE_LIMIT, windowSeconds: config.TABLE_CREATE_WINDOW_SECONDS },
+        });
         installCashRoutes(app, { ...common, game, signer });
         installMoneyRoutes(app, { ...common, signer });
         installRakeRoutes(app, common);

@@ -12,6 +12,12 @@ import { withSpan } from '../telemetry/index.ts';
 const int = () => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const positive = () => int().min(1);
 const rakePercent = z.number().min(0).max(100);
+/**
+ * The longest turn a table may give: one hour. (The room clamps stored rows to the same bound when it
+ * loads them: server/game/live/room.ts; this copy stands until it exports MAX_TURN_TIME_SEC.)
+ */
+export const MAX_TURN_TIME_SEC = 3600;
+const turnTimeSec = () => positive().max(MAX_TURN_TIME_SEC);
 
 export function tableSettingsSchemas(options: { testAuthPermitted: boolean }) {
   const deckSeed = z.string().min(1).max(128).optional();
@@ -35,7 +41,7 @@ export function tableSettingsSchemas(options: { testAuthPermitted: boolean }) {
       rakeCap: int(),
       rakeMinPot: int(),
       rakeRequiresFlop: z.boolean(),
-      turnTimeSec: positive(),
+      turnTimeSec: turnTimeSec(),
       turnTimerEnabled: z.boolean(),
       hostedOnly: z.boolean().optional(),
       showHands: z.boolean().optional(),
@@ -59,7 +65,7 @@ export function tableSettingsSchemas(options: { testAuthPermitted: boolean }) {
       maxPlayers: z.number().int().min(2).max(8),
       rakePercent,
       rakeCap: int(),
-      turnTimeSec: positive(),
+      turnTimeSec: turnTimeSec(),
       turnTimerEnabled: z.boolean(),
       scoreTarget: positive(),
       deckSeed,
@@ -82,7 +88,11 @@ const envelope = z.object({
 
 export function installTableRoutes(
   app: Express,
-  deps: { pool: pg.Pool; log: Logger; requireJwt: RequestHandler; testAuthPermitted: boolean; realMoneyEnabled: boolean },
+  deps: {
+    pool: pg.Pool; log: Logger; requireJwt: RequestHandler; testAuthPermitted: boolean; realMoneyEnabled: boolean;
+    /** At most `tables` creations per user per `windowSeconds` (counted in SQL: 429 table_limit_reached). */
+    creationLimit: { tables: number; windowSeconds: number };
+  },
 ) {
   const { pool, log } = deps;
   const schemas = tableSettingsSchemas({ testAuthPermitted: deps.testAuthPermitted });
@@ -127,9 +137,12 @@ export function installTableRoutes(
         span.setAttribute('result', 'real_money_disabled');
         throw new ApiError(403, 'real_money_disabled');
       }
-      const { rows } = await pool.query('select table_id, status from game.create_table($1, $2, $3, $4, $5)', [
-        tableId, gameType, JSON.stringify(settings), moneyKind, userId,
-      ]);
+      const { rows } = await pool.query('select table_id, status from game.create_table($1, $2, $3, $4, $5, $6, $7)', [
+        tableId, gameType, JSON.stringify(settings), moneyKind, userId, deps.creationLimit.tables, deps.creationLimit.windowSeconds,
+      ]).catch((err: { code?: string }) => {
+        if (err.code === 'GMTLR') span.setAttribute('result', 'table_limit_reached');
+        throw err;
+      });
       if (rows.length === 0) {
         span.setAttribute('result', 'replay');
         throw new ApiError(409, 'table_exists');

@@ -74,6 +74,9 @@ const schema = z.object({
   GAME_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   // admin GraphQL: what one query may cost, judged before planning (docs/decisions.md), and grafast's
   // own planning and execution deadlines
+  // tables one user may create per window (POST /api/tables; 429 table_limit_reached beyond)
+  TABLE_CREATE_LIMIT: z.coerce.number().int().min(1).max(1_000_000).default(20),
+  TABLE_CREATE_WINDOW_SECONDS: z.coerce.number().int().min(1).max(31_536_000).default(3600),
   ADMIN_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(1).max(100).default(16),
   ADMIN_GRAPHQL_MAX_ALIASES: z.coerce.number().int().min(0).max(10_000).default(20),
   ADMIN_GRAPHQL_MAX_SELECTIONS: z.coerce.number().int().min(1).max(100_000).default(500),

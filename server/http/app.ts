@@ -42,6 +42,27 @@ export async function createApp(options: AppOptions): Promise<Express> {
   return app;
 }
 
+/** A route the app mounts: its method (`ALL` for app.all) and its path pattern (e.g. /api/tables/:tableId). */
+export interface MountedRoute {
+  method: string;
+  path: string;
+}
+
+/** The routes an app mounts, read from Express 5's router (what the fuzz suite drives). */
+export function mountedRoutes(app: Express): MountedRoute[] {
+  const stack = (app as unknown as { router: { stack: { route?: { path: unknown; methods: Record<string, boolean> } }[] } }).router.stack;
+  const routes: MountedRoute[] = [];
+  for (const layer of stack) {
+    if (!layer.route) continue;
+    const paths = Array.isArray(layer.route.path) ? layer.route.path : [layer.route.path];
+    for (const [method, on] of Object.entries(layer.route.methods)) {
+      if (!on) continue;
+      for (const path of paths) routes.push({ method: method === '_all' ? 'ALL' : method.toUpperCase(), path: String(path) });
+    }
+  }
+  return routes;
+}
+
 export interface Listening {
   server: Server;
   url: string;
@@ -87,7 +108,7 @@ export async function serveRole(options: {
     /** Called first when the role stops (e.g. to close websockets and timers). */
     onStop?: () => Promise<void>;
   }>;
-}): Promise<{ role: string; url: string; stop(): Promise<void> }> {
+}): Promise<{ role: string; url: string; routes(): MountedRoute[]; stop(): Promise<void> }> {
   try {
     const { app, fields, onListening, onStop } = await options.build();
     const http = await listen(app, options.host, options.port);
@@ -96,6 +117,7 @@ export async function serveRole(options: {
     return {
       role: options.role,
       url: http.url,
+      routes: () => mountedRoutes(app),
       async stop() {
         await onStop?.();
         await http.close();

@@ -37,6 +37,7 @@ export const SQL_STATUS: Record<string, number> = {
   GMFRZ: 409, GMHIP: 409, GMSTK: 409, GMASE: 409, GMLEV: 409, GMCCN: 409, GMNHP: 409, GMSNL: 409, GMNBU: 409, GMLSE: 409,
   GMPGN: 503,
   CGNSF: 402,
+  GMTLR: 429,
   // auth refusals (db/functions/auth/00_refusals.sql)
   AUINR: 403, AUINV: 403, AUCRE: 403,
   AUIRQ: 400, AUIDN: 400, AUADR: 400, AUNRQ: 400, AUKEY: 400, AUSRQ: 400, AURTI: 400, AURTE: 400,

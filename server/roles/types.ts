@@ -16,5 +16,7 @@ export interface StartedRole {
   role: string;
   /** Base URL of an HTTP role. */
   url?: string;
+  /** The routes an HTTP role mounts (server/http/app.ts mountedRoutes). */
+  routes?(): { method: string; path: string }[];
   stop(): Promise<void>;
 }

@@ -26,6 +26,7 @@ begin
       when 'agent_not_found' then 'GMANF'
       when 'invalid_agent' then 'GMAGT'
       when 'hand_not_found' then 'GMHNF'
+      when 'table_limit_reached' then 'GMTLR'
       when 'lease_lost' then 'GMLSE'
       when 'game_process_gone' then 'GMPGN'
       else 'GMXXX'

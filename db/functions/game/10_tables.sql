@@ -1,8 +1,12 @@
 -- Creates a table record (the bank's POST /api/tables). The settings arrive parsed and validated by
 -- the route (zod, per game type); this function guards the record's shape and refuses nothing else:
 -- a duplicate table id inserts nothing and returns no row (the route answers 409 table_exists).
+-- With p_limit, a creator may have made at most p_limit tables in the last p_window_seconds
+-- (table_limit_reached): counted under a per-creator transaction lock, so concurrent calls from
+-- any number of cage processes cannot pass it together. A replayed id is not a new table.
 create or replace function game.create_table(
-  p_table_id text, p_game_type text, p_settings jsonb, p_money_kind text, p_created_by uuid
+  p_table_id text, p_game_type text, p_settings jsonb, p_money_kind text, p_created_by uuid,
+  p_limit integer default null, p_window_seconds integer default null
 ) returns setof game.tables
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -14,11 +18,35 @@ begin
      or p_money_kind is null or not pg_input_is_valid(p_money_kind, 'cage.money_kind') then
     perform game_private.refuse('invalid_table', 'table id, game type, settings object and money kind');
   end if;
+  if p_limit is not null and p_created_by is not null then
+    perform game_private.check_creation_limit(p_table_id, p_created_by, p_limit, p_window_seconds);
+  end if;
   return query
   insert into game.tables as t (table_id, game_type, settings, money_kind, created_by)
   values (p_table_id, p_game_type, p_settings, p_money_kind::cage.money_kind, p_created_by)
   on conflict (table_id) do nothing
   returning t.*;
+end;
+$$;
+
+-- 1. the creator's lock first (held to commit): the count and the insert are one step for them;
+-- 2. an existing id is the insert's to answer (409 table_exists), never a 429.
+create or replace function game_private.check_creation_limit(
+  p_table_id text, p_created_by uuid, p_limit integer, p_window_seconds integer
+) returns void
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  perform pg_advisory_xact_lock(hashtextextended('game.create_table:' || p_created_by::text, 0));
+  if exists (select 1 from game.tables where table_id = p_table_id) then
+    return;
+  end if;
+  if (select count(*) from game.tables
+       where created_by = p_created_by
+         and created_at > now() - make_interval(secs => coalesce(p_window_seconds, 3600))) >= p_limit then
+    perform game_private.refuse('table_limit_reached', format('at most %s tables per %s s', p_limit, coalesce(p_window_seconds, 3600)));
+  end if;
 end;
 $$;
 
