@@ -72,6 +72,10 @@ const schema = z.object({
   IDLE_KICK_SECONDS: z.coerce.number().int().min(0).max(86_400).default(300),
   CAGE_RECONCILE_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   GAME_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
+  // one table, one dealer: how long a table's lease lasts unrenewed (renewed every third of it), and
+  // the URL clients are sent to for the tables this game process runs (default: the URL it listens on)
+  GAME_LEASE_TTL_SECONDS: z.coerce.number().int().min(3).max(3600).default(30),
+  GAME_PUBLIC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).max(500).optional()),
   // admin GraphQL: what one query may cost, judged before planning (docs/decisions.md), and grafast's
   // own planning and execution deadlines
   // tables one user may create per window (POST /api/tables; 429 table_limit_reached beyond)

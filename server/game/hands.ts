@@ -6,22 +6,41 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { ServiceClient } from '../http/service-client.ts';
+import { isLeaseLost } from './live/lease.ts';
 
 export interface HandEnd {
   busted: { playerId: string; userId: string; settled: boolean }[];
 }
 
-export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Logger }) {
+/** The table leases of this process (live/lease.ts): the epoch each boundary carries, and the fence's refusal. */
+export interface HandLeases {
+  epochOf(tableId: string): bigint | null;
+  lost(tableId: string): void;
+}
+
+export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Logger; leases?: HandLeases }) {
   const { pool, bank, log } = deps;
+  const epoch = (tableId: string) => deps.leases?.epochOf(tableId)?.toString() ?? null;
+  // a boundary refused by the fence: this process's tenure is over, its room stops
+  const fenced = (tableId: string) => (err: unknown) => {
+    if (isLeaseLost(err)) deps.leases?.lost(tableId);
+    throw err;
+  };
   return {
     async begin(tableId: string, handId: string): Promise<void> {
-      await pool.query('select game.begin_hand($1, $2)', [tableId, handId]);
+      await pool.query('select game.begin_hand($1, $2, $3)', [tableId, handId, epoch(tableId)]).catch(fenced(tableId));
+    },
+    /** Releases the table from a hand that will not be played (the stacks of its start stand). */
+    async abandon(tableId: string): Promise<string | null> {
+      const { rows } = await pool.query<{ hand: string | null }>('select game.abandon_hand($1, $2) as hand', [tableId, epoch(tableId)])
+        .catch(fenced(tableId));
+      return rows[0]?.hand ?? null;
     },
     async finish(tableId: string, handId: string, stacks: Record<string, bigint>, rake: bigint): Promise<HandEnd> {
       const { rows } = await pool.query<{ player_id: bigint; user_id: string }>(
-        'select player_id, user_id from game.finish_hand($1, $2, $3::jsonb, $4)',
-        [tableId, handId, JSON.stringify(Object.fromEntries(Object.entries(stacks).map(([k, v]) => [k, Number(v)]))), rake.toString()],
-      );
+        'select player_id, user_id from game.finish_hand($1, $2, $3::jsonb, $4, $5)',
+        [tableId, handId, JSON.stringify(Object.fromEntries(Object.entries(stacks).map(([k, v]) => [k, Number(v)]))), rake.toString(), epoch(tableId)],
+      ).catch(fenced(tableId));
       const busted: HandEnd['busted'] = [];
       for (const r of rows) {
         const answer = await bank.post('/internal/bust', { tableId, userId: r.user_id });

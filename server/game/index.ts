@@ -1,5 +1,7 @@
 // The game role: table rooms, the seat side of the cage's seams, hand boundaries. The dealer, the
 // websocket, the claim board and tournaments join it with their issues.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import { z } from 'zod';
 import { createRolePool } from '../db/pools.ts';
@@ -14,6 +16,7 @@ import { installHandHistoryRoutes } from './histories.ts';
 import { installAgentRoutes } from './agents.ts';
 import { createClaimBoard, installClaimRoutes } from './claims.ts';
 import { createHands } from './hands.ts';
+import { startGameProcess } from './live/lease.ts';
 import { createLiveTables } from './live/ws.ts';
 import { installSeatRoutes } from './seats.ts';
 
@@ -36,7 +39,14 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
     serviceKey: config.SERVICE_KEY,
     timeoutMs: config.GAME_CALL_TIMEOUT_MS,
   });
-  const hands = createHands({ pool, bank, log: roleLog });
+  // this process's presence, before anything else: the leases of the tables it will run hang on it
+  const gameProcess = await startGameProcess({
+    databaseUrl, pool, log: roleLog, ttlSeconds: config.GAME_LEASE_TTL_SECONDS, url: config.GAME_PUBLIC_URL,
+  }).catch(async (err: unknown) => {
+    await pool.end();
+    throw err;
+  });
+  const hands = createHands({ pool, bank, log: roleLog, leases: gameProcess });
   const jwt = lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') });
   const auth = createServiceClient({
     baseUrl: () => config.AUTH_URL ?? peers?.get('auth') ?? `http://${config.HOST}:${config.PORT}`,
@@ -52,6 +62,7 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
     bankUrl: () => config.BANK_URL ?? peers?.get('cage') ?? `http://${config.HOST}:${config.CAGE_PORT}`,
     serviceKey: config.SERVICE_KEY,
     timeoutMs: config.GAME_CALL_TIMEOUT_MS,
+    process: gameProcess,
   });
   return serveRole({ role: 'game', pool, log: roleLog, host: config.HOST, port: config.GAME_PORT, build: async () => {
     const app = await createApp({
@@ -79,7 +90,8 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
           });
         });
 
-        installSeatRoutes(app, { pool, log: roleLog, serviceKey: config.SERVICE_KEY, seatsChanged: live.seatsChanged });
+        // the seat functions announce their changes (game_seats); the room's process hears them
+        installSeatRoutes(app, { pool, log: roleLog, serviceKey: config.SERVICE_KEY });
         installClaimRoutes(app, {
           board, jwt, serviceKey: config.SERVICE_KEY, clock, testClock: config.testAuthPermitted, pool, environment,
         });
@@ -110,6 +122,34 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
       [environment],
     );
     roleLog.info({ environment, sections: rows[0]!.sections, claimBoardEnabled: rows[0]!.board }, 'claim board catalog loaded');
-    return { app, fields: { tables: rows[0]!.tables }, onListening: (server) => live.attach(server), onStop: () => live.close() };
-  } });
+    // before any route answers: hands interrupted by a process that is gone no longer hold their
+    // tables (deposits and withdrawals would answer hand_in_progress until a room loaded them)
+    for (const r of await gameProcess.recoverInterruptedHands()) {
+      roleLog.warn({ tableId: r.tableId, handId: r.handId }, 'interrupted hand recovered at start: the stacks of its start stand');
+    }
+    return {
+      app,
+      fields: { tables: rows[0]!.tables, processId: gameProcess.id },
+      onListening: (server) => {
+        live.attach(server);
+        if (!config.GAME_PUBLIC_URL) {
+          void gameProcess.setUrl(listeningUrl(server, config.HOST)).catch((err) => roleLog.error({ err }, 'game process url not stored'));
+        }
+      },
+      onStop: async () => {
+        await live.close();
+        await gameProcess.close();
+      },
+    };
+  } }).catch(async (err: unknown) => {
+    await gameProcess.close().catch(() => undefined);
+    throw err;
+  });
+}
+
+/** The URL this process listens on, as clients on this host reach it (set GAME_PUBLIC_URL otherwise). */
+function listeningUrl(server: Server, host: string): string {
+  const { port } = server.address() as AddressInfo;
+  const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+  return `http://${shown}:${port}`;
 }

@@ -130,8 +130,8 @@ export class Room {
   /** Loads the room: a hand left by a stopped process is abandoned (its start stacks stand). */
   async open(): Promise<void> {
     if (this.record.current_hand_id) {
-      const { rows } = await this.deps.pool.query<{ hand: string | null }>('select game.abandon_hand($1) as hand', [this.tableId]);
-      this.deps.log.warn({ tableId: this.tableId, handId: rows[0]?.hand }, 'hand abandoned after a restart: the stacks of its start stand');
+      const hand = await this.deps.hands.abandon(this.tableId);
+      this.deps.log.warn({ tableId: this.tableId, handId: hand }, 'hand abandoned after a restart: the stacks of its start stand');
     }
     const { rows } = await this.deps.pool.query<{ n: string }>('select count(*) as n from game.hand_histories where table_id = $1', [this.tableId]);
     this.handNumber = Number(rows[0]?.n ?? 0);
@@ -241,7 +241,7 @@ export class Room {
     await this.reloadSeats();
     const plan = nextHand([...this.seats.values()], this.positions);
     if (!plan) {
-      await this.deps.pool.query('select game.abandon_hand($1)', [this.tableId]);
+      await this.deps.hands.abandon(this.tableId);
       return;
     }
     const st = this.settings;

@@ -14,6 +14,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { JwtVerifier } from '../../http/jwt.ts';
 import type { ClaimBoard } from '../claims.ts';
 import type { createHands } from '../hands.ts';
+import type { GameProcess } from './lease.ts';
 import { Room, type RoomOptions, type TableRecord, type Watcher } from './room.ts';
 import { toJson } from './wire.ts';
 
@@ -37,6 +38,8 @@ export interface LiveTablesDeps {
   bankUrl: () => string;
   serviceKey: string | undefined;
   timeoutMs: number;
+  /** This process's presence and table leases: a poker room runs only under its table's lease. */
+  process: GameProcess;
 }
 
 export function createLiveTables(deps: LiveTablesDeps) {
@@ -64,13 +67,22 @@ export function createLiveTables(deps: LiveTablesDeps) {
     return { status: res.status, body: json };
   }
 
+  const readRecord = (tableId: string) => pool.query<TableRecord>(
+    'select table_id, game_type, settings, status, mode, kind, money_kind, current_hand_id from game.tables where table_id = $1',
+    [tableId],
+  );
+
   async function load(tableId: string): Promise<Room> {
-    const { rows } = await pool.query<TableRecord>(
-      'select table_id, game_type, settings, status, mode, kind, money_kind, current_hand_id from game.tables where table_id = $1',
-      [tableId],
-    );
-    if (!rows[0]) throw Object.assign(new Error('table_not_found'), { code: 'table_not_found' });
-    const room = new Room(rows[0], {
+    let record = (await readRecord(tableId)).rows[0];
+    if (!record) throw Object.assign(new Error('table_not_found'), { code: 'table_not_found' });
+    if (record.game_type === 'poker') {
+      // one dealer per table: another live process running it keeps it, and the client is sent there
+      const lease = await deps.process.take(tableId, () => void stopRoom(tableId, 'lease_lost'));
+      if (!lease.granted) throw Object.assign(new Error('table_elsewhere'), { code: 'table_elsewhere', url: lease.holderUrl });
+      if (lease.recoveredHand) log.warn({ tableId, handId: lease.recoveredHand, epoch: lease.epoch.toString() }, 'hand abandoned when the table was taken over: the stacks of its start stand');
+      record = (await readRecord(tableId)).rows[0]!;
+    }
+    const room = new Room(record, {
       pool, log, hands: deps.hands, options: deps.options,
       forcedWithdraw: async (userId) => {
         const r = await bank('/api/withdraw', { tableId, forced: true, userId }, { service: true });
@@ -84,8 +96,39 @@ export function createLiveTables(deps: LiveTablesDeps) {
         return r;
       },
     });
-    if (rows[0].game_type === 'poker') await room.open();
+    if (record.game_type === 'poker') {
+      await room.open().catch(async (err) => {
+        await deps.process.release(tableId).catch(() => undefined);
+        throw err;
+      });
+    }
     return room;
+  }
+
+  /**
+   * A room stops while the process goes on: its table's lease was lost (`lease_lost`: another
+   * process runs the table now) or it unloads. Its watchers get `table_closed` with the reason and
+   * leave it (their connections stay open); joining again finds where the table runs now.
+   */
+  async function stopRoom(tableId: string, reason: string): Promise<void> {
+    const r = rooms.get(tableId);
+    if (!r) return;
+    rooms.delete(tableId);
+    const room = await r.catch(() => null);
+    if (!room) return;
+    room.close();
+    const message = toJson({ type: 'table_closed', tableId, reason });
+    for (const w of room.watchers) {
+      w.send(message);
+      (w as Connection).tables?.delete(tableId);
+    }
+    room.watchers.clear();
+  }
+
+  /** Unloads a room: it stops and its table's lease is released (a hand in progress is abandoned). */
+  async function unload(tableId: string, reason = 'unloaded'): Promise<void> {
+    await stopRoom(tableId, reason);
+    await deps.process.release(tableId).catch((err) => log.warn({ err: (err as Error).message, tableId }, 'lease not released'));
   }
 
   /** The room of a table, loaded once (a failed load is forgotten, so a later call retries). */
@@ -136,7 +179,10 @@ export function createLiveTables(deps: LiveTablesDeps) {
     try {
       r = await room(tableId);
     } catch (err) {
-      return refuse(c, (err as { code?: string }).code === 'table_not_found' ? 'table_not_found' : 'unavailable', ref, { tableId });
+      const code = (err as { code?: string }).code;
+      // the table runs on another game process: the client connects there (docs/operations.md)
+      if (code === 'table_elsewhere') return refuse(c, 'table_elsewhere', ref, { tableId, url: (err as { url?: string | null }).url ?? null });
+      return refuse(c, code === 'table_not_found' ? 'table_not_found' : 'unavailable', ref, { tableId });
     }
     if (r.record.game_type === 'arena') {
       return refuse(c, 'arena_engine_unavailable', ref, { tableId, message: 'arena tables can be created, but no arena engine runs yet' });
@@ -307,9 +353,13 @@ export function createLiveTables(deps: LiveTablesDeps) {
     });
   }
 
+  // seat changes made by the cage's calls, on whichever game process they landed
+  deps.process.onSeatsChanged(seatsChanged);
+
   return {
     seatsChanged,
     room,
+    unload,
     attach(server: Server) {
       server.on('upgrade', (req, socket, head) => {
         const path = new URL(req.url ?? '/', 'http://x').pathname;
@@ -324,7 +374,11 @@ export function createLiveTables(deps: LiveTablesDeps) {
     },
     async close() {
       clearInterval(ticker);
-      for (const r of rooms.values()) await r.then((room) => room.close()).catch(() => undefined);
+      for (const [tableId, r] of rooms) {
+        await r.then((room) => room.close()).catch(() => undefined);
+        // a clean stop lets the table go at once (a hand in progress is abandoned), no recovery needed
+        await deps.process.release(tableId).catch((err) => log.warn({ err: (err as Error).message, tableId }, 'lease not released'));
+      }
       for (const client of wss.clients) client.terminate();
       wss.close();
     },
