@@ -12,8 +12,8 @@ grant select on auth.users, auth.bridge_identities, auth.invite_codes, auth.wall
 grant execute on function
   auth.mint_invite(text, integer, integer, text),
   auth.bridge_sign_in(text, text, text, text),
-  auth.issue_nonce(text, text, integer),
-  auth.consume_nonce(text),
+  auth.issue_nonce(text, uuid, text, integer),
+  auth.consume_nonce(text, uuid),
   auth.link_wallet(uuid, text, text, integer),
   auth.set_primary_wallet(uuid, text),
   auth.unlink_wallet(uuid, text),
@@ -35,3 +35,10 @@ drop policy if exists invite_codes_auth_read on auth.invite_codes;
 create policy invite_codes_auth_read on auth.invite_codes for select to poker_auth using (true);
 drop policy if exists wallets_auth_read on auth.wallets;
 create policy wallets_auth_read on auth.wallets for select to poker_auth using (true);
+
+-- The attempt limiter's store (rate-limiter-flexible's queries): read, upsert the count, delete the
+-- expired; nothing else, and nobody else.
+drop policy if exists attempt_limits_auth_all on auth.attempt_limits;
+create policy attempt_limits_auth_all on auth.attempt_limits for all to poker_auth using (true) with check (true);
+grant select, insert, delete on auth.attempt_limits to poker_auth;
+grant update (points, expire) on auth.attempt_limits to poker_auth;

@@ -117,26 +117,48 @@ test('the database itself refuses zero or two primaries', async () => {
 
 describe('the link nonce', () => {
   test('is taken once: a replay finds no nonce', async () => {
-    const id = `siwe:${evmAddress()}:1`;
-    await auth.query('select auth.issue_nonce($1, $2, 300)', [id, 'nonce12345678']);
-    expect((await auth.query('select auth.consume_nonce($1) as v', [id])).rows[0].v).toBe('nonce12345678');
-    await expect(auth.query('select auth.consume_nonce($1)', [id])).rejects.toMatchObject({ code: 'AUNON', message: 'no nonce' });
+    const [user, id] = [await newUser(), `siwe:${evmAddress()}:1`];
+    await auth.query('select auth.issue_nonce($1, $2, $3, 300)', [id, user, 'nonce12345678']);
+    expect((await auth.query('select auth.consume_nonce($1, $2) as v', [id, user])).rows[0].v).toBe('nonce12345678');
+    await expect(auth.query('select auth.consume_nonce($1, $2)', [id, user])).rejects.toMatchObject({ code: 'AUNON', message: 'no nonce' });
   });
 
   test('two concurrent links with one nonce: exactly one takes it', async () => {
-    const id = `siwe:${evmAddress()}:1`;
-    await auth.query('select auth.issue_nonce($1, $2, 300)', [id, 'nonceABCDEFGH']);
-    const results = await Promise.allSettled(Array.from({ length: 10 }, () => auth.query('select auth.consume_nonce($1) as v', [id])));
+    const [user, id] = [await newUser(), `siwe:${evmAddress()}:1`];
+    await auth.query('select auth.issue_nonce($1, $2, $3, 300)', [id, user, 'nonceABCDEFGH']);
+    const results = await Promise.allSettled(Array.from({ length: 10 }, () => auth.query('select auth.consume_nonce($1, $2) as v', [id, user])));
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
   });
 
-  test('an expired nonce is no nonce; a new nonce replaces the old one', async () => {
-    const id = `siwe:${evmAddress()}:1`;
-    await auth.query('select auth.issue_nonce($1, $2, 1)', [id, 'nonce-old-000']);
+  test('an expired nonce is no nonce; a new nonce of the same user replaces the old one', async () => {
+    const [user, id] = [await newUser(), `siwe:${evmAddress()}:1`];
+    await auth.query('select auth.issue_nonce($1, $2, $3, 1)', [id, user, 'nonce-old-000']);
     await db.owner.query("update auth_private.verifications set expires_at = now() - interval '1 second' where identifier = $1", [id]);
-    await expect(auth.query('select auth.consume_nonce($1)', [id])).rejects.toMatchObject({ code: 'AUNON' });
-    await auth.query('select auth.issue_nonce($1, $2, 300)', [id, 'nonce-first-0']);
-    await auth.query('select auth.issue_nonce($1, $2, 300)', [id, 'nonce-second0']);
-    expect((await auth.query('select auth.consume_nonce($1) as v', [id])).rows[0].v).toBe('nonce-second0');
+    await expect(auth.query('select auth.consume_nonce($1, $2)', [id, user])).rejects.toMatchObject({ code: 'AUNON' });
+    await auth.query('select auth.issue_nonce($1, $2, $3, 300)', [id, user, 'nonce-first-0']);
+    await auth.query('select auth.issue_nonce($1, $2, $3, 300)', [id, user, 'nonce-second0']);
+    expect((await auth.query('select auth.consume_nonce($1, $2) as v', [id, user])).rows[0].v).toBe('nonce-second0');
+  });
+
+  test('belongs to the user who asked: another user neither replaces nor takes it', async () => {
+    const [alice, mallory, id] = [await newUser(), await newUser(), `siwe:${evmAddress()}:1`];
+    await auth.query('select auth.issue_nonce($1, $2, $3, 300)', [id, alice, 'nonce-alice-0']);
+    await auth.query('select auth.issue_nonce($1, $2, $3, 300)', [id, mallory, 'nonce-mallory']);
+    expect((await auth.query('select auth.consume_nonce($1, $2) as v', [id, mallory])).rows[0].v).toBe('nonce-mallory');
+    await expect(auth.query('select auth.consume_nonce($1, $2)', [id, mallory])).rejects.toMatchObject({ code: 'AUNON' });
+    expect((await auth.query('select auth.consume_nonce($1, $2) as v', [id, alice])).rows[0].v).toBe('nonce-alice-0');
+  });
+
+  test('a user holds at most 16 live nonces; asking for more drops the oldest', async () => {
+    const user = await newUser();
+    const ids = Array.from({ length: 20 }, () => `siwe:${evmAddress()}:1`);
+    for (const id of ids) await auth.query('select auth.issue_nonce($1, $2, $3, 300)', [id, user, `nonce-${id.slice(7, 17)}`]);
+    const { rows } = await db.owner.query('select identifier from auth_private.verifications where requested_by = $1', [user]);
+    expect(rows.map((r) => r.identifier).sort()).toEqual(ids.slice(4).sort());
+  });
+
+  test('a user that does not exist gets no nonce', async () => {
+    await expect(auth.query('select auth.issue_nonce($1, $2, $3, 300)', [`siwe:${evmAddress()}:1`, randomUUID(), 'nonce12345678']))
+      .rejects.toMatchObject({ code: 'AUWNF' });
   });
 });

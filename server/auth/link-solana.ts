@@ -1,6 +1,7 @@
 // Linking a Solana wallet by a signed message: the wallet signs (ed25519) a text that names our
 // domain and a one-time nonce; the address is the base58 public key, stored verbatim, chain id 0.
-// The nonce is taken before the signature is checked. A successful first link fires the claim
+// The nonce is the caller's own (another user's for the same wallet is neither taken nor replaced),
+// and it is taken before the signature is checked. A successful first link fires the claim
 // board's `wallet_linked` condition on the game role when GAME_URL is set: best effort, after the
 // link committed, never blocking or failing it.
 import { randomBytes } from 'node:crypto';
@@ -50,14 +51,14 @@ export function installSolanaLinkRoutes(
   const { pool, settings, log, userOf } = deps;
 
   app.post('/api/auth/solana/nonce', async (req, res) => {
-    await userOf(req);
+    const userId = await userOf(req);
     requireTrustedOrigin(settings, req);
     const { address } = z.object({ address: z.string() }).parse(req.body ?? {});
     if (!BASE58.test(address)) throw new ApiError(400, 'invalid walletAddress');
     publicKeyOf(address);
     const nonce = randomBytes(16).toString('hex');
-    const { rows } = await pool.query<{ expires_at: Date }>('select auth.issue_nonce($1, $2, $3) as expires_at', [
-      `solana:${address}`, nonce, NONCE_TTL_SECONDS,
+    const { rows } = await pool.query<{ expires_at: Date }>('select auth.issue_nonce($1, $2, $3, $4) as expires_at', [
+      `solana:${address}`, userId, nonce, NONCE_TTL_SECONDS,
     ]);
     res.json({ nonce, expiresAt: rows[0]!.expires_at, message: solanaLinkMessage(settings.domain, address, nonce) });
   });
@@ -70,7 +71,7 @@ export function installSolanaLinkRoutes(
     const { address, message, signature } = parsed.data;
     const publicKey = publicKeyOf(address);
     const linked = await withSpan('auth.wallet.solana_linked', { 'auth.user_id': userId }, async (span) => {
-      const { rows: taken } = await pool.query<{ nonce: string }>('select auth.consume_nonce($1) as nonce', [`solana:${address}`]);
+      const { rows: taken } = await pool.query<{ nonce: string }>('select auth.consume_nonce($1, $2) as nonce', [`solana:${address}`, userId]);
       if (message !== solanaLinkMessage(settings.domain, address, taken[0]!.nonce)) {
         throw new ApiError(401, 'message does not contain issued nonce');
       }

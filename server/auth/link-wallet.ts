@@ -1,8 +1,9 @@
 // Linking an EVM wallet by a signed SIWE (EIP-4361) message, in the spec's order:
 //   1 session (or our own access JWT) -> 401 `not signed in`; a trusted Origin is required;
 //   2 body and checksum -> 400 `invalid walletAddress`;
-//   3 take the nonce stored for `siwe:{checksum}:{chainId}` -> 401 `no nonce` (taken here, before
-//     any signature is checked, so a nonce is never usable twice, even by a failed attempt);
+//   3 take the nonce stored for `siwe:{checksum}:{chainId}` by this user -> 401 `no nonce` (taken
+//     here, before any signature is checked, so a nonce is never usable twice, even by a failed
+//     attempt; another user's nonce for the same wallet is neither taken nor replaced);
 //   4 the message carries that nonce -> 401 `message does not contain issued nonce`;
 //   5 the message is for us (domain from AUTH_DOMAIN, never the Host header; address, chain, time)
 //     and the signature verifies -> 401 `invalid signature` (an EOA's offline; a smart-contract
@@ -46,14 +47,14 @@ export function installLinkWalletRoutes(
   const { pool, settings, log, userOf, signatures } = deps;
 
   app.post('/api/auth/siwe/nonce', async (req, res) => {
-    await userOf(req);
+    const userId = await userOf(req);
     requireTrustedOrigin(settings, req);
     const parsed = nonceBody.safeParse(req.body ?? {});
     if (!parsed.success) throw new ApiError(400, 'invalid walletAddress');
     const address = checksum(parsed.data.walletAddress);
     const nonce = randomBytes(16).toString('hex');
-    const { rows } = await pool.query<{ expires_at: Date }>('select auth.issue_nonce($1, $2, $3) as expires_at', [
-      `siwe:${address}:${parsed.data.chainId}`, nonce, NONCE_TTL_SECONDS,
+    const { rows } = await pool.query<{ expires_at: Date }>('select auth.issue_nonce($1, $2, $3, $4) as expires_at', [
+      `siwe:${address}:${parsed.data.chainId}`, userId, nonce, NONCE_TTL_SECONDS,
     ]);
     res.json({ nonce, expiresAt: rows[0]!.expires_at, domain: settings.domain });
   });
@@ -66,7 +67,7 @@ export function installLinkWalletRoutes(
     const { message, signature, chainId } = parsed.data;
     const address = checksum(parsed.data.walletAddress);
 
-    const { rows: taken } = await pool.query<{ nonce: string }>('select auth.consume_nonce($1) as nonce', [`siwe:${address}:${chainId}`]); // 3
+    const { rows: taken } = await pool.query<{ nonce: string }>('select auth.consume_nonce($1, $2) as nonce', [`siwe:${address}:${chainId}`, userId]); // 3
     const nonce = taken[0]!.nonce;
 
     const fields = parseSiweMessage(message); // 4

@@ -14,8 +14,10 @@ as $$
   end
 $$;
 
--- One-time nonce for a link: a new nonce for the same identifier replaces the old one.
-create or replace function auth.issue_nonce(p_identifier text, p_value text, p_ttl_seconds integer)
+-- One-time nonce for a link, owned by the user who asked: a new request of the same user for the
+-- same identifier replaces that user's nonce, never another user's (issue 10: griefing, hijack).
+-- A user holds at most 16 live nonces; older and expired ones go, so nobody grows the table.
+create or replace function auth.issue_nonce(p_identifier text, p_user_id uuid, p_value text, p_ttl_seconds integer)
   returns timestamptz
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -27,17 +29,24 @@ begin
      or length(p_value) not between 8 and 128 or p_ttl_seconds is null or p_ttl_seconds not between 1 and 86400 then
     perform auth_private.refuse('invalid_nonce_request', 'identifier 1..200 chars, value 8..128 chars, ttl 1..86400 s');
   end if;
-  insert into auth_private.verifications as v (identifier, value, expires_at)
-  values (p_identifier, p_value, now() + make_interval(secs => p_ttl_seconds))
-  on conflict (identifier) do update set value = excluded.value, expires_at = excluded.expires_at, created_at = now()
+  perform auth_private.lock_user(p_user_id);
+  insert into auth_private.verifications as v (identifier, requested_by, value, expires_at)
+  values (p_identifier, p_user_id, p_value, now() + make_interval(secs => p_ttl_seconds))
+  on conflict (identifier, requested_by) do update set value = excluded.value, expires_at = excluded.expires_at, created_at = now()
   returning v.expires_at into v_expires;
+  delete from auth_private.verifications v
+   where v.requested_by = p_user_id
+     and v.identifier not in (select k.identifier from auth_private.verifications k
+                               where k.requested_by = p_user_id and k.expires_at > now()
+                               order by k.created_at desc limit 16);
   return v_expires;
 end;
 $$;
 
--- Takes the nonce: one statement, so of two concurrent links with one nonce exactly one gets it.
+-- Takes the caller's own nonce: one statement, so of two concurrent links with one nonce exactly
+-- one gets it; another user's nonce for the same wallet is neither seen nor taken.
 -- Missing or expired: 'no nonce' (an expired one is removed too).
-create or replace function auth.consume_nonce(p_identifier text) returns text
+create or replace function auth.consume_nonce(p_identifier text, p_user_id uuid) returns text
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
@@ -45,10 +54,10 @@ declare
   v_value text;
   v_expires timestamptz;
 begin
-  delete from auth_private.verifications v where v.identifier = p_identifier
+  delete from auth_private.verifications v where v.identifier = p_identifier and v.requested_by = p_user_id
   returning v.value, v.expires_at into v_value, v_expires;
   if v_value is null or v_expires <= now() then
-    perform auth_private.refuse('no nonce', 'no live nonce for this wallet and chain');
+    perform auth_private.refuse('no nonce', 'no live nonce of this user for this wallet and chain');
   end if;
   return v_value;
 end;
