@@ -1,7 +1,7 @@
 // The common shape of every HTTP role: JSON in with a size limit, /health, the role's routes, then
 // 404 and the one error mapping. Roles add their routes through `routes`.
 import express, { type Express } from 'express';
-import type { Server } from 'node:http';
+import { METHODS, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -55,9 +55,11 @@ export function mountedRoutes(app: Express): MountedRoute[] {
   for (const layer of stack) {
     if (!layer.route) continue;
     const paths = Array.isArray(layer.route.path) ? layer.route.path : [layer.route.path];
-    for (const [method, on] of Object.entries(layer.route.methods)) {
-      if (!on) continue;
-      for (const path of paths) routes.push({ method: method === '_all' ? 'ALL' : method.toUpperCase(), path: String(path) });
+    const on = Object.keys(layer.route.methods).filter((m) => layer.route!.methods[m]);
+    // Express 5's app.all registers every method one by one
+    const all = on.includes('_all') || METHODS.every((m) => on.includes(m.toLowerCase()));
+    for (const method of all ? ['ALL'] : on.map((m) => m.toUpperCase())) {
+      for (const path of paths) routes.push({ method, path: String(path) });
     }
   }
   return routes;

@@ -1,0 +1,184 @@
+// The websocket fuzz: every client message type the game role handles (server/game/live/ws.ts),
+// sent with hostile fields, plus frames that are not messages at all (not JSON, binary, arrays, JSON
+// nested 5,000 deep, unknown and non-string types), on anonymous, authenticated and joined
+// connections. Every refusal is an `error` message with a string code (never `internal_error`), the
+// connection stays usable (a ping after the storm is answered), the game role stays up, and the cage
+// audit stays empty. A message type the fuzz does not cover fails the suite.
+// Seeded: FUZZ_SEED (printed), FUZZ_RUNS messages per type and connection.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
+import WebSocket from 'ws';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { expectCleanAudit } from './helpers/cage.ts';
+import { startMoneyPlatform } from './helpers/money.ts';
+import { FUZZ_RUNS, FUZZ_SEED, fieldValue, hostileJson, hostileString } from './helpers/fuzz.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+let db: TestDatabase;
+let m: Awaited<ReturnType<typeof startMoneyPlatform>>;
+let player: Awaited<ReturnType<typeof m.player>>;
+let tableId: string;
+const counts = { messages: 0, frames: 0, errors: new Map<string, number>() };
+
+beforeAll(async () => {
+  process.stdout.write(`fuzz-ws: FUZZ_SEED=${FUZZ_SEED} FUZZ_RUNS=${FUZZ_RUNS}\n`);
+  db = await createTestDatabase();
+  m = await startMoneyPlatform(db);
+  player = await m.player(2000);
+  tableId = await m.table(player.auth);
+});
+afterAll(async () => {
+  await m?.platform.stop();
+  await db?.drop();
+});
+
+/**
+ * The client message types the game role handles: ws.ts's CLIENT_MESSAGE_TYPES when it exports
+ * them, else the cases of its `handle` switch (read from the source).
+ */
+async function clientMessageTypes(): Promise<string[]> {
+  const mod = (await import('../server/game/live/ws.ts')) as { CLIENT_MESSAGE_TYPES?: readonly string[] };
+  if (mod.CLIENT_MESSAGE_TYPES) return [...mod.CLIENT_MESSAGE_TYPES];
+  const source = await readFile(path.join(ROOT, 'server/game/live/ws.ts'), 'utf8');
+  const body = source.slice(source.indexOf('async function handle('));
+  const sw = body.slice(body.indexOf('switch (m.type)'), body.indexOf('default:'));
+  return [...sw.matchAll(/case '([a-z_]+)':/g)].map((x) => x[1]!);
+}
+
+/** The fields each message type reads, with plausible values so some get past the first check. */
+function messages(): Record<string, Record<string, unknown[]>> {
+  const table = [tableId, 'no-such-table', ''];
+  return {
+    ping: {},
+    auth: { token: [player.jwt, 'a.b.c', ''], agentId: [undefined, '00000000-0000-0000-0000-000000000000'] },
+    join: { tableId: table, agentId: [undefined, 'x'] },
+    leave: { tableId: table },
+    sit: { tableId: table, seatIndex: [0, 1, 9], amount: [40, '40', '0x10', 200], idempotencyKey: ['k1', 'k2'] },
+    action: { tableId: table, seq: [0, 1, 2, -1, 1.5], action: ['fold', 'check', 'call', 'bet', 'raise', 'all_in'], amount: [2, '4', '0x10', 1e300] },
+    sit_out: { tableId: table },
+    sit_in: { tableId: table },
+    stand_up: { tableId: table },
+  };
+}
+
+function messageArb(type: string, fields: Record<string, unknown[]>) {
+  return fc.record({
+    type: fc.oneof({ weight: 9, arbitrary: fc.constant(type) }, { weight: 1, arbitrary: hostileJson }),
+    ref: fc.option(hostileJson, { nil: undefined }),
+    ...Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, fieldValue(v.filter((x) => x !== undefined))])),
+  }, { requiredKeys: ['type'] });
+}
+
+/** Frames that are not well-formed messages (each under the 16 KiB frame bound, tested on its own). */
+const garbageFrames = fc.oneof(
+  fc.constantFrom('', 'not json', '{"type":', '[]', '[1,2]', 'null', '5', '"ping"', `${'['.repeat(5000)}${']'.repeat(5000)}`,
+    `${'{"a":'.repeat(2500)}1${'}'.repeat(2500)}`, '{"type":null}', '{"type":["ping"]}', '{"type":{"toString":1}}', '{"__proto__":{"type":"ping"}}'),
+  hostileString.map((s) => JSON.stringify({ type: s })),
+  hostileJson.map((v) => JSON.stringify(v) ?? 'undefined'),
+);
+
+interface Socket {
+  ws: WebSocket;
+  received: Record<string, any>[];
+  closed: { code: number } | null;
+}
+
+async function open(query = '', headers: Record<string, string> = {}): Promise<Socket> {
+  const ws = new WebSocket(`${m.game.replace(/^http/, 'ws')}/ws${query}`, { headers });
+  const s: Socket = { ws, received: [], closed: null };
+  ws.on('message', (data) => s.received.push(JSON.parse(data.toString())));
+  ws.on('close', (code) => (s.closed = { code }));
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  return s;
+}
+
+/** Resolves once the server has handled everything sent so far (it answers in order). */
+async function drained(s: Socket, label: string) {
+  const ref = `drain-${label}-${Math.random()}`;
+  s.ws.send(JSON.stringify({ type: 'ping', ref }));
+  const deadline = Date.now() + 30_000;
+  while (!s.received.some((x) => x.type === 'pong' && x.ref === ref)) {
+    if (s.closed) throw new Error(`${label}: the server closed the connection (${s.closed.code})`);
+    if (Date.now() > deadline) throw new Error(`${label}: no pong within 30 s`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function breaches(s: Socket, label: string): string[] {
+  const out: string[] = [];
+  for (const x of s.received) {
+    if (x.type !== 'error') continue;
+    counts.errors.set(String(x.code), (counts.errors.get(String(x.code)) ?? 0) + 1);
+    if (typeof x.code !== 'string' || x.code === '') out.push(`${label}: an error without a code: ${JSON.stringify(x).slice(0, 200)}`);
+    else if (x.code === 'internal_error') out.push(`${label}: internal_error`);
+  }
+  return out;
+}
+
+test('the fuzz covers every client message type the game role handles', async () => {
+  const types = await clientMessageTypes();
+  process.stdout.write(`fuzz-ws: message types ${types.join(', ')}\n`);
+  expect(types.length).toBeGreaterThanOrEqual(9);
+  expect(types.filter((t) => !(t in messages()))).toEqual([]);
+});
+
+test('hostile messages of every type, and frames that are no message: coded errors, the connection usable', async () => {
+  const started = performance.now();
+  const types = await clientMessageTypes();
+  const fields = messages();
+  const found: string[] = [];
+  const connections: [string, () => Promise<Socket>][] = [
+    ['anonymous', () => open()],
+    ['token in the query', () => open(`?token=${player.jwt}`)],
+    ['bearer on the upgrade, joined', () => open(`/tables/${encodeURIComponent(tableId)}`, player.auth)],
+  ];
+  for (const [label, connect] of connections) {
+    const s = await connect();
+    for (const [i, type] of types.entries()) {
+      for (const message of fc.sample(messageArb(type, fields[type]!), { seed: FUZZ_SEED + i, numRuns: FUZZ_RUNS })) {
+        s.ws.send(JSON.stringify(message));
+        counts.messages++;
+      }
+      await drained(s, `${label}/${type}`);
+    }
+    for (const frame of fc.sample(garbageFrames, { seed: FUZZ_SEED, numRuns: FUZZ_RUNS * 2 })) {
+      s.ws.send(frame);
+      counts.frames++;
+    }
+    s.ws.send(Buffer.from([0, 1, 2, 255]), { binary: true });
+    counts.frames++;
+    await drained(s, `${label}/garbage`);
+    found.push(...breaches(s, label));
+    s.ws.close();
+  }
+  const seconds = ((performance.now() - started) / 1000).toFixed(1);
+  process.stdout.write(`fuzz-ws: ${counts.messages} messages and ${counts.frames} other frames in ${seconds} s; error codes ${JSON.stringify(Object.fromEntries(counts.errors))}\n`);
+  expect(found.slice(0, 25)).toEqual([]);
+});
+
+test('a frame over the size bound closes that connection with a code, and nothing else', async () => {
+  const s = await open();
+  s.ws.send(JSON.stringify({ type: 'ping', pad: 'x'.repeat(64 * 1024) }));
+  const deadline = Date.now() + 10_000;
+  while (!s.closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  expect(s.closed?.code).toBe(1009);
+  const other = await open();
+  await drained(other, 'after an oversize frame');
+  other.ws.close();
+});
+
+test('the game role is alive and the books are clean after all of it', async () => {
+  const health = await fetch(`${m.game}/health`);
+  expect(health.status).toBe(200);
+  const s = await open();
+  await drained(s, 'final');
+  expect(s.received[0]).toMatchObject({ type: 'hello' });
+  s.ws.close();
+  await expectCleanAudit(db.owner);
+});
