@@ -3,13 +3,17 @@
 //   - deposits still pending after the grace period (the cage stopped mid-request, or the game
 //     could not be reached to fund or cancel): the game is asked to cancel the credit, and the
 //     deposit is confirmed (the seat holds the chips) or compensated (it does not);
-//   - settled positions the game has not zeroed yet: the settlement is redelivered.
+//   - settled positions the game has not zeroed yet: the settlement is redelivered;
+//   - positions the game stood up (leaving) that the cage never settled, because the stand-up's
+//     answer was lost: settled as the withdraw route settles them (a cash-out to the user's cage
+//     balance under the spec's key, its receipt, the zeroing), so a retry by the player replays it.
 // Every step is idempotent, so two runs (or a run racing a request) change nothing more.
 import type { Task } from 'graphile-worker';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { ServiceClient } from '../server/http/service-client.ts';
-import { deliverSettlement, resolveUncertainDeposit } from '../server/cage/seams.ts';
+import { loadReceiptSigner, type ReceiptSigner } from '../server/cage/receipts.ts';
+import { deliverSettlement, resolveUncertainDeposit, settleStoodUp } from '../server/cage/seams.ts';
 
 /**
  * How long a request may still be working on its own intent: a deposit makes at most two game
@@ -24,10 +28,20 @@ const BATCH = 200;
 export interface ReconcileResult {
   deposits: { confirmed: number; failed: number; unresolved: number };
   settlements: { delivered: number; undelivered: number };
+  standUps: { settled: number; failed: number };
 }
 
-export async function reconcileCash(pool: pg.Pool, game: ServiceClient, options: { graceSeconds: number }) {
-  const result: ReconcileResult = { deposits: { confirmed: 0, failed: 0, unresolved: 0 }, settlements: { delivered: 0, undelivered: 0 } };
+export interface ReconcileOptions {
+  graceSeconds: number;
+  /** The cage's receipt signer (default: the key kept in the database, as the cage loads it). */
+  signer?: () => Promise<ReceiptSigner>;
+  log?: Logger;
+}
+
+export async function reconcileCash(pool: pg.Pool, game: ServiceClient, options: ReconcileOptions) {
+  const result: ReconcileResult = {
+    deposits: { confirmed: 0, failed: 0, unresolved: 0 }, settlements: { delivered: 0, undelivered: 0 }, standUps: { settled: 0, failed: 0 },
+  };
   const { rows: deposits } = await pool.query(
     `select ref_id, user_id, table_id, seat_index, amount from cage.deposit_intents
       where status = 'pending' and created_at < now() - make_interval(secs => $1)
@@ -55,16 +69,40 @@ export async function reconcileCash(pool: pg.Pool, game: ServiceClient, options:
     if (ok) result.settlements.delivered++;
     else result.settlements.undelivered++;
   }
+  result.standUps = await settleLostStandUps(pool, game, options);
   return result;
 }
 
-export function createCageReconcileCashTask(deps: { pool: pg.Pool; game: ServiceClient; log: Logger; intervalSeconds: number; graceSeconds: number }): Task {
+async function settleLostStandUps(pool: pg.Pool, game: ServiceClient, options: ReconcileOptions) {
+  const counts = { settled: 0, failed: 0 };
+  const { rows } = await pool.query<{ player_id: bigint; user_id: string; table_id: string; chip_amount: bigint; history_hash: string }>(
+    'select player_id, user_id, table_id, chip_amount, history_hash from cage.unsettled_stand_ups($1, $2)', [options.graceSeconds, BATCH],
+  );
+  if (rows.length === 0) return counts;
+  const signer = await (options.signer ?? (() => loadReceiptSigner(pool)))();
+  for (const r of rows) {
+    const position = { userId: r.user_id, tableId: r.table_id, playerId: r.player_id.toString(), chipAmount: r.chip_amount, historyHash: r.history_hash };
+    const zeroed = await settleStoodUp(pool, game, signer, position).catch((err: Error) => {
+      // a refusal (the table frozen since, say) or the game unreachable: the next run tries again
+      options.log?.warn({ err: err.message, ...position, chipAmount: r.chip_amount.toString() }, 'stand-up not settled');
+      return false;
+    });
+    if (zeroed) counts.settled++;
+    else counts.failed++;
+  }
+  return counts;
+}
+
+export function createCageReconcileCashTask(deps: {
+  pool: pg.Pool; game: ServiceClient; log: Logger; intervalSeconds: number; graceSeconds: number; signer?: () => Promise<ReceiptSigner>;
+}): Task {
   return async (_payload, helpers) => {
     try {
-      const r = await reconcileCash(deps.pool, deps.game, { graceSeconds: deps.graceSeconds });
-      const touched = r.deposits.confirmed + r.deposits.failed + r.deposits.unresolved + r.settlements.delivered + r.settlements.undelivered;
+      const r = await reconcileCash(deps.pool, deps.game, { graceSeconds: deps.graceSeconds, signer: deps.signer, log: deps.log });
+      const touched = r.deposits.confirmed + r.deposits.failed + r.deposits.unresolved + r.settlements.delivered + r.settlements.undelivered
+        + r.standUps.settled + r.standUps.failed;
       if (touched > 0) {
-        const level = r.deposits.unresolved + r.settlements.undelivered > 0 ? 'warn' : 'info';
+        const level = r.deposits.unresolved + r.settlements.undelivered + r.standUps.failed > 0 ? 'warn' : 'info';
         deps.log[level]({ ...r }, 'cash reconciler');
       }
     } finally {

@@ -68,7 +68,7 @@ async function bot(game: string, tableId: string, jwt: string, seed: number) {
   const rng = prng(seed);
   const messages: Msg[] = [];
   const ws = new WebSocket(`${game.replace(/^http/, 'ws')}/ws`, { headers: { authorization: `Bearer ${jwt}` } });
-  const b = { ws, messages, playing: true, closed: false };
+  const b = { playing: true, closed: false };
   const answer = (state: Msg) => {
     if (!b.playing || !state.legal) return;
     ws.send(JSON.stringify({ type: 'action', tableId, handId: state.legal.handId, seq: state.legal.seq, ...randomAction(rng, state.legal) }));
@@ -82,7 +82,9 @@ async function bot(game: string, tableId: string, jwt: string, seed: number) {
   ws.on('error', () => undefined);
   await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
   return {
-    ...b,
+    get playing() {
+      return b.playing;
+    },
     set playing(on: boolean) {
       b.playing = on;
       const last = messages.filter((m) => m.type === 'game_state' && m.tableId === tableId).at(-1);

@@ -14,7 +14,7 @@ import type { JwtVerifier } from '../http/jwt.ts';
 import type { ServiceClient } from '../http/service-client.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
 import { issueReceipt, type ReceiptSigner, type StoredReceipt } from './receipts.ts';
-import { deliverSettlement, fundSeat, withdrawKey } from './seams.ts';
+import { deliverSettlement, fundSeat, settlementReceiptFields, withdrawKey } from './seams.ts';
 
 /** How long after a settlement a repeated withdraw (the seat now empty) answers with that settlement. */
 export const WITHDRAW_REPLAY_WINDOW_SECONDS = 15 * 60;
@@ -164,11 +164,7 @@ export function installCashRoutes(app: Express, deps: CashDeps) {
     idempotency_key: string; ledger_ref_id: string; amount: bigint; settlement: string; custody_entry_id: bigint | null;
     history_hash: string; money_kind: string; player_id: bigint; replayed: boolean;
   }) {
-    const receipt = await issueReceipt(pool, signer, {
-      v: 1, kind: row.settlement, ledgerRefId: row.ledger_ref_id, historyHash: row.history_hash, userId, tableId: tid,
-      position: row.player_id.toString(), chipAmount: row.amount, moneyKind: row.money_kind,
-      ...(row.custody_entry_id ? { custodyEntryId: row.custody_entry_id.toString(), custodyBaseUnits: row.amount * 1_000_000n } : {}),
-    });
+    const receipt = await issueReceipt(pool, signer, settlementReceiptFields(userId, tid, row));
     const settled = await deliverSettlement(pool, game, {
       idempotencyKey: row.idempotency_key, playerId: row.player_id.toString(), ledgerRefId: row.ledger_ref_id, settlement: row.settlement,
     });

@@ -12,6 +12,7 @@
 import { keccak256, toHex } from 'viem';
 import type pg from 'pg';
 import type { ServiceClient } from '../http/service-client.ts';
+import { issueReceipt, type ReceiptSigner } from './receipts.ts';
 
 export interface DepositIntent {
   refId: string;
@@ -83,4 +84,44 @@ export async function deliverSettlement(
   if (!answer.ok) return false;
   await db.query('select cage.mark_withdrawal_settled($1)', [s.idempotencyKey]);
   return true;
+}
+
+/** A position the game stood up (leaving), with the stack and chain head it froze. */
+export interface StoodUpPosition {
+  userId: string;
+  tableId: string;
+  playerId: string;
+  chipAmount: bigint;
+  historyHash: string;
+}
+
+/** The receipt of a settlement row (cage.settle_position's), as every settlement path signs it. */
+export function settlementReceiptFields(userId: string, tableId: string, row: {
+  ledger_ref_id: string; amount: bigint; settlement: string; custody_entry_id: bigint | null; history_hash: string; money_kind: string; player_id: bigint;
+}) {
+  return {
+    v: 1, kind: row.settlement, ledgerRefId: row.ledger_ref_id, historyHash: row.history_hash, userId, tableId,
+    position: row.player_id.toString(), chipAmount: row.amount, moneyKind: row.money_kind,
+    ...(row.custody_entry_id ? { custodyEntryId: row.custody_entry_id.toString(), custodyBaseUnits: row.amount * 1_000_000n } : {}),
+  };
+}
+
+/**
+ * Settles a stood-up position as the withdraw route does: the terminal row under the spec's key
+ * (a replay when a request settled it first), its receipt, then the zeroing on the game. A cash-out
+ * to the user's cage balance, or a bust when the stack is empty. True once the game zeroed it.
+ */
+export async function settleStoodUp(db: Db, game: ServiceClient, signer: ReceiptSigner, p: StoodUpPosition): Promise<boolean> {
+  const settlement = p.chipAmount === 0n ? 'bust' : 'cash_out';
+  const key = withdrawKey(p.userId, p.tableId, p.historyHash, p.chipAmount);
+  const { rows } = await db.query(
+    `select idempotency_key, ledger_ref_id, amount, settlement, custody_entry_id, history_hash, money_kind, player_id
+       from cage.settle_position($1, $2, $3, $4, $5, $6, $7, false)`,
+    [p.userId, p.tableId, p.playerId, p.chipAmount.toString(), p.historyHash, key, settlement],
+  );
+  const row = rows[0];
+  await issueReceipt(db, signer, settlementReceiptFields(p.userId, p.tableId, row));
+  return deliverSettlement(db, game, {
+    idempotencyKey: row.idempotency_key, playerId: row.player_id.toString(), ledgerRefId: row.ledger_ref_id, settlement: row.settlement,
+  });
 }

@@ -4,6 +4,7 @@ import { createCageAuditTask } from '../../tasks/cage_audit.ts';
 import { createCageReconcileCashTask, graceSeconds } from '../../tasks/cage_reconcile_cash.ts';
 import { createCageReconcileRakeTask } from '../../tasks/cage_reconcile_rake.ts';
 import { createServiceClient } from '../http/service-client.ts';
+import { loadReceiptSigner, type ReceiptSigner } from '../cage/receipts.ts';
 import { createRolePool } from '../db/pools.ts';
 import type { Config } from '../config/index.ts';
 import type { RoleContext, StartedRole } from '../roles/types.ts';
@@ -25,6 +26,12 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
     serviceKey: config.SERVICE_KEY,
     timeoutMs: config.GAME_CALL_TIMEOUT_MS,
   });
+  // the cage's receipt key, loaded the first time the reconciler settles a lost stand-up
+  let signer: Promise<ReceiptSigner> | undefined;
+  const receiptSigner = () => (signer ??= loadReceiptSigner(pool, config.CAGE_RECEIPT_KEY).catch((err: unknown) => {
+    signer = undefined;
+    throw err;
+  }));
   let runner: Runner;
   try {
     runner = await run({
@@ -38,6 +45,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
         cage_reconcile_rake: createCageReconcileRakeTask({ pool, log }),
         cage_reconcile_cash: createCageReconcileCashTask({
           pool, game, log, intervalSeconds: config.CAGE_RECONCILE_INTERVAL_SECONDS, graceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS),
+          signer: receiptSigner,
         }),
       },
       crontab: crontab(config),

@@ -332,3 +332,24 @@ begin
   return v_intent;
 end;
 $$;
+
+-- Positions stood up (leaving) whose settlement the cage never wrote: the game stood the seat up
+-- but the answer was lost, so no request went on to settle it and no intent points to it. Only
+-- those stood up more than p_grace_seconds ago (a request may still be finishing a younger one).
+-- The cash reconciler settles each through cage.settle_position as a cash-out to the user's cage
+-- balance (a bust when empty); a frozen or tournament table keeps its chips until looked into.
+create or replace function cage.unsettled_stand_ups(p_grace_seconds integer, p_limit integer)
+  returns table (player_id bigint, user_id uuid, table_id text, chip_amount bigint, history_hash text)
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select p.id, p.user_id, p.table_id, p.chip_balance, p.history_hash
+    from game.table_players p
+    join game.tables t on t.table_id = p.table_id
+   where p.status = 'leaving'
+     and (p.leaving_at is null or p.leaving_at < now() - make_interval(secs => greatest(coalesce(p_grace_seconds, 0), 0)))
+     and (p.chip_balance = 0 or (t.mode = 'cash' and t.status <> 'frozen'))
+     and not exists (select from cage.withdraw_intents w where w.player_id = p.id)
+   order by p.leaving_at nulls first, p.id
+   limit greatest(coalesce(p_limit, 0), 0)
+$$;
