@@ -11,7 +11,7 @@ import { captureLogger } from './helpers/logs.ts';
 const ISSUER = 'http://auth.test.local';
 const env = {
   NODE_ENV: 'test', PORT: '0', AUTH_SECRET: 'sign-in-test-secret-0123456789abcdef', AUTH_BASE_URL: ISSUER,
-  AUTH_TRUSTED_ORIGINS: 'http://poker-ui.test.local',
+  AUTH_TRUSTED_ORIGINS: 'http://poker-ui.test.local', AUTH_SIGN_IN_LIMIT_PER_ACCOUNT: '5',
 };
 let db: TestDatabase;
 let role: StartedRole;
@@ -94,6 +94,6 @@ test('brute force gets 429 with Retry-After; path spellings and forwarding heade
     const res = await signIn('Target@Example.com', 'the-real-one', { 'x-forwarded-for': '203.0.113.9', 'x-real-ip': '203.0.113.9' }, path);
     expect(res.status).toBe(429);
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect(await res.json()).toEqual({ error: 'too_many_requests' });
+    expect(await res.json()).toEqual({ error: 'too_many_attempts' });
   }
 });

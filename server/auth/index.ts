@@ -18,6 +18,7 @@ import { installBridgeRoute } from './bridge.ts';
 import { installSolanaLinkRoutes } from './link-solana.ts';
 import { installDevRoutes } from './dev.ts';
 import { installPasswordResetRoutes } from './password-reset.ts';
+import { createAttemptLimiter } from './rate-limit.ts';
 
 const inviteRequest = z
   .object({
@@ -44,13 +45,21 @@ export async function startAuth({ config, databaseUrl, log, peers }: RoleContext
   return serveRole({ role: 'auth', pool, log: roleLog, host: config.HOST, port: config.PORT, build: async () => {
     const keys = createKeyStore(pool, { secret: settings.secret, issuer: settings.baseUrl });
     await keys.activeKid(); // a key exists (and AUTH_SECRET opens it) before we serve
+    const limiter = createAttemptLimiter(pool, {
+      windowSeconds: config.AUTH_LIMIT_WINDOW_SECONDS, signInPerAccount: config.AUTH_SIGN_IN_LIMIT_PER_ACCOUNT,
+      signInPerPeer: config.AUTH_SIGN_IN_LIMIT_PER_PEER, recoveryPerPeer: config.AUTH_RECOVERY_LIMIT_PER_PEER,
+    }, roleLog);
     const app = await createApp({
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
-      before: (app: Express) => app.use(closedPaths(roleLog)),
+      before: (app: Express) => {
+        // the client address the attempt limits count (req.ip): the TCP peer unless TRUST_PROXY is set
+        app.set('trust proxy', config.TRUST_PROXY);
+        app.use(closedPaths(roleLog));
+      },
       routes: (app: Express) => {
-        const session = installSessionRoutes(app, { pool, keys, settings, log: roleLog });
+        const session = installSessionRoutes(app, { pool, keys, settings, log: roleLog, limiter });
         const userOf = callerResolver({ keys, settings, session });
         installWalletRoutes(app, { pool, settings, log: roleLog, userOf, serviceKey: config.SERVICE_KEY });
         installLinkWalletRoutes(app, {
@@ -59,7 +68,7 @@ export async function startAuth({ config, databaseUrl, log, peers }: RoleContext
         installBridgeRoute(app, { pool, keys, config, log: roleLog });
         if (config.testAuthPermitted) installDevRoutes(app, { pool, keys });
         installPasswordResetRoutes(app, {
-          pool, settings, log: roleLog, ttlSeconds: config.AUTH_RESET_TOKEN_TTL_SECONDS, mailWebhook: config.AUTH_MAIL_WEBHOOK_URL,
+          pool, settings, log: roleLog, limiter, ttlSeconds: config.AUTH_RESET_TOKEN_TTL_SECONDS, mailWebhook: config.AUTH_MAIL_WEBHOOK_URL,
         });
         installSolanaLinkRoutes(app, {
           pool, settings, log: roleLog, userOf, gameUrl: () => config.GAME_URL ?? peers?.get('game'), serviceKey: config.SERVICE_KEY,

@@ -5,7 +5,8 @@
 //     answer, and a transport failure shows only in telemetry and the log.
 //   POST /api/auth/reset-password { newPassword, token } -> { status: true }, or 400
 //     reset_token_invalid (unknown or already used) / reset_token_expired; every session of the
-//     user is revoked.
+//     user is revoked. The token is looked up before the new password is hashed, so a wrong token
+//     costs no scrypt; both routes share one attempt budget per client address (rate-limit.ts).
 // redirectTo must be an absolute URL on a trusted origin (no open redirect through our mail).
 import { createHash, randomBytes } from 'node:crypto';
 import type { Express } from 'express';
@@ -16,6 +17,7 @@ import { ApiError } from '../http/errors.ts';
 import { withSpan } from '../telemetry/index.ts';
 import type { AuthSettings } from './config.ts';
 import { hashPassword } from './passwords.ts';
+import type { AttemptLimiter } from './rate-limit.ts';
 
 const requestBody = z.object({ email: z.string().max(320), redirectTo: z.url({ protocol: /^https?$/ }) });
 const resetBody = z.object({ newPassword: z.string().min(12).max(1024), token: z.string().regex(/^[\w-]{43}$/) });
@@ -23,9 +25,13 @@ const hash = (token: string) => createHash('sha256').update(token).digest();
 
 export function installPasswordResetRoutes(
   app: Express,
-  deps: { pool: pg.Pool; settings: AuthSettings; log: Logger; ttlSeconds: number; mailWebhook?: string },
+  deps: {
+    pool: pg.Pool; settings: AuthSettings; log: Logger; limiter: AttemptLimiter; ttlSeconds: number; mailWebhook?: string;
+    hashPassword?: (password: string) => Promise<string>;
+  },
 ) {
-  const { pool, settings, log } = deps;
+  const { pool, settings, log, limiter } = deps;
+  const hashNew = deps.hashPassword ?? hashPassword;
 
   async function send(email: string, link: string) {
     await withSpan('auth.password_reset.mail', {}, async (span) => {
@@ -51,6 +57,7 @@ export function installPasswordResetRoutes(
 
   app.post('/api/auth/request-password-reset', async (req, res) => {
     const { email, redirectTo } = requestBody.parse(req.body ?? {});
+    await limiter.recovery(req, res);
     if (!settings.trustedOrigins.has(new URL(redirectTo).origin)) throw new ApiError(400, 'untrusted_redirect');
     const token = randomBytes(32).toString('base64url');
     const { rows } = await pool.query<{ user_id: string | null }>('select auth.request_password_reset($1, $2, $3) as user_id', [
@@ -66,7 +73,9 @@ export function installPasswordResetRoutes(
 
   app.post('/api/auth/reset-password', async (req, res) => {
     const { newPassword, token } = resetBody.parse(req.body ?? {});
-    const { rows } = await pool.query<{ user_id: string }>('select auth.reset_password($1, $2) as user_id', [hash(token), await hashPassword(newPassword)]);
+    await limiter.recovery(req, res);
+    await pool.query('select auth.check_reset_token($1)', [hash(token)]); // before the scrypt below
+    const { rows } = await pool.query<{ user_id: string }>('select auth.reset_password($1, $2) as user_id', [hash(token), await hashNew(newPassword)]);
     log.info({ userId: rows[0]!.user_id }, 'password reset; all sessions revoked');
     res.json({ status: true });
   });

@@ -1,34 +1,88 @@
-// Sign-in brute-force limit: failures counted per client address and per (address, email) in a
-// sliding window. The address is the socket's peer, never a forwarding header a client can spoof,
-// and the key holds no path, so path spellings of the same route share one budget.
-export interface RateLimiter {
-  /** Seconds to wait, or 0 when an attempt is allowed now. */
-  retryAfter(address: string, email: string, now?: number): number;
-  fail(address: string, email: string, now?: number): void;
-  succeed(address: string, email: string): void;
+// Attempt limits of the auth role (issue 10). An attempt is counted BEFORE the work it guards (the
+// password check, the reset-token lookup), in Postgres (auth.attempt_limits, rate-limiter-flexible's
+// RateLimiterPostgres), so concurrent attempts cannot all slip under the limit and every auth
+// process counts into the same rows: the upsert increments one row under its row lock, so each
+// attempt sees a distinct count. Keys: the client address, and for sign-in (address, account);
+// never the account alone, which would let anyone lock an admin out. A fixed window per key.
+// The client address is Express's `req.ip`: the TCP peer unless TRUST_PROXY names the proxies
+// whose X-Forwarded-For is believed. An IPv6 client counts by its /64, the block one host holds.
+import { createHash } from 'node:crypto';
+import { isIPv6 } from 'node:net';
+import type { Request, Response } from 'express';
+import pg from 'pg';
+import type { Logger } from 'pino';
+import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import { ApiError } from '../http/errors.ts';
+
+export interface AttemptLimits {
+  windowSeconds: number;
+  signInPerAccount: number;
+  signInPerPeer: number;
+  recoveryPerPeer: number;
 }
 
-export function createSignInLimiter(options: { windowMs: number; perAccount: number; perAddress: number }): RateLimiter {
-  const failures = new Map<string, number[]>();
-  const recent = (key: string, now: number) => {
-    const kept = (failures.get(key) ?? []).filter((t) => now - t < options.windowMs);
-    if (kept.length) failures.set(key, kept);
-    else failures.delete(key);
-    return kept;
-  };
-  const keys = (address: string, email: string) => [`a:${address}`, `e:${address}:${email.trim().toLowerCase()}`];
+export interface AttemptLimiter {
+  /** Counts one sign-in attempt of this client for this account; 429 too_many_attempts when over. */
+  signIn(req: Request, res: Response, email: string): Promise<void>;
+  /** Counts one password-recovery request of this client (request and reset share the budget). */
+  recovery(req: Request, res: Response): Promise<void>;
+}
+
+// The library computes with `expire` (bigint epoch ms) as a number; our pools parse int8 as BigInt.
+const numericInt8 = {
+  getTypeParser: (oid: number, format?: 'text' | 'binary') =>
+    oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format),
+};
+
+/** The address an attempt is counted against: IPv4 as is (also when IPv4-mapped), IPv6 by its /64. */
+export function clientKey(address: string | undefined): string {
+  if (!address) return 'unknown';
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  const bare = address.split('%')[0]!;
+  if (!isIPv6(bare)) return bare;
+  const [head = '', tail] = bare.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right];
+  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
+}
+
+const accountKey = (email: string) => createHash('sha256').update(email.trim().toLowerCase()).digest('base64url');
+
+export function createAttemptLimiter(pool: pg.Pool, limits: AttemptLimits, log: Logger): AttemptLimiter {
+  const store = { query: (q: pg.QueryConfig) => pool.query({ ...q, types: numericInt8 }) };
+  const limiter = (keyPrefix: string, points: number) =>
+    new RateLimiterPostgres({
+      storeClient: store, storeType: 'pool', schemaName: 'auth', tableName: 'attempt_limits', tableCreated: true,
+      keyPrefix, points, duration: limits.windowSeconds,
+    });
+  const signInByPeer = limiter('sign-in:peer', limits.signInPerPeer);
+  const signInByAccount = limiter('sign-in:account', limits.signInPerAccount);
+  const recoveryByPeer = limiter('recovery:peer', limits.recoveryPerPeer);
+
+  async function take(route: string, res: Response, counts: [RateLimiterPostgres, string][]) {
+    const results = await Promise.allSettled(counts.map(([l, key]) => l.consume(key)));
+    let waitMs = 0;
+    for (const r of results) {
+      if (r.status === 'fulfilled') continue;
+      if (!(r.reason instanceof RateLimiterRes)) throw r.reason; // the store failed: no attempt goes unchecked
+      waitMs = Math.max(waitMs, r.reason.msBeforeNext);
+    }
+    if (!results.some((r) => r.status === 'rejected')) return;
+    const retryAfter = Math.max(1, Math.ceil(waitMs / 1000));
+    log.warn({ marker: 'auth.attempts.limited', route, retryAfter }, 'attempt refused: too many attempts');
+    res.set('retry-after', String(retryAfter));
+    throw new ApiError(429, 'too_many_attempts');
+  }
+
   return {
-    retryAfter(address, email, now = Date.now()) {
-      const [byAddress, byAccount] = keys(address, email).map((k) => recent(k, now));
-      const over = (list: number[], limit: number) => (list.length >= limit ? list[list.length - limit]! + options.windowMs - now : 0);
-      const waitMs = Math.max(over(byAddress!, options.perAddress), over(byAccount!, options.perAccount));
-      return waitMs > 0 ? Math.ceil(waitMs / 1000) : 0;
+    signIn(req, res, email) {
+      const peer = clientKey(req.ip);
+      return take('sign-in', res, [[signInByPeer, peer], [signInByAccount, `${peer}:${accountKey(email)}`]]);
     },
-    fail(address, email, now = Date.now()) {
-      for (const k of keys(address, email)) failures.set(k, [...recent(k, now), now]);
-    },
-    succeed(address, email) {
-      failures.delete(keys(address, email)[1]!);
+    recovery(req, res) {
+      return take('recovery', res, [[recoveryByPeer, clientKey(req.ip)]]);
     },
   };
 }

@@ -10,7 +10,7 @@ import { ApiError } from '../http/errors.ts';
 import type { AuthSettings } from './config.ts';
 import type { KeyStore } from './keys.ts';
 import { DECOY_HASH, verifyPassword } from './passwords.ts';
-import { createSignInLimiter } from './rate-limit.ts';
+import type { AttemptLimiter } from './rate-limit.ts';
 
 export const SESSION_COOKIE = 'poker_session';
 export const SESSION_TTL_SECONDS = 12 * 60 * 60;
@@ -46,10 +46,9 @@ export function requireTrustedOrigin(settings: AuthSettings, req: Request) {
 
 export function installSessionRoutes(
   app: Express,
-  deps: { pool: pg.Pool; keys: KeyStore; settings: AuthSettings; log: Logger },
+  deps: { pool: pg.Pool; keys: KeyStore; settings: AuthSettings; log: Logger; limiter: AttemptLimiter },
 ): SessionReader {
-  const { pool, keys, settings, log } = deps;
-  const limiter = createSignInLimiter({ windowMs: 15 * 60 * 1000, perAccount: 5, perAddress: 50 });
+  const { pool, keys, settings, log, limiter } = deps;
   const secure = settings.baseUrl.startsWith('https:') ? '; Secure' : '';
   const cookie = (value: string, maxAge: number) =>
     `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${secure}`;
@@ -65,24 +64,17 @@ export function installSessionRoutes(
 
   app.post('/api/auth/sign-in/email', trustedOrigin(settings), async (req, res) => {
     const body = signInBody.parse(req.body ?? {});
-    const address = req.socket.remoteAddress ?? 'unknown';
-    const wait = limiter.retryAfter(address, body.email);
-    if (wait > 0) {
-      log.warn({ marker: 'auth.sign_in.rate_limited', retryAfter: wait }, 'sign-in rate limited');
-      res.set('retry-after', String(wait));
-      throw new ApiError(429, 'too_many_requests');
-    }
+    // counted before the password is checked, known email or not (the count tells nothing)
+    await limiter.signIn(req, res, body.email);
     const { rows } = await pool.query<{ user_id: string; password_hash: string }>(
       'select user_id, password_hash from auth.admin_credentials($1)', [body.email],
     );
     // an unknown email costs the same scrypt as a wrong password, and answers the same
     const ok = await verifyPassword(body.password, rows[0]?.password_hash ?? DECOY_HASH);
     if (!rows[0] || !ok) {
-      limiter.fail(address, body.email);
       log.warn({ marker: 'auth.sign_in.failed' }, 'sign-in failed');
       throw new ApiError(401, 'invalid_credentials');
     }
-    limiter.succeed(address, body.email);
     const token = randomBytes(32).toString('base64url');
     const { rows: created } = await pool.query<{ expires_at: Date }>(
       'select auth.create_session($1, $2, $3) as expires_at', [rows[0].user_id, hashToken(token), SESSION_TTL_SECONDS],

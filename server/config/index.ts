@@ -1,5 +1,6 @@
 // Configuration: every environment variable the platform reads, validated once at boot.
 // A bad variable is a refusal to boot with one clear line per problem, never a half-configured server.
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 export const ROLES = ['auth', 'game', 'cage', 'chain-bank', 'admin', 'worker'] as const;
@@ -17,6 +18,26 @@ const optionalString = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v === '' ? undefined : v));
+
+const PROXY_PRESETS = new Set(['loopback', 'linklocal', 'uniquelocal']);
+function validTrustProxy(value: string): boolean {
+  if (/^(true|false|\d{1,2})$/.test(value)) return true;
+  return value.split(',').every((item) => {
+    const [address, prefix, ...rest] = item.trim().split('/');
+    if (PROXY_PRESETS.has(address!) && prefix === undefined) return true;
+    const family = isIP(address!);
+    if (!family || rest.length) return false;
+    return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+  });
+}
+
+/** TRUST_PROXY as Express's `trust proxy` setting takes it. */
+function trustProxySetting(value: string | undefined): boolean | number | string[] {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  if (/^\d+$/.test(value)) return Number(value);
+  return value.split(',').map((item) => item.trim());
+}
 
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
@@ -48,6 +69,16 @@ const schema = z.object({
   AUTH_RESET_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(86400).default(3600),
   // where password-reset mail goes: an HTTP mail API that takes { to, subject, text } (unset: none sent)
   AUTH_MAIL_WEBHOOK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  // attempt limits of the auth role, shared by every auth process (docs/decisions.md): admin sign-in
+  // per (client address, account) and per client address, password recovery per client address
+  AUTH_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
+  AUTH_SIGN_IN_LIMIT_PER_ACCOUNT: z.coerce.number().int().min(1).max(10_000).default(10),
+  AUTH_SIGN_IN_LIMIT_PER_PEER: z.coerce.number().int().min(1).max(100_000).default(100),
+  AUTH_RECOVERY_LIMIT_PER_PEER: z.coerce.number().int().min(1).max(100_000).default(20),
+  // Express `trust proxy`: unset = the client is the TCP peer and X-Forwarded-For is ignored
+  TRUST_PROXY: optionalString.pipe(
+    z.string().refine(validTrustProxy, 'true, false, a hop count, or a comma-separated list of IP addresses, CIDR subnets, loopback, linklocal, uniquelocal').optional(),
+  ).transform(trustProxySetting),
   // downstream roles verify access JWTs with the auth role's JWKS
   AUTH_JWKS_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // the game role, for the claim board's condition-met callback (best effort)

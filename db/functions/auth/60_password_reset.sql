@@ -21,6 +21,27 @@ begin
 end;
 $$;
 
+-- Looks a reset token up without using it, so the route refuses an unknown, used or expired token
+-- before it spends a scrypt on the new password (issue 10). auth.reset_password checks again,
+-- atomically: this is the cheap early answer, not the rule.
+create or replace function auth.check_reset_token(p_token_hash bytea) returns void
+  language plpgsql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_expires timestamptz;
+begin
+  select v.expires_at into v_expires from auth_private.verifications v
+   where v.identifier = 'reset:' || encode(p_token_hash, 'hex') and v.requested_by is null;
+  if v_expires is null then
+    perform auth_private.refuse('reset_token_invalid', 'unknown or already used');
+  end if;
+  if v_expires <= now() then
+    perform auth_private.refuse('reset_token_expired');
+  end if;
+end;
+$$;
+
 -- Uses a reset token: sets the new password hash and revokes every session of the user.
 create or replace function auth.reset_password(p_token_hash bytea, p_password_hash text) returns uuid
   language plpgsql volatile security definer
