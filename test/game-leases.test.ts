@@ -229,3 +229,56 @@ test('two game processes: one runs the table, a kill -9 hands it to the other, t
   await second.exit;
   expect(await lease(tableId)).toMatchObject({ holder: null });
 }, 120_000);
+
+test('a starting game process recovers hands left by a dead one before it answers; a clean stop lets its tables go', async () => {
+  const cage = platform.url('cage');
+  const service = { 'x-service-key': TEST_SERVICE_KEY };
+  const first = await startGameChild();
+  gameUrl = first.url;
+  const users = await Promise.all(Array.from({ length: 2 }, () => bridgedUser(db, { secret: AUTH_SECRET, issuer: ISSUER })));
+  for (const u of users) {
+    expect((await call(`${cage}/api/operator/purchase`, { headers: service, body: { userId: u.userId, amount: BUY, externalRef: `pay-${u.userId}`, moneyKind: 'play' } })).status).toBe(200);
+  }
+  const tableId = `restart-${Date.now()}`;
+  expect((await call(`${cage}/api/tables`, { headers: { authorization: `Bearer ${users[0]!.jwt}` }, body: { tableId, gameType: 'poker', settings: POKER_SETTINGS } })).status).toBe(200);
+
+  /** Bots sit (or come back) on `game`, play a hand, then leave the next one waiting on them. */
+  async function playThenHold(game: string, sit: boolean) {
+    const bots = await Promise.all(users.map((u, i) => bot(game, tableId, u.jwt, 300 + i)));
+    for (const [i, b] of bots.entries()) {
+      b.send({ type: 'join', tableId, ref: 'j' });
+      await b.next((m) => m.ref === 'j' && m.type === 'joined');
+      if (sit) {
+        b.send({ type: 'sit', tableId, seatIndex: i, amount: 100, ref: 's' });
+        expect(await b.next((m) => m.ref === 's')).toMatchObject({ type: 'seated' });
+      }
+    }
+    await until('a hand played', () => bots[0]!.results() >= 1);
+    for (const b of bots) b.playing = false;
+    return { bots, hand: await until('a hand in progress', () => currentHand(tableId)) };
+  }
+
+  const { hand: crashed } = await playThenHold(first.url, true);
+  const dead = (await lease(tableId))!;
+  first.proc.kill('SIGKILL');
+  await first.exit;
+
+  // the next process to start recovers the hand before it listens: nothing waits for a join
+  const next = await startGameChild();
+  gameUrl = next.url;
+  expect(await currentHand(tableId)).toBeNull();
+  expect(await lease(tableId)).toMatchObject({ holder: null, epoch: dead.epoch + 1n });
+  expect((await db.owner.query('select status from game.hand_histories where hand_id = $1', [crashed])).rows).toEqual([{ status: 'abandoned' }]);
+  expect(next.output).toContain('interrupted hand recovered at start');
+
+  // play resumes there; a clean stop in the middle of a hand abandons it and releases the table
+  const { bots, hand: stopped } = await playThenHold(next.url, false);
+  for (const b of bots) b.close();
+  next.proc.kill('SIGTERM');
+  await next.exit;
+  expect(await currentHand(tableId)).toBeNull();
+  expect(await lease(tableId)).toMatchObject({ holder: null });
+  expect((await db.owner.query('select status from game.hand_histories where hand_id = $1', [stopped])).rows).toEqual([{ status: 'abandoned' }]);
+  expect((await db.owner.query('select count(*)::int as n from game.game_processes')).rows[0].n).toBe(0);
+  await expectCleanAudit(db.pool('poker_cage', 1));
+}, 120_000);
