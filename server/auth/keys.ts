@@ -5,11 +5,12 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type JWTPayload } from 'jose';
 import type pg from 'pg';
+import { JWT_CLOCK_SKEW_SECONDS } from '../http/jwt.ts';
 
 /** Lifetime of an access JWT (docs/decisions.md). */
 export const ACCESS_TOKEN_TTL_SECONDS = 15 * 60;
 /** Clock skew a verifier may allow, and so how long past a token's lifetime its key stays published. */
-export const CLOCK_SKEW_SECONDS = 60;
+export const CLOCK_SKEW_SECONDS = JWT_CLOCK_SKEW_SECONDS;
 
 const HKDF_SALT = 'poker-platform/auth/signing-keys';
 const HKDF_INFO = 'aes-256-gcm v1';

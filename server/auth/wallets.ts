@@ -4,12 +4,13 @@
 // users, who sign in through the bridge and get no session, this service's own access JWT as the
 // Bearer (verified against our own keys: issuer and audience are this service).
 import type { Express, Request } from 'express';
-import { createLocalJWKSet, jwtVerify } from 'jose';
+import { createLocalJWKSet } from 'jose';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { requireServiceKey } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
+import { verifyAccessJwt } from '../http/jwt.ts';
 import type { AuthSettings } from './config.ts';
 import type { KeyStore } from './keys.ts';
 import { trustedOrigin, type SessionReader } from './sessions.ts';
@@ -37,10 +38,7 @@ export function callerResolver(deps: { keys: KeyStore; settings: AuthSettings; s
     const bearer = /^Bearer (\S+\.\S+\.\S+)$/.exec(req.get('authorization') ?? '')?.[1];
     if (bearer) {
       try {
-        const { payload } = await jwtVerify(bearer, createLocalJWKSet(await keys.jwks()), {
-          issuer: settings.baseUrl, audience: settings.baseUrl, algorithms: ['EdDSA'], requiredClaims: ['exp', 'iat', 'sub'],
-        });
-        if (typeof payload.sub === 'string' && UUID.test(payload.sub)) return payload.sub;
+        return (await verifyAccessJwt(bearer, createLocalJWKSet(await keys.jwks()), settings.baseUrl)).sub;
       } catch {
         // falls through to 401
       }

@@ -1,9 +1,10 @@
 // The downstream verification path for access JWTs (bank deposit, withdraw, table creation, claim
 // board, receipts...): the auth role's JWKS fetched once and cached by jose (refetched only for an
 // unknown kid, rate limited), EdDSA only, issuer and audience = the auth base URL, exp/iat/sub
-// required. Missing token: 401 missing_bearer_token; anything wrong with it: 401 invalid_token.
+// required, iat at most JWT_CLOCK_SKEW_SECONDS in the future (jose checks that only with a
+// maxTokenAge). Missing token: 401 missing_bearer_token; anything wrong with it: 401 invalid_token.
 import type { Request, RequestHandler } from 'express';
-import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { ApiError } from './errors.ts';
 
 export interface AccessClaims extends JWTPayload {
@@ -19,7 +20,24 @@ export interface JwtVerifier {
   require: RequestHandler;
 }
 
+/** How far in the future a token's `iat` may be (clock skew between the auth role and a verifier). */
+export const JWT_CLOCK_SKEW_SECONDS = 60;
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The one check of the platform's own access JWTs (every verifier calls it): EdDSA, iss and aud =
+ * the auth base URL, exp/iat/sub present, sub a user id, iat not beyond the skew in the future.
+ * Throws on anything wrong.
+ */
+export async function verifyAccessJwt(token: string, keys: JWTVerifyGetKey, issuer: string): Promise<AccessClaims> {
+  const { payload } = await jwtVerify(token, keys, {
+    issuer, audience: issuer, algorithms: ['EdDSA'], requiredClaims: ['exp', 'iat', 'sub'],
+  });
+  if (typeof payload.sub !== 'string' || !UUID.test(payload.sub)) throw new Error('sub is not a user id');
+  if (payload.iat! > Math.floor(Date.now() / 1000) + JWT_CLOCK_SKEW_SECONDS) throw new Error('iat is in the future');
+  return payload as AccessClaims;
+}
 
 export function bearerToken(req: Request): string | undefined {
   return /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/.exec(req.get('authorization') ?? '')?.[1];
@@ -29,11 +47,7 @@ export function createJwtVerifier(options: { jwksUrl: string; issuer: string }):
   const jwks = createRemoteJWKSet(new URL(options.jwksUrl), { cooldownDuration: 30_000, cacheMaxAge: 10 * 60_000 });
   const verify = async (token: string): Promise<AccessClaims> => {
     try {
-      const { payload } = await jwtVerify(token, jwks, {
-        issuer: options.issuer, audience: options.issuer, algorithms: ['EdDSA'], requiredClaims: ['exp', 'iat', 'sub'],
-      });
-      if (typeof payload.sub !== 'string' || !UUID.test(payload.sub)) throw new Error('sub is not a user id');
-      return payload as AccessClaims;
+      return await verifyAccessJwt(token, jwks, options.issuer);
     } catch {
       throw new ApiError(401, 'invalid_token');
     }
