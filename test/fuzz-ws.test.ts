@@ -26,7 +26,7 @@ const counts = { messages: 0, frames: 0, errors: new Map<string, number>() };
 beforeAll(async () => {
   process.stdout.write(`fuzz-ws: FUZZ_SEED=${FUZZ_SEED} FUZZ_RUNS=${FUZZ_RUNS}\n`);
   db = await createTestDatabase();
-  m = await startMoneyPlatform(db);
+  m = await startMoneyPlatform(db, { env: { HAND_DELAY_MS: '0' } });
   player = await m.player(2000);
   tableId = await m.table(player.auth);
 });
@@ -110,9 +110,21 @@ async function drained(s: Socket, label: string) {
   }
 }
 
+const CHIP_FIELDS = new Set(['amount', 'chipBalance', 'stack', 'bet', 'currentBet', 'toCall', 'minRaiseTo', 'maxRaiseTo', 'small', 'big', 'ante']);
+
+/** Chip amounts the server sends that are not decimal strings (docs/protocol.md: chips are decimal strings). */
+function numericChips(value: unknown, path: string, out: string[], depth = 0) {
+  if (value === null || typeof value !== 'object' || depth > 8) return;
+  for (const [k, v] of Object.entries(value)) {
+    if (CHIP_FIELDS.has(k) && typeof v === 'number') out.push(`${path}.${k} is the number ${v}`);
+    numericChips(v, `${path}.${k}`, out, depth + 1);
+  }
+}
+
 function breaches(s: Socket, label: string): string[] {
   const out: string[] = [];
   for (const x of s.received) {
+    numericChips(x, `${label}: ${String(x.type)}`, out);
     if (x.type !== 'error') continue;
     counts.errors.set(String(x.code), (counts.errors.get(String(x.code)) ?? 0) + 1);
     if (typeof x.code !== 'string' || x.code === '') out.push(`${label}: an error without a code: ${JSON.stringify(x).slice(0, 200)}`);
@@ -159,6 +171,72 @@ test('hostile messages of every type, and frames that are no message: coded erro
   }
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   process.stdout.write(`fuzz-ws: ${counts.messages} messages and ${counts.frames} other frames in ${seconds} s; error codes ${JSON.stringify(Object.fromEntries(counts.errors))}\n`);
+  expect(found.slice(0, 25)).toEqual([]);
+});
+
+/** The latest game_state at the table that offers this socket a turn. */
+const turnOf = (s: Socket) => s.received.filter((x) => x.type === 'game_state' && x.tableId === tableId).at(-1)?.legal as
+  { actions: string[]; handId: string; seq: number; minRaiseTo: string | null; maxRaiseTo: string | null } | undefined;
+
+test('hands in play: the seated players send hostile actions on their turns and off them', async () => {
+  const started = performance.now();
+  const other = await m.player(2000);
+  const seats: Socket[] = [];
+  for (const [i, p] of [player, other].entries()) {
+    const s = await open(`/tables/${encodeURIComponent(tableId)}`, p.auth);
+    s.ws.send(JSON.stringify({ type: 'sit', tableId, seatIndex: 4 + i, amount: 100, ref: `sit-${i}` }));
+    seats.push(s);
+  }
+  const dealt = Date.now() + 15_000;
+  while (!seats.some(turnOf) && Date.now() < dealt) await new Promise((r) => setTimeout(r, 20));
+  expect(seats.some(turnOf)).toBe(true);
+  const action = (legal: ReturnType<typeof turnOf>) => fc.record({
+    type: fc.constant('action'),
+    tableId: fieldValue([tableId], 12),
+    handId: fieldValue(legal ? [legal.handId] : [], 6),
+    seq: fieldValue(legal ? [legal.seq, legal.seq, legal.seq - 1, legal.seq + 1] : [0], 6),
+    action: fieldValue([...(legal?.actions ?? []), 'raise', 'bet', 'all_in'], 4),
+    amount: fieldValue([legal?.minRaiseTo, legal?.maxRaiseTo, '0x10', '1e3', ' 4', '4.0', '-4', '99999999999999999999'].filter((a) => a != null), 3),
+    ref: fc.nat(),
+  }, { requiredKeys: ['type', 'tableId', 'seq'] });
+  const sent = new Map<number, Record<string, unknown>>();
+  for (let round = 0; round < FUZZ_RUNS; round++) {
+    for (const [i, s] of seats.entries()) {
+      for (const message of fc.sample(action(turnOf(s)), { seed: FUZZ_SEED + round * 2 + i, numRuns: 4 })) {
+        const ref = sent.size;
+        sent.set(ref, message);
+        s.ws.send(JSON.stringify({ ...message, ref }));
+        counts.messages++;
+      }
+      await drained(s, `seat ${i}, round ${round}`);
+    }
+  }
+  // both stand up; whoever is to act folds, so the hand ends and pending stand-ups are made
+  for (const s of seats) s.ws.send(JSON.stringify({ type: 'stand_up', tableId, ref: 'stand' }));
+  const standDeadline = Date.now() + 5_000;
+  while (Date.now() < standDeadline && !seats.every((s) => s.received.some((x) => x.type === 'stood_up' || (x.type === 'error' && x.ref === 'stand')))) {
+    for (const s of seats) {
+      const legal = turnOf(s);
+      if (legal) s.ws.send(JSON.stringify({ type: 'action', tableId, handId: legal.handId, seq: legal.seq, action: legal.actions.includes('check') ? 'check' : 'fold' }));
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const found = seats.flatMap((s, i) => breaches(s, `seat ${i}`));
+  // chips are decimal digit strings or safe integers: an acknowledged bet or raise had one
+  for (const s of seats) {
+    for (const ack of s.received.filter((x) => x.type === 'action_ack' && !x.duplicate)) {
+      const m = sent.get(ack.ref as number);
+      const amount = m?.amount;
+      if (m && (m.action === 'bet' || m.action === 'raise')
+          && !((typeof amount === 'string' && /^[0-9]+$/.test(amount)) || Number.isSafeInteger(amount))) {
+        found.push(`a ${String(m.action)} of ${JSON.stringify(amount)} was acknowledged`);
+      }
+    }
+  }
+  const hands = new Set(seats.flatMap((s) => s.received.filter((x) => x.type === 'hand_result').map((x) => x.handId)));
+  process.stdout.write(`fuzz-ws: seated play, ${FUZZ_RUNS * 8} actions, ${hands.size} hands finished, in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
+  if (process.env.FUZZ_DEBUG) for (const s of seats) process.stdout.write(`${JSON.stringify(s.received.filter((x) => x.type !== 'game_state').map((x) => x.code ?? x.type))}\n${JSON.stringify(s.received.filter((x) => x.type === 'game_state').at(-1))}\n`);
+  for (const s of seats) s.ws.close();
   expect(found.slice(0, 25)).toEqual([]);
 });
 

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 
 export const FUZZ_SEED = Number(process.env.FUZZ_SEED ?? 20261123);
 /** Requests per mounted route (HTTP) and messages per type (websocket); bounded for CI. */
-export const FUZZ_RUNS = Number(process.env.FUZZ_RUNS ?? 24);
+export const FUZZ_RUNS = Number(process.env.FUZZ_RUNS ?? 96);
 
 const LONG = 'x'.repeat(5000);
 
@@ -42,8 +42,9 @@ export const hostileJson: fc.Arbitrary<unknown> = fc.letrec<{ v: unknown }>((tie
 })).v;
 
 /** A body's field: the route's plausible value (to get past the first check) or a hostile one. */
-export function fieldValue(plausible: readonly unknown[]) {
-  return plausible.length ? fc.oneof(fc.constantFrom(...plausible), hostileJson) : hostileJson;
+export function fieldValue(plausible: readonly unknown[], plausibleWeight = 1) {
+  if (!plausible.length) return hostileJson;
+  return fc.oneof({ weight: plausibleWeight, arbitrary: fc.constantFrom(...plausible) }, { weight: 1, arbitrary: hostileJson });
 }
 
 /** A path segment as written on the wire: plausible ids, malformed %-escapes, NUL, huge, unicode. */
