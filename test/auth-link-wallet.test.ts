@@ -1,6 +1,7 @@
 // POST /api/link-wallet in the spec's order, with wallets that sign as a browser wallet would
 // (viem private-key accounts signing EIP-4361 messages).
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import fc from 'fast-check';
 import { createSiweMessage } from 'viem/siwe';
 import { startAuth } from '../server/auth/index.ts';
 import { bridgedUser } from './helpers/auth.ts';
@@ -155,4 +156,47 @@ test('two concurrent links with one nonce: one wins', async () => {
   const body = await linkBody(w, await nonceFor(user.headers, w.address));
   const results = await Promise.all(Array.from({ length: 5 }, () => post('/api/link-wallet', user.headers, body)));
   expect(results.map((r) => r.status).sort()).toEqual([200, 401, 401, 401, 401]);
+});
+
+// Any message the wallet really signed but that is not a well-formed SIWE message for us is a coded
+// 401, never a 500 (issue 10: a URI that is not a URL threw inside the handler).
+const rawSiwe = (f: { domain?: string; address: string; uri: string; chainId?: string; nonce: string; issuedAt?: string; extra?: string }) =>
+  `${f.domain ?? DOMAIN} wants you to sign in with your Ethereum account:\n${f.address}\n\nURI: ${f.uri}\nVersion: 1\n` +
+  `Chain ID: ${f.chainId ?? '1'}\nNonce: ${f.nonce}\nIssued At: ${f.issuedAt ?? new Date().toISOString()}${f.extra ?? ''}`;
+
+test.each([
+  ['a URI that is not a URL', { uri: 'not a url' }],
+  ['a URI with a broken host', { uri: 'http://[::1' }],
+  ['a URI of only a scheme', { uri: 'https:' }],
+  ['an Issued At that is not a date', { uri: `https://${DOMAIN}/`, issuedAt: 'yesterday' }],
+  ['an Expiration Time that is not a date', { uri: `https://${DOMAIN}/`, extra: '\nExpiration Time: 9999-99-99T99:99:99Z' }],
+  ['a Not Before that is not a date', { uri: `https://${DOMAIN}/`, extra: '\nNot Before: soon' }],
+  ['a chain id beyond any integer', { uri: `https://${DOMAIN}/`, chainId: '9'.repeat(400) }],
+])('5: a signed message with %s -> 401 invalid signature, never a 500', async (_name, fields) => {
+  const user = await pokerUser();
+  const w = privateKeyToAccount(generatePrivateKey());
+  const message = rawSiwe({ address: w.address, nonce: await nonceFor(user.headers, w.address), ...fields });
+  const res = await post('/api/link-wallet', user.headers, { message, signature: await w.signMessage({ message }), walletAddress: w.address, chainId: 1 });
+  expect(res.status).toBe(401);
+  expect(await res.json()).toEqual({ error: 'invalid signature' });
+});
+
+test('5: any signed text carrying the issued nonce, however malformed, is a coded 4xx (property, seeded)', async () => {
+  const user = await pokerUser();
+  const w = privateKeyToAccount(generatePrivateKey());
+  const line = fc.string({ maxLength: 60 }).map((s) => s.replace(/[\r\n]/g, ' '));
+  await fc.assert(
+    fc.asyncProperty(
+      fc.record({ domain: fc.option(line, { nil: undefined }), uri: line, chainId: fc.option(fc.stringMatching(/^\d{1,30}$/), { nil: undefined }),
+        issuedAt: fc.option(line, { nil: undefined }), extra: fc.option(line.map((s) => `\n${s}`), { nil: undefined }) }),
+      async (fields) => {
+        const message = rawSiwe({ address: w.address, nonce: await nonceFor(user.headers, w.address), ...fields });
+        const res = await post('/api/link-wallet', user.headers, { message, signature: await w.signMessage({ message }), walletAddress: w.address, chainId: 1 });
+        expect([200, 401]).toContain(res.status);
+        expect(await res.json()).toMatchObject(res.status === 401 ? { error: expect.any(String) } : { ok: true });
+        if (res.status === 200) await fetch(`${role.url}/api/wallets/${w.address}`, { method: 'DELETE', headers: user.headers });
+      },
+    ),
+    { seed: 10, numRuns: 60 },
+  );
 });

@@ -35,6 +35,36 @@ const linkBody = z.object({
   chainId: z.number().int().min(1).max(2 ** 31 - 1),
 });
 
+type SiweFields = ReturnType<typeof parseSiweMessage>;
+
+/** The message's fields, or none when it does not parse (so step 4 refuses it, never a 500). */
+function siweFields(message: string): SiweFields {
+  try {
+    return parseSiweMessage(message);
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Step 5's message checks: for our domain (also the URI's host), this wallet and chain, this nonce,
+ * a real issue time, inside its validity window. Anything malformed (a URI that is not a URL, a
+ * date that is not a date) is simply not for us: false, never a throw.
+ */
+function siweForUs(fields: SiweFields, expected: { domain: string; address: `0x${string}`; chainId: number; nonce: string }): boolean {
+  try {
+    const uri = fields.uri !== undefined && URL.canParse(fields.uri) ? new URL(fields.uri) : undefined;
+    return (
+      fields.chainId === expected.chainId &&
+      uri?.host === expected.domain &&
+      fields.issuedAt instanceof Date && !Number.isNaN(fields.issuedAt.getTime()) &&
+      validateSiweMessage({ message: fields, domain: expected.domain, address: expected.address, nonce: expected.nonce, time: new Date() })
+    );
+  } catch {
+    return false;
+  }
+}
+
 function checksum(address: string): `0x${string}` {
   if (!isAddress(address, { strict: false })) throw new ApiError(400, 'invalid walletAddress');
   return getAddress(address);
@@ -70,13 +100,10 @@ export function installLinkWalletRoutes(
     const { rows: taken } = await pool.query<{ nonce: string }>('select auth.consume_nonce($1, $2) as nonce', [`siwe:${address}:${chainId}`, userId]); // 3
     const nonce = taken[0]!.nonce;
 
-    const fields = parseSiweMessage(message); // 4
+    const fields = siweFields(message); // 4
     if (fields.nonce !== nonce) throw new ApiError(401, 'message does not contain issued nonce');
 
-    const forUs = // 5
-      fields.chainId === chainId &&
-      validateSiweMessage({ message: fields, domain: settings.domain, address, nonce, time: new Date() }) &&
-      (fields.uri === undefined || new URL(fields.uri).host === settings.domain);
+    const forUs = siweForUs(fields, { domain: settings.domain, address, chainId, nonce }); // 5
     const valid = forUs && (await signatures.verify({ address, message, signature: signature as Hex, chainId }));
     if (!valid) {
       log.warn({ marker: 'auth.wallet.signature_failed', userId, address, chainId }, 'wallet link: invalid signature');
