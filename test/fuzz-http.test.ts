@@ -9,7 +9,7 @@ import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { expectCleanAudit } from './helpers/cage.ts';
-import { startMoneyPlatform } from './helpers/money.ts';
+import { ISSUER, startMoneyPlatform } from './helpers/money.ts';
 import {
   closeFuzzAgent, contractBreach, encodeLoose, FUZZ_RUNS, FUZZ_SEED, fieldValue, hostileJson, hostileString, inPool, pathSegment, rawRequest,
 } from './helpers/fuzz.ts';
@@ -166,6 +166,7 @@ function requestsFor(route: Mounted, seed: number) {
     auth: fc.constantFrom(...AUTHS, hint.auth === 'jwt' ? 'jwt' : hint.auth === 'service' ? 'service' : 'none'),
     contentType: fc.constantFrom('application/json', 'application/json; charset=utf-8', 'application/merge-patch+json', 'application/json; charset=latin1'),
     forwardedFor: fc.option(fc.constantFrom('1.2.3.4', 'garbage', '::1, 10.0.0.1'), { nil: undefined }),
+    origin: fc.oneof(fc.constant(ISSUER), fc.constant(undefined), fc.constantFrom('https://evil.example', 'null', '%')),
   });
   return fc.sample(arb, { seed, numRuns: FUZZ_RUNS });
 }
@@ -184,6 +185,7 @@ function toHttp(route: Mounted, s: Sample) {
   if (s.auth === 'garbage_jwt') headers.authorization = 'Bearer a.b.c';
   if (s.auth === 'wrong_service') headers['x-service-key'] = 'x'.repeat(33);
   if (s.forwardedFor) headers['x-forwarded-for'] = s.forwardedFor;
+  if (s.origin) headers.origin = s.origin;
   if (s.method === 'GET' || s.method === 'DELETE') return { method: s.method, path, headers };
   const json = JSON.stringify(s.body) ?? 'null';
   const bodies: Record<(typeof ENCODINGS)[number], () => Buffer> = {
@@ -226,6 +228,40 @@ test('hostile requests on every mounted route: no 500, no uncoded 5xx, every err
   });
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   process.stdout.write(`fuzz-http: ${counts.requests} requests on ${routes.length} routes in ${seconds} s; statuses ${JSON.stringify(Object.fromEntries([...counts.byStatus].sort((a, b) => a[0] - b[0])))}\n`);
+  expect(breaches.slice(0, 25)).toEqual([]);
+});
+
+test('SIWE links after a real nonce, with hostile message fields: coded refusals', async () => {
+  const wallet = '0x00000000000000000000000000000000000000aa';
+  const headers = { ...player.auth, origin: ISSUER, 'content-type': 'application/json' };
+  const field = (plausibleValue: string) => fc.oneof({ weight: 2, arbitrary: fc.constant(plausibleValue) }, { weight: 1, arbitrary: fc.constantFrom(
+    '', 'not a url', 'http://[', 'javascript:alert(1)', 'x'.repeat(3000), '0000-01-01T00:00:00Z', 'not a date', '99999999999999999999', '-1', '\u202e') });
+  const samples = fc.sample(fc.record({
+    domain: field('auth.poker.test'), uri: field('https://auth.poker.test/login'), version: field('1'), chainId: field('1'),
+    issuedAt: field(new Date().toISOString()), expiration: fc.option(field(new Date(Date.now() + 60_000).toISOString()), { nil: undefined }),
+    keepNonce: fc.boolean(), signature: fc.constantFrom(`0x${'ab'.repeat(65)}`, '0x00', `0x${'00'.repeat(65)}`),
+  }), { seed: FUZZ_SEED, numRuns: FUZZ_RUNS });
+  const breaches: string[] = [];
+  let issued = 0;
+  for (const s of samples) {
+    const nonceAnswer = await rawRequest(base.auth, { method: 'POST', path: '/api/auth/siwe/nonce', headers, body: Buffer.from(JSON.stringify({ walletAddress: wallet, chainId: 1 })) });
+    counts.requests++;
+    const nonce = nonceAnswer.status === 200 ? (JSON.parse(nonceAnswer.text) as { nonce: string }).nonce : 'none';
+    if (nonceAnswer.status === 200) issued++;
+    const message = [
+      `${s.domain} wants you to sign in with your Ethereum account:`, wallet, '', 'Link this wallet.', '',
+      `URI: ${s.uri}`, `Version: ${s.version}`, `Chain ID: ${s.chainId}`, `Nonce: ${s.keepNonce ? nonce : 'abcdef0123456789'}`, `Issued At: ${s.issuedAt}`,
+      ...(s.expiration ? [`Expiration Time: ${s.expiration}`] : []),
+    ].join('\n');
+    const answer = await rawRequest(base.auth, {
+      method: 'POST', path: '/api/link-wallet', headers, body: Buffer.from(JSON.stringify({ message, signature: s.signature, walletAddress: wallet, chainId: 1 })),
+    });
+    counts.requests++;
+    const breach = contractBreach(nonceAnswer) ?? contractBreach(answer);
+    if (breach) breaches.push(`${breach} <- ${message.replace(/\n/g, ' | ').slice(0, 300)} -> ${answer.text.slice(0, 200)}`);
+    if (answer.status === 200) breaches.push(`linked with a forged signature: ${message.slice(0, 200)}`);
+  }
+  expect(issued).toBe(samples.length); // every link attempt had a real nonce to consume
   expect(breaches.slice(0, 25)).toEqual([]);
 });
 
