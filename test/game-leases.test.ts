@@ -14,7 +14,7 @@ import { bridgedUser } from './helpers/auth.ts';
 import { expectCleanAudit } from './helpers/cage.ts';
 import { startChaosProxy, type ChaosProxy } from './helpers/chaos-proxy.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { prng, randomAction, type Msg } from './helpers/live.ts';
+import type { Msg } from './helpers/live.ts';
 import { AUTH_SECRET, ISSUER, POKER_SETTINGS, call } from './helpers/money.ts';
 import { startTestPlatform, TEST_SERVICE_KEY, QUIET_CRON, type TestPlatform } from './helpers/platform.ts';
 
@@ -63,15 +63,18 @@ async function startGameChild(): Promise<GameChild> {
   return child;
 }
 
-/** A player that plays whatever it is asked (random legal actions) while `playing`. */
-async function bot(game: string, tableId: string, jwt: string, seed: number) {
-  const rng = prng(seed);
+/**
+ * A player that answers every turn while `playing`. It only checks and calls: nobody busts, so a
+ * table keeps dealing for as long as a test needs.
+ */
+async function bot(game: string, tableId: string, jwt: string) {
   const messages: Msg[] = [];
   const ws = new WebSocket(`${game.replace(/^http/, 'ws')}/ws`, { headers: { authorization: `Bearer ${jwt}` } });
   const b = { playing: true, closed: false };
   const answer = (state: Msg) => {
     if (!b.playing || !state.legal) return;
-    ws.send(JSON.stringify({ type: 'action', tableId, handId: state.legal.handId, seq: state.legal.seq, ...randomAction(rng, state.legal) }));
+    const action = state.legal.actions.includes('check') ? 'check' : 'call';
+    ws.send(JSON.stringify({ type: 'action', tableId, handId: state.legal.handId, seq: state.legal.seq, action }));
   };
   ws.on('message', (data) => {
     const m = JSON.parse(data.toString()) as Msg;
@@ -143,7 +146,7 @@ test('two game processes: one runs the table, a kill -9 hands it to the other, t
   expect((await call(`${cage}/api/tables`, { headers: auth(0), body: { tableId, gameType: 'poker', settings: POKER_SETTINGS } })).status).toBe(200);
 
   // three bots sit and play on the first process
-  const bots = await Promise.all([0, 1, 2].map((i) => bot(first.url, tableId, users[i]!.jwt, 100 + i)));
+  const bots = await Promise.all([0, 1, 2].map((i) => bot(first.url, tableId, users[i]!.jwt)));
   for (const [i, b] of bots.entries()) {
     b.send({ type: 'join', tableId, ref: 'j' });
     await b.next((m) => m.ref === 'j' && m.type === 'joined');
@@ -155,7 +158,7 @@ test('two game processes: one runs the table, a kill -9 hands it to the other, t
   expect(held).toMatchObject({ url: first.url, epoch: expect.any(BigInt) });
 
   // the second process does not run a table the first runs: the client is sent there
-  const elsewhere = await bot(second.url, tableId, users[3]!.jwt, 9);
+  const elsewhere = await bot(second.url, tableId, users[3]!.jwt);
   elsewhere.send({ type: 'join', tableId, ref: 'j' });
   expect(await elsewhere.next((m) => m.ref === 'j')).toEqual({ type: 'error', code: 'table_elsewhere', ref: 'j', tableId, url: first.url });
 
@@ -176,7 +179,7 @@ test('two game processes: one runs the table, a kill -9 hands it to the other, t
 
   // the players come back through the second process, which takes the table for a new tenure
   await until('the bots saw the first process go', () => bots.every((b) => b.closed));
-  const again = await Promise.all([0, 1, 2].map((i) => bot(second.url, tableId, users[i]!.jwt, 200 + i)));
+  const again = await Promise.all([0, 1, 2].map((i) => bot(second.url, tableId, users[i]!.jwt)));
   again[0]!.send({ type: 'join', tableId, ref: 'j' });
   expect(await again[0]!.next((m) => m.ref === 'j')).toMatchObject({ type: 'joined', tableId });
   const takeoverMs = performance.now() - killedAt;
@@ -244,7 +247,7 @@ test('a starting game process recovers hands left by a dead one before it answer
 
   /** Bots sit (or come back) on `game`, play a hand, then leave the next one waiting on them. */
   async function playThenHold(game: string, sit: boolean) {
-    const bots = await Promise.all(users.map((u, i) => bot(game, tableId, u.jwt, 300 + i)));
+    const bots = await Promise.all(users.map((u) => bot(game, tableId, u.jwt)));
     for (const [i, b] of bots.entries()) {
       b.send({ type: 'join', tableId, ref: 'j' });
       await b.next((m) => m.ref === 'j' && m.type === 'joined');
@@ -280,5 +283,55 @@ test('a starting game process recovers hands left by a dead one before it answer
   expect(await lease(tableId)).toMatchObject({ holder: null });
   expect((await db.owner.query('select status from game.hand_histories where hand_id = $1', [stopped])).rows).toEqual([{ status: 'abandoned' }]);
   expect((await db.owner.query('select count(*)::int as n from game.game_processes')).rows[0].n).toBe(0);
+  await expectCleanAudit(db.pool('poker_cage', 1));
+}, 120_000);
+
+test('a room whose tenure ended stops (table_closed lease_lost); a lost presence connection comes back under the same id', async () => {
+  const cage = platform.url('cage');
+  const service = { 'x-service-key': TEST_SERVICE_KEY };
+  const child = await startGameChild();
+  gameUrl = child.url;
+  const users = await Promise.all(Array.from({ length: 2 }, () => bridgedUser(db, { secret: AUTH_SECRET, issuer: ISSUER })));
+  for (const u of users) {
+    expect((await call(`${cage}/api/operator/purchase`, { headers: service, body: { userId: u.userId, amount: BUY, externalRef: `pay-${u.userId}`, moneyKind: 'play' } })).status).toBe(200);
+  }
+  const tableId = `fenced-${Date.now()}`;
+  expect((await call(`${cage}/api/tables`, { headers: { authorization: `Bearer ${users[0]!.jwt}` }, body: { tableId, gameType: 'poker', settings: POKER_SETTINGS } })).status).toBe(200);
+  const bots = await Promise.all(users.map((u) => bot(child.url, tableId, u.jwt)));
+  for (const [i, b] of bots.entries()) {
+    b.send({ type: 'join', tableId, ref: 'j' });
+    await b.next((m) => m.ref === 'j' && m.type === 'joined');
+    b.send({ type: 'sit', tableId, seatIndex: i, amount: 100, ref: 's' });
+    expect(await b.next((m) => m.ref === 's')).toMatchObject({ type: 'seated' });
+  }
+  await until('a hand played', () => bots[0]!.results() >= 1);
+
+  // the presence connection drops (a network blip): the process registers again under its id and
+  // keeps its table, since nobody took it meanwhile
+  const { rows: [before] } = await db.owner.query('select id from game.game_processes where url = $1', [child.url]);
+  await db.owner.query("select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'game-presence' and datname = current_database()");
+  await until('the presence back', async () => (await db.owner.query(
+    "select count(*)::int as n from pg_stat_activity where application_name = 'game-presence' and datname = current_database()")).rows[0].n === 1);
+  expect((await db.owner.query('select id from game.game_processes where url = $1', [child.url])).rows).toEqual([before]);
+  const played = bots[0]!.results();
+  await until('play going on', () => bots[0]!.results() >= played + 1);
+
+  // another tenure begins behind the room's back (as a takeover would): its next hand boundary is
+  // refused, and the room stops instead of dealing on
+  const from = bots.map((b) => b.messages.length);
+  await db.owner.query('update game.table_leases set epoch = epoch + 1 where table_id = $1', [tableId]);
+  for (const [i, b] of bots.entries()) {
+    expect(await b.next((m) => m.type === 'table_closed', from[i])).toEqual({ type: 'table_closed', tableId, reason: 'lease_lost' });
+  }
+  // joining again takes the table for a new tenure, and play goes on
+  for (const b of bots) {
+    b.send({ type: 'join', tableId, ref: 'again' });
+    await b.next((m) => m.ref === 'again' && m.type === 'joined');
+  }
+  const resumed = bots[0]!.results();
+  await until('play going on again', () => bots[0]!.results() >= resumed + 1);
+  for (const b of bots) b.close();
+  child.proc.kill('SIGTERM');
+  await child.exit;
   await expectCleanAudit(db.pool('poker_cage', 1));
 }, 120_000);
