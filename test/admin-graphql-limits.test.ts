@@ -34,6 +34,7 @@ async function graphql(base: string, body: unknown, key?: string) {
 const aliases = (n: number) => `{ ${Array.from({ length: n }, (_, i) => `a${i}: allCageAccounts { totalCount }`).join(' ')} }`;
 
 test('1,500 aliases are refused before planning, with the key or without', async () => {
+  await graphql(dev!.url('admin'), { query: '{ __typename }' }, TEST_SERVICE_KEY); // the schema is built
   for (const key of [undefined, TEST_SERVICE_KEY]) {
     const started = performance.now();
     const res = await graphql(dev!.url('admin'), { query: aliases(1500) }, key);
@@ -45,7 +46,9 @@ test('1,500 aliases are refused before planning, with the key or without', async
   const overAliases = await graphql(dev!.url('admin'), { query: aliases(21) }, TEST_SERVICE_KEY);
   expect({ status: overAliases.status, error: overAliases.body.error, message: overAliases.body.errors?.[0]?.message })
     .toEqual({ status: 400, error: 'query_too_complex', message: 'query refused: more than 20 aliases' });
+  const started = performance.now();
   expect((await graphql(dev!.url('admin'), { query: aliases(20) }, TEST_SERVICE_KEY)).status).toBe(200);
+  process.stdout.write(`admin GraphQL, 20 aliases (the most allowed): 200 in ${Math.round(performance.now() - started)} ms\n`);
 });
 
 test('depth and selections are bounded, fragments included', async () => {

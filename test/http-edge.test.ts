@@ -5,6 +5,7 @@ import { gzipSync } from 'node:zlib';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { call, startMoneyPlatform } from './helpers/money.ts';
 import { expectCleanAudit } from './helpers/cage.ts';
+import { toErrorBody } from '../server/http/errors.ts';
 
 let db: TestDatabase;
 let m: Awaited<ReturnType<typeof startMoneyPlatform>>;
@@ -165,6 +166,29 @@ describe('values Postgres cannot hold, and values of the wrong type', () => {
       });
       expectCoded4xx(r, 400);
     }
+  });
+});
+
+describe('the one mapping: client-caused states and library 4xx errors stay coded 4xx', () => {
+  const uriError = Object.assign(new URIError("Failed to decode param '%'"), { status: 400, statusCode: 400 });
+  const zlibError = Object.assign(new Error('incorrect header check'), { code: 'Z_DATA_ERROR', status: 400, statusCode: 400 });
+  const deep = Object.assign(new Error('JSON nested too deep'), { type: 'json.too_deep', status: 403 });
+  const unsupported = Object.assign(new Error('unsupported content encoding "zip"'), { type: 'encoding.unsupported', status: 415 });
+  test.each([
+    [{ code: '22021', message: 'invalid byte sequence for encoding "UTF8": 0x00' }, 400, 'invalid_characters'],
+    [{ code: '22P05', message: 'unsupported Unicode escape sequence' }, 400, 'invalid_characters'],
+    [{ code: '22007', message: 'invalid input syntax for type timestamp' }, 400, 'invalid_datetime'],
+    [{ code: '22008', message: 'date/time field value out of range' }, 400, 'invalid_datetime'],
+    [{ code: '22032', message: 'invalid input syntax for type json' }, 400, 'malformed_json'],
+    [{ code: 'GMTLR', message: 'table_limit_reached' }, 429, 'table_limit_reached'],
+    [uriError, 400, 'malformed_path'],
+    [zlibError, 400, 'malformed_body'],
+    [deep, 400, 'json_too_deep'],
+    [unsupported, 415, 'unsupported_content_encoding'],
+    [Object.assign(new Error('teapot'), { status: 418 }), 418, 'bad_request'],
+    [Object.assign(new Error('a library fault'), { status: 500 }), 500, 'internal_error'],
+  ])('%o -> %i %s', (err, status, error) => {
+    expect(toErrorBody(err)).toEqual({ status, body: { error } });
   });
 });
 
