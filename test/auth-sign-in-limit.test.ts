@@ -4,6 +4,7 @@
 // which proxy's X-Forwarded-For to believe.
 import { startAuth } from '../server/auth/index.ts';
 import { hashPassword } from '../server/auth/passwords.ts';
+import { clientKey } from '../server/auth/rate-limit.ts';
 import { loadConfig } from '../server/config/index.ts';
 import type { StartedRole } from '../server/roles/types.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
@@ -110,4 +111,22 @@ describe('behind a trusted proxy (TRUST_PROXY)', () => {
     }
     expect((await signIn(role, 'direct@example.com', 'direct-password', { 'x-forwarded-for': '192.0.2.200' })).status).toBe(429);
   });
+});
+
+test('an IPv6 client counts by its /64, an IPv4-mapped one as IPv4, a forwarded non-address by a bounded hash', () => {
+  expect(clientKey('2001:db8:1:2:3:4:5:6')).toBe('2001:db8:1:2::/64');
+  expect(clientKey('2001:db8:1:2::9')).toBe('2001:db8:1:2::/64');
+  expect(clientKey('2001:0db8:0001:0002:ffff::1%eth0')).toBe('2001:db8:1:2::/64');
+  expect(clientKey('::1')).toBe('0:0:0:0::/64');
+  expect(clientKey('::ffff:10.0.0.1')).toBe('10.0.0.1');
+  expect(clientKey('203.0.113.5')).toBe('203.0.113.5');
+  expect(clientKey(undefined)).toBe('unknown');
+  expect(clientKey('x'.repeat(5000))).toMatch(/^other:[\w-]{43}$/);
+});
+
+test('behind a trusted proxy, a forwarded value that is no address is still counted, not a failure', async () => {
+  const role = await auth({ TRUST_PROXY: 'loopback', AUTH_SIGN_IN_LIMIT_PER_ACCOUNT: '1' });
+  const odd = { 'x-forwarded-for': `${'z'.repeat(2000)}` };
+  expect((await signIn(role, 'nobody@example.com', 'pw', odd)).status).toBe(401);
+  expect((await signIn(role, 'nobody@example.com', 'pw', odd)).status).toBe(429);
 });

@@ -7,7 +7,7 @@
 // The client address is Express's `req.ip`: the TCP peer unless TRUST_PROXY names the proxies
 // whose X-Forwarded-For is believed. An IPv6 client counts by its /64, the block one host holds.
 import { createHash } from 'node:crypto';
-import { isIPv6 } from 'node:net';
+import { isIP, isIPv6 } from 'node:net';
 import type { Request, Response } from 'express';
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -34,12 +34,16 @@ const numericInt8 = {
     oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format),
 };
 
-/** The address an attempt is counted against: IPv4 as is (also when IPv4-mapped), IPv6 by its /64. */
+/**
+ * The address an attempt is counted against: IPv4 as is (also when IPv4-mapped), IPv6 by its /64,
+ * anything else a trusted proxy forwarded by its hash (the store's key is at most 255 characters).
+ */
 export function clientKey(address: string | undefined): string {
   if (!address) return 'unknown';
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   if (mapped) return mapped[1]!;
   const bare = address.split('%')[0]!;
+  if (!isIP(bare)) return `other:${createHash('sha256').update(address).digest('base64url')}`;
   if (!isIPv6(bare)) return bare;
   const [head = '', tail] = bare.split('::');
   const left = head ? head.split(':') : [];

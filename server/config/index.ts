@@ -27,7 +27,8 @@ function validTrustProxy(value: string): boolean {
     if (PROXY_PRESETS.has(address!) && prefix === undefined) return true;
     const family = isIP(address!);
     if (!family || rest.length) return false;
-    return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+    // proxy-addr (Express) refuses a /0
+    return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) >= 1 && Number(prefix) <= (family === 4 ? 32 : 128));
   });
 }
 
