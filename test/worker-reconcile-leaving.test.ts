@@ -86,3 +86,18 @@ test('a stand-up retried by the player while the reconciler runs is settled once
   expect(rows[0].n).toBe(1);
   await expectCleanAudit(cagePool);
 });
+
+test('a frozen table keeps its stood-up seats until it is thawed', async () => {
+  const { p } = await lostStandUp(80);
+  const tableId = (await db.owner.query('select table_id from game.table_players where user_id = $1', [p.userId])).rows[0].table_id;
+  await db.owner.query("update game.tables set status = 'frozen' where table_id = $1", [tableId]);
+  expect((await reconcileCash(workerPool, healthy, { graceSeconds: 0 })).standUps).toEqual({ settled: 0, failed: 0 });
+  expect(await seat(p.userId)).toMatchObject({ status: 'leaving', chip_balance: 80n });
+  await expectCleanAudit(cagePool);
+
+  await db.owner.query("update game.tables set status = 'active' where table_id = $1", [tableId]);
+  expect((await reconcileCash(workerPool, healthy, { graceSeconds: 0 })).standUps).toEqual({ settled: 1, failed: 0 });
+  expect(await seat(p.userId)).toMatchObject({ status: 'closed' });
+  expect(await m.balance(p.auth)).toBe(500);
+  await expectCleanAudit(cagePool);
+});
