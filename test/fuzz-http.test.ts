@@ -144,7 +144,7 @@ function plausible(field: string): unknown[] {
 }
 
 const ENCODINGS = ['json', 'json', 'json', 'json', 'malformed', 'deep', 'gzip_lie', 'gzip', 'text', 'empty', 'huge', 'scalar'] as const;
-const AUTHS = ['none', 'jwt', 'jwt', 'service', 'service', 'both', 'garbage_jwt', 'wrong_service'] as const;
+const AUTHS = ['none', 'jwt', 'jwt', 'service', 'service', 'both', 'garbage_jwt', 'wrong_service', 'huge_header'] as const;
 
 function requestsFor(route: Mounted, seed: number) {
   const hint = ROUTES[route.key]!;
@@ -184,6 +184,7 @@ function toHttp(route: Mounted, s: Sample) {
   if (s.auth === 'service' || s.auth === 'both') headers['x-service-key'] = m.service['x-service-key'];
   if (s.auth === 'garbage_jwt') headers.authorization = 'Bearer a.b.c';
   if (s.auth === 'wrong_service') headers['x-service-key'] = 'x'.repeat(33);
+  if (s.auth === 'huge_header') headers.authorization = `Bearer ${'x'.repeat(20_000)}`;
   if (s.forwardedFor) headers['x-forwarded-for'] = s.forwardedFor;
   if (s.origin) headers.origin = s.origin;
   if (s.method === 'GET' || s.method === 'DELETE') return { method: s.method, path, headers };

@@ -1,6 +1,8 @@
 // The HTTP edge every role shares, against the real running roles: a caller's mistake (a NUL byte, a
 // malformed %-escape, a body that is not what its Content-Encoding says, JSON nested thousands deep,
 // a date Postgres cannot hold, a value of the wrong type) is a coded 4xx JSON answer, never a 500.
+import { STATUS_CODES } from 'node:http';
+import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { call, startMoneyPlatform } from './helpers/money.ts';
@@ -165,6 +167,28 @@ describe('values Postgres cannot hold, and values of the wrong type', () => {
         method, headers: m.service, body: { environment, key: 'edge_key', kind: 'daily', amount: 1, conditionKey: 'x' },
       });
       expectCoded4xx(r, 400);
+    }
+  });
+});
+
+describe('a request Node cannot parse is answered in JSON too', () => {
+  const rawExchange = (base: string, bytes: string) => new Promise<string>((resolve, reject) => {
+    const { hostname, port } = new URL(base);
+    const socket = connect(Number(port), hostname, () => socket.end(bytes));
+    let text = '';
+    socket.on('data', (d) => (text += d));
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+  });
+  test.each([
+    ['a NUL in a header value', 'GET /health HTTP/1.1\r\nHost: x\r\nX-Service-Key: a\u0000b\r\n\r\n', 400, 'malformed_request'],
+    ['a request line that is not HTTP', 'HELLO\r\n\r\n', 400, 'malformed_request'],
+    ['headers over the limit', `GET /health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'x'.repeat(20_000)}\r\n\r\n`, 431, 'headers_too_large'],
+  ])('%s', async (_what, bytes, status, error) => {
+    for (const role of ['auth', 'game', 'cage', 'admin'] as const) {
+      const text = await rawExchange(url[role], bytes);
+      const [head, body] = text.split('\r\n\r\n');
+      expect({ role, line: head!.split('\r\n')[0], body: JSON.parse(body!) }).toEqual({ role, line: `HTTP/1.1 ${status} ${STATUS_CODES[status]}`, body: { error } });
     }
   });
 });

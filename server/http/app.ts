@@ -1,7 +1,8 @@
 // The common shape of every HTTP role: JSON in with a size limit, /health, the role's routes, then
 // 404 and the one error mapping. Roles add their routes through `routes`.
 import express, { type Express } from 'express';
-import { METHODS, type Server } from 'node:http';
+import { METHODS, STATUS_CODES, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -71,6 +72,20 @@ export interface Listening {
   close(): Promise<void>;
 }
 
+/**
+ * A request Node's parser refuses (a NUL in a header, a request line that is not HTTP, headers over
+ * the limit) never reaches Express: it gets the same coded JSON answer as everything else, not
+ * Node's bare 400.
+ */
+function answerUnparsable(err: NodeJS.ErrnoException, socket: Duplex) {
+  if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+  const [status, code] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'headers_too_large']
+    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'request_timeout'] : [400, 'malformed_request'];
+  const body = JSON.stringify({ error: code });
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n`
+    + `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+}
+
 /** Listens on host:port (0 = an ephemeral port) and resolves with the URL actually bound. */
 export async function listen(app: Express, host: string, port: number): Promise<Listening> {
   const server = await new Promise<Server>((resolve, reject) => {
@@ -78,6 +93,7 @@ export async function listen(app: Express, host: string, port: number): Promise<
     s.once('listening', () => resolve(s));
     s.once('error', reject);
   });
+  server.on('clientError', answerUnparsable);
   const address = server.address() as AddressInfo;
   const shownHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
   return {
