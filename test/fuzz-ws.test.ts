@@ -163,6 +163,14 @@ test('hostile messages of every type, and frames that are no message: coded erro
       s.ws.send(frame);
       counts.frames++;
     }
+    // every field of every type nested 2,000 deep (under the frame bound)
+    const deep = JSON.parse(`${'['.repeat(2000)}${']'.repeat(2000)}`) as unknown;
+    for (const type of types) {
+      for (const field of Object.keys(fields[type]!)) {
+        s.ws.send(JSON.stringify({ type, tableId, [field]: deep }));
+        counts.frames++;
+      }
+    }
     s.ws.send(Buffer.from([0, 1, 2, 255]), { binary: true });
     counts.frames++;
     await drained(s, `${label}/garbage`);
