@@ -54,13 +54,17 @@ export function clientKey(address: string | undefined): string {
 
 const accountKey = (email: string) => createHash('sha256').update(email.trim().toLowerCase()).digest('base64url');
 
-export function createAttemptLimiter(pool: pg.Pool, limits: AttemptLimits, log: Logger): AttemptLimiter {
+/** One counter over auth.attempt_limits: `points` attempts per key per window. */
+export function attemptCounter(pool: pg.Pool, keyPrefix: string, points: number, windowSeconds: number): RateLimiterPostgres {
   const store = { query: (q: pg.QueryConfig) => pool.query({ ...q, types: numericInt8 }) };
-  const limiter = (keyPrefix: string, points: number) =>
-    new RateLimiterPostgres({
-      storeClient: store, storeType: 'pool', schemaName: 'auth', tableName: 'attempt_limits', tableCreated: true,
-      keyPrefix, points, duration: limits.windowSeconds,
-    });
+  return new RateLimiterPostgres({
+    storeClient: store, storeType: 'pool', schemaName: 'auth', tableName: 'attempt_limits', tableCreated: true,
+    keyPrefix, points, duration: windowSeconds,
+  });
+}
+
+export function createAttemptLimiter(pool: pg.Pool, limits: AttemptLimits, log: Logger): AttemptLimiter {
+  const limiter = (keyPrefix: string, points: number) => attemptCounter(pool, keyPrefix, points, limits.windowSeconds);
   const signInByPeer = limiter('sign-in:peer', limits.signInPerPeer);
   const signInByAccount = limiter('sign-in:account', limits.signInPerAccount);
   const recoveryByPeer = limiter('recovery:peer', limits.recoveryPerPeer);
