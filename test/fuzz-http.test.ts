@@ -152,7 +152,7 @@ function requestsFor(route: Mounted, seed: number) {
   const methods = route.method === 'ALL' ? ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] : [route.method];
   const fields = [...(hint.fields ?? []), ...(hint.query ?? [])];
   const body = fc.oneof(
-    fc.record(Object.fromEntries(fields.map((f) => [f, fieldValue(plausible(f))])), { requiredKeys: [] }),
+    fc.record(Object.fromEntries(fields.map((f) => [f, fieldValue(plausible(f), 3)])), { requiredKeys: [] }),
     hostileJson,
   );
   const query = fc.dictionary(fc.constantFrom(...(hint.query ?? []), 'x', 'limit', 'environment'), fc.oneof(hostileString, fc.constantFrom(...(hint.query ?? []).flatMap(plausible).map(String), '1')), { maxKeys: 3 });
