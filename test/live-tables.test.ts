@@ -171,7 +171,9 @@ test('a hand left by a stopped process is abandoned when the room loads: the sta
   await a.ws.next((x) => x.type === 'joined' && x.tableId === tableId);
   const { rows } = await db.owner.query("select status from game.hand_histories where hand_id = 'crashed-hand'");
   expect(rows).toEqual([{ status: 'abandoned' }]);
-  // play resumes from the stored stacks: a new hand is dealt to the two seats
+  // play resumes from the stored stacks once both players watch (a room deals only to connected players)
+  b.ws.send({ type: 'join', tableId });
+  await b.ws.next((x) => x.type === 'joined' && x.tableId === tableId);
   const s = await a.ws.next((x) => x.type === 'game_state' && x.tableId === tableId && x.handId !== null && x.handId !== 'crashed-hand');
   expect(s.seats.map((x: any) => x.stack).reduce((t: bigint, v: string) => t + BigInt(v), 0n) + BigInt(s.pots.reduce((t: bigint, p: any) => t + BigInt(p.amount), 0n)) + s.seats.reduce((t: bigint, x: any) => t + BigInt(x.bet), 0n)).toBe(200n);
   for (const p of [a, b]) {

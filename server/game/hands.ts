@@ -36,6 +36,10 @@ export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Log
         .catch(fenced(tableId));
       return rows[0]?.hand ?? null;
     },
+    /** Releases the table from a hand begun but never dealt: nothing is recorded (no card was dealt). */
+    async release(tableId: string, handId: string): Promise<void> {
+      await pool.query('select game.release_hand($1, $2, $3)', [tableId, handId, epoch(tableId)]).catch(fenced(tableId));
+    },
     async finish(tableId: string, handId: string, stacks: Record<string, bigint>, rake: bigint): Promise<HandEnd> {
       const { rows } = await pool.query<{ player_id: bigint; user_id: string }>(
         'select player_id, user_id from game.finish_hand($1, $2, $3::jsonb, $4, $5)',

@@ -114,13 +114,15 @@ export function liveClient(m: Money, db: TestDatabase) {
     return request(p.ws, { type: 'sit', tableId, seatIndex, amount });
   }
 
-  /** Funds seats over HTTP (the cage's deposit) before any room is loaded, then everyone joins: all are dealt into the first hand. */
+  /** Funds seats over HTTP (the cage's deposit) before any room is loaded, then everyone joins at once: all are dealt into the first hand. */
   async function seatBeforeRoom(players: LivePlayer[], tableId: string, amounts: number[]) {
     for (const [i, p] of players.entries()) {
       const r = await m.deposit(p.auth, { tableId, seatIndex: i, amount: amounts[i] });
       if (r.status !== 200) throw new Error(`deposit refused: ${r.status} ${JSON.stringify(r.body)}`);
     }
-    for (const p of players) await join(p, tableId);
+    // all at once: a room deals only to connected players, so a sequential join could see the first
+    // hand dealt before the last player joined
+    await Promise.all(players.map((p) => join(p, tableId)));
   }
 
   /** The next state asking `p` to act that was not answered yet (`answered` holds `handId:seq`). */

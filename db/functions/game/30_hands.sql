@@ -19,7 +19,8 @@ begin
   if v_table.current_hand_id is not null then
     perform game_private.refuse('hand_in_progress', format('hand %s', v_table.current_hand_id));
   end if;
-  update game.tables t set current_hand_id = p_hand_id where t.table_id = p_table_id returning t.* into v_table;
+  update game.tables t set current_hand_id = p_hand_id, current_hand_started_at = now()
+   where t.table_id = p_table_id returning t.* into v_table;
   return v_table;
 end;
 $$;
@@ -76,7 +77,7 @@ begin
     perform game_private.extend_chain(r.player_id, 'hand', r.delta, p_hand_id);
   end loop;
 
-  update game.tables t set current_hand_id = null, unreconciled_rake = t.unreconciled_rake + p_rake
+  update game.tables t set current_hand_id = null, current_hand_started_at = null, unreconciled_rake = t.unreconciled_rake + p_rake
    where t.table_id = p_table_id;
   -- the house row of this hand's rake, claimed later by a rake reconciliation (cage.reconcile_rake)
   if p_rake > 0 then
@@ -118,10 +119,12 @@ as $$
 $$;
 
 -- The hand's history and result, stored at its end (same transaction as finish_hand when the
--- caller wraps them; a replay of the same hand id changes nothing).
+-- caller wraps them; a replay of the same hand id changes nothing). p_started_at: when the dealer
+-- dealt it (the row is written at its end, so now() is the end), never after the end.
+drop function if exists game.record_hand(text, text, bigint, text, jsonb, jsonb, uuid[]);
 create or replace function game.record_hand(
   p_table_id text, p_hand_id text, p_hand_number bigint, p_status text, p_history jsonb, p_result jsonb,
-  p_agents uuid[] default '{}'
+  p_agents uuid[] default '{}', p_started_at timestamptz default null
 ) returns game.hand_histories
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -133,13 +136,13 @@ begin
      or p_history is null or jsonb_typeof(p_history) <> 'array' then
     perform game_private.refuse('invalid_hand', 'hand id, status finished|abandoned, history array');
   end if;
-  insert into game.hand_histories as h (hand_id, table_id, hand_number, status, history, result, agents, players, ended_at)
+  insert into game.hand_histories as h (hand_id, table_id, hand_number, status, history, result, agents, players, started_at, ended_at)
   values (p_hand_id, p_table_id, coalesce(p_hand_number, 0), p_status, p_history, p_result,
           coalesce((select array_agg(distinct a order by a) from unnest(p_agents) a where a is not null), '{}'),
           -- the owners of the positions the hand dealt in
           coalesce((select array_agg(distinct d.user_id order by d.user_id)
                       from game_private.hand_positions(p_table_id, p_history) d), '{}'),
-          now())
+          least(coalesce(p_started_at, now()), now()), now())
   on conflict (hand_id) do nothing
   returning h.* into v_row;
   if v_row.hand_id is null then
@@ -165,10 +168,29 @@ begin
   if v_table.current_hand_id is null then
     return null;
   end if;
-  insert into game.hand_histories (hand_id, table_id, hand_number, status, ended_at)
-  values (v_table.current_hand_id, p_table_id, 0, 'abandoned', now())
+  insert into game.hand_histories (hand_id, table_id, hand_number, status, started_at, ended_at)
+  values (v_table.current_hand_id, p_table_id, 0, 'abandoned', coalesce(v_table.current_hand_started_at, now()), now())
   on conflict (hand_id) do update set status = 'abandoned', ended_at = now();
-  update game.tables t set current_hand_id = null where t.table_id = p_table_id;
+  update game.tables t set current_hand_id = null, current_hand_started_at = null where t.table_id = p_table_id;
   return v_table.current_hand_id;
+end;
+$$;
+
+-- A hand begun but never dealt (the seats read under the table's lock left fewer than two players
+-- to deal to): the table is released and nothing is recorded, as no card was dealt and no chip moved.
+create or replace function game.release_hand(p_table_id text, p_hand_id text, p_epoch bigint default null) returns boolean
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+begin
+  v_table := game_private.lock_table(p_table_id);
+  perform game_private.check_lease(p_table_id, p_epoch);
+  if p_hand_id is null or v_table.current_hand_id is distinct from p_hand_id then
+    return false;
+  end if;
+  update game.tables t set current_hand_id = null, current_hand_started_at = null where t.table_id = p_table_id;
+  return true;
 end;
 $$;

@@ -10,7 +10,10 @@ import { applyAction, isRefusal, startHand, timeout, type Action, type HandState
 import { randomDeck, shuffledDeck } from '../poker/deck.ts';
 import { comeBack, nextHand, sitOut, type Positions, type TableSeat } from '../poker/table.ts';
 import type { createHands } from '../hands.ts';
-import { handResult, stateWriter, historyJson, toJson, type SeatView } from './wire.ts';
+import { chipAmount, handResult, stateWriter, stoodUp, historyJson, toJson, type SeatView } from './wire.ts';
+
+/** The longest turn a table may give (one hour): creation refuses more, and stored rows above it are clamped when a room loads. */
+export const MAX_TURN_TIME_SEC = 3600;
 
 export interface Watcher {
   id: number;
@@ -76,6 +79,31 @@ interface PendingSit {
 
 const big = (v: unknown, fallback = 0n) => (typeof v === 'number' && Number.isInteger(v) ? BigInt(v) : fallback);
 
+/** A stored turn time as the timer may use it: past one hour (older rows) it is clamped, so setTimeout never overflows. */
+export function turnTimeSec(stored: unknown): number {
+  if (typeof stored !== 'number' || !Number.isFinite(stored) || stored <= 0) return 30;
+  return Math.min(stored, MAX_TURN_TIME_SEC);
+}
+
+/** The same action (type and amount): what a resend under an applied seq must be to count as a duplicate. */
+const actionKey = (a: Action) => `${a.type}:${a.amount ?? ''}`;
+
+/** The watchers of a room: a join or leave tells the room (it may now deal, or deal to fewer). */
+class Watchers extends Set<Watcher> {
+  private readonly changed: () => void;
+  constructor(changed: () => void) {
+    super();
+    this.changed = changed;
+  }
+
+  override add(w: Watcher): this {
+    const had = this.has(w);
+    super.add(w);
+    if (!had) this.changed();
+    return this;
+  }
+}
+
 export class Room {
   readonly tableId: string;
   record: TableRecord;
@@ -89,10 +117,11 @@ export class Room {
   private nextDeal: NodeJS.Timeout | null = null;
   private busy: Promise<void> = Promise.resolve();
   private closed = false;
-  readonly watchers = new Set<Watcher>();
-  /** Actions applied in this hand and the last one (`handId:seat:seq`): a resent one is acknowledged, not applied. */
-  private applied = new Set<string>();
-  private previousApplied = new Set<string>();
+  /** The connections at the table (added and removed by the websocket server). */
+  readonly watchers: Set<Watcher> = new Watchers(() => this.watchersChanged());
+  /** Actions applied in this hand and the last one (`handId:seat:seq` → the action): the same one resent is acknowledged, not applied. */
+  private applied = new Map<string, string>();
+  private previousApplied = new Map<string, string>();
   private pendingSits: PendingSit[] = [];
 
   private readonly deps: RoomDeps;
@@ -101,6 +130,11 @@ export class Room {
     this.deps = deps;
     this.tableId = record.table_id;
     this.record = record;
+    const stored = record.settings.turnTimeSec;
+    if (typeof stored === 'number' && stored > MAX_TURN_TIME_SEC) {
+      deps.log.warn({ tableId: record.table_id, turnTimeSec: stored }, `stored turnTimeSec above ${MAX_TURN_TIME_SEC}: clamped`);
+      this.record = { ...record, settings: { ...record.settings, turnTimeSec: MAX_TURN_TIME_SEC } };
+    }
   }
 
 
@@ -108,7 +142,7 @@ export class Room {
     const s = this.record.settings;
     return {
       smallBlind: big(s.smallBlind), bigBlind: big(s.bigBlind, 2n), ante: big(s.ante),
-      turnTimeSec: typeof s.turnTimeSec === 'number' ? s.turnTimeSec : 30,
+      turnTimeSec: turnTimeSec(s.turnTimeSec),
       turnTimerEnabled: s.turnTimerEnabled !== false,
       rake: {
         percent: typeof s.rakePercent === 'number' ? s.rakePercent : 0,
@@ -219,9 +253,25 @@ export class Room {
 
   // ---- dealing -------------------------------------------------------------------------------
 
+  /**
+   * The next hand, dealt only to players watching the room: a funded seat whose user (or agent) has
+   * no connection at the table is out of this deal as if sat out, but counts no timeout and starts
+   * no idle clock (a restarted room waits for its players instead of dealing to nobody).
+   */
+  private plan() {
+    const watching = new Set<string | null>();
+    for (const w of this.watchers) watching.add(w.userId);
+    return nextHand([...this.seats.values()].map((s) => (watching.has(s.userId) ? s : { ...s, sittingOut: true })), this.positions);
+  }
+
+  /** A connection joined or left: a player who connects may complete the two a deal needs. */
+  private watchersChanged(): void {
+    this.scheduleDeal();
+  }
+
   private scheduleDeal(): void {
     if (this.closed || this.nextDeal || this.hand?.status === 'betting') return;
-    if (nextHand([...this.seats.values()], this.positions) === null) return;
+    if (this.plan() === null) return;
     this.nextDeal = setTimeout(() => {
       this.nextDeal = null;
       void this.serial(() => this.deal());
@@ -229,7 +279,7 @@ export class Room {
   }
 
   private async deal(): Promise<void> {
-    if (this.closed || this.hand?.status === 'betting') return;
+    if (this.closed || this.hand?.status === 'betting' || this.plan() === null) return;
     const handId = `${this.tableId}:${this.handNumber + 1}:${randomUUID().slice(0, 8)}`;
     try {
       await this.deps.hands.begin(this.tableId, handId);
@@ -239,9 +289,10 @@ export class Room {
     }
     // the table is ours now: no seat changes until the hand ends; read the seats as they stand
     await this.reloadSeats();
-    const plan = nextHand([...this.seats.values()], this.positions);
+    const plan = this.plan();
     if (!plan) {
-      await this.deps.hands.abandon(this.tableId);
+      // nobody left to deal to (they stood up or disconnected meanwhile): no hand, none recorded
+      await this.deps.hands.release(this.tableId, handId);
       return;
     }
     const st = this.settings;
@@ -255,8 +306,12 @@ export class Room {
     this.hand = hand;
     this.handStartedAt = Date.now();
     this.previousApplied = this.applied;
-    this.applied = new Set();
-    for (const s of this.seats.values()) if (plan.dealtIn.includes(s.seat)) s.waitingForBigBlind = false;
+    this.applied = new Map();
+    for (const s of this.seats.values()) {
+      if (plan.dealtIn.includes(s.seat)) s.waitingForBigBlind = false;
+      // funded and not sat out, but not connected: missed this hand, so back in at the big blind
+      else if (!s.sittingOut && s.stack > 0n) s.waitingForBigBlind = true;
+    }
     await this.afterStep();
   }
 
@@ -313,9 +368,9 @@ export class Room {
     for (const p of hand.players) stacks[p.playerId] = p.stack;
     const end = await this.deps.hands.finish(this.tableId, hand.handId, stacks, result.rake);
     const agents = hand.players.map((p) => this.seats.get(p.seat)?.agentId).filter((a): a is string => Boolean(a));
-    await this.deps.pool.query('select game.record_hand($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7::uuid[])', [
+    await this.deps.pool.query('select game.record_hand($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7::uuid[], $8::timestamptz)', [
       this.tableId, hand.handId, this.handNumber, 'finished', JSON.stringify(historyJson(hand.history)),
-      toJson(handResult(this.tableId, hand.handId, result, this.views())), agents,
+      toJson(handResult(this.tableId, hand.handId, result, this.views())), agents, new Date(this.handStartedAt).toISOString(),
     ]).catch((err) => this.deps.log.error({ err, handId: hand.handId }, 'hand history not stored'));
     const message = toJson(handResult(this.tableId, hand.handId, result, this.views()));
     for (const w of this.watchers) w.send(message);
@@ -324,16 +379,31 @@ export class Room {
     const leaving = [...this.seats.values()].filter((s) => s.leaveAfterHand);
     this.hand = null;
     await this.reloadSeats();
-    for (const s of leaving) {
-      if (this.seatOf(s.userId) === null) continue; // busted in this hand: the cage closed the seat already
-      await this.deps.standUp({ userId: s.userId, token: this.tokens.get(s.userId) ?? null })
-        .catch((err) => this.deps.log.warn({ err: (err as Error).message, userId: s.userId }, 'stand-up after the hand failed'));
-    }
+    for (const s of leaving) await this.standUpAfterHand(s.userId);
     if (leaving.length) await this.reloadSeats();
     await this.kickIdle();
     await this.seatPending();
     this.broadcastState();
     this.scheduleDeal();
+  }
+
+  /**
+   * A stand-up asked during the hand, made now through the bank; the player's connections at the
+   * table are told (`stood_up`, or `error` with the bank's code), as the request itself was answered
+   * `stand_up_pending`. A player busted in the hand has no seat left (the cage settled it as a bust):
+   * `stood_up` with amount "0" and `busted`.
+   */
+  private async standUpAfterHand(userId: string): Promise<void> {
+    let message: string;
+    if (this.seatOf(userId) === null) {
+      message = toJson({ type: 'stood_up', tableId: this.tableId, amount: '0', txHash: null, receipt: null, busted: true });
+    } else {
+      const answer = await this.bankCall(() => this.deps.standUp({ userId, token: this.tokens.get(userId) ?? null }));
+      if (answer.status !== 200) this.deps.log.warn({ tableId: this.tableId, userId, status: answer.status, error: answer.body.error }, 'stand-up after the hand refused');
+      message = answer.status === 200 ? stoodUp(this.tableId, answer.body)
+        : toJson({ type: 'error', code: String(answer.body.error ?? 'stand_up_refused'), tableId: this.tableId });
+    }
+    for (const w of this.watchers) if (w.userId === userId) w.send(message);
   }
 
   /**
@@ -399,25 +469,23 @@ export class Room {
         const seat = this.seatOf(userId);
         if (seat === null) return resolve({ error: 'not_seated' });
         const seq = typeof message.seq === 'number' ? message.seq : undefined;
-        const key = `${String(message.handId)}:${seat}:${seq}`;
-        if (seq !== undefined && (this.applied.has(key) || this.previousApplied.has(key))) return resolve({ duplicate: true });
-        if (!hand || hand.status !== 'betting') return resolve({ error: 'no_hand_in_progress' });
-        if (message.handId !== undefined && message.handId !== hand.handId) return resolve({ error: 'stale_hand' });
         const type = message.action;
         if (type !== 'fold' && type !== 'check' && type !== 'call' && type !== 'bet' && type !== 'raise') return resolve({ error: 'illegal_action' });
-        let amount: bigint | undefined;
+        let action: Action = { type };
         if (type === 'bet' || type === 'raise') {
-          if (typeof message.amount !== 'string' && typeof message.amount !== 'number') return resolve({ error: 'illegal_amount' });
-          try {
-            amount = BigInt(message.amount);
-          } catch {
-            return resolve({ error: 'illegal_amount' });
-          }
+          const amount = chipAmount(message.amount);
+          if (amount === null) return resolve({ error: 'illegal_amount' });
+          action = { type, amount };
         }
-        const action: Action = amount === undefined ? { type } : { type, amount };
+        // a resend under an applied seq: the same action is a duplicate, any other one is stale
+        const key = `${String(message.handId)}:${seat}:${seq}`;
+        const done = seq === undefined ? undefined : this.applied.get(key) ?? this.previousApplied.get(key);
+        if (done !== undefined) return resolve(done === actionKey(action) ? { duplicate: true } : { error: 'stale_sequence' });
+        if (!hand || hand.status !== 'betting') return resolve({ error: 'no_hand_in_progress' });
+        if (message.handId !== undefined && message.handId !== hand.handId) return resolve({ error: 'stale_hand' });
         const next = applyAction(hand, seat, action, seq);
         if (isRefusal(next)) return resolve({ error: next.error });
-        this.applied.add(`${hand.handId}:${seat}:${hand.seq}`);
+        this.applied.set(`${hand.handId}:${seat}:${hand.seq}`, actionKey(action));
         const s = this.seats.get(seat);
         if (s) s.timeouts = 0;
         this.hand = next;

@@ -10,6 +10,29 @@ export function toJson(value: unknown): string {
   return JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? v.toString() : v));
 }
 
+/**
+ * A chip amount from a client: a decimal digit string of at most 18 digits (no sign, space, leading
+ * zero, exponent or radix prefix: BigInt would read "0x10" and " 4") or a safe non-negative
+ * integer. Anything else is null (refused).
+ */
+export function chipAmount(v: unknown): bigint | null {
+  if (typeof v === 'string') return /^(0|[1-9][0-9]{0,17})$/.test(v) ? BigInt(v) : null;
+  if (typeof v === 'number') return Number.isSafeInteger(v) && v >= 0 ? BigInt(v) : null;
+  return null;
+}
+
+/** A chip amount the bank answered (a number or a string) as the wire sends chips: a decimal string. */
+const chipString = (v: unknown): string | null =>
+  (typeof v === 'number' && Number.isSafeInteger(v)) || (typeof v === 'string' && /^[0-9]+$/.test(v)) || typeof v === 'bigint' ? String(v) : null;
+
+/** `stood_up` from the bank's answer to a withdraw: the amount (a decimal string), the transfer's hash and receipt. */
+export function stoodUp(tableId: string, body: Record<string, unknown>, ref?: unknown): string {
+  return toJson({
+    type: 'stood_up', tableId, amount: chipString(body.amount), txHash: body.txHash ?? null, receipt: body.receipt ?? null,
+    ...(ref !== undefined ? { ref } : {}),
+  });
+}
+
 export interface SeatView {
   seatIndex: number;
   userId: string;
