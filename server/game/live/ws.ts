@@ -16,7 +16,7 @@ import type { ClaimBoard } from '../claims.ts';
 import type { createHands } from '../hands.ts';
 import type { GameProcess } from './lease.ts';
 import { Room, type RoomOptions, type TableRecord, type Watcher } from './room.ts';
-import { toJson } from './wire.ts';
+import { stoodUp, toJson } from './wire.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_MESSAGE_BYTES = 16 * 1024;
@@ -295,7 +295,7 @@ export function createLiveTables(deps: LiveTablesDeps) {
         const res = await r.requestStandUp(c.userId);
         if (res.pending) return send(c, { type: 'stand_up_pending', tableId: r.tableId, ref });
         if (res.status !== 200) return refuse(c, String(res.body.error ?? 'stand_up_refused'), ref);
-        return send(c, { type: 'stood_up', tableId: r.tableId, amount: res.body.amount, txHash: res.body.txHash, receipt: res.body.receipt, ref });
+        return c.send(stoodUp(r.tableId, res.body, ref));
       }
       default:
         return refuse(c, 'unknown_message_type', ref);
