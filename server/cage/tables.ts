@@ -6,17 +6,13 @@ import type { Express, RequestHandler } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { MAX_TURN_TIME_SEC } from '../game/live/room.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import { withSpan } from '../telemetry/index.ts';
 
 const int = () => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const positive = () => int().min(1);
 const rakePercent = z.number().min(0).max(100);
-/**
- * The longest turn a table may give: one hour. (The room clamps stored rows to the same bound when it
- * loads them: server/game/live/room.ts; this copy stands until it exports MAX_TURN_TIME_SEC.)
- */
-export const MAX_TURN_TIME_SEC = 3600;
 const turnTimeSec = () => positive().max(MAX_TURN_TIME_SEC);
 
 export function tableSettingsSchemas(options: { testAuthPermitted: boolean }) {
