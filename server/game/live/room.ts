@@ -256,9 +256,11 @@ export class Room {
   /**
    * The next hand, dealt only to players watching the room: a funded seat whose user (or agent) has
    * no connection at the table is out of this deal as if sat out, but counts no timeout and starts
-   * no idle clock (a restarted room waits for its players instead of dealing to nobody).
+   * no idle clock (a restarted room waits for its players instead of dealing to nobody). A tournament
+   * deals to every seat: an absent player is blinded away by the timer (docs/dealer.md).
    */
   private plan() {
+    if (this.record.mode === 'sng') return nextHand([...this.seats.values()], this.positions);
     const watching = new Set<string | null>();
     for (const w of this.watchers) watching.add(w.userId);
     return nextHand([...this.seats.values()].map((s) => (watching.has(s.userId) ? s : { ...s, sittingOut: true })), this.positions);
