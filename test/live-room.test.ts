@@ -139,6 +139,22 @@ test('hand histories carry the deal time; no hand is recorded that was never dea
   expect(rows[0]!.ended_at.getTime()).toBeGreaterThan(rows[0]!.started_at.getTime());
 });
 
+test('a hand abandoned after a stop carries its deal time', async () => {
+  const a = await live.player(500);
+  const tableId = await m.table(a.auth, { ...POKER_SETTINGS, deckSeed: 'abandoned' });
+  expect((await m.deposit(a.auth, { tableId, seatIndex: 0, amount: 100 })).status).toBe(200);
+  const before = Date.now();
+  expect((await m.hand({ action: 'begin', tableId, handId: `${tableId}:stopped` })).status).toBe(200);
+  await sleep(50);
+  await live.join(a, tableId); // the room loads and abandons the hand nobody finishes
+  const { rows } = await db.owner.query<{ status: string; started_at: Date; ended_at: Date }>(
+    'select status, started_at, ended_at from game.hand_histories where table_id = $1', [tableId]);
+  expect(rows).toHaveLength(1);
+  expect(rows[0]!.status).toBe('abandoned');
+  expect(rows[0]!.started_at.getTime()).toBeLessThan(rows[0]!.ended_at.getTime());
+  expect(rows[0]!.started_at.getTime()).toBeGreaterThanOrEqual(before - 1000);
+});
+
 test('a room deals only to connected, funded players (a restarted room waits for them)', async () => {
   const a = await live.player(500);
   const b = await live.player(500);
