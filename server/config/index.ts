@@ -107,6 +107,12 @@ const schema = z.object({
   // one table, one dealer: how long a table's lease lasts unrenewed (renewed every third of it), and
   // the URL clients are sent to for the tables this game process runs (default: the URL it listens on)
   GAME_LEASE_TTL_SECONDS: z.coerce.number().int().min(3).max(3600).default(30),
+  // the game role's websockets (docs/protocol.md): a connection whose send buffer passes this many
+  // bytes is closed 4008 slow_consumer; pings this often, a connection that missed a pong is dropped;
+  // a cash room idle (no watcher, hand, waiting sit or stand-up) this long unloads, releasing its lease
+  WS_MAX_BUFFERED_BYTES: z.coerce.number().int().min(16 * 1024).max(1024 * 1024 * 1024).default(1024 * 1024),
+  WS_PING_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+  ROOM_IDLE_UNLOAD_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   GAME_PUBLIC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).max(500).optional()),
   // admin GraphQL: what one query may cost, judged before planning (docs/decisions.md), and grafast's
   // own planning and execution deadlines

@@ -63,6 +63,11 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
     serviceKey: config.SERVICE_KEY,
     timeoutMs: config.GAME_CALL_TIMEOUT_MS,
     process: gameProcess,
+    limits: {
+      maxBufferedBytes: config.WS_MAX_BUFFERED_BYTES,
+      pingIntervalMs: config.WS_PING_INTERVAL_SECONDS * 1000,
+      idleUnloadMs: config.ROOM_IDLE_UNLOAD_SECONDS * 1000,
+    },
   });
   return serveRole({ role: 'game', pool, log: roleLog, host: config.HOST, port: config.GAME_PORT, build: async () => {
     const app = await createApp({
@@ -141,7 +146,7 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
         await gameProcess.close();
       },
     };
-  } }).catch(async (err: unknown) => {
+  } }).then((started) => Object.assign(started, { live })).catch(async (err: unknown) => {
     await gameProcess.close().catch(() => undefined);
     throw err;
   });

@@ -156,9 +156,25 @@ export class Room {
 
   /** Runs room work one step at a time (actions, timers and seat changes never interleave). */
   private serial(work: () => Promise<void>): Promise<void> {
+    this.steps += 1;
     const next = this.busy.then(work, work);
-    this.busy = next.catch((err) => this.deps.log.error({ err, tableId: this.tableId }, 'room step failed'));
+    // the boundary of every step (timers' included): a failure is logged and the next step runs
+    this.busy = next.catch((err) => this.deps.log.error({ err, tableId: this.tableId }, 'room step failed')).finally(() => {
+      this.steps -= 1;
+    });
     return next;
+  }
+
+  /** Steps queued or running. */
+  private steps = 0;
+
+  /**
+   * Nothing holds the room: nobody watches, no hand is dealt, no sit or stand-up waits, no step is
+   * queued or running. The websocket server unloads a room idle long enough (ROOM_IDLE_UNLOAD_SECONDS).
+   */
+  get idle(): boolean {
+    return this.watchers.size === 0 && this.hand === null && this.steps === 0 && this.pendingSits.length === 0
+      && ![...this.seats.values()].some((s) => s.leaveAfterHand);
   }
 
   /** Loads the room: a hand left by a stopped process is abandoned (its start stacks stand). */
@@ -276,7 +292,7 @@ export class Room {
     if (this.plan() === null) return;
     this.nextDeal = setTimeout(() => {
       this.nextDeal = null;
-      void this.serial(() => this.deal());
+      this.serial(() => this.deal()).catch(() => undefined); // logged by serial
     }, this.deps.options.handDelayMs);
   }
 
@@ -342,7 +358,7 @@ export class Room {
     if (st.turnTimerEnabled) {
       this.turnDeadline = Date.now() + st.turnTimeSec * 1000;
       const seq = hand.seq;
-      this.turnTimer = setTimeout(() => void this.serial(() => this.expire(seq)), st.turnTimeSec * 1000);
+      this.turnTimer = setTimeout(() => this.serial(() => this.expire(seq)).catch(() => undefined), st.turnTimeSec * 1000); // logged by serial
     }
     this.broadcastState();
   }
@@ -465,8 +481,9 @@ export class Room {
 
   /** An action by a user; resolves to an error code, or null when applied (or a duplicate). */
   act(userId: string, message: { handId?: unknown; seq?: unknown; action?: unknown; amount?: unknown }): Promise<{ error?: string; duplicate?: boolean }> {
-    return new Promise((resolve) => {
-      void this.serial(async () => {
+    // a step that fails before it answers rejects the request (never left hanging)
+    return new Promise((resolve, reject) => {
+      this.serial(async () => {
         const hand = this.hand;
         const seat = this.seatOf(userId);
         if (seat === null) return resolve({ error: 'not_seated' });
@@ -493,7 +510,7 @@ export class Room {
         this.hand = next;
         resolve({});
         await this.afterStep();
-      });
+      }).catch(reject);
     });
   }
 
@@ -505,12 +522,12 @@ export class Room {
    * the bank's answer either way.
    */
   requestSit(userId: string, agentId: string | null, watcher: Watcher, deposit: () => Promise<BankAnswer>): Promise<{ pending: boolean; answer: Promise<BankAnswer> }> {
-    return new Promise((resolve) => {
-      void this.serial(async () => {
-        let done!: (answer: BankAnswer) => void;
-        const answer = new Promise<BankAnswer>((r) => {
-          done = r;
-        });
+    return new Promise((resolve, reject) => {
+      let done!: (answer: BankAnswer) => void;
+      const answer = new Promise<BankAnswer>((r) => {
+        done = r;
+      });
+      this.serial(async () => {
         if (this.closed) {
           done({ status: 503, body: { error: 'table_closed' } });
           return resolve({ pending: false, answer });
@@ -526,6 +543,10 @@ export class Room {
         await this.sat({ userId, agentId, done }, answered);
         this.broadcastState();
         this.scheduleDeal();
+      }).catch((err) => {
+        // a failed step answers the sit all the same (the next game_state shows the seats as stored)
+        done({ status: 503, body: { error: 'unavailable' } });
+        reject(err);
       });
     });
   }
@@ -552,8 +573,8 @@ export class Room {
    * hand ends.
    */
   requestStandUp(userId: string): Promise<{ pending: true } | ({ pending: false } & BankAnswer)> {
-    return new Promise((resolve) => {
-      void this.serial(async () => {
+    return new Promise((resolve, reject) => {
+      this.serial(async () => {
         const seat = this.seatOf(userId);
         if (seat === null) return resolve({ pending: false, status: 404, body: { error: 'not_at_table' } });
         const s = this.seats.get(seat)!;
@@ -571,7 +592,7 @@ export class Room {
         resolve({ pending: false, ...answer });
         this.broadcastState();
         this.scheduleDeal();
-      });
+      }).catch(reject);
     });
   }
 }

@@ -7,7 +7,8 @@
 // or a first `{ type:'auth', token }` message); without one the connection is a spectator. An agent
 // connects with its owner's JWT and names itself with `agentId` (one of the owner's agents) in its
 // `auth` or `join` message; it then plays the owner's seat.
-import type { IncomingMessage, Server } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -19,12 +20,80 @@ import { Room, type RoomOptions, type TableRecord, type Watcher } from './room.t
 import { stoodUp, toJson } from './wire.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A table id as the database allows one (tables_table_id_shape): anything else cannot exist. */
+const TABLE_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
 const MAX_MESSAGE_BYTES = 16 * 1024;
+/** How deep a message's arrays and objects may nest (docs/protocol.md); counted on the text, before parsing. */
+export const MAX_JSON_DEPTH = 64;
+/** The close code of a connection whose send buffer passed the bound (docs/protocol.md). */
+export const SLOW_CONSUMER_CLOSE = 4008;
+/** How long a stop waits for clients to answer the close before it drops them. */
+const STOP_GRACE_MS = 2000;
+
+/**
+ * Every client message type the handler accepts: the dispatch table below is typed by this list
+ * (a type missing from either side does not compile), and the websocket fuzz reads it.
+ */
+export const CLIENT_MESSAGE_TYPES = ['ping', 'auth', 'join', 'leave', 'sit', 'action', 'sit_out', 'sit_in', 'stand_up'] as const;
+type ClientMessageType = (typeof CLIENT_MESSAGE_TYPES)[number];
+const KNOWN_TYPES: ReadonlySet<string> = new Set(CLIENT_MESSAGE_TYPES);
 
 interface Connection extends Watcher {
   ws: WebSocket;
   token: string | null;
   tables: Set<string>;
+  /** Answered the last ping (or was just opened). */
+  alive: boolean;
+}
+
+type Message = Record<string, unknown>;
+
+export interface LiveLimits {
+  /** A connection whose send buffer passes this is closed slow_consumer. */
+  maxBufferedBytes: number;
+  /** Pings every this often; a connection that did not answer the previous one is terminated. */
+  pingIntervalMs: number;
+  /** A cash room with nothing in it this long unloads (its lease released). */
+  idleUnloadMs: number;
+}
+
+/** True when the JSON text nests arrays or objects deeper than `max` (brackets inside strings skipped): one pass, no parse. */
+export function nestsDeeper(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 92) i++; // a backslash escapes the next character
+      else if (ch === 34) inString = false;
+    } else if (ch === 34) inString = true;
+    else if (ch === 91 || ch === 123) {
+      if (++depth > max) return true;
+    } else if (ch === 93 || ch === 125) depth--;
+  }
+  return false;
+}
+
+/** `decodeURIComponent`, or null for a malformed escape (never a throw). */
+function decodeSegment(segment: string): string | null {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return null;
+  }
+}
+
+/** An HTTP answer on a socket that asked to upgrade (the upgrade did not happen): JSON `{ error }`, then closed. */
+function refuseUpgrade(socket: Duplex, status: number, code: string): void {
+  try {
+    if (socket.writable) {
+      const body = JSON.stringify({ error: code });
+      socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n`
+        + `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+    } else socket.destroy();
+  } catch {
+    socket.destroy();
+  }
 }
 
 export interface LiveTablesDeps {
@@ -40,17 +109,39 @@ export interface LiveTablesDeps {
   timeoutMs: number;
   /** This process's presence and table leases: a poker room runs only under its table's lease. */
   process: GameProcess;
+  limits: LiveLimits;
 }
 
 export function createLiveTables(deps: LiveTablesDeps) {
   const { pool, log } = deps;
+  const { limits } = deps;
   const rooms = new Map<string, Promise<Room>>();
+  /** Tables whose room is unloading: a load waits for the lease to be released first. */
+  const releasing = new Map<string, Promise<void>>();
+  /** When each loaded room was first seen idle (no entry: busy, or not seen idle yet). */
+  const idleSince = new Map<string, number>();
+  const connections = new Set<Connection>();
   let nextId = 1;
+  let stopping = false;
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
-  const ticker = setInterval(() => {
-    for (const r of rooms.values()) void r.then((room) => room.tick()).catch(() => undefined);
-  }, 5_000);
-  ticker.unref();
+
+  /** A timer's own boundary: a failure is logged and the timer goes on. */
+  const every = (ms: number, what: string, work: () => void) => {
+    const timer = setInterval(() => {
+      try {
+        work();
+      } catch (err) {
+        log.error({ err }, `${what} failed`);
+      }
+    }, ms);
+    timer.unref();
+    return timer;
+  };
+  const ticker = every(5_000, 'room tick', () => {
+    for (const r of rooms.values()) void r.then((room) => room.tick()).catch((err) => log.error({ err }, 'room tick failed'));
+  });
+  const sweeper = every(Math.max(100, Math.min(5_000, Math.floor(limits.idleUnloadMs / 4))), 'idle room sweep', sweepIdle);
+  const heartbeat = every(limits.pingIntervalMs, 'websocket heartbeat', pingAll);
 
   async function bank(path: string, body: unknown, auth: { token?: string | null; service?: boolean }) {
     const res = await fetch(`${deps.bankUrl().replace(/\/+$/, '')}${path}`, {
@@ -73,11 +164,13 @@ export function createLiveTables(deps: LiveTablesDeps) {
   );
 
   async function load(tableId: string): Promise<Room> {
+    await releasing.get(tableId);
+    if (stopping) throw Object.assign(new Error('table_closed'), { code: 'table_closed' });
     let record = (await readRecord(tableId)).rows[0];
     if (!record) throw Object.assign(new Error('table_not_found'), { code: 'table_not_found' });
     if (record.game_type === 'poker') {
       // one dealer per table: another live process running it keeps it, and the client is sent there
-      const lease = await deps.process.take(tableId, () => void stopRoom(tableId, 'lease_lost'));
+      const lease = await deps.process.take(tableId, () => void stopRoom(tableId, 'lease_lost').catch((err) => log.error({ err, tableId }, 'room not stopped')));
       if (!lease.granted) throw Object.assign(new Error('table_elsewhere'), { code: 'table_elsewhere', url: lease.holderUrl });
       if (lease.recoveredHand) log.warn({ tableId, handId: lease.recoveredHand, epoch: lease.epoch.toString() }, 'hand abandoned when the table was taken over: the stacks of its start stand');
       record = (await readRecord(tableId)).rows[0]!;
@@ -114,6 +207,7 @@ export function createLiveTables(deps: LiveTablesDeps) {
     const r = rooms.get(tableId);
     if (!r) return;
     rooms.delete(tableId);
+    idleSince.delete(tableId);
     const room = await r.catch(() => null);
     if (!room) return;
     room.close();
@@ -125,10 +219,68 @@ export function createLiveTables(deps: LiveTablesDeps) {
     room.watchers.clear();
   }
 
-  /** Unloads a room: it stops and its table's lease is released (a hand in progress is abandoned). */
-  async function unload(tableId: string, reason = 'unloaded'): Promise<void> {
-    await stopRoom(tableId, reason);
-    await deps.process.release(tableId).catch((err) => log.warn({ err: (err as Error).message, tableId }, 'lease not released'));
+  /**
+   * Unloads a room: it stops and its table's lease is released (a hand in progress is abandoned). A
+   * join meanwhile loads the room again only once the lease is released (so it takes a new one).
+   */
+  function unload(tableId: string, reason = 'unloaded'): Promise<void> {
+    idleSince.delete(tableId);
+    const done = (async () => {
+      await stopRoom(tableId, reason);
+      await deps.process.release(tableId).catch((err) => log.warn({ err: (err as Error).message, tableId }, 'lease not released'));
+    })();
+    releasing.set(tableId, done);
+    return done.finally(() => {
+      if (releasing.get(tableId) === done) releasing.delete(tableId);
+    });
+  }
+
+  /**
+   * Whether a loaded room may unload: nothing holds it (no watcher, no hand, no waiting sit or
+   * stand-up, no step running) and, for a tournament table, the tournament is not registering or
+   * running (only ended or closed tournaments unload).
+   */
+  async function unloadable(room: Room): Promise<boolean> {
+    if (!room.idle) return false;
+    if (room.record.mode !== 'sng') return true;
+    const { rows } = await pool.query<{ s: string | null }>('select tournament_state as s from game.tables where table_id = $1', [room.tableId]);
+    return rows[0]?.s === 'ended' || rows[0]?.s === 'closed';
+  }
+
+  /** Unloads the rooms that stayed unloadable for the idle time (each checked again just before). */
+  function sweepIdle(): void {
+    const now = Date.now();
+    for (const [tableId, r] of rooms) {
+      void r.then(async (room) => {
+        if (!(await unloadable(room)) || rooms.get(tableId) !== r) return void idleSince.delete(tableId);
+        const since = idleSince.get(tableId) ?? now;
+        idleSince.set(tableId, since);
+        if (now - since < limits.idleUnloadMs) return;
+        log.info({ tableId }, 'idle room unloaded');
+        await unload(tableId, 'idle');
+      }).catch((err) => log.warn({ err: (err as Error).message, tableId }, 'idle check failed'));
+    }
+  }
+
+  /** Half-open connections: one that did not answer the previous ping is terminated (and leaves its rooms). */
+  function pingAll(): void {
+    for (const c of connections) {
+      if (c.ws.readyState !== c.ws.OPEN) continue;
+      if (!c.alive) {
+        log.info({ connection: c.id, userId: c.userId }, 'websocket terminated: no pong');
+        leaveAll(c);
+        c.ws.terminate();
+        continue;
+      }
+      c.alive = false;
+      c.ws.ping();
+    }
+  }
+
+  /** The connection leaves every table it joined (closed, terminated, or closing). */
+  function leaveAll(c: Connection): void {
+    for (const t of c.tables) void rooms.get(t)?.then((r) => r.watchers.delete(c)).catch(() => undefined);
+    c.tables.clear();
   }
 
   /** The room of a table, loaded once (a failed load is forgotten, so a later call retries). */
@@ -169,21 +321,35 @@ export function createLiveTables(deps: LiveTablesDeps) {
       if (!rows[0]) return 'agent_not_found';
       c.agentId = agentId;
     }
-    for (const t of c.tables) void room(t).then((r) => { r.tokens.set(c.userId!, token); c.send(r.stateFor(c)); });
+    for (const t of c.tables) {
+      void room(t).then((r) => {
+        r.tokens.set(c.userId!, token);
+        c.send(r.stateFor(c));
+      }).catch((err) => log.warn({ err: (err as Error).message, tableId: t }, 'state after auth not sent'));
+    }
     return null;
   }
 
   async function join(c: Connection, tableId: unknown, ref?: unknown): Promise<void> {
     if (typeof tableId !== 'string' || tableId.length === 0 || tableId.length > 64) return refuse(c, 'bad_request', ref, { field: 'tableId' });
-    let r: Room;
-    try {
-      r = await room(tableId);
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      // the table runs on another game process: the client connects there (docs/operations.md)
-      if (code === 'table_elsewhere') return refuse(c, 'table_elsewhere', ref, { tableId, url: (err as { url?: string | null }).url ?? null });
-      return refuse(c, code === 'table_not_found' ? 'table_not_found' : 'unavailable', ref, { tableId });
+    // an id the database cannot hold names no table (and never reaches SQL)
+    if (!TABLE_ID.test(tableId)) return refuse(c, 'table_not_found', ref, { tableId });
+    let r: Room | null = null;
+    // a room that unloaded while this join waited for it is loaded again
+    for (let attempt = 0; attempt < 3 && !r; attempt++) {
+      const loading = room(tableId);
+      try {
+        const loaded = await loading;
+        if (rooms.get(tableId) === loading) r = loaded;
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        // the table runs on another game process: the client connects there (docs/operations.md)
+        if (code === 'table_elsewhere') return refuse(c, 'table_elsewhere', ref, { tableId, url: (err as { url?: string | null }).url ?? null });
+        const known = code === 'table_not_found' || code === 'table_closed';
+        return refuse(c, known ? code : 'unavailable', ref, { tableId });
+      }
     }
+    if (!r) return refuse(c, 'unavailable', ref, { tableId });
     if (r.record.game_type === 'arena') {
       return refuse(c, 'arena_engine_unavailable', ref, { tableId, message: 'arena tables can be created, but no arena engine runs yet' });
     }
@@ -211,98 +377,104 @@ export function createLiveTables(deps: LiveTablesDeps) {
     return null;
   }
 
+  /** What each client message type does: keyed by CLIENT_MESSAGE_TYPES, no more and no fewer. */
+  const handlers: Record<ClientMessageType, (c: Connection, m: Message, ref: unknown) => Promise<void> | void> = {
+    ping: (c, _m, ref) => send(c, { type: 'pong', ref }),
+    async auth(c, m, ref) {
+      const error = await authenticate(c, typeof m.token === 'string' ? m.token : null, m.agentId);
+      return error ? refuse(c, error, ref) : send(c, { type: 'authenticated', userId: c.userId, agentId: c.agentId, ref });
+    },
+    async join(c, m, ref) {
+      if (m.agentId !== undefined && c.token) {
+        const error = await authenticate(c, c.token, m.agentId);
+        if (error) return refuse(c, error, ref);
+      }
+      return join(c, m.tableId, ref);
+    },
+    async leave(c, m, ref) {
+      const r = await joined(c, m.tableId, ref);
+      if (!r) return;
+      r.watchers.delete(c);
+      c.tables.delete(r.tableId);
+      return send(c, { type: 'left', tableId: r.tableId, ref });
+    },
+    async sit(c, m, ref) {
+      const r = await joined(c, m.tableId, ref);
+      if (!r) return;
+      if (!c.userId || !c.token) return refuse(c, 'not_authenticated', ref);
+      const gate = audience(r, c);
+      if (gate) return refuse(c, gate, ref);
+      if (r.record.mode === 'sng') return refuse(c, 'use_tournament_registration', ref);
+      const userId = c.userId;
+      const token = c.token;
+      const agentId = c.agentId;
+      const body = { tableId: r.tableId, seatIndex: m.seatIndex, amount: m.amount, ...(typeof m.idempotencyKey === 'string' ? { idempotencyKey: m.idempotencyKey } : {}) };
+      const { pending, answer } = await r.requestSit(userId, agentId, c, () => bank('/api/deposit', body, { token }));
+      if (pending) send(c, { type: 'sit_pending', tableId: r.tableId, ref });
+      const seated = async () => {
+        const res = await answer;
+        if (res.status !== 200) return refuse(c, String(res.body.error ?? 'sit_refused'), ref);
+        if (agentId) {
+          await deps.board.markConditionMet(userId, 'agent_seated', `agent_seated:${agentId}:${r.tableId}`).catch(() => undefined);
+        }
+        send(c, { type: 'seated', tableId: r.tableId, seatIndex: res.body.seatIndex, chipBalance: res.body.chipBalance, ref });
+        return r.broadcastState();
+      };
+      // a pending sit completes at the hand's end; the connection's other messages go on meanwhile
+      if (pending) return void seated().catch((err) => log.error({ err }, 'pending sit failed'));
+      return seated();
+    },
+    async action(c, m, ref) {
+      const r = await joined(c, m.tableId, ref);
+      if (!r) return;
+      if (!c.userId) return refuse(c, 'not_authenticated', ref);
+      // the audience gate holds for play too (a seat funded over HTTP is played by whoever connects)
+      const gate = audience(r, c);
+      if (gate) return refuse(c, gate, ref);
+      if (typeof m.seq !== 'number') return refuse(c, 'missing_seq', ref);
+      const result = await r.act(c.userId, m);
+      if (result.error) return refuse(c, result.error, ref);
+      return send(c, { type: 'action_ack', tableId: r.tableId, ref, ...(result.duplicate ? { duplicate: true } : {}) });
+    },
+    sit_out: (c, m, ref) => sittingOut(c, m, ref, true),
+    sit_in: (c, m, ref) => sittingOut(c, m, ref, false),
+    async stand_up(c, m, ref) {
+      const r = await joined(c, m.tableId, ref);
+      if (!r) return;
+      if (!c.userId || !c.token) return refuse(c, 'not_authenticated', ref);
+      if (r.record.mode === 'sng') return refuse(c, 'stand_up_not_allowed_in_tournament', ref);
+      r.tokens.set(c.userId, c.token);
+      const res = await r.requestStandUp(c.userId);
+      if (res.pending) return send(c, { type: 'stand_up_pending', tableId: r.tableId, ref });
+      if (res.status !== 200) return refuse(c, String(res.body.error ?? 'stand_up_refused'), ref);
+      return c.send(stoodUp(r.tableId, res.body, ref));
+    },
+  };
+
+  async function sittingOut(c: Connection, m: Message, ref: unknown, out: boolean): Promise<void> {
+    const r = await joined(c, m.tableId, ref);
+    if (!r) return;
+    if (!c.userId) return refuse(c, 'not_authenticated', ref);
+    const error = r.setSittingOut(c.userId, out);
+    return error ? refuse(c, error, ref) : send(c, { type: out ? 'sat_out' : 'sat_in', tableId: r.tableId, ref });
+  }
+
+  /** One message: refused malformed_message past the depth bound or when it is not a JSON object, else dispatched by type. */
   async function handle(c: Connection, raw: string): Promise<void> {
-    let m: Record<string, unknown>;
+    let m: Message;
     try {
+      if (nestsDeeper(raw, MAX_JSON_DEPTH)) throw new Error('nested too deep');
       m = JSON.parse(raw);
       if (!m || typeof m !== 'object' || Array.isArray(m)) throw new Error('not an object');
     } catch {
       return refuse(c, 'malformed_message');
     }
     const ref = m.ref;
-    switch (m.type) {
-      case 'ping':
-        return send(c, { type: 'pong', ref });
-      case 'auth': {
-        const error = await authenticate(c, typeof m.token === 'string' ? m.token : null, m.agentId);
-        return error ? refuse(c, error, ref) : send(c, { type: 'authenticated', userId: c.userId, agentId: c.agentId, ref });
-      }
-      case 'join':
-        if (m.agentId !== undefined && c.token) {
-          const error = await authenticate(c, c.token, m.agentId);
-          if (error) return refuse(c, error, ref);
-        }
-        return join(c, m.tableId, ref);
-      case 'leave': {
-        const r = await joined(c, m.tableId, ref);
-        if (!r) return;
-        r.watchers.delete(c);
-        c.tables.delete(r.tableId);
-        return send(c, { type: 'left', tableId: r.tableId, ref });
-      }
-      case 'sit': {
-        const r = await joined(c, m.tableId, ref);
-        if (!r) return;
-        if (!c.userId || !c.token) return refuse(c, 'not_authenticated', ref);
-        const gate = audience(r, c);
-        if (gate) return refuse(c, gate, ref);
-        if (r.record.mode === 'sng') return refuse(c, 'use_tournament_registration', ref);
-        const userId = c.userId;
-        const token = c.token;
-        const agentId = c.agentId;
-        const body = { tableId: r.tableId, seatIndex: m.seatIndex, amount: m.amount, ...(typeof m.idempotencyKey === 'string' ? { idempotencyKey: m.idempotencyKey } : {}) };
-        const { pending, answer } = await r.requestSit(userId, agentId, c, () => bank('/api/deposit', body, { token }));
-        if (pending) send(c, { type: 'sit_pending', tableId: r.tableId, ref });
-        const seated = async () => {
-          const res = await answer;
-          if (res.status !== 200) return refuse(c, String(res.body.error ?? 'sit_refused'), ref);
-          if (agentId) {
-            await deps.board.markConditionMet(userId, 'agent_seated', `agent_seated:${agentId}:${r.tableId}`).catch(() => undefined);
-          }
-          send(c, { type: 'seated', tableId: r.tableId, seatIndex: res.body.seatIndex, chipBalance: res.body.chipBalance, ref });
-          return r.broadcastState();
-        };
-        // a pending sit completes at the hand's end; the connection's other messages go on meanwhile
-        if (pending) return void seated().catch((err) => log.error({ err }, 'pending sit failed'));
-        return seated();
-      }
-      case 'action': {
-        const r = await joined(c, m.tableId, ref);
-        if (!r) return;
-        if (!c.userId) return refuse(c, 'not_authenticated', ref);
-        // the audience gate holds for play too (a seat funded over HTTP is played by whoever connects)
-        const gate = audience(r, c);
-        if (gate) return refuse(c, gate, ref);
-        if (typeof m.seq !== 'number') return refuse(c, 'missing_seq', ref);
-        const result = await r.act(c.userId, m);
-        if (result.error) return refuse(c, result.error, ref);
-        return send(c, { type: 'action_ack', tableId: r.tableId, ref, ...(result.duplicate ? { duplicate: true } : {}) });
-      }
-      case 'sit_out':
-      case 'sit_in': {
-        const r = await joined(c, m.tableId, ref);
-        if (!r) return;
-        if (!c.userId) return refuse(c, 'not_authenticated', ref);
-        const error = r.setSittingOut(c.userId, m.type === 'sit_out');
-        return error ? refuse(c, error, ref) : send(c, { type: m.type === 'sit_out' ? 'sat_out' : 'sat_in', tableId: r.tableId, ref });
-      }
-      case 'stand_up': {
-        const r = await joined(c, m.tableId, ref);
-        if (!r) return;
-        if (!c.userId || !c.token) return refuse(c, 'not_authenticated', ref);
-        if (r.record.mode === 'sng') return refuse(c, 'stand_up_not_allowed_in_tournament', ref);
-        r.tokens.set(c.userId, c.token);
-        const res = await r.requestStandUp(c.userId);
-        if (res.pending) return send(c, { type: 'stand_up_pending', tableId: r.tableId, ref });
-        if (res.status !== 200) return refuse(c, String(res.body.error ?? 'stand_up_refused'), ref);
-        return c.send(stoodUp(r.tableId, res.body, ref));
-      }
-      default:
-        return refuse(c, 'unknown_message_type', ref);
-    }
+    if (typeof m.type !== 'string' || !KNOWN_TYPES.has(m.type)) return refuse(c, 'unknown_message_type', ref);
+    return handlers[m.type as ClientMessageType](c, m, ref);
   }
 
-  function onConnection(ws: WebSocket, req: IncomingMessage, autoJoin: string | null) {
+  function onConnection(ws: WebSocket, req: IncomingMessage, url: URL, autoJoin: string | null) {
     // Messages sent in one step (an action's ack and the state it produced) leave in one socket
     // write: the socket is corked at the first send and uncorked by a microtask queued then, which
     // runs after the step's synchronous sends and after the ack (its continuation was queued
@@ -316,7 +488,7 @@ export function createLiveTables(deps: LiveTablesDeps) {
       socket?.uncork();
     };
     const c: Connection = {
-      id: nextId++, ws, userId: null, agentId: null, token: null, tables: new Set(),
+      id: nextId++, ws, userId: null, agentId: null, token: null, tables: new Set(), alive: true,
       send: (message) => {
         if (ws.readyState !== ws.OPEN) return;
         if (socket && !corked) {
@@ -325,25 +497,40 @@ export function createLiveTables(deps: LiveTablesDeps) {
           queueMicrotask(uncork);
         }
         ws.send(message);
+        // a client that does not read would make the server hold everything sent to it
+        if (ws.bufferedAmount > limits.maxBufferedBytes) slowConsumer(c);
       },
     };
+    connections.add(c);
     let queue = Promise.resolve();
-    ws.on('message', (data, isBinary) => {
-      if (isBinary) return refuse(c, 'malformed_message');
-      const text = data.toString();
-      queue = queue.then(() => handle(c, text)).catch((err) => {
-        log.error({ err }, 'websocket message failed');
-        refuse(c, 'internal_error');
+    const enqueue = (work: () => Promise<void>) => {
+      queue = queue.then(work).catch((err) => {
+        log.error({ err, connection: c.id }, 'websocket message failed');
+        try {
+          refuse(c, 'internal_error');
+        } catch {
+          ws.terminate();
+        }
       });
+    };
+    ws.on('message', (data, isBinary) => {
+      try {
+        if (isBinary) return refuse(c, 'malformed_message');
+        const text = data.toString();
+        enqueue(() => handle(c, text));
+      } catch (err) {
+        log.error({ err, connection: c.id }, 'websocket message not taken');
+      }
     });
+    ws.on('pong', () => (c.alive = true));
     ws.on('close', () => {
-      for (const t of c.tables) void rooms.get(t)?.then((r) => r.watchers.delete(c)).catch(() => undefined);
+      connections.delete(c);
+      leaveAll(c);
     });
     ws.on('error', () => undefined);
-    const url = new URL(req.url ?? '/', 'http://x');
     const header = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/.exec(req.headers.authorization ?? '')?.[1];
     const token = header ?? url.searchParams.get('token');
-    queue = queue.then(async () => {
+    enqueue(async () => {
       if (token) {
         const error = await authenticate(c, token, url.searchParams.get('agentId') ?? undefined);
         if (error) refuse(c, error);
@@ -353,6 +540,50 @@ export function createLiveTables(deps: LiveTablesDeps) {
     });
   }
 
+  /** The send buffer passed the bound: the connection leaves its tables and is closed slow_consumer (nothing more is queued for it). */
+  function slowConsumer(c: Connection): void {
+    log.warn({ connection: c.id, userId: c.userId, bufferedBytes: c.ws.bufferedAmount, bound: limits.maxBufferedBytes }, 'websocket closed: slow consumer');
+    leaveAll(c);
+    c.ws.close(SLOW_CONSUMER_CLOSE, 'slow_consumer');
+  }
+
+  /** An upgrade request: the path names `/ws` or `/ws/tables/:tableId`; anything else is a coded HTTP answer. */
+  function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    if (stopping) return refuseUpgrade(socket, 503, 'server_stopping');
+    const url = new URL(req.url ?? '/', 'http://x');
+    const match = /^\/ws(?:\/tables\/([^/]+))?\/?$/.exec(url.pathname);
+    if (!match) return refuseUpgrade(socket, 404, 'not_found');
+    const tableId = match[1] ? decodeSegment(match[1]) : null;
+    if (tableId === null && match[1]) return refuseUpgrade(socket, 400, 'malformed_path');
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      try {
+        onConnection(ws, req, url, tableId);
+      } catch (err) {
+        log.error({ err }, 'websocket connection failed to start');
+        ws.terminate();
+      }
+    });
+  }
+
+  /**
+   * A stop: every room's watchers get `table_closed` (server_stopping), the rooms stop and release
+   * their leases, and every connection is closed 1001 (dropped if it does not answer in time).
+   */
+  async function close(): Promise<void> {
+    stopping = true;
+    for (const timer of [ticker, sweeper, heartbeat]) clearInterval(timer);
+    await Promise.all([...rooms.keys()].map((tableId) => unload(tableId, 'server_stopping')));
+    const closed = [...connections].map((c) => new Promise<void>((resolve) => {
+      if (c.ws.readyState === c.ws.CLOSED) return resolve();
+      c.ws.once('close', () => resolve());
+      c.ws.close(1001, 'server_stopping');
+    }));
+    const grace = new Promise<void>((resolve) => setTimeout(resolve, STOP_GRACE_MS).unref());
+    await Promise.race([Promise.all(closed), grace]);
+    for (const client of wss.clients) client.terminate();
+    wss.close();
+  }
+
   // seat changes made by the cage's calls, on whichever game process they landed
   deps.process.onSeatsChanged(seatsChanged);
 
@@ -360,27 +591,26 @@ export function createLiveTables(deps: LiveTablesDeps) {
     seatsChanged,
     room,
     unload,
-    attach(server: Server) {
-      server.on('upgrade', (req, socket, head) => {
-        const path = new URL(req.url ?? '/', 'http://x').pathname;
-        const match = /^\/ws(?:\/tables\/([^/]+))?\/?$/.exec(path);
-        if (!match) {
-          socket.write('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-          return void socket.destroy();
-        }
-        const tableId = match[1] ? decodeURIComponent(match[1]) : null;
-        wss.handleUpgrade(req, socket, head, (ws) => onConnection(ws, req, tableId));
-      });
-    },
-    async close() {
-      clearInterval(ticker);
+    close,
+    /** What this process holds now: open connections, loaded rooms and their watchers (for tests and operators). */
+    async inspect(): Promise<{ connections: number; rooms: Record<string, { watchers: number }> }> {
+      const out: Record<string, { watchers: number }> = {};
       for (const [tableId, r] of rooms) {
-        await r.then((room) => room.close()).catch(() => undefined);
-        // a clean stop lets the table go at once (a hand in progress is abandoned), no recovery needed
-        await deps.process.release(tableId).catch((err) => log.warn({ err: (err as Error).message, tableId }, 'lease not released'));
+        const loaded = await r.catch(() => null);
+        if (loaded) out[tableId] = { watchers: loaded.watchers.size };
       }
-      for (const client of wss.clients) client.terminate();
-      wss.close();
+      return { connections: connections.size, rooms: out };
+    },
+    attach(server: Server) {
+      // the upgrade's own boundary: whatever throws is a coded 400 on that socket, logged, and the process goes on
+      server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+        try {
+          upgrade(req, socket, head);
+        } catch (err) {
+          log.warn({ err, url: String(req.url).slice(0, 200) }, 'websocket upgrade refused');
+          refuseUpgrade(socket, 400, 'malformed_request');
+        }
+      });
     },
   };
 }
