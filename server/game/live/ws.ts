@@ -273,7 +273,11 @@ export function createLiveTables(deps: LiveTablesDeps) {
         continue;
       }
       c.alive = false;
-      c.ws.ping();
+      try {
+        c.ws.ping();
+      } catch (err) {
+        log.warn({ err: (err as Error).message, connection: c.id }, 'websocket ping not sent');
+      }
     }
   }
 
