@@ -187,3 +187,27 @@ test('a room deals only to connected, funded players (a restarted room waits for
   expect(withC).toBeDefined();
   await spectator.close();
 });
+
+test('a hand end whose write fails is retried: the table is not left held, the hand result stands and play goes on', async () => {
+  const { a, b, tableId, turn } = await headsUp({ deckSeed: 'retry-finish' });
+  // hold the table row past the game role's lock_timeout (5 s): the first write of the hand's end fails
+  const holder = await db.owner.connect();
+  try {
+    await holder.query('begin');
+    await holder.query('select 1 from game.tables where table_id = $1 for update', [tableId]);
+    expect(await live.request(a.ws, action(tableId, turn, 'fold'))).toMatchObject({ type: 'action_ack' });
+    await sleep(6_000);
+    await holder.query('commit');
+  } finally {
+    await holder.query('rollback').catch(() => undefined);
+    holder.release();
+  }
+  const result = await b.ws.next((x) => x.type === 'hand_result' && x.handId === turn.handId, 15_000);
+  expect(result).toMatchObject({ type: 'hand_result', tableId });
+  const { rows } = await db.owner.query('select status from game.hand_histories where hand_id = $1', [turn.handId]);
+  expect(rows).toEqual([{ status: 'finished' }]);
+  // B won the blinds: the stacks the hand ended with are the ones written
+  expect((await live.books(tableId)).seats[1]).toBe(101n);
+  const next = await stateWhere(a.ws, tableId, (s) => s.status === 'betting' && s.handId !== turn.handId, 'the next hand', { timeoutMs: 10_000 });
+  expect(next.handId).not.toBe(turn.handId);
+}, 40_000);

@@ -9,7 +9,8 @@ import type { Logger } from 'pino';
 import { applyAction, isRefusal, startHand, timeout, type Action, type HandState } from '../poker/engine.ts';
 import { randomDeck, shuffledDeck } from '../poker/deck.ts';
 import { comeBack, nextHand, sitOut, type Positions, type TableSeat } from '../poker/table.ts';
-import type { createHands } from '../hands.ts';
+import type { createHands, HandEnd } from '../hands.ts';
+import { isLeaseLost } from './lease.ts';
 import { chipAmount, handResult, stateWriter, stoodUp, historyJson, toJson, type SeatView } from './wire.ts';
 
 /** The longest turn a table may give (one hour): creation refuses more, and stored rows above it are clamped when a room loads. */
@@ -115,6 +116,9 @@ export class Room {
   private turnTimer: NodeJS.Timeout | null = null;
   private turnDeadline: number | null = null;
   private nextDeal: NodeJS.Timeout | null = null;
+  /** A complete hand whose end could not be written yet, and the timer of its next attempt. */
+  private finishRetry: NodeJS.Timeout | null = null;
+  private finishAttempts = 0;
   private busy: Promise<void> = Promise.resolve();
   private closed = false;
   /** The connections at the table (added and removed by the websocket server). */
@@ -193,13 +197,14 @@ export class Room {
     this.closed = true;
     if (this.turnTimer) clearTimeout(this.turnTimer);
     if (this.nextDeal) clearTimeout(this.nextDeal);
+    if (this.finishRetry) clearTimeout(this.finishRetry);
     for (const p of this.pendingSits.splice(0)) p.done({ status: 503, body: { error: 'table_closed' } });
   }
 
   /** Seats changed in the database (funded, topped up, stood up, settled): read them again. */
   refresh(): Promise<void> {
     return this.serial(async () => {
-      if (this.hand?.status === 'betting') return; // seats cannot change mid-hand; the boundary re-reads them
+      if (this.hand) return; // seats cannot change while a hand holds the table; its end re-reads them
       await this.reloadSeats();
       this.broadcastState();
       this.scheduleDeal();
@@ -288,7 +293,8 @@ export class Room {
   }
 
   private scheduleDeal(): void {
-    if (this.closed || this.nextDeal || this.hand?.status === 'betting') return;
+    // a hand not yet written (betting, or complete and waiting for its end's retry) holds the table
+    if (this.closed || this.nextDeal || this.hand) return;
     if (this.plan() === null) return;
     this.nextDeal = setTimeout(() => {
       this.nextDeal = null;
@@ -384,7 +390,8 @@ export class Room {
     const result = hand.result!;
     const stacks: Record<string, bigint> = {};
     for (const p of hand.players) stacks[p.playerId] = p.stack;
-    const end = await this.deps.hands.finish(this.tableId, hand.handId, stacks, result.rake);
+    const end = await this.writeEnd(hand, stacks);
+    if (!end) return;
     const agents = hand.players.map((p) => this.seats.get(p.seat)?.agentId).filter((a): a is string => Boolean(a));
     await this.deps.pool.query('select game.record_hand($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7::uuid[], $8::timestamptz)', [
       this.tableId, hand.handId, this.handNumber, 'finished', JSON.stringify(historyJson(hand.history)),
@@ -403,6 +410,39 @@ export class Room {
     await this.seatPending();
     this.broadcastState();
     this.scheduleDeal();
+  }
+
+  /**
+   * Writes the hand's end. A failure that is not the fence's (the database unreachable, a lock
+   * timeout) leaves the hand complete in the room and the table held, and the write is tried again
+   * with backoff (1 s doubling to 30 s): the stacks the hand ended with are the ones written, never
+   * the start's. When an earlier attempt did commit and only its answer was lost, the table no
+   * longer holds the hand (`no_hand_in_progress`) and that commit is the end. Null while it waits.
+   */
+  private async writeEnd(hand: HandState, stacks: Record<string, bigint>): Promise<HandEnd | null> {
+    try {
+      const end = await this.deps.hands.finish(this.tableId, hand.handId, stacks, hand.result!.rake);
+      this.finishAttempts = 0;
+      return end;
+    } catch (err) {
+      if (isLeaseLost(err)) throw err;
+      if (this.finishAttempts > 0 && (err as { code?: string }).code === 'GMNHP') { // no_hand_in_progress
+        this.finishAttempts = 0;
+        return { busted: [] }; // busts left unsettled are settled when their seat is next touched
+      }
+      this.finishAttempts += 1;
+      const delayMs = Math.min(30_000, 1000 * 2 ** (this.finishAttempts - 1));
+      this.deps.log.error({ err, tableId: this.tableId, handId: hand.handId, attempt: this.finishAttempts, retryInMs: delayMs }, 'hand end not written: retrying');
+      if (!this.closed) {
+        this.finishRetry = setTimeout(() => {
+          this.finishRetry = null;
+          this.serial(async () => {
+            if (this.hand === hand) await this.finish(hand);
+          }).catch(() => undefined); // logged by serial
+        }, delayMs);
+      }
+      return null;
+    }
   }
 
   /**
@@ -467,7 +507,7 @@ export class Room {
   /** Periodic check (the game role calls it): idle kicks happen between hands. */
   tick(): Promise<void> {
     return this.serial(async () => {
-      if (this.hand?.status === 'betting') return;
+      if (this.hand) return; // idle kicks wait for the hand's end (written, or retried)
       const before = this.seats.size;
       await this.kickIdle();
       if (this.seats.size !== before) this.broadcastState();
