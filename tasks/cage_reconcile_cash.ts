@@ -5,36 +5,30 @@
 //     deposit is confirmed (the seat holds the chips) or compensated (it does not);
 //   - settled positions the game has not zeroed yet: the settlement is redelivered;
 //   - positions the game stood up (leaving) that the cage never settled, because the stand-up's
-//     answer was lost: settled as the withdraw route settles them (a cash-out to the user's cage
-//     balance under the spec's key, its receipt, the zeroing), so a retry by the player replays it.
+//     answer was lost: the cage is asked to settle them as the withdraw route does (a cash-out to
+//     the user's cage balance under the spec's key, its receipt, the zeroing), so a retry by the
+//     player replays it.
 // Every step is idempotent, so two runs (or a run racing a request) change nothing more.
 import type { Task } from 'graphile-worker';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { ServiceClient } from '../server/http/service-client.ts';
-import { loadReceiptSigner, type ReceiptSigner } from '../server/cage/receipts.ts';
-import { deliverSettlement, resolveUncertainDeposit, settleStoodUp } from '../server/cage/seams.ts';
+import { deliverSettlement, resolveUncertainDeposit } from '../server/cage/seams.ts';
 
-/**
- * How long a request may still be working on its own intent: a deposit makes at most two game
- * calls (fund, then cancel) and a withdrawal one (zero the seat), each bounded by
- * GAME_CALL_TIMEOUT_MS. The reconciler leaves younger intents alone (three call deadlines).
- */
-export function graceSeconds(gameCallTimeoutMs: number) {
-  return Math.max(1, Math.ceil((3 * gameCallTimeoutMs) / 1000));
-}
+export { graceSeconds } from '../server/cage/seams.ts';
+
 const BATCH = 200;
 
 export interface ReconcileResult {
   deposits: { confirmed: number; failed: number; unresolved: number };
   settlements: { delivered: number; undelivered: number };
-  standUps: { settled: number; failed: number };
+  standUps: { settled: number; failed: number; unreachable?: true };
 }
 
 export interface ReconcileOptions {
   graceSeconds: number;
-  /** The cage's receipt signer (default: the key kept in the database, as the cage loads it). */
-  signer?: () => Promise<ReceiptSigner>;
+  /** The cage role, which settles lost stand-ups. */
+  cage: ServiceClient;
   log?: Logger;
 }
 
@@ -69,40 +63,34 @@ export async function reconcileCash(pool: pg.Pool, game: ServiceClient, options:
     if (ok) result.settlements.delivered++;
     else result.settlements.undelivered++;
   }
-  result.standUps = await settleLostStandUps(pool, game, options);
+  result.standUps = await settleLostStandUps(options.cage, options);
   return result;
 }
 
-async function settleLostStandUps(pool: pg.Pool, game: ServiceClient, options: ReconcileOptions) {
-  const counts = { settled: 0, failed: 0 };
-  const { rows } = await pool.query<{ player_id: bigint; user_id: string; table_id: string; chip_amount: bigint; history_hash: string }>(
-    'select player_id, user_id, table_id, chip_amount, history_hash from cage.unsettled_stand_ups($1, $2)', [options.graceSeconds, BATCH],
-  );
-  if (rows.length === 0) return counts;
-  const signer = await (options.signer ?? (() => loadReceiptSigner(pool)))();
-  for (const r of rows) {
-    const position = { userId: r.user_id, tableId: r.table_id, playerId: r.player_id.toString(), chipAmount: r.chip_amount, historyHash: r.history_hash };
-    const zeroed = await settleStoodUp(pool, game, signer, position).catch((err: Error) => {
-      // a refusal (the table frozen since, say) or the game unreachable: the next run tries again
-      options.log?.warn({ err: err.message, ...position, chipAmount: r.chip_amount.toString() }, 'stand-up not settled');
-      return false;
-    });
-    if (zeroed) counts.settled++;
-    else counts.failed++;
+/**
+ * Lost stand-ups are settled by the cage itself (`POST /settlement/reconcile-stand-ups`): the
+ * settlement row and its receipt are the cage's to write and sign, never the worker's.
+ */
+async function settleLostStandUps(cage: ServiceClient, options: ReconcileOptions): Promise<ReconcileResult['standUps']> {
+  const answer = await cage.post('/settlement/reconcile-stand-ups', { graceSeconds: options.graceSeconds });
+  const body = answer.body as { settled?: unknown; failed?: unknown; error?: unknown };
+  if (!answer.ok || typeof body.settled !== 'number' || typeof body.failed !== 'number') {
+    options.log?.warn({ status: answer.status, error: body.error }, 'lost stand-ups not reconciled: the cage did not answer');
+    return { settled: 0, failed: 0, unreachable: true };
   }
-  return counts;
+  return { settled: body.settled, failed: body.failed };
 }
 
 export function createCageReconcileCashTask(deps: {
-  pool: pg.Pool; game: ServiceClient; log: Logger; intervalSeconds: number; graceSeconds: number; signer?: () => Promise<ReceiptSigner>;
+  pool: pg.Pool; game: ServiceClient; cage: ServiceClient; log: Logger; intervalSeconds: number; graceSeconds: number;
 }): Task {
   return async (_payload, helpers) => {
     try {
-      const r = await reconcileCash(deps.pool, deps.game, { graceSeconds: deps.graceSeconds, signer: deps.signer, log: deps.log });
+      const r = await reconcileCash(deps.pool, deps.game, { graceSeconds: deps.graceSeconds, cage: deps.cage, log: deps.log });
       const touched = r.deposits.confirmed + r.deposits.failed + r.deposits.unresolved + r.settlements.delivered + r.settlements.undelivered
-        + r.standUps.settled + r.standUps.failed;
+        + r.standUps.settled + r.standUps.failed + (r.standUps.unreachable ? 1 : 0);
       if (touched > 0) {
-        const level = r.deposits.unresolved + r.settlements.undelivered + r.standUps.failed > 0 ? 'warn' : 'info';
+        const level = r.deposits.unresolved + r.settlements.undelivered + r.standUps.failed + (r.standUps.unreachable ? 1 : 0) > 0 ? 'warn' : 'info';
         deps.log[level]({ ...r }, 'cash reconciler');
       }
     } finally {

@@ -75,7 +75,8 @@ test(`50-way bursts of sits and stands with failing pushes conserve every chip (
 
   // the reconciler, with the game reachable again, leaves nothing pending and nothing unzeroed
   const healthy = createServiceClient({ baseUrl: () => m.game, serviceKey: TEST_SERVICE_KEY, timeoutMs: 5000 });
-  await reconcileCash(db.pool('poker_worker'), healthy, { graceSeconds: 0 });
+  const cage = createServiceClient({ baseUrl: () => m.cage, serviceKey: TEST_SERVICE_KEY, timeoutMs: 20_000 });
+  await reconcileCash(db.pool('poker_worker'), healthy, { graceSeconds: 0, cage });
   const open = await db.owner.query(
     `select (select count(*)::int from cage.deposit_intents where status = 'pending') as pending,
             (select count(*)::int from cage.withdraw_intents where settled_at is null) as unsettled,

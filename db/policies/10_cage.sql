@@ -30,7 +30,8 @@ grant execute on function
   cage.store_receipt(text, uuid, text, text, bytea, bytea, bytea),
   cage.receipt_private_key(bytea),
   cage.reconcile_rake(text),
-  cage.tables_with_unreconciled_rake()
+  cage.tables_with_unreconciled_rake(),
+  cage.unsettled_stand_ups(integer, integer)
   to poker_cage;
 
 -- worker: runs the periodic audit (read-only) and the cash reconcilers (deposits left pending by
@@ -39,13 +40,8 @@ grant execute on function cage.audit() to poker_worker;
 grant select on cage.deposit_intents, cage.withdraw_intents to poker_worker;
 grant execute on function cage.confirm_deposit(text), cage.fail_deposit(text, text), cage.mark_withdrawal_settled(text)
   to poker_worker;
--- ... and stand-ups whose answer was lost (settled as the withdraw route settles them, receipt included)
-grant execute on function
-  cage.unsettled_stand_ups(integer, integer),
-  cage.settle_position(uuid, text, bigint, bigint, text, text, text, boolean),
-  cage.store_receipt(text, uuid, text, text, bytea, bytea, bytea),
-  cage.receipt_private_key(bytea)
-  to poker_worker;
+-- (stand-ups whose answer was lost are settled by the cage itself, which writes and signs settlements:
+-- the worker asks it over HTTP, POST /settlement/reconcile-stand-ups)
 -- ... and the rake reconciler (claims house rows; moves no chip)
 grant execute on function cage.reconcile_rake(text), cage.tables_with_unreconciled_rake() to poker_worker;
 

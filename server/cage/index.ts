@@ -11,6 +11,8 @@ import type { RoleContext, StartedRole } from '../roles/types.ts';
 import { installCashRoutes } from './cash.ts';
 import { installMoneyRoutes } from './money.ts';
 import { installRakeRoutes } from './rake.ts';
+import { installStandUpReconcileRoute } from './stand-ups.ts';
+import { graceSeconds } from './seams.ts';
 import { installNotYetRoutes } from './not-yet.ts';
 import { loadReceiptSigner, RECEIPT_ALGORITHM } from './receipts.ts';
 import { installTableRoutes } from './tables.ts';
@@ -65,6 +67,7 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
         installCashRoutes(app, { ...common, game, signer });
         installMoneyRoutes(app, { ...common, signer });
         installRakeRoutes(app, common);
+        installStandUpReconcileRoute(app, { ...common, game, signer, defaultGraceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS) });
         installNotYetRoutes(app);
       },
     });

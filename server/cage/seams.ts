@@ -14,6 +14,14 @@ import type pg from 'pg';
 import type { ServiceClient } from '../http/service-client.ts';
 import { issueReceipt, type ReceiptSigner } from './receipts.ts';
 
+/**
+ * How long a request may still be working on its own intent: a deposit makes at most two game
+ * calls (fund, then cancel) and a withdrawal one (zero the seat), each bounded by
+ * GAME_CALL_TIMEOUT_MS. The reconciler leaves younger intents alone (three call deadlines).
+ */
+export function graceSeconds(gameCallTimeoutMs: number) {
+  return Math.max(1, Math.ceil((3 * gameCallTimeoutMs) / 1000));
+}
 export interface DepositIntent {
   refId: string;
   userId: string;

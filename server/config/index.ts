@@ -89,6 +89,8 @@ const schema = z.object({
   DEPLOY_ENVIRONMENT: optionalString.pipe(z.enum(['local', 'staging', 'production']).optional()),
   // the auth role's internal address, for the game role's wallet reads (default: this process's)
   AUTH_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  // the cage role's internal address, for the worker's reconciler (default: this process's cage)
+  CAGE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // the bank (cage) the game role reports busts to
   BANK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // the poker UI origins the bank's browser routes answer CORS for (comma-separated)

@@ -4,7 +4,6 @@ import { createCageAuditTask } from '../../tasks/cage_audit.ts';
 import { createCageReconcileCashTask, graceSeconds } from '../../tasks/cage_reconcile_cash.ts';
 import { createCageReconcileRakeTask } from '../../tasks/cage_reconcile_rake.ts';
 import { createServiceClient } from '../http/service-client.ts';
-import { loadReceiptSigner, type ReceiptSigner } from '../cage/receipts.ts';
 import { createRolePool } from '../db/pools.ts';
 import type { Config } from '../config/index.ts';
 import type { RoleContext, StartedRole } from '../roles/types.ts';
@@ -26,12 +25,11 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
     serviceKey: config.SERVICE_KEY,
     timeoutMs: config.GAME_CALL_TIMEOUT_MS,
   });
-  // the cage's receipt key, loaded the first time the reconciler settles a lost stand-up
-  let signer: Promise<ReceiptSigner> | undefined;
-  const receiptSigner = () => (signer ??= loadReceiptSigner(pool, config.CAGE_RECEIPT_KEY).catch((err: unknown) => {
-    signer = undefined;
-    throw err;
-  }));
+  const cage = createServiceClient({
+    baseUrl: () => config.CAGE_URL ?? peers?.get('cage') ?? `http://${config.HOST}:${config.CAGE_PORT}`,
+    serviceKey: config.SERVICE_KEY,
+    timeoutMs: config.GAME_CALL_TIMEOUT_MS * 4,
+  });
   let runner: Runner;
   try {
     runner = await run({
@@ -44,8 +42,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
         cage_audit: createCageAuditTask(log),
         cage_reconcile_rake: createCageReconcileRakeTask({ pool, log }),
         cage_reconcile_cash: createCageReconcileCashTask({
-          pool, game, log, intervalSeconds: config.CAGE_RECONCILE_INTERVAL_SECONDS, graceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS),
-          signer: receiptSigner,
+          pool, game, cage, log, intervalSeconds: config.CAGE_RECONCILE_INTERVAL_SECONDS, graceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS),
         }),
       },
       crontab: crontab(config),
