@@ -78,6 +78,7 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'cage GET /api/cage/balances': { auth: 'jwt' },
   'cage GET /settlement/rake/:tableId': { auth: 'service' },
   'cage POST /settlement/reconcile-rake': { auth: 'service', fields: ['tableId'] },
+  'cage POST /settlement/reconcile-stand-ups': { auth: 'service', fields: ['graceSeconds'] },
   'cage POST /settlement/settle': { auth: 'service' },
   'cage POST /api/operator/seat': { auth: 'service' },
   'cage POST /api/house/seat': { auth: 'service' },
