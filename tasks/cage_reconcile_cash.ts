@@ -63,7 +63,7 @@ export async function reconcileCash(pool: pg.Pool, game: ServiceClient, options:
     if (ok) result.settlements.delivered++;
     else result.settlements.undelivered++;
   }
-  result.standUps = await settleLostStandUps(options.cage, options);
+  result.standUps = await settleLostStandUps(pool, options.cage, options);
   return result;
 }
 
@@ -71,7 +71,10 @@ export async function reconcileCash(pool: pg.Pool, game: ServiceClient, options:
  * Lost stand-ups are settled by the cage itself (`POST /settlement/reconcile-stand-ups`): the
  * settlement row and its receipt are the cage's to write and sign, never the worker's.
  */
-async function settleLostStandUps(cage: ServiceClient, options: ReconcileOptions): Promise<ReconcileResult['standUps']> {
+async function settleLostStandUps(pool: pg.Pool, cage: ServiceClient, options: ReconcileOptions): Promise<ReconcileResult['standUps']> {
+  // the listing is a read the worker may make: the cage is asked only when there is work for it
+  const { rows } = await pool.query('select 1 from cage.unsettled_stand_ups($1, 1)', [options.graceSeconds]);
+  if (rows.length === 0) return { settled: 0, failed: 0 };
   const answer = await cage.post('/settlement/reconcile-stand-ups', { graceSeconds: options.graceSeconds });
   const body = answer.body as { settled?: unknown; failed?: unknown; error?: unknown };
   if (!answer.ok || typeof body.settled !== 'number' || typeof body.failed !== 'number') {

@@ -40,8 +40,9 @@ grant execute on function cage.audit() to poker_worker;
 grant select on cage.deposit_intents, cage.withdraw_intents to poker_worker;
 grant execute on function cage.confirm_deposit(text), cage.fail_deposit(text, text), cage.mark_withdrawal_settled(text)
   to poker_worker;
--- (stand-ups whose answer was lost are settled by the cage itself, which writes and signs settlements:
--- the worker asks it over HTTP, POST /settlement/reconcile-stand-ups)
+-- ... and lists stand-ups whose answer was lost; the cage itself settles them (it writes and signs
+-- settlements: the worker asks it over HTTP, POST /settlement/reconcile-stand-ups)
+grant execute on function cage.unsettled_stand_ups(integer, integer) to poker_worker;
 -- ... and the rake reconciler (claims house rows; moves no chip)
 grant execute on function cage.reconcile_rake(text), cage.tables_with_unreconciled_rake() to poker_worker;
 
