@@ -16,7 +16,8 @@ import type { JwtVerifier } from '../../http/jwt.ts';
 import type { ClaimBoard } from '../claims.ts';
 import type { createHands } from '../hands.ts';
 import type { GameProcess } from './lease.ts';
-import { Room, type RoomOptions, type TableRecord, type Watcher } from './room.ts';
+import type { Room, RoomOptions, Watcher } from './room.ts';
+import { createRoomRegistry, every } from './rooms.ts';
 import { stoodUp, toJson } from './wire.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -115,152 +116,13 @@ export interface LiveTablesDeps {
 export function createLiveTables(deps: LiveTablesDeps) {
   const { pool, log } = deps;
   const { limits } = deps;
-  const rooms = new Map<string, Promise<Room>>();
-  /** Tables whose room is unloading: a load waits for the lease to be released first. */
-  const releasing = new Map<string, Promise<void>>();
-  /** When each loaded room was first seen idle (no entry: busy, or not seen idle yet). */
-  const idleSince = new Map<string, number>();
+  const registry = createRoomRegistry({ ...deps, idleUnloadMs: limits.idleUnloadMs });
+  const { room } = registry;
   const connections = new Set<Connection>();
   let nextId = 1;
-  let stopping = false;
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
 
-  /** A timer's own boundary: a failure is logged and the timer goes on. */
-  const every = (ms: number, what: string, work: () => void) => {
-    const timer = setInterval(() => {
-      try {
-        work();
-      } catch (err) {
-        log.error({ err }, `${what} failed`);
-      }
-    }, ms);
-    timer.unref();
-    return timer;
-  };
-  const ticker = every(5_000, 'room tick', () => {
-    for (const r of rooms.values()) void r.then((room) => room.tick()).catch((err) => log.error({ err }, 'room tick failed'));
-  });
-  const sweeper = every(Math.max(100, Math.min(5_000, Math.floor(limits.idleUnloadMs / 4))), 'idle room sweep', sweepIdle);
-  const heartbeat = every(limits.pingIntervalMs, 'websocket heartbeat', pingAll);
-
-  async function bank(path: string, body: unknown, auth: { token?: string | null; service?: boolean }) {
-    const res = await fetch(`${deps.bankUrl().replace(/\/+$/, '')}${path}`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        ...(auth.token ? { authorization: `Bearer ${auth.token}` } : {}),
-        ...(auth.service ? { 'x-service-key': deps.serviceKey ?? '' } : {}),
-      },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(deps.timeoutMs),
-    });
-    const json = (await res.json().catch(() => ({}))) as Record<string, unknown>;
-    return { status: res.status, body: json };
-  }
-
-  const readRecord = (tableId: string) => pool.query<TableRecord>(
-    'select table_id, game_type, settings, status, mode, kind, money_kind, current_hand_id from game.tables where table_id = $1',
-    [tableId],
-  );
-
-  async function load(tableId: string): Promise<Room> {
-    await releasing.get(tableId);
-    if (stopping) throw Object.assign(new Error('table_closed'), { code: 'table_closed' });
-    let record = (await readRecord(tableId)).rows[0];
-    if (!record) throw Object.assign(new Error('table_not_found'), { code: 'table_not_found' });
-    if (record.game_type === 'poker') {
-      // one dealer per table: another live process running it keeps it, and the client is sent there
-      const lease = await deps.process.take(tableId, () => void stopRoom(tableId, 'lease_lost').catch((err) => log.error({ err, tableId }, 'room not stopped')));
-      if (!lease.granted) throw Object.assign(new Error('table_elsewhere'), { code: 'table_elsewhere', url: lease.holderUrl });
-      if (lease.recoveredHand) log.warn({ tableId, handId: lease.recoveredHand, epoch: lease.epoch.toString() }, 'hand abandoned when the table was taken over: the stacks of its start stand');
-      record = (await readRecord(tableId)).rows[0]!;
-    }
-    const room = new Room(record, {
-      pool, log, hands: deps.hands, options: deps.options,
-      forcedWithdraw: async (userId) => {
-        const r = await bank('/api/withdraw', { tableId, forced: true, userId }, { service: true });
-        if (r.status >= 400 && r.body.error !== 'not_at_table') throw new Error(String(r.body.error ?? r.status));
-      },
-      standUp: async ({ userId, token }) => {
-        const r = token
-          ? await bank('/api/withdraw', { tableId }, { token })
-          : await bank('/api/withdraw', { tableId, forced: true, userId }, { service: true });
-        if (r.status >= 400) log.warn({ tableId, userId, status: r.status, error: r.body.error }, 'stand-up refused by the bank');
-        return r;
-      },
-    });
-    if (record.game_type === 'poker') {
-      await room.open().catch(async (err) => {
-        await deps.process.release(tableId).catch(() => undefined);
-        throw err;
-      });
-    }
-    return room;
-  }
-
-  /**
-   * A room stops while the process goes on: its table's lease was lost (`lease_lost`: another
-   * process runs the table now) or it unloads. Its watchers get `table_closed` with the reason and
-   * leave it (their connections stay open); joining again finds where the table runs now.
-   */
-  async function stopRoom(tableId: string, reason: string): Promise<void> {
-    const r = rooms.get(tableId);
-    if (!r) return;
-    rooms.delete(tableId);
-    idleSince.delete(tableId);
-    const room = await r.catch(() => null);
-    if (!room) return;
-    room.close();
-    const message = toJson({ type: 'table_closed', tableId, reason });
-    for (const w of room.watchers) {
-      w.send(message);
-      (w as Connection).tables?.delete(tableId);
-    }
-    room.watchers.clear();
-  }
-
-  /**
-   * Unloads a room: it stops and its table's lease is released (a hand in progress is abandoned). A
-   * join meanwhile loads the room again only once the lease is released (so it takes a new one).
-   */
-  function unload(tableId: string, reason = 'unloaded'): Promise<void> {
-    idleSince.delete(tableId);
-    const done = (async () => {
-      await stopRoom(tableId, reason);
-      await deps.process.release(tableId).catch((err) => log.warn({ err: (err as Error).message, tableId }, 'lease not released'));
-    })();
-    releasing.set(tableId, done);
-    return done.finally(() => {
-      if (releasing.get(tableId) === done) releasing.delete(tableId);
-    });
-  }
-
-  /**
-   * Whether a loaded room may unload: nothing holds it (no watcher, no hand, no waiting sit or
-   * stand-up, no step running) and, for a tournament table, the tournament is not registering or
-   * running (only ended or closed tournaments unload).
-   */
-  async function unloadable(room: Room): Promise<boolean> {
-    if (!room.idle) return false;
-    if (room.record.mode !== 'sng') return true;
-    const { rows } = await pool.query<{ s: string | null }>('select tournament_state as s from game.tables where table_id = $1', [room.tableId]);
-    return rows[0]?.s === 'ended' || rows[0]?.s === 'closed';
-  }
-
-  /** Unloads the rooms that stayed unloadable for the idle time (each checked again just before). */
-  function sweepIdle(): void {
-    const now = Date.now();
-    for (const [tableId, r] of rooms) {
-      void r.then(async (room) => {
-        if (!(await unloadable(room)) || rooms.get(tableId) !== r) return void idleSince.delete(tableId);
-        const since = idleSince.get(tableId) ?? now;
-        idleSince.set(tableId, since);
-        if (now - since < limits.idleUnloadMs) return;
-        log.info({ tableId }, 'idle room unloaded');
-        await unload(tableId, 'idle');
-      }).catch((err) => log.warn({ err: (err as Error).message, tableId }, 'idle check failed'));
-    }
-  }
+  const heartbeat = every(log, limits.pingIntervalMs, 'websocket heartbeat', pingAll);
 
   /** Half-open connections: one that did not answer the previous ping is terminated (and leaves its rooms). */
   function pingAll(): void {
@@ -283,25 +145,8 @@ export function createLiveTables(deps: LiveTablesDeps) {
 
   /** The connection leaves every table it joined (closed, terminated, or closing). */
   function leaveAll(c: Connection): void {
-    for (const t of c.tables) void rooms.get(t)?.then((r) => r.watchers.delete(c)).catch(() => undefined);
+    for (const t of c.tables) void registry.current(t)?.then((r) => r.watchers.delete(c)).catch(() => undefined);
     c.tables.clear();
-  }
-
-  /** The room of a table, loaded once (a failed load is forgotten, so a later call retries). */
-  function room(tableId: string): Promise<Room> {
-    let r = rooms.get(tableId);
-    if (!r) {
-      r = load(tableId);
-      rooms.set(tableId, r);
-      r.catch(() => rooms.delete(tableId));
-    }
-    return r;
-  }
-
-  /** A seat route touched this table: a loaded room re-reads its seats. */
-  function seatsChanged(tableId: string): void {
-    const r = rooms.get(tableId);
-    if (r) void r.then((room) => room.refresh()).catch(() => undefined);
   }
 
   const send = (c: Connection, message: Record<string, unknown>) => c.send(toJson(message));
@@ -344,7 +189,7 @@ export function createLiveTables(deps: LiveTablesDeps) {
       const loading = room(tableId);
       try {
         const loaded = await loading;
-        if (rooms.get(tableId) === loading) r = loaded;
+        if (registry.current(tableId) === loading) r = loaded;
       } catch (err) {
         const code = (err as { code?: string }).code;
         // the table runs on another game process: the client connects there (docs/operations.md)
@@ -413,7 +258,7 @@ export function createLiveTables(deps: LiveTablesDeps) {
       const token = c.token;
       const agentId = c.agentId;
       const body = { tableId: r.tableId, seatIndex: m.seatIndex, amount: m.amount, ...(typeof m.idempotencyKey === 'string' ? { idempotencyKey: m.idempotencyKey } : {}) };
-      const { pending, answer } = await r.requestSit(userId, agentId, c, () => bank('/api/deposit', body, { token }));
+      const { pending, answer } = await r.requestSit(userId, agentId, c, () => registry.bank('/api/deposit', body, { token }));
       if (pending) send(c, { type: 'sit_pending', tableId: r.tableId, ref });
       const seated = async () => {
         const res = await answer;
@@ -553,7 +398,7 @@ export function createLiveTables(deps: LiveTablesDeps) {
 
   /** An upgrade request: the path names `/ws` or `/ws/tables/:tableId`; anything else is a coded HTTP answer. */
   function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    if (stopping) return refuseUpgrade(socket, 503, 'server_stopping');
+    if (registry.stopping) return refuseUpgrade(socket, 503, 'server_stopping');
     const url = new URL(req.url ?? '/', 'http://x');
     const match = /^\/ws(?:\/tables\/([^/]+))?\/?$/.exec(url.pathname);
     if (!match) return refuseUpgrade(socket, 404, 'not_found');
@@ -574,9 +419,8 @@ export function createLiveTables(deps: LiveTablesDeps) {
    * their leases, and every connection is closed 1001 (dropped if it does not answer in time).
    */
   async function close(): Promise<void> {
-    stopping = true;
-    for (const timer of [ticker, sweeper, heartbeat]) clearInterval(timer);
-    await Promise.all([...rooms.keys()].map((tableId) => unload(tableId, 'server_stopping')));
+    clearInterval(heartbeat);
+    await registry.stop();
     const closed = [...connections].map((c) => new Promise<void>((resolve) => {
       if (c.ws.readyState === c.ws.CLOSED) return resolve();
       c.ws.once('close', () => resolve());
@@ -588,22 +432,14 @@ export function createLiveTables(deps: LiveTablesDeps) {
     wss.close();
   }
 
-  // seat changes made by the cage's calls, on whichever game process they landed
-  deps.process.onSeatsChanged(seatsChanged);
-
   return {
-    seatsChanged,
+    seatsChanged: registry.seatsChanged,
     room,
-    unload,
+    unload: registry.unload,
     close,
     /** What this process holds now: open connections, loaded rooms and their watchers (for tests and operators). */
     async inspect(): Promise<{ connections: number; rooms: Record<string, { watchers: number }> }> {
-      const out: Record<string, { watchers: number }> = {};
-      for (const [tableId, r] of rooms) {
-        const loaded = await r.catch(() => null);
-        if (loaded) out[tableId] = { watchers: loaded.watchers.size };
-      }
-      return { connections: connections.size, rooms: out };
+      return { connections: connections.size, rooms: await registry.inspect() };
     },
     attach(server: Server) {
       // the upgrade's own boundary: whatever throws is a coded 400 on that socket, logged, and the process goes on
