@@ -99,7 +99,10 @@ async function bot(game: string, tableId: string, jwt: string) {
     messages,
     send: (m: Msg) => ws.send(JSON.stringify(m)),
     /** The first message after `from` (an index into messages) that matches. */
-    next: (match: (m: Msg) => boolean, from = 0, timeoutMs = 15_000) => until('a message', () => messages.slice(from).find(match), timeoutMs),
+    next: (match: (m: Msg) => boolean, from = 0, timeoutMs = 15_000) =>
+      until('a message', () => messages.slice(from).find(match), timeoutMs).catch((err: Error) => {
+        throw new Error(`${err.message}; the last messages: ${JSON.stringify(messages.slice(-5))}`);
+      }),
     results: () => messages.filter((m) => m.type === 'hand_result' && m.tableId === tableId).length,
     close: () => ws.close(),
   };
