@@ -15,36 +15,41 @@ export interface HandEnd {
 /** The table leases of this process (live/lease.ts): the epoch each boundary carries, and the fence's refusal. */
 export interface HandLeases {
   epochOf(tableId: string): bigint | null;
-  lost(tableId: string): void;
+  /** The tenure whose epoch a boundary carried was refused (a later tenure of this process is not touched). */
+  lost(tableId: string, epoch: bigint | null): void;
 }
 
 export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Logger; leases?: HandLeases }) {
   const { pool, bank, log } = deps;
-  const epoch = (tableId: string) => deps.leases?.epochOf(tableId)?.toString() ?? null;
-  // a boundary refused by the fence: this process's tenure is over, its room stops
-  const fenced = (tableId: string) => (err: unknown) => {
-    if (isLeaseLost(err)) deps.leases?.lost(tableId);
+  const tenure = (tableId: string) => deps.leases?.epochOf(tableId) ?? null;
+  // a boundary refused by the fence: the tenure it was sent under is over, its room stops
+  const fenced = (tableId: string, sentUnder: bigint | null) => (err: unknown) => {
+    if (isLeaseLost(err)) deps.leases?.lost(tableId, sentUnder);
     throw err;
+  };
+  /** Runs a boundary under the table's current tenure: its epoch is sent, and a refusal ends that tenure only. */
+  const fencedQuery = <R extends pg.QueryResultRow>(tableId: string, sql: string, params: (epoch: string | null) => unknown[]) => {
+    const sentUnder = tenure(tableId);
+    return pool.query<R>(sql, params(sentUnder?.toString() ?? null)).catch(fenced(tableId, sentUnder));
   };
   return {
     async begin(tableId: string, handId: string): Promise<void> {
-      await pool.query('select game.begin_hand($1, $2, $3)', [tableId, handId, epoch(tableId)]).catch(fenced(tableId));
+      await fencedQuery(tableId, 'select game.begin_hand($1, $2, $3)', (epoch) => [tableId, handId, epoch]);
     },
     /** Releases the table from a hand that will not be played (the stacks of its start stand). */
     async abandon(tableId: string): Promise<string | null> {
-      const { rows } = await pool.query<{ hand: string | null }>('select game.abandon_hand($1, $2) as hand', [tableId, epoch(tableId)])
-        .catch(fenced(tableId));
+      const { rows } = await fencedQuery<{ hand: string | null }>(tableId, 'select game.abandon_hand($1, $2) as hand', (epoch) => [tableId, epoch]);
       return rows[0]?.hand ?? null;
     },
     /** Releases the table from a hand begun but never dealt: nothing is recorded (no card was dealt). */
     async release(tableId: string, handId: string): Promise<void> {
-      await pool.query('select game.release_hand($1, $2, $3)', [tableId, handId, epoch(tableId)]).catch(fenced(tableId));
+      await fencedQuery(tableId, 'select game.release_hand($1, $2, $3)', (epoch) => [tableId, handId, epoch]);
     },
     async finish(tableId: string, handId: string, stacks: Record<string, bigint>, rake: bigint): Promise<HandEnd> {
-      const { rows } = await pool.query<{ player_id: bigint; user_id: string }>(
-        'select player_id, user_id from game.finish_hand($1, $2, $3::jsonb, $4, $5)',
-        [tableId, handId, JSON.stringify(Object.fromEntries(Object.entries(stacks).map(([k, v]) => [k, Number(v)]))), rake.toString(), epoch(tableId)],
-      ).catch(fenced(tableId));
+      const { rows } = await fencedQuery<{ player_id: bigint; user_id: string }>(
+        tableId, 'select player_id, user_id from game.finish_hand($1, $2, $3::jsonb, $4, $5)',
+        (epoch) => [tableId, handId, JSON.stringify(Object.fromEntries(Object.entries(stacks).map(([k, v]) => [k, Number(v)]))), rake.toString(), epoch],
+      );
       const busted: HandEnd['busted'] = [];
       for (const r of rows) {
         const answer = await bank.post('/internal/bust', { tableId, userId: r.user_id });

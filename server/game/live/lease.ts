@@ -88,9 +88,10 @@ export async function startGameProcess(options: GameProcessOptions) {
 
   await connect();
 
-  function lost(tableId: string): void {
+  /** A tenure is over (`epoch`: the one a refused boundary was sent under; a later tenure of ours stays). */
+  function lost(tableId: string, epoch: bigint | null = null): void {
     const h = held.get(tableId);
-    if (!h) return;
+    if (!h || (epoch !== null && h.epoch !== epoch)) return;
     held.delete(tableId);
     log.warn({ tableId, epoch: h.epoch.toString(), processId: id }, 'table lease lost: its room stops');
     h.onLost();
@@ -103,7 +104,7 @@ export async function startGameProcess(options: GameProcessOptions) {
       id, [...sent.keys()], [...sent.values()].map(String), ttlSeconds,
     ]);
     // a table released and taken again while the call ran is a new tenure, not a loss
-    for (const r of rows) if (held.get(r.t)?.epoch === sent.get(r.t)) lost(r.t);
+    for (const r of rows) lost(r.t, sent.get(r.t)!);
   }
   const renewer = setInterval(() => {
     renewAll().catch((err) => log.warn({ err: (err as Error).message }, 'lease renewal failed'));
