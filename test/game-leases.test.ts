@@ -312,9 +312,14 @@ test('a room whose tenure ended stops (table_closed lease_lost); a lost presence
   // the presence connection drops (a network blip): the process registers again under its id and
   // keeps its table, since nobody took it meanwhile
   const { rows: [before] } = await db.owner.query('select id from game.game_processes where url = $1', [child.url]);
-  await db.owner.query("select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'game-presence' and datname = current_database()");
+  const { rows: dropped } = await db.owner.query<{ pid: number }>(
+    "select pid from pg_stat_activity where application_name = 'game-presence' and datname = current_database()");
+  await db.owner.query('select pg_terminate_backend(pid) from unnest($1::int[]) pid', [dropped.map((r) => r.pid)]);
+  // back = a new connection holds the presence lock again (a join meanwhile is `unavailable`: the
+  // process cannot take a lease while it is not present)
   await until('the presence back', async () => (await db.owner.query(
-    "select count(*)::int as n from pg_stat_activity where application_name = 'game-presence' and datname = current_database()")).rows[0].n === 1);
+    `select game_private.process_present($1) and exists (select from pg_stat_activity where application_name = 'game-presence'
+        and datname = current_database() and pid <> all($2::int[])) as back`, [before.id, dropped.map((r) => r.pid)])).rows[0].back, 10_000);
   expect((await db.owner.query('select id from game.game_processes where url = $1', [child.url])).rows).toEqual([before]);
   const played = bots[0]!.results();
   await until('play going on', () => bots[0]!.results() >= played + 1);
