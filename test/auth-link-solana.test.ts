@@ -1,12 +1,10 @@
 // Solana linking by a signed message (ed25519, base58), the wallet_linked condition fired at a
 // stand-in game role, and every malformed input a 4xx, never a 500.
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { base58 } from '@scure/base';
 import { startAuth } from '../server/auth/index.ts';
-import { bridgedUser } from './helpers/auth.ts';
+import { bridgedUser, startConditionSink } from './helpers/auth.ts';
 import { loadConfig } from '../server/config/index.ts';
 import type { StartedRole } from '../server/roles/types.ts';
 import { finishedSpans, installTelemetry, shutdownTelemetry } from '../server/telemetry/index.ts';
@@ -19,31 +17,22 @@ const SECRET = 'solana-link-test-secret-0123456789abcd';
 const SERVICE_KEY = 'solana-link-service-key-0123456789';
 let db: TestDatabase;
 let role: StartedRole;
-let game: Server;
-const conditions: { body: Record<string, string>; key: string | undefined }[] = [];
+let game: Awaited<ReturnType<typeof startConditionSink>>;
 beforeAll(async () => {
   await installTelemetry({ serviceName: 'solana-test', memory: true });
   db = await createTestDatabase();
-  game = createServer((req, res) => {
-    let data = '';
-    req.on('data', (c) => (data += c));
-    req.on('end', () => {
-      if (req.url === '/internal/claim-board/condition-met') conditions.push({ body: JSON.parse(data), key: req.headers['x-service-key'] as string });
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
-    });
-  });
-  await new Promise<void>((r) => game.listen(0, '127.0.0.1', r));
+  game = await startConditionSink();
   role = await startAuth({
     config: loadConfig({
       NODE_ENV: 'test', PORT: '0', AUTH_SECRET: SECRET, AUTH_BASE_URL: ISSUER, AUTH_DOMAIN: 'poker.test', AUTH_TRUSTED_ORIGINS: ORIGIN,
-      SERVICE_KEY, GAME_URL: `http://127.0.0.1:${(game.address() as AddressInfo).port}`,
+      SERVICE_KEY, GAME_URL: game.url,
     }),
     databaseUrl: db.url, log: captureLogger('silent').log,
   });
 });
 afterAll(async () => {
   await role?.stop();
-  await new Promise((r) => game.close(r));
+  await game?.close();
   await db?.drop();
   await shutdownTelemetry();
 });
@@ -73,8 +62,8 @@ test('a signed message links the wallet verbatim with chain id 0, fires wallet_l
   const row = (await db.owner.query('select address, chain, chain_id from auth.wallets where user_id = $1', [user.userId])).rows[0];
   expect(row).toEqual({ address: w.address, chain: 'solana', chain_id: 0 });
   const deadline = Date.now() + 3000;
-  while (!conditions.some((c) => c.body.userId === user.userId) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  expect(conditions.filter((c) => c.body.userId === user.userId)).toEqual([
+  while (!game.conditions.some((c) => c.body.userId === user.userId) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  expect(game.conditions.filter((c) => c.body.userId === user.userId)).toEqual([
     { body: { userId: user.userId, conditionKey: 'wallet_linked', idempotencyKey: `wallet_linked:${user.userId}:${w.address}` }, key: SERVICE_KEY },
   ]);
   expect(finishedSpans().some((s) => s.name === 'auth.wallet.solana_linked' && s.attributes['auth.user_id'] === user.userId)).toBe(true);

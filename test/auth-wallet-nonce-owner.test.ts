@@ -1,8 +1,6 @@
 // A link nonce belongs to the user who asked for it (issue 10): another user who asks for the nonce
 // of your wallet neither replaces nor takes yours (griefing), and cannot link your wallet to
 // themselves by submitting the message your wallet signed (hijack), for SIWE and for Solana alike.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { base58 } from '@scure/base';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
@@ -10,7 +8,7 @@ import { createSiweMessage } from 'viem/siwe';
 import { startAuth } from '../server/auth/index.ts';
 import { loadConfig } from '../server/config/index.ts';
 import type { StartedRole } from '../server/roles/types.ts';
-import { bridgedUser } from './helpers/auth.ts';
+import { bridgedUser, startConditionSink } from './helpers/auth.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { captureLogger } from './helpers/logs.ts';
 
@@ -21,30 +19,21 @@ const SECRET = 'nonce-owner-test-secret-0123456789abcd';
 const SERVICE_KEY = 'nonce-owner-service-key-0123456789';
 let db: TestDatabase;
 let role: StartedRole;
-let game: Server;
-const conditions: { userId: string; conditionKey: string }[] = [];
+let game: Awaited<ReturnType<typeof startConditionSink>>;
 beforeAll(async () => {
   db = await createTestDatabase();
-  game = createServer((req, res) => {
-    let data = '';
-    req.on('data', (c) => (data += c));
-    req.on('end', () => {
-      if (req.url === '/internal/claim-board/condition-met') conditions.push(JSON.parse(data));
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
-    });
-  });
-  await new Promise<void>((r) => game.listen(0, '127.0.0.1', r));
+  game = await startConditionSink();
   role = await startAuth({
     config: loadConfig({
       NODE_ENV: 'test', PORT: '0', AUTH_SECRET: SECRET, AUTH_BASE_URL: ISSUER, AUTH_DOMAIN: DOMAIN, AUTH_TRUSTED_ORIGINS: ORIGIN,
-      SERVICE_KEY, GAME_URL: `http://127.0.0.1:${(game.address() as AddressInfo).port}`,
+      SERVICE_KEY, GAME_URL: game.url,
     }),
     databaseUrl: db.url, log: captureLogger('silent').log,
   });
 });
 afterAll(async () => {
   await role?.stop();
-  await new Promise((r) => game.close(r));
+  await game?.close();
   await db?.drop();
 });
 
@@ -126,9 +115,9 @@ describe('Solana', () => {
     expect(own.status).toBe(200);
     expect(await walletsOf(alice.userId)).toEqual([w.address]);
     // the condition is posted after the answer: once Alice's has arrived, Mallory's earlier one would have too
-    for (let i = 0; i < 100 && !conditions.some((c) => c.userId === alice.userId); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(conditions.filter((c) => c.userId === alice.userId && c.conditionKey === 'wallet_linked')).toHaveLength(1);
-    expect(conditions.filter((c) => c.userId === mallory.userId)).toEqual([]);
+    for (let i = 0; i < 100 && !game.conditions.some((c) => c.body.userId === alice.userId); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(game.conditions.filter((c) => c.body.userId === alice.userId && c.body.conditionKey === 'wallet_linked')).toHaveLength(1);
+    expect(game.conditions.filter((c) => c.body.userId === mallory.userId)).toEqual([]);
   });
 
   test('griefing: another user asking for the nonce of your wallet leaves yours valid', async () => {
