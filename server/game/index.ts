@@ -1,7 +1,5 @@
 // The game role: table rooms, the seat side of the cage's seams, hand boundaries. The dealer, the
 // websocket, the claim board and tournaments join it with their issues.
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import { z } from 'zod';
 import { createRolePool } from '../db/pools.ts';
@@ -135,10 +133,10 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
     return {
       app,
       fields: { tables: rows[0]!.tables, processId: gameProcess.id },
-      onListening: (server) => {
+      onListening: (server, url) => {
         live.attach(server);
         if (!config.GAME_PUBLIC_URL) {
-          void gameProcess.setUrl(listeningUrl(server, config.HOST)).catch((err) => roleLog.error({ err }, 'game process url not stored'));
+          void gameProcess.setUrl(url).catch((err) => roleLog.error({ err }, 'game process url not stored'));
         }
       },
       onStop: async () => {
@@ -152,9 +150,3 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
   });
 }
 
-/** The URL this process listens on, as clients on this host reach it (set GAME_PUBLIC_URL otherwise). */
-function listeningUrl(server: Server, host: string): string {
-  const { port } = server.address() as AddressInfo;
-  const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
-  return `http://${shown}:${port}`;
-}

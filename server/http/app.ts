@@ -95,7 +95,7 @@ export async function listen(app: Express, host: string, port: number): Promise<
   });
   server.on('clientError', answerUnparsable);
   const address = server.address() as AddressInfo;
-  const shownHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+  const shownHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
   return {
     server,
     url: `http://${shownHost}:${address.port}`,
@@ -122,7 +122,7 @@ export async function serveRole(options: {
     app: Express;
     fields?: Record<string, unknown>;
     /** Called once the server listens (e.g. to take websocket upgrades on it). */
-    onListening?: (server: Server) => void;
+    onListening?: (server: Server, url: string) => void;
     /** Called first when the role stops (e.g. to close websockets and timers). */
     onStop?: () => Promise<void>;
   }>;
@@ -130,7 +130,7 @@ export async function serveRole(options: {
   try {
     const { app, fields, onListening, onStop } = await options.build();
     const http = await listen(app, options.host, options.port);
-    onListening?.(http.server);
+    onListening?.(http.server, http.url);
     options.log.info({ url: http.url, ...fields }, `${options.role} listening`);
     return {
       role: options.role,
