@@ -46,7 +46,7 @@ const BOOKS = `{
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  const cage = db.pool('poker_cage', 2);
+  const cage = db.owner;
   user = await userAccount(cage);
   other = await userAccount(cage);
   grantSource = await systemAccount(cage, 'grant_source');
@@ -73,12 +73,12 @@ describe('reads with the service key', () => {
     expect(ledger.totalCount).toBe(6);
     // each funding is two postings: the grant source pays, the user receives (bigints travel as strings)
     expect(ledger.nodes.map((n: any) => [n.refId, n.accountId, n.amount, n.kind, n.moneyKind])).toEqual([
-      [fundings[0], String(grantSource), '-250', 'grant', 'play'],
-      [fundings[0], String(user.id), '250', 'grant', 'play'],
-      [fundings[1], String(grantSource), '-40', 'grant', 'play'],
-      [fundings[1], String(other.id), '40', 'grant', 'play'],
-      [fundings[2], String(grantSource), '-10', 'grant', 'play'],
-      [fundings[2], String(user.id), '10', 'grant', 'play'],
+      [fundings[0], String(grantSource), '-250', 'adjustment', 'play'],
+      [fundings[0], String(user.id), '250', 'adjustment', 'play'],
+      [fundings[1], String(grantSource), '-40', 'adjustment', 'play'],
+      [fundings[1], String(other.id), '40', 'adjustment', 'play'],
+      [fundings[2], String(grantSource), '-10', 'adjustment', 'play'],
+      [fundings[2], String(user.id), '10', 'adjustment', 'play'],
     ]);
     const userPostings = ledger.nodes.filter((n: any) => n.accountId === String(user.id));
     expect(userPostings.map((n: any) => [n.balanceAfter, n.accountVersion])).toEqual([['250', '1'], ['260', '2']]);

@@ -4,12 +4,11 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import type pg from 'pg';
 import { startCage } from '../server/cage/index.ts';
 import { issueReceipt, loadReceiptSigner, receiptPayload, signerFromPrivateKey, verifyReceipt } from '../server/cage/receipts.ts';
-import { postMovement } from '../server/cage/ledger.ts';
 import { loadConfig } from '../server/config/index.ts';
 import type { StartedRole } from '../server/roles/types.ts';
 import { createLogger } from '../server/telemetry/index.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { expectCleanAudit, fund, refId, systemAccount, userAccount } from './helpers/cage.ts';
+import { correct, expectCleanAudit, fund, systemAccount, userAccount } from './helpers/cage.ts';
 
 let db: TestDatabase;
 let cage: pg.Pool;
@@ -26,11 +25,10 @@ afterAll(async () => {
 });
 
 async function settle() {
-  const user = await userAccount(cage);
-  await fund(cage, user.id, 100n);
-  const house = await systemAccount(cage, 'house');
-  const ref = refId('settle');
-  await postMovement(cage, { refId: ref, kind: 'adjustment', moneyKind: 'play', accounts: [user.id, house], amounts: [-1n, 1n] });
+  const user = await userAccount(db.owner);
+  await fund(db.owner, user.id, 100n);
+  const house = await systemAccount(db.owner, 'house');
+  const { refId: ref } = await correct(db.owner, [user.id, house], [-1n, 1n]);
   return { userId: user.userId, ref };
 }
 

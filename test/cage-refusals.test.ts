@@ -414,8 +414,9 @@ describe('grant', () => {
 });
 
 describe('operator purchase and redemption', () => {
-  const op = (money: Money, direction: 'purchase' | 'redemption', body: Record<string, unknown>, headers: Record<string, string> = money.service) =>
-    call(`${money.cage}/api/operator/${direction}`, { headers, body });
+  // an operator's own credential (the admin access JWT), never the service key
+  const op = async (money: Money, direction: 'purchase' | 'redemption', body: Record<string, unknown>, headers?: Record<string, string>) =>
+    call(`${money.cage}/api/operator/${direction}`, { headers: headers ?? (await money.operator()).auth, body });
 
   test('play and real purchases, replays by externalRef; real purchases refused while switched off but real redemptions allowed', async () => {
     const p = await m.player();
@@ -452,7 +453,7 @@ describe('operator purchase and redemption', () => {
     expect(await m.balance(p.auth, 'play')).toBe(200);
   });
 
-  test('402 insufficient_cage_balance beyond the balance, 404 user_not_found, 400 bad_request and invalid_amount, 401 invalid_service_key', async () => {
+  test('402 insufficient_cage_balance beyond the balance, 404 user_not_found, 400 bad_request and invalid_amount, 401/403 without an operator credential', async () => {
     const p = await m.player(100);
     const ext = () => `x-${randomUUID()}`;
     expect(await op(m, 'redemption', { userId: p.userId, amount: 101, externalRef: ext(), moneyKind: 'play' })).toEqual(refused(402, 'insufficient_cage_balance'));
@@ -475,8 +476,14 @@ describe('operator purchase and redemption', () => {
     for (const amount of [0, -1, 1.5, 'x']) {
       expect(await op(m, 'purchase', { userId: p.userId, amount, externalRef: ext(), moneyKind: 'play' })).toEqual(refused(400, 'invalid_amount'));
     }
-    for (const headers of [{}, { 'x-service-key': 'wrong-key-0123456789abcdef' }, p.auth] as Record<string, string>[]) {
-      expect(await op(m, 'purchase', { userId: p.userId, amount: 10, externalRef: ext(), moneyKind: 'play' }, headers)).toEqual(refused(401, 'invalid_service_key'));
+    // the service key does not mint real chips; a player's JWT is not an operator's
+    for (const [headers, status, code] of [
+      [{}, 401, 'missing_bearer_token'], [m.service, 401, 'missing_bearer_token'],
+      [{ authorization: 'Bearer not.a.jwt' }, 401, 'invalid_token'], [p.auth, 403, 'admin_required'],
+    ] as [Record<string, string>, number, string][]) {
+      for (const direction of ['purchase', 'redemption'] as const) {
+        expect(await op(m, direction, { userId: p.userId, amount: 10, externalRef: ext(), moneyKind: 'play' }, headers)).toEqual(refused(status, code));
+      }
     }
     expect([await m.balance(p.auth, 'play'), await m.balance(p.auth, 'real')]).toEqual([100, 0]);
   });

@@ -188,8 +188,8 @@ describe('with its embedded PostgreSQL', () => {
     const cage = createRolePool(ownerUrl, 'poker_cage', { max: 1 });
     const owner = createOwnerPool(ownerUrl, 1);
     try {
-      const account = (await userAccount(cage)).id;
-      await fund(cage, account, 123n);
+      const account = (await userAccount(owner)).id;
+      await fund(owner, account, 123n);
       seeded = { account, ...(await bookState(owner)) };
       expect(seeded.migrations.length).toBeGreaterThan(0);
       expect(seeded.repeatables).toHaveLength(1);

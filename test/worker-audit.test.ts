@@ -53,7 +53,7 @@ const queuedAudits = async () =>
 beforeAll(async () => {
   await installTelemetry({ serviceName: 'worker-audit-test', memory: true });
   db = await createTestDatabase();
-  const cage = db.pool('poker_cage', 2);
+  const cage = db.owner;
   account = (await userAccount(cage)).id;
   await fund(cage, account, 500n);
 });

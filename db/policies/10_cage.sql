@@ -9,23 +9,23 @@ alter default privileges in schema cage, cage_private revoke execute on function
 
 grant usage on schema cage to poker_cage, poker_worker, poker_admin, poker_anonymous;
 
--- cage service: reads its books, writes only through the API functions
+-- cage service: reads its books, writes only through the named business functions. Never the
+-- generic posting (post_movement, post_movements, ensure_account) or the projection rebuild: those
+-- run inside the business functions (as their owner) or by the operator's own login.
 grant select on cage.cage_accounts, cage.cage_entries, cage.cage_ledger, cage.receipts, cage.account_balances,
-  cage.deposit_intents, cage.withdraw_intents, cage.custody_entries, cage.rake_reconciliations
+  cage.deposit_intents, cage.withdraw_intents, cage.custody_entries, cage.rake_reconciliations,
+  cage.operator_acts, cage.manual_corrections
   to poker_cage;
 grant execute on function
-  cage.ensure_account(text, uuid, text, text),
-  cage.post_movement(text, text, text, bigint[], bigint[], jsonb),
-  cage.post_movements(jsonb),
   cage.audit(),
-  cage.rebuild_projection(),
   cage.open_deposit(uuid, text, text, integer, bigint),
   cage.confirm_deposit(text),
   cage.fail_deposit(text, text),
   cage.settle_position(uuid, text, bigint, bigint, text, text, text, boolean),
   cage.mark_withdrawal_settled(text),
-  cage.grant_play_chips(text, bigint, text),
-  cage.exchange_chips(text, uuid, bigint, text, text),
+  cage.grant_play_chips(text, bigint, text, text, text),
+  cage.exchange_chips(text, uuid, bigint, text, text, uuid),
+  cage.correct_books(uuid, text, text, bigint[], bigint[], text),
   cage.claim_custody(uuid, bigint),
   cage.store_receipt(text, uuid, text, text, bytea, bytea, bytea),
   cage.receipt_private_key(bytea),
@@ -49,7 +49,8 @@ grant execute on function cage.reconcile_rake(text), cage.tables_with_unreconcil
 -- admin GraphQL: reads the books under RLS. The anonymous role is granted the same SELECT so that
 -- row-level security, not a missing grant, is what shows it nothing.
 grant select on cage.cage_accounts, cage.cage_entries, cage.cage_ledger, cage.receipts, cage.account_balances,
-  cage.deposit_intents, cage.withdraw_intents, cage.custody_entries, cage.rake_reconciliations
+  cage.deposit_intents, cage.withdraw_intents, cage.custody_entries, cage.rake_reconciliations,
+  cage.operator_acts, cage.manual_corrections
   to poker_admin, poker_anonymous;
 grant execute on function cage.audit() to poker_admin;
 
@@ -69,3 +70,5 @@ drop policy if exists receipts_read on cage.receipts;
 create policy receipts_read on cage.receipts for select to poker_cage, poker_admin using (true);
 drop policy if exists rake_reconciliations_read on cage.rake_reconciliations;
 create policy rake_reconciliations_read on cage.rake_reconciliations for select to poker_cage, poker_admin using (true);
+drop policy if exists operator_acts_read on cage.operator_acts;
+create policy operator_acts_read on cage.operator_acts for select to poker_cage, poker_admin using (true);

@@ -50,3 +50,7 @@ drop policy if exists agent_versions_read on game.agent_versions;
 create policy agent_versions_read on game.agent_versions for select to poker_game, poker_admin using (true);
 drop policy if exists agent_flags_read on game.agent_flags;
 create policy agent_flags_read on game.agent_flags for select to poker_game, poker_admin using (true);
+
+-- the worker completes claims whose grant minted but whose ledger row never came
+grant usage on schema claims to poker_worker;
+grant execute on function claims.complete_lost_claims(integer) to poker_worker;

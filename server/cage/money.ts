@@ -1,8 +1,11 @@
 // Money into and out of the cage, and what a player reads of their own:
-//   POST /api/grant                 play chips to a linked Solana wallet's owner (x-service-key)
-//   POST /api/operator/purchase     chips bought outside come in (x-service-key, replay-once)
-//   POST /api/operator/redemption   chips leave for the outside (x-service-key, replay-once)
+//   POST /api/grant                 play chips to a linked Solana wallet's owner (x-service-key; the
+//                                   claim board also names the claim's sectionKey and period)
+//   POST /api/operator/purchase     chips bought outside come in (an operator's access JWT, replay-once)
+//   POST /api/operator/redemption   chips leave for the outside (an operator's access JWT, replay-once)
+//   POST /api/operator/correction   a manual correction of the books, with its reason (operator JWT)
 //   POST /api/custody/claim         a FREE custody entry to its owner's cage balance (JWT), + receipt
+//                                   signed in the claim's transaction
 //   GET  /api/cage/receipts         the caller's receipts (JWT)
 //   GET  /api/cage/balances         the caller's cage balances (JWT)
 // The rules are in db/functions/cage/70_money_in_out.sql.
@@ -13,6 +16,7 @@ import { z } from 'zod';
 import { requireServiceKey } from '../http/auth.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import type { JwtVerifier } from '../http/jwt.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { receiptJson } from './cash.ts';
 import { issueReceipt, type ReceiptSigner, type StoredReceipt } from './receipts.ts';
 
@@ -21,7 +25,19 @@ const chips = z.union([
   z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
 ]).transform((v) => BigInt(v));
 
-const grantBody = z.object({ recipient: z.string().min(1).max(128), amount: z.unknown(), claimId: z.string().min(1).max(200) });
+const grantBody = z.object({
+  recipient: z.string().min(1).max(128), amount: z.unknown(), claimId: z.string().min(1).max(200),
+  sectionKey: z.string().min(1).max(64).optional(), period: z.string().min(1).max(16).optional(),
+}).refine((b) => (b.sectionKey === undefined) === (b.period === undefined), { message: 'sectionKey and period go together', path: ['period'] });
+const correctionBody = z.object({
+  ref: z.string().regex(/^[\x21-\x7e]{1,128}$/, '1..128 printable characters'),
+  moneyKind: z.enum(['play', 'real']),
+  legs: z.array(z.object({
+    accountId: z.union([z.string().regex(/^[1-9][0-9]{0,17}$/), z.number().int().positive()]).transform(String),
+    amount: z.union([z.string().regex(/^-?[1-9][0-9]{0,15}$/), z.number().int().min(-Number.MAX_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER)]).transform(String),
+  }).strict()).min(2).max(16),
+  reason: z.string().trim().min(1).max(500),
+}).strict();
 const exchangeBody = z.object({
   userId: z.uuid(),
   amount: z.unknown(),
@@ -46,14 +62,15 @@ export function installMoneyRoutes(
 ) {
   const { pool, log } = deps;
   const service = requireServiceKey(deps.serviceKey);
+  const operator = deps.jwt.requireAdmin;
 
   app.post('/api/grant', service, async (req, res) => {
     const b = parse(grantBody, req.body);
     const amount = amountOf(b.amount);
     let rows;
     try {
-      ({ rows } = await pool.query('select user_id, amount, ref_id, status from cage.grant_play_chips($1, $2, $3)', [
-        b.recipient, amount.toString(), b.claimId,
+      ({ rows } = await pool.query('select user_id, amount, ref_id, status from cage.grant_play_chips($1, $2, $3, $4, $5)', [
+        b.recipient, amount.toString(), b.claimId, b.sectionKey ?? null, b.period ?? null,
       ]));
     } catch (err) {
       // a claim id already granted with other values: refused, and the original is shown, so a
@@ -75,16 +92,17 @@ export function installMoneyRoutes(
   });
 
   for (const direction of ['purchase', 'redemption'] as const) {
-    app.post(`/api/operator/${direction}`, service, async (req, res) => {
+    app.post(`/api/operator/${direction}`, operator, async (req, res) => {
       const b = parse(exchangeBody, req.body);
       const amount = amountOf(b.amount);
       // switched off, real money may still leave (a redemption), never come in
       if (b.moneyKind === 'real' && direction === 'purchase' && !deps.realMoneyEnabled) throw new ApiError(403, 'real_money_disabled');
-      const { rows } = await pool.query('select ref_id, status, balance from cage.exchange_chips($1, $2, $3, $4, $5)', [
-        direction, b.userId, amount.toString(), b.externalRef, b.moneyKind,
+      const adminId: string = res.locals.claims.sub;
+      const { rows } = await pool.query('select ref_id, status, balance from cage.exchange_chips($1, $2, $3, $4, $5, $6)', [
+        direction, b.userId, amount.toString(), b.externalRef, b.moneyKind, adminId,
       ]);
       const r = rows[0];
-      if (r.status === 'created') log.info({ userId: b.userId, amount: amount.toString(), moneyKind: b.moneyKind, direction }, `chips ${direction}`);
+      if (r.status === 'created') log.info({ adminId, userId: b.userId, amount: amount.toString(), moneyKind: b.moneyKind, direction }, `chips ${direction}`);
       res.json({
         ok: true, refId: r.ref_id, userId: b.userId, amount: Number(amount), moneyKind: b.moneyKind, balance: Number(r.balance),
         ...(r.status === 'replayed' ? { idempotent: true } : {}),
@@ -92,16 +110,31 @@ export function installMoneyRoutes(
     });
   }
 
+  app.post('/api/operator/correction', operator, async (req, res) => {
+    const b = parse(correctionBody, req.body);
+    const adminId: string = res.locals.claims.sub;
+    const { rows } = await pool.query('select ref_id, entry_id, status from cage.correct_books($1, $2, $3, $4, $5, $6)', [
+      adminId, b.ref, b.moneyKind, b.legs.map((l) => l.accountId), b.legs.map((l) => l.amount), b.reason,
+    ]);
+    const r = rows[0];
+    if (r.status === 'created') log.warn({ adminId, refId: r.ref_id, reason: b.reason }, 'books corrected by an operator');
+    res.json({ ok: true, refId: r.ref_id, entryId: r.entry_id.toString(), ...(r.status === 'replayed' ? { idempotent: true } : {}) });
+  });
+
   app.post('/api/custody/claim', deps.jwt.require, async (req, res) => {
     const userId: string = res.locals.claims.sub;
     const b = parse(z.object({ entryId: z.union([z.string().regex(/^[1-9][0-9]{0,17}$/), z.number().int().positive()]).transform(String) }), req.body);
-    const { rows } = await pool.query('select entry_id, ref_id, amount, money_kind, table_id, replayed from cage.claim_custody($1, $2)', [
-      userId, b.entryId,
-    ]);
-    const c = rows[0];
-    const receipt: StoredReceipt = await issueReceipt(pool, deps.signer, {
-      v: 1, kind: 'custody_claim', ledgerRefId: c.ref_id, userId, tableId: c.table_id ?? undefined,
-      custodyEntryId: c.entry_id.toString(), chipAmount: c.amount, moneyKind: c.money_kind,
+    // the claim and its receipt in one transaction: a claim never exists without its receipt
+    const { c, receipt } = await inTransaction(pool, async (client) => {
+      const { rows } = await client.query('select entry_id, ref_id, amount, money_kind, table_id, replayed from cage.claim_custody($1, $2)', [
+        userId, b.entryId,
+      ]);
+      const c = rows[0];
+      const receipt: StoredReceipt = await issueReceipt(client, deps.signer, {
+        v: 1, kind: 'custody_claim', ledgerRefId: c.ref_id, userId, tableId: c.table_id ?? undefined,
+        custodyEntryId: c.entry_id.toString(), chipAmount: c.amount, moneyKind: c.money_kind,
+      });
+      return { c, receipt };
     });
     if (!c.replayed) log.info({ userId, entryId: b.entryId, amount: c.amount.toString() }, 'custody claimed');
     res.json({

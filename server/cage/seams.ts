@@ -7,12 +7,16 @@
 //            back) and compensated only once the game says the seat does not hold the chips; if
 //            the game cannot be reached at all, the deposit stays pending for the reconciler.
 //   withdraw the game stands the player up and reports the stack and chain head; the cage writes the
-//            terminal row (cash-out, custody or bust) and the receipt; then the game zeroes the seat.
+//            terminal row (cash-out, custody or bust) and its receipt, in one transaction; then the
+//            game zeroes the seat.
 //            A zeroing that did not land is redelivered by the reconciler.
 import { keccak256, toHex } from 'viem';
 import type pg from 'pg';
+import { z } from 'zod';
+import { inTransaction } from '../db/transaction.ts';
+import { ApiError, zodIssues } from '../http/errors.ts';
 import type { ServiceClient } from '../http/service-client.ts';
-import { issueReceipt, type ReceiptSigner } from './receipts.ts';
+import { canonicalJson, issueReceipt, type ReceiptSigner, type StoredReceipt } from './receipts.ts';
 
 /**
  * How long a request may still be working on its own intent: a deposit makes at most two game
@@ -79,6 +83,32 @@ export async function resolveUncertainDeposit(db: Db, game: ServiceClient, inten
   return { outcome: 'failed', code: 'seat_funding_failed' };
 }
 
+const permitShape = z.object({
+  permit: z.object({
+    v: z.number().int().min(0).max(255),
+    r: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
+    s: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
+    deadline: z.union([z.string().regex(/^[0-9]{1,78}$/), z.number().int().nonnegative()]).transform(String),
+  }),
+  signerAddress: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
+});
+
+/**
+ * The deposit key a client written for the chain bank brings: the bank's hash of the permit fields,
+ * keccak256 over the canonical JSON of `{ wallet: signerAddress, amount, deadline, v, r, s }` (hex
+ * lower-cased, amount and deadline as decimal strings), so the same signed permit is the same
+ * deposit however often it is sent. Undefined when the body carries no permit.
+ */
+export function depositKeyOf(permit: unknown, signerAddress: unknown, amount: bigint): `0x${string}` | undefined {
+  if (permit === undefined && signerAddress === undefined) return undefined;
+  const parsed = permitShape.safeParse({ permit, signerAddress });
+  if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+  const { v, r, s, deadline } = parsed.data.permit;
+  return keccak256(toHex(canonicalJson({
+    wallet: parsed.data.signerAddress.toLowerCase(), amount: amount.toString(), deadline, v, r: r.toLowerCase(), s: s.toLowerCase(),
+  })));
+}
+
 /** The withdrawal key of the spec: keccak256 of `userId:tableId:historyHash:chipAmount`. */
 export function withdrawKey(userId: string, tableId: string, historyHash: string, chipAmount: bigint): `0x${string}` {
   return keccak256(toHex(`${userId}:${tableId}:${historyHash}:${chipAmount}`));
@@ -114,22 +144,42 @@ export function settlementReceiptFields(userId: string, tableId: string, row: {
   };
 }
 
+/** A settlement as cage.settle_position wrote (or replayed) it, with its receipt. */
+export interface SettlementRow {
+  idempotency_key: string; ledger_ref_id: string; amount: bigint; settlement: string; custody_entry_id: bigint | null;
+  history_hash: string; money_kind: string; player_id: bigint; replayed: boolean; receipt: StoredReceipt;
+}
+
+/**
+ * Writes the terminal row of a stood-up position and its signed receipt in ONE transaction: a
+ * settlement never exists without its receipt (the audit checks it). A replay returns the original
+ * row and the original receipt.
+ */
+export async function settlePosition(pool: pg.Pool, signer: ReceiptSigner, p: StoodUpPosition & {
+  idempotencyKey: string; settlement: string; forced: boolean;
+}): Promise<SettlementRow> {
+  return inTransaction(pool, async (client) => {
+    const { rows } = await client.query(
+      `select idempotency_key, ledger_ref_id, amount, settlement, custody_entry_id, history_hash, money_kind, player_id, replayed
+         from cage.settle_position($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [p.userId, p.tableId, p.playerId, p.chipAmount.toString(), p.historyHash, p.idempotencyKey, p.settlement, p.forced],
+    );
+    const row = rows[0];
+    const receipt = await issueReceipt(client, signer, settlementReceiptFields(p.userId, p.tableId, row));
+    return { ...row, receipt };
+  });
+}
+
 /**
  * Settles a stood-up position as the withdraw route does: the terminal row under the spec's key
- * (a replay when a request settled it first), its receipt, then the zeroing on the game. A cash-out
- * to the user's cage balance, or a bust when the stack is empty. True once the game zeroed it.
+ * (a replay when a request settled it first) with its receipt, then the zeroing on the game. A
+ * cash-out to the user's cage balance, or a bust when the stack is empty. True once the game zeroed it.
  */
-export async function settleStoodUp(db: Db, game: ServiceClient, signer: ReceiptSigner, p: StoodUpPosition): Promise<boolean> {
-  const settlement = p.chipAmount === 0n ? 'bust' : 'cash_out';
-  const key = withdrawKey(p.userId, p.tableId, p.historyHash, p.chipAmount);
-  const { rows } = await db.query(
-    `select idempotency_key, ledger_ref_id, amount, settlement, custody_entry_id, history_hash, money_kind, player_id
-       from cage.settle_position($1, $2, $3, $4, $5, $6, $7, false)`,
-    [p.userId, p.tableId, p.playerId, p.chipAmount.toString(), p.historyHash, key, settlement],
-  );
-  const row = rows[0];
-  await issueReceipt(db, signer, settlementReceiptFields(p.userId, p.tableId, row));
-  return deliverSettlement(db, game, {
+export async function settleStoodUp(pool: pg.Pool, game: ServiceClient, signer: ReceiptSigner, p: StoodUpPosition): Promise<boolean> {
+  const row = await settlePosition(pool, signer, {
+    ...p, idempotencyKey: withdrawKey(p.userId, p.tableId, p.historyHash, p.chipAmount), settlement: p.chipAmount === 0n ? 'bust' : 'cash_out', forced: false,
+  });
+  return deliverSettlement(pool, game, {
     idempotencyKey: row.idempotency_key, playerId: row.player_id.toString(), ledgerRefId: row.ledger_ref_id, settlement: row.settlement,
   });
 }

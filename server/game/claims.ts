@@ -108,7 +108,10 @@ export function createClaimBoard(deps: ClaimBoardDeps) {
       let grantTx: string | null = null;
       let replayedGrant = false;
       if (amount > 0n) {
-        const grant = await deps.bank.post<{ txHash?: string; idempotent?: boolean }>('/api/grant', { recipient, amount, claimId: id });
+        // the grant names its claim, so the cage's entry and the claim's ledger row can be paired
+        const grant = await deps.bank.post<{ txHash?: string; idempotent?: boolean }>('/api/grant', {
+          recipient, amount, claimId: id, sectionKey, period: step.period,
+        });
         const original = !grant.ok ? (grant.body as { original?: { userId: string; amount: number; txHash: string } }).original : undefined;
         if (grant.ok) {
           grantTx = grant.body.txHash ?? id;

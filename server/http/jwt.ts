@@ -12,12 +12,25 @@ export interface AccessClaims extends JWTPayload {
   email?: string;
   walletAddress?: string | null;
   authMethod?: string;
+  /** `admin` on an operator's token, minted only by the admin sign-in path (the session's /api/auth/token). */
+  role?: 'admin';
 }
 
 export interface JwtVerifier {
   verify(token: string): Promise<AccessClaims>;
   /** Express middleware: puts the verified claims on `res.locals.claims`. */
   require: RequestHandler;
+  /** As `require`, then 403 admin_required unless the token is an operator's (`role: 'admin'`). */
+  requireAdmin: RequestHandler;
+}
+
+/** Wraps a `require` middleware: a verified token without the admin role claim is 403 admin_required. */
+export function adminOnly(require: RequestHandler): RequestHandler {
+  return (req, res, next) => require(req, res, (err?: unknown) => {
+    if (err) return next(err);
+    if (res.locals.claims?.role !== 'admin') return next(new ApiError(403, 'admin_required'));
+    next();
+  });
 }
 
 /** How far in the future a token's `iat` may be (clock skew between the auth role and a verifier). */
@@ -52,19 +65,17 @@ export function createJwtVerifier(options: { jwksUrl: string; issuer: string }):
       throw new ApiError(401, 'invalid_token');
     }
   };
-  return {
-    verify,
-    require: async (req, res, next) => {
-      const token = bearerToken(req);
-      if (!token) return next(new ApiError(401, req.get('authorization') ? 'invalid_token' : 'missing_bearer_token'));
-      try {
-        res.locals.claims = await verify(token);
-        next();
-      } catch (err) {
-        next(err);
-      }
-    },
+  const require: RequestHandler = async (req, res, next) => {
+    const token = bearerToken(req);
+    if (!token) return next(new ApiError(401, req.get('authorization') ? 'invalid_token' : 'missing_bearer_token'));
+    try {
+      res.locals.claims = await verify(token);
+      next();
+    } catch (err) {
+      next(err);
+    }
   };
+  return { verify, require, requireAdmin: adminOnly(require) };
 }
 
 /**
@@ -79,5 +90,6 @@ export function lazyJwtVerifier(options: { jwksUrl?: string; issuer: string; pee
   return {
     verify: (token) => get().verify(token),
     require: (req, res, next) => get().require(req, res, next),
+    requireAdmin: (req, res, next) => get().requireAdmin(req, res, next),
   };
 }

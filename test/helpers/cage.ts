@@ -1,4 +1,6 @@
-// Cage fixtures for tests: accounts, funding through a real grant movement, and the audit oracle.
+// Cage fixtures for tests: accounts, funding through an operator's recorded correction, and the
+// audit oracle. Accounts are made with the owner's pool (service roles cannot call the generic
+// ledger functions); the audit runs on any pool that may execute it.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { audit, ensureAccount, postMovement, type MoneyKind } from '../../server/cage/ledger.ts';
@@ -14,10 +16,36 @@ export async function systemAccount(db: pg.Pool, type: 'grant_source' | 'outside
   return ensureAccount(db, { type, moneyKind });
 }
 
-/** Credits a user account from the grant source, as a claim-board grant would. */
-export async function fund(db: pg.Pool, accountId: bigint, amount: bigint, moneyKind: MoneyKind = 'play') {
-  const source = await systemAccount(db, 'grant_source', moneyKind);
-  return postMovement(db, { refId: refId('fund'), kind: 'grant', moneyKind, accounts: [source, accountId], amounts: [-amount, amount] });
+const operators = new WeakMap<pg.Pool, Promise<string>>();
+
+/** An operator (admin) of this database, made once per owner pool: the fixtures' money acts name it. */
+export function fixtureOperator(owner: pg.Pool): Promise<string> {
+  let admin = operators.get(owner);
+  if (!admin) {
+    admin = owner.query<{ id: string }>('select auth.create_admin($1, $2) as id', [`fixtures-${randomUUID().slice(0, 8)}@example.com`, 'no-password'])
+      .then((r) => r.rows[0]!.id);
+    operators.set(owner, admin);
+  }
+  return admin;
+}
+
+/**
+ * A manual correction by the fixtures' operator (cage.correct_books): one balanced movement between
+ * existing accounts, recorded with its reason, so the audit's provenance check holds.
+ */
+export async function correct(owner: pg.Pool, accounts: bigint[], amounts: bigint[], moneyKind: MoneyKind = 'play', ref = refId('fix')) {
+  const admin = await fixtureOperator(owner);
+  const { rows } = await owner.query<{ ref_id: string; entry_id: bigint }>(
+    'select ref_id, entry_id from cage.correct_books($1, $2, $3, $4, $5, $6)',
+    [admin, ref, moneyKind, accounts.map(String), amounts.map(String), 'test fixture'],
+  );
+  return { refId: rows[0]!.ref_id, entryId: rows[0]!.entry_id };
+}
+
+/** Credits a user account from the grant source, as an operator's recorded correction (owner pool). */
+export async function fund(owner: pg.Pool, accountId: bigint, amount: bigint, moneyKind: MoneyKind = 'play') {
+  const source = await systemAccount(owner, 'grant_source', moneyKind);
+  return correct(owner, [source, accountId], [-amount, amount], moneyKind);
 }
 
 export async function balanceOf(db: pg.Pool, accountId: bigint): Promise<bigint> {

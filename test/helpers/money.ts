@@ -2,6 +2,7 @@
 // database, players holding real access JWTs (signed by the running auth role's keys), chips bought
 // through the operator route, tables created over HTTP, and JSON calls with their status.
 import { randomUUID } from 'node:crypto';
+import { hashPassword } from '../../server/auth/passwords.ts';
 import { bridgedUser } from './auth.ts';
 import type { TestDatabase } from './db.ts';
 import { startTestPlatform, TEST_SERVICE_KEY, type TestPlatform } from './platform.ts';
@@ -43,14 +44,35 @@ export async function startMoneyPlatform(
   return moneyClient(db, platform);
 }
 
+/**
+ * An operator of the platform: an admin made as `npm run admin:create` makes one, signed in on the
+ * auth role, with the access JWT its session mints (the only path that carries `role: 'admin'`).
+ */
+export async function operatorAuth(db: TestDatabase, authUrl: string) {
+  const email = `ops-${randomUUID().slice(0, 8)}@example.com`;
+  const password = 'operator-password-0123';
+  const adminId: string = (await db.owner.query('select auth.create_admin($1, $2) as id', [email, await hashPassword(password)])).rows[0].id;
+  const session = await call<{ token: string }>(`${authUrl}/api/auth/sign-in/email`, { body: { email, password } });
+  if (session.status !== 200) throw new Error(`operator sign-in failed: ${session.status} ${JSON.stringify(session.body)}`);
+  const token = await call<{ token: string }>(`${authUrl}/api/auth/token`, { method: 'GET', headers: { authorization: `Bearer ${session.body.token}` } });
+  if (token.status !== 200) throw new Error(`operator token failed: ${token.status} ${JSON.stringify(token.body)}`);
+  return { adminId, auth: { authorization: `Bearer ${token.body.token}` } };
+}
+
+const withKey = (body: Record<string, unknown>, headers: Record<string, string>) =>
+  body.idempotencyKey !== undefined || body.permit !== undefined || Object.keys(headers).some((h) => h.toLowerCase() === 'idempotency-key');
+
 export function moneyClient(db: TestDatabase, platform: TestPlatform) {
   const cage = platform.url('cage');
   const service = { 'x-service-key': TEST_SERVICE_KEY };
+  let operator: Promise<{ adminId: string; auth: Record<string, string> }> | undefined;
   const client = {
     platform,
     cage,
     game: platform.url('game'),
     service,
+    /** The operator's credential (made once per client). */
+    operator: () => (operator ??= operatorAuth(db, platform.url('auth'))),
     async player(chips = 0) {
       const { userId, jwt } = await bridgedUser(db, { secret: AUTH_SECRET, issuer: ISSUER });
       const auth = { authorization: `Bearer ${jwt}` };
@@ -58,7 +80,8 @@ export function moneyClient(db: TestDatabase, platform: TestPlatform) {
       return { userId, jwt, auth };
     },
     async buy(userId: string, amount: number, moneyKind: 'play' | 'real' = 'play') {
-      const r = await call(`${cage}/api/operator/purchase`, { headers: service, body: { userId, amount, externalRef: `pay-${randomUUID()}`, moneyKind } });
+      const { auth } = await client.operator();
+      const r = await call(`${cage}/api/operator/purchase`, { headers: auth, body: { userId, amount, externalRef: `pay-${randomUUID()}`, moneyKind } });
       if (r.status !== 200) throw new Error(`purchase failed: ${r.status} ${JSON.stringify(r.body)}`);
       return r.body;
     },
@@ -68,8 +91,11 @@ export function moneyClient(db: TestDatabase, platform: TestPlatform) {
       if (r.status !== 200) throw new Error(`table failed: ${r.status} ${JSON.stringify(r.body)}`);
       return tableId;
     },
+    /** A deposit; a fresh idempotency key is sent unless the body or the headers carry one (a new buy-in each call). */
     deposit: (auth: Record<string, string>, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
-      call(`${cage}/api/deposit`, { headers: { ...auth, ...headers }, body }),
+      call(`${cage}/api/deposit`, {
+        headers: { ...auth, ...(withKey(body, headers) ? {} : { 'idempotency-key': randomUUID() }), ...headers }, body,
+      }),
     withdraw: (auth: Record<string, string>, body: Record<string, unknown>) => call(`${cage}/api/withdraw`, { headers: auth, body }),
     async balance(auth: Record<string, string>, kind: 'play' | 'real' = 'play') {
       const r = await call<{ balances: Record<string, number> }>(`${cage}/api/cage/balances`, { headers: auth });

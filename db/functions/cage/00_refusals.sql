@@ -38,6 +38,7 @@ as $$
     when 'nothing_to_withdraw' then 'CGNTW'
     when 'invalid_seat_index' then 'CGSEA'
     when 'rake_books_diverge' then 'CGRBD'
+    when 'admin_required' then 'CGADM'
     else 'CGXXX'
   end
 $$;

@@ -1,11 +1,14 @@
--- The five invariants of the cage (docs: ARCHITECTURE.md, "The cage"). Every violation is one row;
--- an empty result means the books hold. One statement, so one snapshot: callers run it in a
+-- The invariants of the cage (five of balance, and provenance) (docs: ARCHITECTURE.md, "The cage"). Every violation is one row;
+-- an empty result means the books hold. One query, so one snapshot: callers run it in a
 -- REPEATABLE READ READ ONLY transaction (audit() in server/cage/ledger.ts) and it blocks no writer.
 create or replace function cage.audit()
   returns table (invariant text, subject text, detail jsonb)
-  language sql stable security definer
+  language plpgsql stable security definer
   set search_path = pg_catalog, pg_temp
 as $$
+-- plpgsql, not sql: the body reads the claims domain's functions, which are created after this file
+begin
+  return query
   with sums as (
     select l.account_id, sum(l.amount) as total, count(*) as n
       from cage.cage_ledger l
@@ -117,6 +120,70 @@ as $$
          jsonb_build_object('ledger_ref_id', r.ledger_ref_id, 'problem', 'receipt without its ledger entry')
     from cage.receipts r
    where not exists (select from cage.cage_entries e where e.ref_id = r.ledger_ref_id)
+  union all
+  -- 6. provenance: every entry has the record of the step that justifies it.
+  --    Chips from or to the outside world: the operator's purchase or redemption record.
+  select 'provenance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'no operator record')
+    from cage.cage_entries e
+   where e.kind in ('purchase', 'redemption')
+     and not exists (select from cage.operator_acts a where a.ref_id = e.ref_id and a.act = e.kind::text)
+  union all
+  --    An adjustment: a deposit's reversal, or an operator's correction (who and why).
+  select 'provenance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'adjustment without a reversed deposit or a correction record')
+    from cage.cage_entries e
+   where e.kind = 'adjustment'
+     and not exists (select from cage.deposit_intents d where d.reversal_ref_id = e.ref_id and d.status = 'failed')
+     and not exists (select from cage.operator_acts a where a.ref_id = e.ref_id and a.act = 'correction')
+  union all
+  --    A grant: its claim-ledger row (same claim id, user and amount), once the claim's process had
+  --    its time to write it and the reconciler its time to complete it (claims.complete_lost_claims).
+  select 'provenance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'grant without its claim')
+    from cage.cage_entries e
+   where e.kind = 'grant' and e.created_at < now() - claims_private.claim_report_after()
+     and not exists (select from claims.claim_ledger l
+                      where l.claim_id = e.ref_id and l.user_id::text = e.memo ->> 'user_id' and l.amount = e.amounts[2])
+  union all
+  --    A claim that paid: its grant (same claim id, user and amount).
+  select 'provenance', 'claim:' || l.claim_id,
+         jsonb_build_object('user_id', l.user_id, 'section_key', l.section_key, 'amount', l.amount, 'problem', 'claim without its grant')
+    from claims.claim_ledger l
+   where l.amount > 0
+     and not exists (select from cage.cage_entries e
+                      where e.ref_id = l.claim_id and e.kind = 'grant' and e.memo ->> 'user_id' = l.user_id::text and e.amounts[2] = l.amount)
+  union all
+  --    A seat credit the game holds: its deposit (same key, user, table and amount).
+  select 'provenance', 'credit:' || c.credit_key,
+         jsonb_build_object('table_id', c.table_id, 'user_id', c.user_id, 'amount', c.amount, 'problem', 'seat credit without its deposit')
+    from game.seat_credits c
+   where c.status <> 'cancelled'
+     and not exists (select from cage.deposit_intents d
+                      where d.ref_id = c.credit_key and d.user_id = c.user_id and d.table_id = c.table_id and d.amount = c.amount)
+  union all
+  --    A buy-in: its deposit; a cash-out or bust: its settlement.
+  select 'provenance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'table movement without its deposit or settlement')
+    from cage.cage_entries e
+   where (e.kind = 'table_buy_in' and not exists (select from cage.deposit_intents d where d.ref_id = e.ref_id))
+      or (e.kind in ('table_cash_out', 'bust_close') and not exists (select from cage.withdraw_intents w where w.ledger_ref_id = e.ref_id))
+  union all
+  --    A settlement: its ledger entry and exactly one receipt, signed in its transaction; a custody
+  --    claim: its receipt.
+  select 'provenance', 'settlement:' || w.ledger_ref_id,
+         jsonb_build_object('player_id', w.player_id, 'receipts', (select count(*) from cage.receipts r where r.ledger_ref_id = w.ledger_ref_id),
+                            'entry', exists (select from cage.cage_entries e where e.ref_id = w.ledger_ref_id),
+                            'problem', 'settlement without its entry or its one receipt')
+    from cage.withdraw_intents w
+   where (select count(*) from cage.receipts r where r.ledger_ref_id = w.ledger_ref_id) <> 1
+      or not exists (select from cage.cage_entries e where e.ref_id = w.ledger_ref_id)
+  union all
+  select 'provenance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'custody claim without its receipt')
+    from cage.cage_entries e
+   where e.kind = 'custody_claim' and not exists (select from cage.receipts r where r.ledger_ref_id = e.ref_id);
+end;
 $$;
 
 -- Rebuilds the projection of bounded accounts from the journal (the journal wins) and returns the

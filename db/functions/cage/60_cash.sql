@@ -116,11 +116,10 @@ begin
   if v_intent.status <> 'pending' then
     return v_intent;
   end if;
-  -- locks the credit row: a concurrent game.cancel_credit either reverted it first (no row
-  -- matches, the deposit stays pending) or waits and then finds it kept ('credited')
-  update game.seat_credits c set kept_at = coalesce(c.kept_at, now()), updated_at = now()
-   where c.credit_key = p_ref_id and c.status = 'credited';
-  if not found then
+  -- the game keeps the credit if it holds it (game_private.keep_credit locks the credit row: a
+  -- concurrent game.cancel_credit either reverted it first, and the deposit stays pending, or
+  -- waits and then finds it kept)
+  if not game_private.keep_credit(p_ref_id) then
     return v_intent;
   end if;
   update cage.deposit_intents d set status = 'confirmed', credited_at = now(), updated_at = now()
@@ -156,18 +155,9 @@ begin
     return v_intent;
   end if;
 
-  -- a concurrent game.credit_seat of this key holds its insert: this waits for it, then sees it
-  insert into game.seat_credits (credit_key, table_id, user_id, amount, status)
-  values (p_ref_id, v_intent.table_id, v_intent.user_id, v_intent.amount, 'cancelled')
-  on conflict (credit_key) do nothing;
-  -- Locked, in the mode confirm_deposit's update of this row takes next (no upgrade). game.cancel_credit
-  -- locks the row FOR UPDATE before it reverts it: it either reverted first (this waits, then reads
-  -- 'reverted' and compensates) or waits for this transaction and then finds the credit kept. Read
-  -- without the lock, a revert committed between this read and the confirmation left the deposit
-  -- pending. Waiting here cannot close a cycle: when the row is another transaction's, the only row
-  -- this one holds yet is the intent's, and no function that locks a seat credit (cancel_credit:
-  -- table, credit, seat; confirm_deposit: the intent first) waits for a deposit intent meanwhile.
-  select c.status into v_credit_status from game.seat_credits c where c.credit_key = p_ref_id for no key update;
+  -- the key is tombstoned on the game side unless the game already holds it (the game's function
+  -- answers under the credit row's lock: 20_seats.sql, game_private.tombstone_credit)
+  v_credit_status := game_private.tombstone_credit(p_ref_id, v_intent.table_id, v_intent.user_id, v_intent.amount);
   if v_credit_status = 'credited' then
     return cage.confirm_deposit(p_ref_id);
   end if;

@@ -23,9 +23,13 @@ end;
 $$;
 
 -- Play chips to the owner of the linked Solana wallet p_recipient; ref id = the claim id. A replay
--- returns status 'replayed' (the route answers { idempotent: true }) and mints nothing.
-create or replace function cage.grant_play_chips(p_recipient text, p_amount bigint, p_claim_id text)
-  returns table (user_id uuid, amount bigint, ref_id text, status text)
+-- returns status 'replayed' (the route answers { idempotent: true }) and mints nothing. The claim
+-- board names the claim's section and period: they are kept in the entry's memo, so the claim's
+-- ledger row can be checked against its grant (claims.finish_claim, the audit) and completed from
+-- it when the claim's process died between the two (claims.complete_lost_claims).
+create or replace function cage.grant_play_chips(
+  p_recipient text, p_amount bigint, p_claim_id text, p_section_key text default null, p_period text default null
+) returns table (user_id uuid, amount bigint, ref_id text, status text)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
@@ -33,14 +37,18 @@ declare
   v_entry cage.cage_entries;
   v_user uuid;
   v_result record;
+  v_match jsonb;
 begin
-  if p_claim_id is null or length(p_claim_id) not between 1 and 200 or p_recipient is null or length(p_recipient) not between 1 and 128 then
-    perform cage_private.refuse('bad_request', 'recipient (1..128 chars) and claimId (1..200 chars)');
+  if p_claim_id is null or length(p_claim_id) not between 1 and 200 or p_recipient is null or length(p_recipient) not between 1 and 128
+     or (p_section_key is null) <> (p_period is null) or length(p_section_key) > 64 or length(p_period) > 16 then
+    perform cage_private.refuse('bad_request', 'recipient (1..128 chars), claimId (1..200 chars), and sectionKey with period or neither');
   end if;
   if p_amount is null or p_amount <= 0 or p_amount > cage_private.max_amount() then
     perform cage_private.refuse('invalid_amount', 'a positive whole number of chips');
   end if;
-  v_entry := cage_private.existing_entry(p_claim_id, 'grant', p_amount, jsonb_build_object('recipient', p_recipient));
+  v_match := jsonb_build_object('recipient', p_recipient)
+    || case when p_section_key is null then '{}'::jsonb else jsonb_build_object('section_key', p_section_key, 'period', p_period) end;
+  v_entry := cage_private.existing_entry(p_claim_id, 'grant', p_amount, v_match);
   if v_entry.id is not null then
     return query select (v_entry.memo ->> 'user_id')::uuid, p_amount, p_claim_id, 'replayed'::text;
     return;
@@ -51,12 +59,12 @@ begin
   end if;
   select * into v_result from cage.post_movement(p_claim_id, 'grant', 'play',
     array[cage.ensure_account('grant_source', null, null, 'play'), cage.ensure_account('user', v_user, null, 'play')],
-    array[-p_amount, p_amount], jsonb_build_object('recipient', p_recipient, 'user_id', v_user));
+    array[-p_amount, p_amount], v_match || jsonb_build_object('user_id', v_user));
   if v_result.status = 'replayed' then
     -- a twin under this claim id posted it after our look above: post_movement compared the legs
-    -- only, so it is our grant only if it went to this recipient too (else ref_id_conflict, as when
-    -- the look had found it)
-    perform cage_private.existing_entry(p_claim_id, 'grant', p_amount, jsonb_build_object('recipient', p_recipient));
+    -- only, so it is our grant only if it went to this recipient (and claim) too (else
+    -- ref_id_conflict, as when the look had found it)
+    perform cage_private.existing_entry(p_claim_id, 'grant', p_amount, v_match);
   end if;
   return query select v_user, p_amount, p_claim_id, v_result.status::text;
 end;
@@ -75,11 +83,25 @@ begin
 end;
 $$;
 
+-- The admin id, refused unless it is an operator (a user holding admin credentials).
+create or replace function cage_private.known_admin(p_admin_id uuid) returns uuid
+  language plpgsql stable
+  set search_path = pg_catalog
+as $$
+begin
+  if p_admin_id is null or not exists (select from auth_private.credentials c where c.user_id = p_admin_id) then
+    perform cage_private.refuse('admin_required', 'an operator');
+  end if;
+  return p_admin_id;
+end;
+$$;
+
 -- Chips bought from outside (an operator's payment reference is the ref): outside -> user.
 -- p_direction 'purchase' brings chips in; 'redemption' takes them out (user -> outside), refused
--- with insufficient_cage_balance beyond the balance.
+-- with insufficient_cage_balance beyond the balance. The operator (p_admin_id, from their access
+-- JWT) is recorded with the entry, in its transaction; a replay records nothing new.
 create or replace function cage.exchange_chips(
-  p_direction text, p_user_id uuid, p_amount bigint, p_external_ref text, p_money_kind text
+  p_direction text, p_user_id uuid, p_amount bigint, p_external_ref text, p_money_kind text, p_admin_id uuid
 ) returns table (ref_id text, status text, balance bigint)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -90,6 +112,7 @@ declare
   v_outside bigint;
   v_result record;
 begin
+  perform cage_private.known_admin(p_admin_id);
   if p_direction is null or p_direction not in ('purchase', 'redemption')
      or p_external_ref is null or p_external_ref !~ '^[\x21-\x7e]{1,128}$'
      or p_money_kind is null or not pg_input_is_valid(p_money_kind, 'cage.money_kind') then
@@ -106,8 +129,40 @@ begin
   select * into v_result from cage.post_movement(v_ref, p_direction, p_money_kind,
     array[v_outside, v_user_account],
     case p_direction when 'purchase' then array[-p_amount, p_amount] else array[p_amount, -p_amount] end,
-    jsonb_build_object('external_ref', p_external_ref, 'user_id', p_user_id));
+    jsonb_build_object('external_ref', p_external_ref, 'user_id', p_user_id, 'admin_id', p_admin_id));
+  if v_result.status = 'created' then
+    insert into cage.operator_acts (admin_id, act, ref_id) values (p_admin_id, p_direction, v_ref);
+  end if;
   return query select v_ref, v_result.status::text, (select a.balance from cage.cage_accounts a where a.id = v_user_account);
+end;
+$$;
+
+-- A manual correction of the books by an operator: one balanced adjustment between existing
+-- accounts, recorded with the operator and the reason in its transaction (cage.operator_acts, listed
+-- by cage.manual_corrections). The only way a service role can post an arbitrary movement, and
+-- only for a named operator. Replay-once on the ref: the same ref again with the same legs returns
+-- 'replayed'; with other legs ref_id_conflict.
+create or replace function cage.correct_books(
+  p_admin_id uuid, p_ref text, p_money_kind text, p_accounts bigint[], p_amounts bigint[], p_reason text
+) returns table (ref_id text, entry_id bigint, status text)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_ref text;
+  v_result record;
+begin
+  perform cage_private.known_admin(p_admin_id);
+  if p_ref is null or p_ref !~ '^[\x21-\x7e]{1,128}$' or p_reason is null or length(btrim(p_reason)) = 0 or length(p_reason) > 500 then
+    perform cage_private.refuse('bad_request', 'ref: 1..128 printable characters; a reason of 1..500 characters');
+  end if;
+  v_ref := 'correction:' || p_ref;
+  select * into v_result from cage.post_movement(v_ref, 'adjustment', p_money_kind, p_accounts, p_amounts,
+    jsonb_build_object('admin_id', p_admin_id, 'reason', p_reason));
+  if v_result.status = 'created' then
+    insert into cage.operator_acts (admin_id, act, ref_id, reason) values (p_admin_id, 'correction', v_ref, p_reason);
+  end if;
+  return query select v_ref, v_result.entry_id, v_result.status::text;
 end;
 $$;
 

@@ -22,7 +22,9 @@ create or replace function cage.reconcile_rake(p_table_id text)
   set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_table game.tables;
+  v_money_kind text;
+  v_unreconciled bigint;
+  v_reconciled bigint;
   v_amount bigint;
   v_hands integer;
   v_digest text;
@@ -32,20 +34,17 @@ begin
   if p_table_id is null or length(p_table_id) not between 1 and 128 then
     perform cage_private.refuse('bad_request', 'a table id');
   end if;
-  -- the table row lock orders this against game.finish_hand, which adds rake and house rows under
-  -- the same lock, and against a concurrent reconciliation of the same table
-  select * into v_table from game.tables t where t.table_id = p_table_id for update;
-  if v_table.table_id is null then
+  if not exists (select from game.tables t where t.table_id = p_table_id) then
     perform cage_private.refuse('table_not_found');
   end if;
-
-  select coalesce(sum(r.amount), 0), count(*),
-         encode(sha256(convert_to(coalesce(string_agg(r.hand_id || '=' || r.amount, ',' order by r.hand_id), ''), 'UTF8')), 'hex')
-    into v_amount, v_hands, v_digest
-    from game.rake_rows r where r.table_id = p_table_id and r.reconciliation_id is null;
-  if v_amount <> v_table.unreconciled_rake then
+  -- the game locks the table (ordering this against game.finish_hand and a concurrent
+  -- reconciliation) and reads its unclaimed house rows
+  select u.money_kind, u.unreconciled_rake, u.amount, u.hands, u.rows_digest
+    into v_money_kind, v_unreconciled, v_amount, v_hands, v_digest
+    from game_private.unclaimed_rake(p_table_id) u;
+  if v_amount <> v_unreconciled then
     perform cage_private.refuse('rake_books_diverge',
-      format('table %s: unreconciled rake %s, unclaimed house rows %s', p_table_id, v_table.unreconciled_rake, v_amount));
+      format('table %s: unreconciled rake %s, unclaimed house rows %s', p_table_id, v_unreconciled, v_amount));
   end if;
   if v_hands = 0 then
     return;
@@ -54,16 +53,14 @@ begin
   select r.hash into v_prev from cage.rake_reconciliations r where r.table_id = p_table_id order by r.id desc limit 1;
   v_prev := coalesce(v_prev, cage_private.rake_chain_genesis(p_table_id));
   insert into cage.rake_reconciliations as r (table_id, money_kind, amount, hands, rows_digest, prev_hash, hash)
-  values (p_table_id, v_table.money_kind, v_amount, v_hands, v_digest, v_prev,
-          encode(sha256(convert_to(format('%s|%s|%s|%s|%s|%s', v_prev, p_table_id, v_table.money_kind, v_amount, v_hands, v_digest), 'UTF8')), 'hex'))
+  values (p_table_id, v_money_kind::cage.money_kind, v_amount, v_hands, v_digest, v_prev,
+          encode(sha256(convert_to(format('%s|%s|%s|%s|%s|%s', v_prev, p_table_id, v_money_kind, v_amount, v_hands, v_digest), 'UTF8')), 'hex'))
   returning r.* into v_row;
-  update game.rake_rows r set reconciliation_id = v_row.id where r.table_id = p_table_id and r.reconciliation_id is null;
-  update game.tables t set unreconciled_rake = 0, reconciled_rake = t.reconciled_rake + v_amount
-   where t.table_id = p_table_id
-  returning t.reconciled_rake into v_table.reconciled_rake;
+  -- the game claims its rows and moves its rake terms
+  v_reconciled := game_private.claim_rake_rows(p_table_id, v_row.id, v_amount);
 
   return query select v_row.id, v_row.table_id, v_row.money_kind::text, v_row.amount, v_row.hands, v_row.rows_digest,
-                      v_row.prev_hash, v_row.hash, v_table.reconciled_rake, v_row.created_at;
+                      v_row.prev_hash, v_row.hash, v_reconciled, v_row.created_at;
 end;
 $$;
 

@@ -18,6 +18,11 @@ begin
       when 'invalid_claim' then 'CLCLM'
       when 'idempotency_key_reused' then 'CLIKR'
       when 'user_not_found' then 'CLUNF'
+      when 'claim_not_begun' then 'CLNBG'
+      when 'already_claimed' then 'CLACL'
+      when 'section_not_lit' then 'CLLCK'
+      when 'claim_amount_mismatch' then 'CLAMM'
+      when 'grant_not_found' then 'CLGNF'
       else 'CLXXX'
     end,
     message = p_code, detail = coalesce(p_detail, '');

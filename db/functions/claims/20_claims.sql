@@ -160,11 +160,26 @@ begin
     return query select 'already_claimed'::text, v_section.amount, v_period, v_section.kind;
     return;
   end if;
+  -- what this transaction began: finish_claim finishes only this (its own transaction's begin)
+  delete from claims_private.claim_begins b where b.user_id = p_user_id and b.section_key = v_section.key
+     and b.xact_id <> pg_current_xact_id();
+  insert into claims_private.claim_begins (xact_id, user_id, section_key, period, amount, kind)
+  values (pg_current_xact_id(), p_user_id, v_section.key, v_period, v_section.amount, v_section.kind)
+  on conflict (xact_id, user_id, section_key) do update set period = excluded.period, amount = excluded.amount, kind = excluded.kind;
   return query select 'proceed'::text, v_section.amount, v_period, v_section.kind;
 end;
 $$;
 
 -- Step 6: the grant minted (or had minted: a replay); the ledger row and the claimed state.
+-- Claim-once is this function's alone, whatever its caller sends. It refuses unless:
+--   * begin_claim began this claim (user, section) in this very transaction (so the user's row is
+--     locked by it) and computed this period (claim_not_begun);
+--   * the section is still claimable: an unlock lit and never paid, a baseline unpaid in this
+--     period (already_claimed, section_not_lit);
+--   * the amount is the one begin_claim read, or, when the cage has already minted a grant for this
+--     claim id (a retry after a lost answer), the amount that grant minted (claim_amount_mismatch);
+--   * a non-zero amount has its grant: a cage grant under this claim id to this user, for this
+--     section and period, of this amount (grant_not_found).
 create or replace function claims.finish_claim(
   p_user_id uuid, p_section_key text, p_period text, p_amount bigint, p_claim_id text, p_grant_tx text
 ) returns claims.claim_ledger
@@ -172,20 +187,132 @@ create or replace function claims.finish_claim(
   set search_path = pg_catalog, pg_temp
 as $$
 declare
+  v_begin claims_private.claim_begins;
+  v_row claims.user_claim_sections;
+  v_grant cage.cage_entries;
   v_entry claims.claim_ledger;
 begin
   if p_claim_id is null or p_claim_id !~ '^0x[0-9a-f]{64}$' or p_amount is null or p_amount < 0 or p_period is null then
     perform claims_private.refuse('invalid_claim', 'claim id 0x + 64 hex, amount, period');
   end if;
-  if not exists (select from claims.user_claim_sections u where u.user_id = p_user_id and u.section_key = p_section_key) then
-    perform claims_private.refuse('invalid_claim', 'begin the claim first');
+  select * into v_begin from claims_private.claim_begins b
+   where b.xact_id = pg_current_xact_id() and b.user_id = p_user_id and b.section_key = p_section_key;
+  if v_begin.xact_id is null then
+    perform claims_private.refuse('claim_not_begun', 'begin_claim this section for this user in this transaction first');
   end if;
+  if v_begin.period <> p_period then
+    perform claims_private.refuse('claim_not_begun', format('this claim was begun for period %s', v_begin.period));
+  end if;
+  -- locked by begin_claim in this transaction
+  select * into v_row from claims.user_claim_sections u where u.user_id = p_user_id and u.section_key = p_section_key;
+  if exists (select from claims.claim_ledger l
+              where l.user_id = p_user_id and l.section_key = p_section_key
+                and (v_begin.kind = 'unlock' or l.period = p_period)) then
+    perform claims_private.refuse('already_claimed');
+  end if;
+  if v_begin.kind = 'unlock' and v_row.state is distinct from 'lit' then
+    perform claims_private.refuse('section_not_lit');
+  end if;
+  if v_begin.kind = 'baseline' and v_row.period is not distinct from p_period then
+    perform claims_private.refuse('already_claimed');
+  end if;
+
+  select * into v_grant from cage.cage_entries e where e.ref_id = p_claim_id and e.kind = 'grant';
+  if v_grant.id is not null then
+    if (v_grant.memo ->> 'user_id') is distinct from p_user_id::text
+       or coalesce(v_grant.memo ->> 'section_key', p_section_key) <> p_section_key
+       or coalesce(v_grant.memo ->> 'period', p_period) <> p_period then
+      perform claims_private.refuse('grant_not_found', format('grant %s is not this claim''s', p_claim_id));
+    end if;
+    if v_grant.amounts[2] <> p_amount then
+      perform claims_private.refuse('claim_amount_mismatch', format('grant %s minted %s', p_claim_id, v_grant.amounts[2]));
+    end if;
+  else
+    if p_amount <> v_begin.amount then
+      perform claims_private.refuse('claim_amount_mismatch', format('the section pays %s', v_begin.amount));
+    end if;
+    if p_amount > 0 then
+      perform claims_private.refuse('grant_not_found', format('no grant under %s', p_claim_id));
+    end if;
+  end if;
+
   insert into claims.claim_ledger (user_id, section_key, period, amount, claim_id, grant_tx)
   values (p_user_id, p_section_key, p_period, p_amount, p_claim_id, left(p_grant_tx, 200))
   returning * into v_entry;
   update claims.user_claim_sections u
      set state = 'claimed', claimed_at = now(), period = p_period, claim_id = p_claim_id
    where u.user_id = p_user_id and u.section_key = p_section_key;
+  delete from claims_private.claim_begins b
+   where b.xact_id = pg_current_xact_id() and b.user_id = p_user_id and b.section_key = p_section_key;
   return v_entry;
+end;
+$$;
+
+-- How long a claim may take between its grant and its ledger row (the claim's transaction holds the
+-- wallet read and the grant, each bounded by the game's call timeout). A grant older than this
+-- without its claim row lost its finish (the process died between the two); the reconciler then
+-- completes it from the grant.
+create or replace function claims_private.claim_timeout() returns interval
+  language sql immutable parallel safe
+  set search_path = pg_catalog
+as $$
+  select interval '60 seconds'
+$$;
+
+-- When the audit names a grant without its claim row: past the claim's timeout and four reconciler
+-- runs (the worker completes lost claims every minute).
+create or replace function claims_private.claim_report_after() returns interval
+  language sql immutable parallel safe
+  set search_path = pg_catalog
+as $$
+  select claims_private.claim_timeout() + interval '4 minutes'
+$$;
+
+-- Completes claims whose grant minted but whose ledger row never came (the game died between the
+-- two): for each claim-board grant (its memo names the section and period) older than the claim
+-- timeout and without a claim row, the row is written from the grant and the section marked
+-- claimed, when the claim was still due (an unlock lit and unpaid, a baseline unpaid in that
+-- period). A grant that was not due stays incomplete, and the audit names it. Returns what it did.
+create or replace function claims.complete_lost_claims(p_limit integer)
+  returns table (claim_id text, user_id uuid, section_key text, period text, amount bigint, completed boolean)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+  v_grant record;
+  v_row claims.user_claim_sections;
+  v_kind text;
+  v_due boolean;
+begin
+  for v_grant in
+    select e.ref_id, (e.memo ->> 'user_id')::uuid as user_id, e.memo ->> 'section_key' as section_key,
+           e.memo ->> 'period' as period, e.amounts[2] as amount
+      from cage.cage_entries e
+     where e.kind = 'grant' and e.memo ? 'section_key' and e.memo ? 'period' and e.memo ? 'user_id'
+       and e.created_at < now() - claims_private.claim_timeout()
+       and not exists (select from claims.claim_ledger l where l.claim_id = e.ref_id)
+     order by e.created_at
+     limit greatest(coalesce(p_limit, 0), 0)
+  loop
+    insert into claims.user_claim_sections (user_id, section_key) values (v_grant.user_id, v_grant.section_key)
+    on conflict (user_id, section_key) do nothing;
+    select * into v_row from claims.user_claim_sections u
+     where u.user_id = v_grant.user_id and u.section_key = v_grant.section_key for update;
+    select s.kind into v_kind from claims.claim_sections s where s.key = v_grant.section_key limit 1;
+    v_due := v_kind is not null
+      and not exists (select from claims.claim_ledger l
+                       where l.user_id = v_grant.user_id and l.section_key = v_grant.section_key
+                         and (v_kind = 'unlock' or l.period = v_grant.period))
+      and case v_kind when 'unlock' then v_row.state = 'lit' else v_row.period is distinct from v_grant.period end;
+    if v_due then
+      insert into claims.claim_ledger (user_id, section_key, period, amount, claim_id, grant_tx)
+      values (v_grant.user_id, v_grant.section_key, v_grant.period, v_grant.amount, v_grant.ref_id, v_grant.ref_id);
+      update claims.user_claim_sections u
+         set state = 'claimed', claimed_at = now(), period = v_grant.period, claim_id = v_grant.ref_id
+       where u.user_id = v_grant.user_id and u.section_key = v_grant.section_key;
+    end if;
+    return query select v_grant.ref_id, v_grant.user_id, v_grant.section_key, v_grant.period, v_grant.amount, v_due;
+  end loop;
 end;
 $$;

@@ -29,6 +29,8 @@ begin
       when 'table_limit_reached' then 'GMTLR'
       when 'lease_lost' then 'GMLSE'
       when 'game_process_gone' then 'GMPGN'
+      when 'credit_not_backed' then 'GMCNB'
+      when 'settlement_not_found' then 'GMSTN'
       else 'GMXXX'
     end,
     message = p_code, detail = coalesce(p_detail, '');

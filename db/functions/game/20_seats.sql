@@ -64,6 +64,16 @@ begin
     return;
   end if;
 
+  -- A seat is funded only by a live cage deposit: the key is the deposit's ledger ref, and the
+  -- deposit (its buy-in already posted into this table's escrow) is still pending for this user,
+  -- table, seat and amount. Whatever the game role's database role or the service key sends,
+  -- chips reach a seat only from a buy-in.
+  if not exists (select from cage.deposit_intents d
+                  where d.ref_id = p_key and d.status = 'pending' and d.user_id = p_user_id
+                    and d.table_id = p_table_id and d.seat_index = p_seat_index and d.amount = p_amount) then
+    perform game_private.refuse('credit_not_backed',
+      format('no pending deposit %s for this user, table, seat and amount', p_key));
+  end if;
   if v_table.status = 'frozen' then
     perform game_private.refuse('table_frozen');
   end if;
@@ -257,10 +267,63 @@ begin
   if v_player.status <> 'leaving' then
     perform game_private.refuse('seat_not_leaving', 'stand the player up first');
   end if;
+  -- The seat closes only on the cage's terminal entry for this position: the settlement the cage
+  -- wrote for this player, with this ledger ref and kind, for the stack and chain head the seat
+  -- froze when it stood up. Any other ref would close the seat with its chips left in escrow.
+  if not exists (select from cage.withdraw_intents w
+                  where w.player_id = p_player_id and w.ledger_ref_id = p_ledger_ref_id and w.settlement = p_settlement
+                    and w.amount = v_player.chip_balance and w.history_hash = v_player.history_hash) then
+    perform game_private.refuse('settlement_not_found',
+      format('the cage has no %s settlement %s of position %s', p_settlement, p_ledger_ref_id, p_player_id));
+  end if;
   v_stack := v_player.chip_balance;
   update game.table_players p set chip_balance = 0, status = 'closed', closed_at = now(), closing_ref_id = p_ledger_ref_id
    where p.id = p_player_id;
   perform game_private.seats_changed(v_player.table_id);
   return query select p_player_id, game_private.extend_chain(p_player_id, p_settlement, -v_stack, p_ledger_ref_id), 'closed'::text;
+end;
+$$;
+
+-- The cage confirmed the deposit whose buy-in funded this credit: the credit is kept, so
+-- game.cancel_credit can no longer take it back off the seat. True when the game holds the credit
+-- (now kept); false when it does not (never arrived, cancelled or reverted). Called by
+-- cage.confirm_deposit, in its transaction: the game's table is written only by the game's SQL.
+create or replace function game_private.keep_credit(p_key text) returns boolean
+  language plpgsql volatile
+  set search_path = pg_catalog
+as $$
+begin
+  -- locks the credit row: a concurrent game.cancel_credit either reverted it first (no row
+  -- matches) or waits and then finds it kept
+  update game.seat_credits c set kept_at = coalesce(c.kept_at, now()), updated_at = now()
+   where c.credit_key = p_key and c.status = 'credited';
+  return found;
+end;
+$$;
+
+-- The cage is failing a deposit: the key is tombstoned unless the game already holds it, and the
+-- credit's status is answered under a lock ('credited' stands: the cage confirms instead of
+-- reversing). Called by cage.fail_deposit in its transaction.
+--
+-- A concurrent game.credit_seat of this key holds its insert: the insert here waits for it, then
+-- sees it. The row is then locked in the mode keep_credit's update takes next (no upgrade).
+-- game.cancel_credit locks the row FOR UPDATE before it reverts it: it either reverted first (this
+-- waits, then reads 'reverted') or waits for this transaction and then finds the credit kept.
+-- Waiting here cannot close a cycle: when the row is another transaction's, the only row the
+-- caller holds yet is its deposit intent, and no function that locks a seat credit (cancel_credit:
+-- table, credit, seat; confirm_deposit: the intent first) waits for a deposit intent meanwhile.
+create or replace function game_private.tombstone_credit(p_key text, p_table_id text, p_user_id uuid, p_amount bigint)
+  returns text
+  language plpgsql volatile
+  set search_path = pg_catalog
+as $$
+declare
+  v_status text;
+begin
+  insert into game.seat_credits (credit_key, table_id, user_id, amount, status)
+  values (p_key, p_table_id, p_user_id, p_amount, 'cancelled')
+  on conflict (credit_key) do nothing;
+  select c.status into v_status from game.seat_credits c where c.credit_key = p_key for no key update;
+  return v_status;
 end;
 $$;
