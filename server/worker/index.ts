@@ -3,6 +3,7 @@ import { run, type Runner } from 'graphile-worker';
 import { createCageAuditTask } from '../../tasks/cage_audit.ts';
 import { createCageReconcileCashTask, graceSeconds } from '../../tasks/cage_reconcile_cash.ts';
 import { createCageReconcileRakeTask } from '../../tasks/cage_reconcile_rake.ts';
+import { createClaimsCompleteLostTask } from '../../tasks/claims_complete_lost.ts';
 import { createServiceClient } from '../http/service-client.ts';
 import { createRolePool } from '../db/pools.ts';
 import type { Config } from '../config/index.ts';
@@ -15,6 +16,8 @@ export function crontab(config: Config) {
     `${config.CAGE_AUDIT_CRON} cage_audit ?id=cage_audit`,
     // the house rows of the rake, claimed (no chip moves)
     `${config.CAGE_RAKE_RECONCILE_CRON} cage_reconcile_rake ?id=cage_reconcile_rake`,
+    // claims whose grant minted but whose ledger row never came, completed from the grant
+    '* * * * * claims_complete_lost ?id=claims_complete_lost',
   ].join('\n');
 }
 
@@ -41,6 +44,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
       taskList: {
         cage_audit: createCageAuditTask(log),
         cage_reconcile_rake: createCageReconcileRakeTask({ pool, log }),
+        claims_complete_lost: createClaimsCompleteLostTask({ pool, log }),
         cage_reconcile_cash: createCageReconcileCashTask({
           pool, game, cage, log, intervalSeconds: config.CAGE_RECONCILE_INTERVAL_SECONDS, graceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS),
         }),
