@@ -21,6 +21,7 @@ import { base58 } from '@scure/base';
 import type pg from 'pg';
 import { createKeyStore, type KeyStore } from '../server/auth/keys.ts';
 import { audit } from '../server/cage/ledger.ts';
+import { signInOperator } from '../test/helpers/operator.ts';
 import { migrate } from '../server/db/migrate.ts';
 import { createOwnerPool, createRolePool } from '../server/db/pools.ts';
 import type { Platform } from '../server/platform.ts';
@@ -124,13 +125,14 @@ export default async function claimsBench(args: string[]): Promise<number> {
     const started = await startRoles({ databaseUrl: db.url, secret: SECRET, issuer: ISSUER, serviceKey: SERVICE_KEY });
     platform = started.platform;
     const { game } = started.urls;
-    const service = { 'x-service-key': SERVICE_KEY };
-    const before = await call(`${game}/admin/claim-settings`, { headers: service });
+    // the claim settings are an operator's: signed in as one
+    const operatorAuth = (await signInOperator(owner!, started.urls.auth)).auth;
+    const before = await call(`${game}/admin/claim-settings`, { headers: operatorAuth });
     if (before.status !== 200 || typeof before.body?.claimBoardEnabled !== 'boolean') {
       throw new Error(`reading the claim settings failed: ${describe(before)}`);
     }
     const wasEnabled: boolean = before.body.claimBoardEnabled;
-    const on = await call(`${game}/admin/claim-settings`, { method: 'PATCH', headers: service, body: { claimBoardEnabled: true } });
+    const on = await call(`${game}/admin/claim-settings`, { method: 'PATCH', headers: operatorAuth, body: { claimBoardEnabled: true } });
     if (on.status !== 200 || on.body?.claimBoardEnabled !== true) throw new Error(`enabling the claim board failed: ${describe(on)}`);
 
     // users: a fixed set for the bare case, fresh ones for the claims (topped up before each round)
@@ -258,7 +260,7 @@ export default async function claimsBench(args: string[]): Promise<number> {
 
     // the board as it was (it matters only in a database that stays)
     if (!wasEnabled) {
-      const off = await call(`${game}/admin/claim-settings`, { method: 'PATCH', headers: service, body: { claimBoardEnabled: false } });
+      const off = await call(`${game}/admin/claim-settings`, { method: 'PATCH', headers: operatorAuth, body: { claimBoardEnabled: false } });
       if (off.status !== 200) log(`putting the claim board back off failed: ${describe(off)}`);
     }
     await platform.stop();

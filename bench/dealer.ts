@@ -43,6 +43,7 @@ import { scoreSeven } from '../server/game/poker/evaluator.ts';
 import type { Platform } from '../server/platform.ts';
 import { createLogger } from '../server/telemetry/index.ts';
 import { loadPhe, randomHands } from '../test/helpers/evaluator.ts';
+import { signInOperator } from '../test/helpers/operator.ts';
 import { benchDatabase, fmtRate, fmtRatio, median, numericFlags, table, timed, UsageError } from './lib/harness.ts';
 import { call, databaseLine, describeAnswer as describe, Failures } from './lib/platform.ts';
 
@@ -447,7 +448,7 @@ async function startLive(options: { tables: number; bots: number; delayMs: numbe
     const urlOf = (role: 'auth' | 'game' | 'cage') => platform!.roles.find((r) => r.role === role)!.url!;
     const cage = urlOf('cage');
     const game = urlOf('game');
-    const service = { 'x-service-key': SERVICE_KEY };
+    const operator = await signInOperator(owner!, urlOf('auth'));
 
     // ---- users, chips, tables ----------------------------------------------------------------
     const keys = createKeyStore(authPool, { secret: SECRET, issuer: ISSUER });
@@ -470,7 +471,7 @@ async function startLive(options: { tables: number; bots: number; delayMs: numbe
         // a day, not the default 15 minutes: long runs must not see their tokens expire
         const token = await keys.sign({ sub: userId, walletAddress: null }, { ttlSeconds: 86_400 });
         const bought = await call(`${cage}/api/operator/purchase`, {
-          headers: service, body: { userId, amount: CHIPS, externalRef: `pay-${randomUUID()}`, moneyKind: 'play' },
+          headers: operator.auth, body: { userId, amount: CHIPS, externalRef: `pay-${randomUUID()}`, moneyKind: 'play' },
         });
         if (bought.status !== 200) throw new Error(`purchase failed: ${describe(bought)}`);
         bots[i] = { userId, token, table: Math.floor(i / options.bots), seat: i % options.bots, counter: i % options.bots === 0 };

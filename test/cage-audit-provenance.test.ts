@@ -25,7 +25,7 @@ beforeAll(async () => {
   game = db.pool('poker_game', 2);
   worker = db.pool('poker_worker', 2);
   admin = (await db.owner.query('select auth.create_admin($1, $2) as id', [`ops-${randomUUID().slice(0, 8)}@example.com`, 'x'])).rows[0].id;
-  await db.owner.query("select claims.set_board_settings('local', true, null)");
+  await db.owner.query("select claims.set_board_settings($1, 'local', true, null)", [admin]);
 });
 afterAll(async () => {
   await expectCleanAudit(cage);

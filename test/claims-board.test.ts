@@ -490,7 +490,7 @@ test('agents: a first version lights build_agent, a flag lights inspect_decision
   expect(await m.balance(p.auth)).toBe(4000);
 });
 
-test('operator routes need the service key: 401 on each', async () => {
+test("operator routes need an operator's access JWT: 401 without one, 403 for a player's, the service key is not one", async () => {
   const p = await m.player();
   const routes: [string, string, unknown][] = [
     ['GET', '/admin/claim-sections', undefined],
@@ -501,8 +501,11 @@ test('operator routes need the service key: 401 on each', async () => {
     ['PATCH', '/admin/claim-settings', { claimBoardEnabled: false }],
   ];
   for (const [method, path, body] of routes) {
-    for (const headers of [{}, { 'x-service-key': 'wrong-key' }, p.auth] as Record<string, string>[]) {
-      expect(await call(`${m.game}${path}`, { method, headers, body })).toEqual({ status: 401, body: { error: 'invalid_service_key' } });
+    for (const [headers, status, error] of [
+      [{}, 401, 'missing_bearer_token'], [m.service, 401, 'missing_bearer_token'], [{ authorization: 'Bearer a.b.c' }, 401, 'invalid_token'],
+      [p.auth, 403, 'admin_required'],
+    ] as [Record<string, string>, number, string][]) {
+      expect(await call(`${m.game}${path}`, { method, headers, body })).toEqual({ status, body: { error } });
     }
   }
   // nothing changed
@@ -609,10 +612,10 @@ test('POST creates a section, DELETE deletes it; an unlock claimed, deleted and 
 
 test('GET/PATCH /admin/claim-settings: fail-closed defaults per environment, edits, validation', async () => {
   expect(await c.settings()).toEqual({ status: 200, body: { environment: 'local', claimBoardEnabled: true, playTransferGateEnabled: true } });
-  expect(await call(`${m.game}/admin/claim-settings?environment=staging`, { headers: m.service })).toEqual({
+  expect(await call(`${m.game}/admin/claim-settings?environment=staging`, { headers: (await m.operator()).auth })).toEqual({
     status: 200, body: { environment: 'staging', claimBoardEnabled: false, playTransferGateEnabled: true },
   });
-  expect((await call(`${m.game}/admin/claim-settings?environment=nowhere`, { headers: m.service })).status).toBe(400);
+  expect((await call(`${m.game}/admin/claim-settings?environment=nowhere`, { headers: (await m.operator()).auth })).status).toBe(400);
   expect(await c.settings({ playTransferGateEnabled: false })).toEqual({
     status: 200, body: { environment: 'local', claimBoardEnabled: true, playTransferGateEnabled: false },
   });
@@ -634,7 +637,7 @@ test('a lost grant answer, then the amount and the wallet change: the retry cred
   const p = await m.player();
   const first = await linkSolana(db, p.userId);
   const key = `lost_${randomBytes(3).toString('hex')}`;
-  expect((await call(`${m.game}/admin/claim-sections`, { headers: m.service, body: { key, kind: 'unlock', cadence: 'once', conditionKey: `cond_${key}`, amount: 1000, order: 50 } })).status).toBe(201);
+  expect((await call(`${m.game}/admin/claim-sections`, { headers: (await m.operator()).auth, body: { key, kind: 'unlock', cadence: 'once', conditionKey: `cond_${key}`, amount: 1000, order: 50 } })).status).toBe(201);
   await c.light(p.userId, `cond_${key}`);
   const id = specClaimId(p.userId, key, 'once');
   bankProxy.faults('/api/grant', { drop: 0, loseAnswer: 1 });
@@ -645,7 +648,7 @@ test('a lost grant answer, then the amount and the wallet change: the retry cred
   }
   expect(await m.balance(p.auth)).toBe(1000);
   // the operator raises the amount, and the player swaps wallets, before retrying
-  expect((await call(`${m.game}/admin/claim-sections`, { method: 'PATCH', headers: m.service, body: { key, amount: 1200 } })).status).toBe(200);
+  expect((await call(`${m.game}/admin/claim-sections`, { method: 'PATCH', headers: (await m.operator()).auth, body: { key, amount: 1200 } })).status).toBe(200);
   await db.owner.query('select * from auth.unlink_wallet($1, $2)', [p.userId, first]);
   await linkSolana(db, p.userId);
   const retry = await c.claim(p.auth, { sectionKey: key }, NOW);
@@ -659,7 +662,7 @@ test('a zero-amount section is credited with nothing minted', async () => {
   const p = await m.player();
   await linkSolana(db, p.userId);
   const key = `zero_${randomBytes(3).toString('hex')}`;
-  expect((await call(`${m.game}/admin/claim-sections`, { headers: m.service, body: { key, kind: 'unlock', cadence: 'once', conditionKey: `cond_${key}`, amount: 0, order: 51 } })).status).toBe(201);
+  expect((await call(`${m.game}/admin/claim-sections`, { headers: (await m.operator()).auth, body: { key, kind: 'unlock', cadence: 'once', conditionKey: `cond_${key}`, amount: 0, order: 51 } })).status).toBe(201);
   await c.light(p.userId, `cond_${key}`);
   const r = await c.claim(p.auth, { sectionKey: key }, NOW);
   expect(r).toMatchObject({ status: 200, body: { outcome: 'credited', amount: 0, grantTx: null } });

@@ -16,7 +16,7 @@ beforeAll(async () => {
   cagePool = db.pool('poker_cage');
   const { createLogger } = await import('../server/telemetry/index.ts');
   m = await startMoneyPlatform(db, process.env.DEBUG_LOG ? { log: createLogger('debug') } : {});
-  const on = await call(`${m.game}/admin/claim-settings`, { method: 'PATCH', headers: m.service, body: { claimBoardEnabled: true } });
+  const on = await call(`${m.game}/admin/claim-settings`, { method: 'PATCH', headers: (await m.operator()).auth, body: { claimBoardEnabled: true } });
   expect(on.body).toMatchObject({ environment: 'local', claimBoardEnabled: true, playTransferGateEnabled: true });
 });
 afterAll(async () => {

@@ -196,7 +196,7 @@ interface Scene {
 async function setTheScene(m: Money): Promise<Scene> {
   const live = liveClient(m, db);
   clients.push(live);
-  const on = await call(`${m.game}/admin/claim-settings`, { method: 'PATCH', headers: m.service, body: { claimBoardEnabled: true } });
+  const on = await call(`${m.game}/admin/claim-settings`, { method: 'PATCH', headers: (await m.operator()).auth, body: { claimBoardEnabled: true } });
   expect(on.status).toBe(200);
   const owner = await m.player(5000);
   const botTables = [await m.table(owner.auth, SETTINGS), await m.table(owner.auth, SETTINGS)];

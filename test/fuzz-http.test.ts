@@ -15,7 +15,7 @@ import {
 } from './helpers/fuzz.ts';
 
 type RoleName = 'auth' | 'game' | 'cage' | 'admin';
-type Auth = 'none' | 'jwt' | 'service';
+type Auth = 'none' | 'jwt' | 'service' | 'operator';
 
 /** Every route the fuzz knows: how it authenticates, and the body/query fields it reads. */
 const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }> = {
@@ -50,12 +50,12 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'game GET /claim-board/state': { auth: 'jwt', query: ['now'] },
   'game POST /claim-board/claim': { auth: 'jwt', fields: ['sectionKey', 'idempotencyKey', 'now'] },
   'game POST /internal/claim-board/condition-met': { auth: 'service', fields: ['userId', 'conditionKey', 'idempotencyKey'] },
-  'game GET /admin/claim-sections': { auth: 'service' },
-  'game POST /admin/claim-sections': { auth: 'service', fields: ['environment', 'key', 'kind', 'cadence', 'amount', 'order', 'conditionKey', 'enabled'] },
-  'game PATCH /admin/claim-sections': { auth: 'service', fields: ['environment', 'key', 'kind', 'cadence', 'amount', 'order', 'enabled'] },
-  'game DELETE /admin/claim-sections/:key': { auth: 'service', query: ['environment'] },
-  'game GET /admin/claim-settings': { auth: 'service', query: ['environment'] },
-  'game PATCH /admin/claim-settings': { auth: 'service', fields: ['environment', 'claimBoardEnabled', 'playTransferGateEnabled'] },
+  'game GET /admin/claim-sections': { auth: 'operator' },
+  'game POST /admin/claim-sections': { auth: 'operator', fields: ['environment', 'key', 'kind', 'cadence', 'amount', 'order', 'conditionKey', 'enabled'] },
+  'game PATCH /admin/claim-sections': { auth: 'operator', fields: ['environment', 'key', 'kind', 'cadence', 'amount', 'order', 'enabled'] },
+  'game DELETE /admin/claim-sections/:key': { auth: 'operator', query: ['environment'] },
+  'game GET /admin/claim-settings': { auth: 'operator', query: ['environment'] },
+  'game PATCH /admin/claim-settings': { auth: 'operator', fields: ['environment', 'claimBoardEnabled', 'playTransferGateEnabled'] },
   'game GET /api/agents': { auth: 'jwt' },
   'game POST /api/agents': { auth: 'jwt', fields: ['name'] },
   'game POST /api/agents/:agentId/versions': { auth: 'jwt', fields: ['manifest'] },
@@ -71,8 +71,10 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'cage POST /api/withdraw': { auth: 'jwt', fields: ['tableId', 'userId', 'forced'] },
   'cage POST /internal/bust': { auth: 'service', fields: ['tableId', 'userId'] },
   'cage POST /api/grant': { auth: 'service', fields: ['recipient', 'amount', 'claimId'] },
-  'cage POST /api/operator/purchase': { auth: 'service', fields: ['userId', 'amount', 'externalRef', 'moneyKind'] },
-  'cage POST /api/operator/redemption': { auth: 'service', fields: ['userId', 'amount', 'externalRef', 'moneyKind'] },
+  'cage POST /api/operator/purchase': { auth: 'operator', fields: ['userId', 'amount', 'externalRef', 'moneyKind'] },
+  'cage POST /api/operator/redemption': { auth: 'operator', fields: ['userId', 'amount', 'externalRef', 'moneyKind'] },
+  'cage POST /api/operator/correction': { auth: 'operator', fields: ['ref', 'moneyKind', 'legs', 'reason'] },
+  'cage GET /api/deposits/:idempotencyKey': { auth: 'jwt' },
   'cage POST /api/custody/claim': { auth: 'jwt', fields: ['entryId'] },
   'cage GET /api/cage/receipts': { auth: 'jwt' },
   'cage GET /api/cage/balances': { auth: 'jwt' },
@@ -98,6 +100,7 @@ let db: TestDatabase;
 let m: Awaited<ReturnType<typeof startMoneyPlatform>>;
 let player: Awaited<ReturnType<typeof m.player>>;
 let tableId: string;
+let operator: Record<string, string>;
 const base = {} as Record<RoleName, string>;
 const counts = { requests: 0, byStatus: new Map<number, number>() };
 
@@ -108,6 +111,7 @@ beforeAll(async () => {
   for (const role of ['auth', 'game', 'cage', 'admin'] as const) base[role] = m.platform.url(role);
   player = await m.player(1000);
   tableId = await m.table(player.auth);
+  operator = (await m.operator()).auth;
 });
 afterAll(async () => {
   closeFuzzAgent();
@@ -145,7 +149,7 @@ function plausible(field: string): unknown[] {
 }
 
 const ENCODINGS = ['json', 'json', 'json', 'json', 'malformed', 'deep', 'gzip_lie', 'gzip', 'text', 'empty', 'huge', 'scalar'] as const;
-const AUTHS = ['none', 'jwt', 'jwt', 'service', 'service', 'both', 'garbage_jwt', 'wrong_service', 'huge_header'] as const;
+const AUTHS = ['none', 'jwt', 'jwt', 'service', 'service', 'operator', 'both', 'garbage_jwt', 'wrong_service', 'huge_header'] as const;
 
 function requestsFor(route: Mounted, seed: number) {
   const hint = ROUTES[route.key]!;
@@ -164,7 +168,7 @@ function requestsFor(route: Mounted, seed: number) {
     repeatQuery: fc.boolean(),
     body,
     encoding: fc.constantFrom(...ENCODINGS),
-    auth: fc.constantFrom(...AUTHS, hint.auth === 'jwt' ? 'jwt' : hint.auth === 'service' ? 'service' : 'none'),
+    auth: fc.constantFrom(...AUTHS, hint.auth === 'jwt' ? 'jwt' : hint.auth === 'service' ? 'service' : hint.auth === 'operator' ? 'operator' : 'none'),
     contentType: fc.constantFrom('application/json', 'application/json; charset=utf-8', 'application/merge-patch+json', 'application/json; charset=latin1'),
     forwardedFor: fc.option(fc.constantFrom('1.2.3.4', 'garbage', '::1, 10.0.0.1'), { nil: undefined }),
     origin: fc.oneof(fc.constant(ISSUER), fc.constant(undefined), fc.constantFrom('https://evil.example', 'null', '%')),
@@ -182,6 +186,7 @@ function toHttp(route: Mounted, s: Sample) {
   if (pairs.length) path += `?${pairs.join('&')}`;
   const headers: Record<string, string> = {};
   if (s.auth === 'jwt' || s.auth === 'both') headers.authorization = `Bearer ${player.jwt}`;
+  if (s.auth === 'operator') Object.assign(headers, operator);
   if (s.auth === 'service' || s.auth === 'both') headers['x-service-key'] = m.service['x-service-key'];
   if (s.auth === 'garbage_jwt') headers.authorization = 'Bearer a.b.c';
   if (s.auth === 'wrong_service') headers['x-service-key'] = 'x'.repeat(33);

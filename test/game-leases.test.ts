@@ -15,7 +15,7 @@ import { expectCleanAudit } from './helpers/cage.ts';
 import { startChaosProxy, type ChaosProxy } from './helpers/chaos-proxy.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import type { Msg } from './helpers/live.ts';
-import { AUTH_SECRET, ISSUER, POKER_SETTINGS, call } from './helpers/money.ts';
+import { AUTH_SECRET, ISSUER, POKER_SETTINGS, call, operatorAuth } from './helpers/money.ts';
 import { startTestPlatform, TEST_SERVICE_KEY, QUIET_CRON, type TestPlatform } from './helpers/platform.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -33,6 +33,9 @@ let platform: TestPlatform;
 let forwarder: ChaosProxy;
 let gameUrl = '';
 const children: GameChild[] = [];
+let operatorCredential: ReturnType<typeof operatorAuth> | undefined;
+/** The operator who buys the players' chips (made once). */
+const operator = () => (operatorCredential ??= operatorAuth(db, platform.url('auth')));
 
 async function until<T>(what: string, probe: () => T | undefined | null | false | Promise<T | undefined | null | false>, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -141,7 +144,7 @@ test('two game processes: one runs the table, a kill -9 hands it to the other, t
 
   const users = await Promise.all(Array.from({ length: 4 }, () => bridgedUser(db, { secret: AUTH_SECRET, issuer: ISSUER })));
   for (const u of users) {
-    const r = await call(`${cage}/api/operator/purchase`, { headers: service, body: { userId: u.userId, amount: BUY, externalRef: `pay-${u.userId}`, moneyKind: 'play' } });
+    const r = await call(`${cage}/api/operator/purchase`, { headers: (await operator()).auth, body: { userId: u.userId, amount: BUY, externalRef: `pay-${u.userId}`, moneyKind: 'play' } });
     expect(r.status).toBe(200);
   }
   const auth = (i: number) => ({ authorization: `Bearer ${users[i]!.jwt}` });
@@ -174,7 +177,7 @@ test('two game processes: one runs the table, a kill -9 hands it to the other, t
   gameUrl = second.url; // the load balancer now sends the cage's seat calls to the survivor
 
   // the cage's seat path is not stranded: the next seat call recovers the dead process's hand
-  const late = await call(`${cage}/api/deposit`, { headers: auth(3), body: { tableId, seatIndex: 3, amount: 100 } });
+  const late = await call(`${cage}/api/deposit`, { headers: { ...auth(3), 'idempotency-key': 'late-sit' }, body: { tableId, seatIndex: 3, amount: 100 } });
   const seatPathMs = performance.now() - killedAt;
   expect(late.status).toBe(200);
   const { rows: abandoned } = await db.owner.query('select status from game.hand_histories where hand_id = $1', [interrupted]);
@@ -243,7 +246,7 @@ test('a starting game process recovers hands left by a dead one before it answer
   gameUrl = first.url;
   const users = await Promise.all(Array.from({ length: 2 }, () => bridgedUser(db, { secret: AUTH_SECRET, issuer: ISSUER })));
   for (const u of users) {
-    expect((await call(`${cage}/api/operator/purchase`, { headers: service, body: { userId: u.userId, amount: BUY, externalRef: `pay-${u.userId}`, moneyKind: 'play' } })).status).toBe(200);
+    expect((await call(`${cage}/api/operator/purchase`, { headers: (await operator()).auth, body: { userId: u.userId, amount: BUY, externalRef: `pay-${u.userId}`, moneyKind: 'play' } })).status).toBe(200);
   }
   const tableId = `restart-${Date.now()}`;
   expect((await call(`${cage}/api/tables`, { headers: { authorization: `Bearer ${users[0]!.jwt}` }, body: { tableId, gameType: 'poker', settings: POKER_SETTINGS } })).status).toBe(200);
@@ -296,7 +299,7 @@ test('a room whose tenure ended stops (table_closed lease_lost); a lost presence
   gameUrl = child.url;
   const users = await Promise.all(Array.from({ length: 2 }, () => bridgedUser(db, { secret: AUTH_SECRET, issuer: ISSUER })));
   for (const u of users) {
-    expect((await call(`${cage}/api/operator/purchase`, { headers: service, body: { userId: u.userId, amount: BUY, externalRef: `pay-${u.userId}`, moneyKind: 'play' } })).status).toBe(200);
+    expect((await call(`${cage}/api/operator/purchase`, { headers: (await operator()).auth, body: { userId: u.userId, amount: BUY, externalRef: `pay-${u.userId}`, moneyKind: 'play' } })).status).toBe(200);
   }
   const tableId = `fenced-${Date.now()}`;
   expect((await call(`${cage}/api/tables`, { headers: { authorization: `Bearer ${users[0]!.jwt}` }, body: { tableId, gameType: 'poker', settings: POKER_SETTINGS } })).status).toBe(200);

@@ -164,7 +164,7 @@ describe('values Postgres cannot hold, and values of the wrong type', () => {
   test.each([[{ a: 1 }], [['local']], [5], [true], [null]])('a non-string environment (%j) on /admin/claim-sections is 400', async (environment) => {
     for (const method of ['POST', 'PATCH']) {
       const r = await call(`${url.game}/admin/claim-sections`, {
-        method, headers: m.service, body: { environment, key: 'edge_key', kind: 'daily', amount: 1, conditionKey: 'x' },
+        method, headers: (await m.operator()).auth, body: { environment, key: 'edge_key', kind: 'daily', amount: 1, conditionKey: 'x' },
       });
       expectCoded4xx(r, 400);
     }

@@ -501,7 +501,7 @@ test('reconnect: a new connection gets the full state (own cards, the legal acti
 });
 
 test('agents: an agent sits at an agent table (its seat shows the agentId) and lights seat_agent; humans are refused there, agents at human-only tables', async () => {
-  const board = (on: boolean) => call(`${m.game}/admin/claim-settings`, { method: 'PATCH', headers: m.service, body: { claimBoardEnabled: on } });
+  const board = async (on: boolean) => call(`${m.game}/admin/claim-settings`, { method: 'PATCH', headers: (await m.operator()).auth, body: { claimBoardEnabled: on } });
   expect((await board(true)).body).toMatchObject({ claimBoardEnabled: true });
   try {
     const owner = await m.player(1000);

@@ -23,7 +23,7 @@ beforeAll(async () => {
   cage = db.pool('poker_cage', 4);
   game = db.pool('poker_game', 4);
   admin = (await db.owner.query('select auth.create_admin($1, $2) as id', [`ops-${randomUUID().slice(0, 8)}@example.com`, 'x'])).rows[0].id;
-  await db.owner.query("select claims.set_board_settings('local', true, null)");
+  await db.owner.query("select claims.set_board_settings($1, 'local', true, null)", [admin]);
 });
 afterAll(async () => {
   await db?.drop();

@@ -9,16 +9,17 @@ revoke all on all functions in schema claims, claims_private from poker_cage, po
 alter default privileges in schema claims, claims_private revoke execute on functions from public;
 
 grant usage on schema claims to poker_game, poker_admin, poker_anonymous;
-grant select on claims.claim_sections, claims.settings, claims.user_claim_sections, claims.claim_ledger, claims.condition_events
+grant select on claims.claim_sections, claims.settings, claims.user_claim_sections, claims.claim_ledger, claims.condition_events,
+  claims.catalog_edits
   to poker_game, poker_admin, poker_anonymous;
 grant execute on function
   claims.iso_week(timestamptz),
   claims.resolved_sections(text),
   claims.board_settings(text),
-  claims.set_board_settings(text, boolean, boolean),
-  claims.create_section(text, jsonb),
-  claims.patch_section(text, text, jsonb),
-  claims.delete_section(text, text),
+  claims.set_board_settings(uuid, text, boolean, boolean),
+  claims.create_section(uuid, text, jsonb),
+  claims.patch_section(uuid, text, text, jsonb),
+  claims.delete_section(uuid, text, text),
   claims.board(text, uuid, timestamptz),
   claims.mark_condition_met(text, uuid, text, text),
   claims.begin_claim(text, uuid, text, timestamptz),
@@ -29,7 +30,7 @@ do $$
 declare
   t text;
 begin
-  foreach t in array array['claim_sections', 'settings', 'user_claim_sections', 'claim_ledger', 'condition_events'] loop
+  foreach t in array array['claim_sections', 'settings', 'user_claim_sections', 'claim_ledger', 'condition_events', 'catalog_edits'] loop
     execute format('drop policy if exists %I on claims.%I', t || '_read', t);
     execute format('create policy %I on claims.%I for select to poker_game, poker_admin using (true)', t || '_read', t);
   end loop;

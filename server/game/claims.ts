@@ -2,6 +2,9 @@
 // operator's catalog and settings. The rules are SQL (db/functions/claims); this file holds the
 // claim's transaction open around step 5 (the wallet read and the grant, over HTTP).
 //
+// The operator's routes (/admin/claim-sections, /admin/claim-settings) take an operator's access
+// JWT (the spec's "operator" auth), never the service key.
+//
 // Outcomes and their HTTP statuses (the spec shows only the outcome values):
 //   credited 200 · already_claimed 409 · locked 409 · forged 403 (a body naming another user, or a
 //   section that is not live here) · board off 503 claim_board_disabled · no linked Solana wallet
@@ -201,7 +204,10 @@ export function installClaimRoutes(
     res.json({ ok: true, ...r });
   });
 
-  // ---- the operator's catalog and settings (x-service-key) ------------------------------------
+  // ---- the operator's catalog and settings (an operator's access JWT; each edit recorded with
+  // the operator in claims.catalog_edits) -------------------------------------------------------
+  const operator = jwt.requireAdmin;
+  const adminOf = (res: { locals: Record<string, any> }): string => res.locals.claims.sub;
   /** The environment an operator's call names, or its default; SQL refuses one that is not (invalid_environment). */
   const environmentOf = (value: unknown, fallback: string) => {
     if (value === undefined) return fallback;
@@ -213,7 +219,7 @@ export function installClaimRoutes(
     conditionKey: r.condition_key, enabled: r.enabled, updatedAt: r.updated_at,
   });
 
-  app.get('/admin/claim-sections', service, async (_req, res) => {
+  app.get('/admin/claim-sections', operator, async (_req, res) => {
     const [all, live] = await Promise.all([
       deps.pool.query('select * from claims.claim_sections order by key, environment'),
       deps.pool.query('select * from claims.resolved_sections($1)', [deps.environment]),
@@ -221,34 +227,38 @@ export function installClaimRoutes(
     res.json({ environment: deps.environment, sections: all.rows.map(sectionJson), resolved: live.rows.map(sectionJson) });
   });
 
-  app.post('/admin/claim-sections', service, async (req, res) => {
+  app.post('/admin/claim-sections', operator, async (req, res) => {
     const body = (req.body ?? {}) as Record<string, unknown>;
-    const { rows } = await deps.pool.query('select * from claims.create_section($1, $2)', [environmentOf(body.environment, 'all'), JSON.stringify(body)]);
+    const { rows } = await deps.pool.query('select * from claims.create_section($1, $2, $3)', [
+      adminOf(res), environmentOf(body.environment, 'all'), JSON.stringify(body),
+    ]);
     res.status(201).json(sectionJson(rows[0]));
   });
 
-  app.patch('/admin/claim-sections', service, async (req, res) => {
+  app.patch('/admin/claim-sections', operator, async (req, res) => {
     const body = (req.body ?? {}) as Record<string, unknown>;
     if (typeof body.key !== 'string') throw new ApiError(400, 'bad_request', [{ path: ['key'], message: 'the section key', code: 'invalid_type' }]);
     const { key, environment, ...patch } = body;
-    const { rows } = await deps.pool.query('select * from claims.patch_section($1, $2, $3)', [environmentOf(environment, 'all'), key, JSON.stringify(patch)]);
+    const { rows } = await deps.pool.query('select * from claims.patch_section($1, $2, $3, $4)', [
+      adminOf(res), environmentOf(environment, 'all'), key, JSON.stringify(patch),
+    ]);
     res.json(sectionJson(rows[0]));
   });
 
-  app.delete('/admin/claim-sections/:key', service, async (req, res) => {
-    const { rows } = await deps.pool.query('select * from claims.delete_section($1, $2)', [
-      environmentOf(req.query.environment, 'all'), req.params.key,
+  app.delete('/admin/claim-sections/:key', operator, async (req, res) => {
+    const { rows } = await deps.pool.query('select * from claims.delete_section($1, $2, $3)', [
+      adminOf(res), environmentOf(req.query.environment, 'all'), req.params.key,
     ]);
     res.json({ ok: true, deleted: sectionJson(rows[0]) });
   });
 
-  app.get('/admin/claim-settings', service, async (req, res) => {
+  app.get('/admin/claim-settings', operator, async (req, res) => {
     const env = environmentOf(req.query.environment, deps.environment);
     const { rows } = await deps.pool.query('select * from claims.board_settings($1)', [env]);
     res.json({ environment: env, claimBoardEnabled: rows[0].claim_board_enabled, playTransferGateEnabled: rows[0].play_transfer_gate_enabled });
   });
 
-  app.patch('/admin/claim-settings', service, async (req, res) => {
+  app.patch('/admin/claim-settings', operator, async (req, res) => {
     const parsed = z.object({
       environment: z.enum(['local', 'staging', 'production']).default(deps.environment),
       claimBoardEnabled: z.boolean().optional(),
@@ -256,8 +266,8 @@ export function installClaimRoutes(
     }).strict().safeParse(req.body ?? {});
     if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
     const b = parsed.data;
-    const { rows } = await deps.pool.query('select * from claims.set_board_settings($1, $2, $3)', [
-      b.environment, b.claimBoardEnabled ?? null, b.playTransferGateEnabled ?? null,
+    const { rows } = await deps.pool.query('select * from claims.set_board_settings($1, $2, $3, $4)', [
+      adminOf(res), b.environment, b.claimBoardEnabled ?? null, b.playTransferGateEnabled ?? null,
     ]);
     res.json({ environment: b.environment, claimBoardEnabled: rows[0].claim_board_enabled, playTransferGateEnabled: rows[0].play_transfer_gate_enabled });
   });

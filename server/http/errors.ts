@@ -37,7 +37,7 @@ export const SQL_STATUS: Record<string, number> = {
   GMFRZ: 409, GMHIP: 409, GMSTK: 409, GMASE: 409, GMLEV: 409, GMCCN: 409, GMNHP: 409, GMSNL: 409, GMNBU: 409, GMLSE: 409, GMCNB: 409, GMSTN: 409,
   GMPGN: 503,
   CGNSF: 402,
-  CGADM: 403,
+  CGADM: 403, CLADM: 403,
   GMTLR: 429,
   // auth refusals (db/functions/auth/00_refusals.sql)
   AUINR: 403, AUINV: 403, AUCRE: 403,

@@ -45,13 +45,20 @@ export function claimsClient(m: Money, game = m.game) {
       call(`${game}/internal/claim-board/condition-met`, {
         headers: m.service, body: { userId, conditionKey, idempotencyKey: `k-${randomBytes(8).toString('hex')}` },
       }),
-    settings: (body?: Record<string, unknown>, headers: Headers = m.service) =>
-      call(`${game}/admin/claim-settings`, body === undefined ? { headers } : { method: 'PATCH', headers, body }),
-    patchSection: (body: unknown, headers: Headers = m.service) => call(`${game}/admin/claim-sections`, { method: 'PATCH', headers, body }),
-    createSection: (body: unknown, headers: Headers = m.service) => call(`${game}/admin/claim-sections`, { method: 'POST', headers, body }),
-    deleteSection: (key: string, environment?: string, headers: Headers = m.service) =>
-      call(`${game}/admin/claim-sections/${encodeURIComponent(key)}${environment ? `?environment=${environment}` : ''}`, { method: 'DELETE', headers }),
-    listSections: (headers: Headers = m.service) => call(`${game}/admin/claim-sections`, { headers }),
+    // the operator's routes: an operator's access JWT unless the caller gives other headers
+    settings: async (body?: Record<string, unknown>, headers?: Headers) => {
+      const h = headers ?? (await m.operator()).auth;
+      return call(`${game}/admin/claim-settings`, body === undefined ? { headers: h } : { method: 'PATCH', headers: h, body });
+    },
+    patchSection: async (body: unknown, headers?: Headers) =>
+      call(`${game}/admin/claim-sections`, { method: 'PATCH', headers: headers ?? (await m.operator()).auth, body }),
+    createSection: async (body: unknown, headers?: Headers) =>
+      call(`${game}/admin/claim-sections`, { method: 'POST', headers: headers ?? (await m.operator()).auth, body }),
+    deleteSection: async (key: string, environment?: string, headers?: Headers) =>
+      call(`${game}/admin/claim-sections/${encodeURIComponent(key)}${environment ? `?environment=${environment}` : ''}`, {
+        method: 'DELETE', headers: headers ?? (await m.operator()).auth,
+      }),
+    listSections: async (headers?: Headers) => call(`${game}/admin/claim-sections`, { headers: headers ?? (await m.operator()).auth }),
   };
 }
 

@@ -2,9 +2,9 @@
 // database, players holding real access JWTs (signed by the running auth role's keys), chips bought
 // through the operator route, tables created over HTTP, and JSON calls with their status.
 import { randomUUID } from 'node:crypto';
-import { hashPassword } from '../../server/auth/passwords.ts';
 import { bridgedUser } from './auth.ts';
 import type { TestDatabase } from './db.ts';
+import { signInOperator } from './operator.ts';
 import { startTestPlatform, TEST_SERVICE_KEY, type TestPlatform } from './platform.ts';
 import type { Logger } from 'pino';
 
@@ -44,20 +44,8 @@ export async function startMoneyPlatform(
   return moneyClient(db, platform);
 }
 
-/**
- * An operator of the platform: an admin made as `npm run admin:create` makes one, signed in on the
- * auth role, with the access JWT its session mints (the only path that carries `role: 'admin'`).
- */
-export async function operatorAuth(db: TestDatabase, authUrl: string) {
-  const email = `ops-${randomUUID().slice(0, 8)}@example.com`;
-  const password = 'operator-password-0123';
-  const adminId: string = (await db.owner.query('select auth.create_admin($1, $2) as id', [email, await hashPassword(password)])).rows[0].id;
-  const session = await call<{ token: string }>(`${authUrl}/api/auth/sign-in/email`, { body: { email, password } });
-  if (session.status !== 200) throw new Error(`operator sign-in failed: ${session.status} ${JSON.stringify(session.body)}`);
-  const token = await call<{ token: string }>(`${authUrl}/api/auth/token`, { method: 'GET', headers: { authorization: `Bearer ${session.body.token}` } });
-  if (token.status !== 200) throw new Error(`operator token failed: ${token.status} ${JSON.stringify(token.body)}`);
-  return { adminId, auth: { authorization: `Bearer ${token.body.token}` } };
-}
+/** An operator (admin) signed in on this platform's auth role (helpers/operator.ts). */
+export const operatorAuth = (db: TestDatabase, authUrl: string) => signInOperator(db.owner, authUrl);
 
 const withKey = (body: Record<string, unknown>, headers: Record<string, string>) =>
   body.idempotencyKey !== undefined || body.permit !== undefined || Object.keys(headers).some((h) => h.toLowerCase() === 'idempotency-key');

@@ -23,6 +23,7 @@ begin
       when 'section_not_lit' then 'CLLCK'
       when 'claim_amount_mismatch' then 'CLAMM'
       when 'grant_not_found' then 'CLGNF'
+      when 'admin_required' then 'CLADM'
       else 'CLXXX'
     end,
     message = p_code, detail = coalesce(p_detail, '');

@@ -28,8 +28,27 @@ as $$
     left join claims.settings s on s.environment = e.environment
 $$;
 
+-- An operator's edit of the catalog or the settings, recorded with the operator in the edit's
+-- transaction (claims.catalog_edits). Refuses anyone but an operator (a user holding admin
+-- credentials): the game role passes the admin id its route read from the operator's access JWT.
+create or replace function claims_private.record_edit(p_admin_id uuid, p_action text, p_environment text, p_key text, p_change jsonb)
+  returns void
+  language plpgsql volatile
+  set search_path = pg_catalog
+as $$
+begin
+  if p_admin_id is null or not exists (select from auth_private.credentials c where c.user_id = p_admin_id) then
+    perform claims_private.refuse('admin_required', 'an operator');
+  end if;
+  insert into claims.catalog_edits (admin_id, action, environment, section_key, change)
+  values (p_admin_id, p_action, p_environment, p_key, coalesce(p_change, '{}'));
+end;
+$$;
+
 -- Sets the game settings of an environment (null leaves a setting as it is).
-create or replace function claims.set_board_settings(p_environment text, p_claim_board_enabled boolean, p_play_transfer_gate_enabled boolean)
+create or replace function claims.set_board_settings(
+  p_admin_id uuid, p_environment text, p_claim_board_enabled boolean, p_play_transfer_gate_enabled boolean
+)
   returns table (claim_board_enabled boolean, play_transfer_gate_enabled boolean)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -41,6 +60,8 @@ begin
     set claim_board_enabled = coalesce(p_claim_board_enabled, s.claim_board_enabled),
         play_transfer_gate_enabled = coalesce(p_play_transfer_gate_enabled, s.play_transfer_gate_enabled),
         updated_at = now();
+  perform claims_private.record_edit(p_admin_id, 'set_settings', p_environment, null,
+    jsonb_build_object('claimBoardEnabled', p_claim_board_enabled, 'playTransferGateEnabled', p_play_transfer_gate_enabled));
   return query select * from claims.board_settings(p_environment);
 end;
 $$;
@@ -107,7 +128,7 @@ end;
 $$;
 
 -- Creates a section (the operator's POST). kind and cadence are chosen here, once.
-create or replace function claims.create_section(p_environment text, p_section jsonb) returns claims.claim_sections
+create or replace function claims.create_section(p_admin_id uuid, p_environment text, p_section jsonb) returns claims.claim_sections
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
@@ -136,6 +157,7 @@ begin
   if v_row.id is null then
     perform claims_private.refuse('section_exists', format('%s in %s', p_section ->> 'key', p_environment));
   end if;
+  perform claims_private.record_edit(p_admin_id, 'create_section', p_environment, v_row.key, p_section);
   return v_row;
 exception
   when check_violation or invalid_text_representation or numeric_value_out_of_range then
@@ -147,7 +169,7 @@ $$;
 -- that differs from the key's is refused (409 kind_cadence_immutable). Editing a concrete
 -- environment where only the `all` row exists creates that environment's override from it (so
 -- `{ enabled:false }` hides the key there only).
-create or replace function claims.patch_section(p_environment text, p_key text, p_patch jsonb) returns claims.claim_sections
+create or replace function claims.patch_section(p_admin_id uuid, p_environment text, p_key text, p_patch jsonb) returns claims.claim_sections
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
@@ -199,9 +221,10 @@ begin
     if v_row.id is null then
       -- a concurrent edit created this environment's row after we looked: edit that row, as a
       -- patch made after it would (not a unique violation)
-      return claims.patch_section(p_environment, p_key, p_patch);
+      return claims.patch_section(p_admin_id, p_environment, p_key, p_patch);
     end if;
   end if;
+  perform claims_private.record_edit(p_admin_id, 'patch_section', p_environment, p_key, p_patch);
   return v_row;
 exception
   when check_violation or invalid_text_representation or numeric_value_out_of_range then
@@ -210,7 +233,7 @@ end;
 $$;
 
 -- Deletes a section row of one environment. Its claims stay in the ledger, and still block.
-create or replace function claims.delete_section(p_environment text, p_key text) returns claims.claim_sections
+create or replace function claims.delete_section(p_admin_id uuid, p_environment text, p_key text) returns claims.claim_sections
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
@@ -222,6 +245,7 @@ begin
   if v_row.id is null then
     perform claims_private.refuse('section_not_found', format('%s in %s', p_key, p_environment));
   end if;
+  perform claims_private.record_edit(p_admin_id, 'delete_section', p_environment, p_key, '{}');
   return v_row;
 end;
 $$;

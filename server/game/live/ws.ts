@@ -7,6 +7,7 @@
 // or a first `{ type:'auth', token }` message); without one the connection is a spectator. An agent
 // connects with its owner's JWT and names itself with `agentId` (one of the owner's agents) in its
 // `auth` or `join` message; it then plays the owner's seat.
+import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type pg from 'pg';
@@ -257,7 +258,12 @@ export function createLiveTables(deps: LiveTablesDeps) {
       const userId = c.userId;
       const token = c.token;
       const agentId = c.agentId;
-      const body = { tableId: r.tableId, seatIndex: m.seatIndex, amount: m.amount, ...(typeof m.idempotencyKey === 'string' ? { idempotencyKey: m.idempotencyKey } : {}) };
+      // The cage refuses a deposit without a key. The client's key makes its retries safe (a sit
+      // sent again after a lost answer replays the first); without one, this message is one intent
+      // of its own: the game sends it exactly once, and a reconnecting client reads the outcome
+      // from the table's state (docs/decisions.md, "Deposit keys").
+      const idempotencyKey = typeof m.idempotencyKey === 'string' ? m.idempotencyKey : `ws-sit:${randomUUID()}`;
+      const body = { tableId: r.tableId, seatIndex: m.seatIndex, amount: m.amount, idempotencyKey };
       const { pending, answer } = await r.requestSit(userId, agentId, c, () => registry.bank('/api/deposit', body, { token }));
       if (pending) send(c, { type: 'sit_pending', tableId: r.tableId, ref });
       const seated = async () => {
