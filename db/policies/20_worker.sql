@@ -1,5 +1,7 @@
 -- graphile-worker's own schema: the worker role runs jobs. graphile-worker turns row-level security
 -- on for its private tables (owner only), so the worker role gets its grants and a policy on each.
+-- graphile-worker creates its functions executable by PUBLIC: only the worker role may run them
+revoke execute on all functions in schema graphile_worker from public;
 grant usage on schema graphile_worker to poker_worker;
 grant select, insert, update, delete on all tables in schema graphile_worker to poker_worker;
 grant usage, select, update on all sequences in schema graphile_worker to poker_worker;
