@@ -5,11 +5,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { createTestDatabase, type TestDatabase, waitForLockWait } from '../../test/helpers/db.ts';
-import { balanceOf, expectCleanAudit, fund, userAccount } from '../../test/helpers/cage.ts';
+import { balanceOf, expectCleanAudit, fixtureOperator, fund, userAccount } from '../../test/helpers/cage.ts';
 import {
-  POKER_SETTINGS, authUser, createTable, creditSeat, leave, newKey, openDeposit, settlePosition, sit, solanaAddress,
-  standUp, withdrawKey, type TableRow,
+  POKER_SETTINGS, authUser, claimCustody, createTable, creditSeat, leave, newKey, openDeposit, settlePosition, sit, solanaAddress,
+  standUp, TEST_RECEIPT_SIGNER, withdrawKey, type TableRow,
 } from '../../test/helpers/game.ts';
+import { issueReceipt } from '../../server/cage/receipts.ts';
+import { settlementReceiptFields } from '../../server/cage/seams.ts';
 
 let db: TestDatabase;
 let cage: pg.Pool;
@@ -27,12 +29,12 @@ afterAll(async () => {
 });
 
 async function escrowOf(tableId: string, moneyKind = 'play'): Promise<bigint> {
-  const { rows } = await cage.query('select cage.ensure_account($1, null, $2, $3) as id', ['table_escrow', tableId, moneyKind]);
+  const { rows } = await db.owner.query('select cage.ensure_account($1, null, $2, $3) as id', ['table_escrow', tableId, moneyKind]);
   return rows[0].id;
 }
 
 async function systemOf(type: string, moneyKind = 'play'): Promise<bigint> {
-  const { rows } = await cage.query('select cage.ensure_account($1, null, null, $2) as id', [type, moneyKind]);
+  const { rows } = await db.owner.query('select cage.ensure_account($1, null, null, $2) as id', [type, moneyKind]);
   return rows[0].id;
 }
 
@@ -83,8 +85,8 @@ async function twinCommitsAfterKeyRead(
 
 /** A cage user with a funded play (or real) balance. */
 async function player(amount = 1000n, moneyKind: 'play' | 'real' = 'play') {
-  const a = await userAccount(cage, moneyKind);
-  await fund(cage, a.id, amount, moneyKind);
+  const a = await userAccount(db.owner, moneyKind);
+  await fund(db.owner, a.id, amount, moneyKind);
   return a;
 }
 
@@ -610,7 +612,7 @@ describe('grant_play_chips', () => {
   test('mints play chips to the owner of the linked Solana wallet, once per claim id', async () => {
     const claimId = newKey('claim');
     expect(await grant(wallet, 250n, claimId)).toEqual({ user_id: userId, amount: 250n, ref_id: claimId, status: 'created' });
-    const account = await userAccount(cage, 'play', userId);
+    const account = await userAccount(db.owner, 'play', userId);
     expect(await balanceOf(cage, account.id)).toBe(250n);
     const source = await systemOf('grant_source');
     expect(await entries(claimId)).toEqual([expect.objectContaining({
@@ -651,13 +653,13 @@ describe('exchange_chips', () => {
   });
 
   const exchange = async (direction: string, user: string, amount: bigint, ref: string, moneyKind = 'real') =>
-    (await cage.query('select * from cage.exchange_chips($1, $2, $3, $4, $5)', [direction, user, String(amount), ref, moneyKind])).rows[0];
+    (await cage.query('select * from cage.exchange_chips($1, $2, $3, $4, $5, $6)', [direction, user, String(amount), ref, moneyKind, await fixtureOperator(db.owner)])).rows[0];
 
   test('a purchase brings chips in from outside, once per external ref', async () => {
     const ref = newKey('pay');
     expect(await exchange('purchase', userId, 300n, ref)).toEqual({ ref_id: `purchase:${ref}`, status: 'created', balance: 300n });
     const outside = await systemOf('outside', 'real');
-    const account = await userAccount(cage, 'real', userId);
+    const account = await userAccount(db.owner, 'real', userId);
     expect(await entries(`purchase:${ref}`)).toEqual([expect.objectContaining({
       kind: 'purchase', money_kind: 'real', accounts: [outside, account.id], amounts: [-300n, 300n],
     })]);
@@ -701,7 +703,7 @@ describe('claim_custody', () => {
     expect(await balanceOf(cage, a.id)).toBe(380n);
 
     const claim = async (userId: string, id: bigint) =>
-      (await cage.query('select * from cage.claim_custody($1, $2)', [userId, String(id)])).rows[0];
+      claimCustody(cage, userId, id);
     await expect(claim(randomUUID(), entryId)).rejects.toMatchObject({ code: 'CGCNF', message: 'custody_entry_not_found' });
     await expect(claim(a.userId, 999999999n)).rejects.toMatchObject({ code: 'CGCNF' });
 
@@ -734,7 +736,7 @@ describe('claim_custody', () => {
     await expect(cage.query('select * from cage.claim_custody($1, $2)', [a.userId, String(settled.custody_entry_id)]))
       .rejects.toMatchObject({ code: 'CGCNC', message: 'custody_not_claimable' });
     await db.owner.query("update cage.custody_entries set status = 'free' where id = $1", [String(settled.custody_entry_id)]);
-    await cage.query('select * from cage.claim_custody($1, $2)', [a.userId, String(settled.custody_entry_id)]);
+    await claimCustody(cage, a.userId, settled.custody_entry_id!);
     expect(await balanceOf(cage, a.id)).toBe(500n);
     await expectCleanAudit(cage);
   });
@@ -816,6 +818,8 @@ describe('concurrency', () => {
     // judged before its claim, the closed seat read as a position that was never stood up
     expect(result).toMatchObject({ rows: [{ idempotency_key: key, ledger_ref_id: `withdraw:${key}`, amount: 150n, replayed: true }] });
     expect(await entries(`withdraw:${key}`)).toHaveLength(1);
+    // the raw calls above write no receipt; the cage's route writes it in the settlement's transaction
+    await issueReceipt(cage, TEST_RECEIPT_SIGNER, settlementReceiptFields(a.userId, t.table_id, (result as { rows: any[] }).rows[0]));
     expect(await balanceOf(cage, a.id)).toBe(1000n);
     await expectCleanAudit(cage);
   });
@@ -853,7 +857,7 @@ describe('concurrency', () => {
     const userId = await authUser(db.owner);
     const [w1, w2] = [solanaAddress(), solanaAddress()];
     for (const w of [w1, w2]) await db.owner.query('select * from auth.link_wallet($1, $2, $3, $4)', [userId, w, 'solana', 0]);
-    const account = await userAccount(cage, 'play', userId);
+    const account = await userAccount(db.owner, 'play', userId);
     const grant = 'select * from cage.grant_play_chips($1, $2, $3)';
     // the second call looks for the claim id while the first has posted it but not committed
     async function race(claimId: string, secondRecipient: string) {

@@ -1,16 +1,16 @@
 // Real concurrent clients against the posting function: no lost update, no deadlock, no overdraft.
 import type pg from 'pg';
 import { createTestDatabase, type TestDatabase, waitForLockWait } from '../../test/helpers/db.ts';
-import { balanceOf, expectCleanAudit, fund, refId, systemAccount, userAccount } from '../../test/helpers/cage.ts';
+import { balanceOf, expectBalancedBooks, fund, refId, systemAccount, userAccount } from '../../test/helpers/cage.ts';
 
 let db: TestDatabase;
 let cage: pg.Pool;
 beforeAll(async () => {
   db = await createTestDatabase();
-  cage = db.pool('poker_cage', 50);
+  cage = db.ownerPool(50);
 });
 afterEach(async () => {
-  await expectCleanAudit(cage);
+  await expectBalancedBooks(cage);
 });
 afterAll(async () => {
   await db.drop();
@@ -108,12 +108,12 @@ test('a single posting and a batch item under the same ref_id take their locks i
     first = single.query('select status from cage.post_movement($1, $2, $3, $4::bigint[], $5::bigint[])', [
       ref, 'adjustment', 'play', [String(y.id), String(x.id)], ['-1', '1'],
     ]).then((r) => r.rows[0].status, (err: unknown) => err);
-    await waitForLockWait(db.owner, 'poker_cage', { atLeast: 1 });
+    await waitForLockWait(db.owner, 'poker_owner', { atLeast: 1 });
     // a batch item under the same ref_id that touches x (and not y)
     second = batch.query('select status, code from cage.post_movements($1::jsonb)', [JSON.stringify([
       { refId: ref, kind: 'adjustment', moneyKind: 'play', accounts: [String(x.id), String(z.id)], amounts: ['-1', '1'] },
     ])]).then((r) => r.rows, (err: unknown) => err);
-    await waitForLockWait(db.owner, 'poker_cage', { atLeast: 2 });
+    await waitForLockWait(db.owner, 'poker_owner', { atLeast: 2 });
     // y is free: the single posting goes on to lock y, then x
     await holder.query('commit');
     const [a, b] = await Promise.all([first, second]);

@@ -3,16 +3,16 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { postMovement } from '../../server/cage/ledger.ts';
 import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
-import { balanceOf, expectCleanAudit, fund, refId, systemAccount, userAccount } from '../../test/helpers/cage.ts';
+import { balanceOf, expectBalancedBooks, fund, refId, systemAccount, userAccount } from '../../test/helpers/cage.ts';
 
 let db: TestDatabase;
 let cage: pg.Pool;
 beforeAll(async () => {
   db = await createTestDatabase();
-  cage = db.pool('poker_cage');
+  cage = db.ownerPool();
 });
 afterAll(async () => {
-  await expectCleanAudit(cage);
+  await expectBalancedBooks(cage);
   await db.drop();
 });
 

@@ -2,16 +2,16 @@
 import type pg from 'pg';
 import { postMovements, type Movement } from '../../server/cage/ledger.ts';
 import { createTestDatabase, type TestDatabase, waitForLockWait } from '../../test/helpers/db.ts';
-import { balanceOf, expectCleanAudit, fund, refId, systemAccount, userAccount } from '../../test/helpers/cage.ts';
+import { balanceOf, expectBalancedBooks, fund, refId, systemAccount, userAccount } from '../../test/helpers/cage.ts';
 
 let db: TestDatabase;
 let cage: pg.Pool;
 beforeAll(async () => {
   db = await createTestDatabase();
-  cage = db.pool('poker_cage', 20);
+  cage = db.ownerPool(20);
 });
 afterEach(async () => {
-  await expectCleanAudit(cage);
+  await expectBalancedBooks(cage);
 });
 afterAll(async () => {
   await db.drop();
@@ -186,7 +186,7 @@ describe('judged before the lock, checked under it', () => {
       ]);
       const call = cage.query('select status, code from cage.post_movements($1::jsonb)', [json(ms)])
         .then((r) => r.rows, (err: unknown) => err);
-      await waitForLockWait(db.owner, 'poker_cage');
+      await waitForLockWait(db.owner, 'poker_owner');
       await holder.query('commit');
       return await call;
     } finally {

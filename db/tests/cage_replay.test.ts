@@ -2,16 +2,16 @@
 import type pg from 'pg';
 import { postMovement } from '../../server/cage/ledger.ts';
 import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
-import { balanceOf, expectCleanAudit, fund, refId, userAccount } from '../../test/helpers/cage.ts';
+import { balanceOf, expectBalancedBooks, fund, refId, userAccount } from '../../test/helpers/cage.ts';
 
 let db: TestDatabase;
 let cage: pg.Pool;
 beforeAll(async () => {
   db = await createTestDatabase();
-  cage = db.pool('poker_cage', 40);
+  cage = db.ownerPool(40);
 });
 afterEach(async () => {
-  await expectCleanAudit(cage);
+  await expectBalancedBooks(cage);
 });
 afterAll(async () => {
   await db.drop();

@@ -4,12 +4,15 @@
 // grants. Called as the game role, which serves the operator's routes; the owner only where a test
 // proves that a rule holds for every role.
 import type pg from 'pg';
+import { fixtureOperator } from '../../test/helpers/cage.ts';
 import { createTestDatabase, type TestDatabase, waitForLockWait } from '../../test/helpers/db.ts';
 
 let db: TestDatabase;
+let admin: string;
 let game: pg.Pool;
 beforeAll(async () => {
   db = await createTestDatabase();
+  admin = await fixtureOperator(db.owner);
   game = db.pool('poker_game');
 });
 afterAll(async () => {
@@ -33,11 +36,11 @@ const resolved = async (env: string) =>
   (await game.query<Section>('select * from claims.resolved_sections($1)', [env])).rows.map(shape);
 const resolvedKeys = async (env: string) => (await resolved(env)).map((s) => s.key);
 const createSection = async (env: string, section: unknown) =>
-  (await game.query<Section>('select * from claims.create_section($1, $2)', [env, section === undefined ? null : JSON.stringify(section)])).rows[0]!;
+  (await game.query<Section>('select * from claims.create_section($1, $2, $3)', [admin, env, section === undefined ? null : JSON.stringify(section)])).rows[0]!;
 const patchSection = async (env: string, key: string | null, patch: unknown) =>
-  (await game.query<Section>('select * from claims.patch_section($1, $2, $3)', [env, key, patch === undefined ? null : JSON.stringify(patch)])).rows[0]!;
+  (await game.query<Section>('select * from claims.patch_section($1, $2, $3, $4)', [admin, env, key, patch === undefined ? null : JSON.stringify(patch)])).rows[0]!;
 const deleteSection = async (env: string, key: string) =>
-  (await game.query<Section>('select * from claims.delete_section($1, $2)', [env, key])).rows[0]!;
+  (await game.query<Section>('select * from claims.delete_section($1, $2, $3)', [admin, env, key])).rows[0]!;
 const rowsOf = async (key: string) =>
   (await db.owner.query<Section>('select * from claims.claim_sections where key = $1 order by environment', [key])).rows.map(shape);
 
@@ -134,7 +137,7 @@ describe('resolved_sections', () => {
 describe('game settings', () => {
   const settings = async (env: string | null) => (await game.query('select * from claims.board_settings($1)', [env])).rows;
   const set = async (env: string | null, board: boolean | null, gate: boolean | null) =>
-    (await game.query('select * from claims.set_board_settings($1, $2, $3)', [env, board, gate])).rows;
+    (await game.query('select * from claims.set_board_settings($1, $2, $3, $4)', [admin, env, board, gate])).rows;
 
   test.each(ENVIRONMENTS)('fail closed in %s when never set: the board off, the gate on', async (env) => {
     expect(await settings(env)).toEqual([{ claim_board_enabled: false, play_transfer_gate_enabled: true }]);
@@ -396,7 +399,7 @@ describe('concurrency', () => {
     const base = shape(await createSection('all', unlock(key, { amount: 300, order: 20 })));
     // the second patch looks for the staging row before the first one's override commits
     const second = await whileOpen(
-      (c) => c.query('select * from claims.patch_section($1, $2, $3)', ['staging', key, JSON.stringify({ amount: 900 })]),
+      (c) => c.query('select * from claims.patch_section($1, $2, $3, $4)', [admin, 'staging', key, JSON.stringify({ amount: 900 })]),
       () => patchSection('staging', key, { order: 3 }));
     expect(second).toMatchObject({ environment: 'staging', key, amount: 900n, order: 3 });
     expect(await rowsOf(key)).toEqual([base, { ...base, environment: 'staging', amount: 900n, order: 3 }]);
@@ -407,13 +410,13 @@ describe('concurrency', () => {
   test('one new key created at once in two environments with different kinds: the second is kind_cadence_immutable', async () => {
     const key = newKey();
     const second = await whileOpen(
-      (c) => c.query('select * from claims.create_section($1, $2)', ['local', JSON.stringify(unlock(key))]),
+      (c) => c.query('select * from claims.create_section($1, $2, $3)', [admin, 'local', JSON.stringify(unlock(key))]),
       () => createSection('staging', { key, kind: 'baseline', cadence: 'weekly', amount: 50 }));
     expect(second).toMatchObject({ code: 'CLKCI', message: 'kind_cadence_immutable' });
     expect(await rowsOf(key)).toEqual([expect.objectContaining({ environment: 'local', kind: 'unlock', cadence: 'once' })]);
     // the same kind and cadence in another environment at once is fine
     const same = await whileOpen(
-      (c) => c.query('select * from claims.create_section($1, $2)', ['production', JSON.stringify(unlock(key))]),
+      (c) => c.query('select * from claims.create_section($1, $2, $3)', [admin, 'production', JSON.stringify(unlock(key))]),
       () => createSection('staging', unlock(key, { amount: 7 })));
     expect(same).toMatchObject({ environment: 'staging', key, kind: 'unlock', amount: 7n });
     for (const env of ['local', 'staging', 'production']) await deleteSection(env, key);
@@ -461,10 +464,10 @@ describe('grants', () => {
   const CALLS = [
     ["select * from claims.resolved_sections('local')"],
     ["select * from claims.board_settings('local')"],
-    ["select * from claims.set_board_settings('local', true, true)"],
-    ["select * from claims.create_section('all', '{}')"],
-    ["select * from claims.patch_section('all', 'connect_wallet', '{}')"],
-    ["select * from claims.delete_section('all', 'connect_wallet')"],
+    ["select * from claims.set_board_settings(gen_random_uuid(), 'local', true, true)"],
+    ["select * from claims.create_section(gen_random_uuid(), 'all', '{}')"],
+    ["select * from claims.patch_section(gen_random_uuid(), 'all', 'connect_wallet', '{}')"],
+    ["select * from claims.delete_section(gen_random_uuid(), 'all', 'connect_wallet')"],
     ["select * from claims.board('local', gen_random_uuid(), now())"],
     ["select * from claims.mark_condition_met('local', gen_random_uuid(), 'wallet_linked', 'k')"],
     ["select * from claims.begin_claim('local', gen_random_uuid(), 'weekly_baseline', now())"],

@@ -6,15 +6,18 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { keccak256, toHex } from 'viem';
+import { fixtureOperator } from '../../test/helpers/cage.ts';
 import { createTestDatabase, type TestDatabase, waitForLockWait } from '../../test/helpers/db.ts';
 import { createTable } from '../../test/helpers/game.ts';
 
 let db: TestDatabase;
+let admin: string;
 let game: pg.Pool;
 beforeAll(async () => {
   db = await createTestDatabase();
+  admin = await fixtureOperator(db.owner);
   game = db.pool('poker_game');
-  await game.query('select * from claims.set_board_settings($1, $2, $3)', ['local', true, null]);
+  await game.query('select * from claims.set_board_settings($1, $2, $3, $4)', [admin, 'local', true, null]);
 });
 afterAll(async () => {
   await db.drop();
@@ -41,8 +44,22 @@ const mark = async (userId: string, conditionKey: string, idempotencyKey: string
 interface Step { outcome: string; amount: bigint | null; period: string | null; kind: string | null }
 const beginClaim = async (c: pg.PoolClient | pg.Pool, userId: string, key: string | null, now: Date = NOW, env = ENV) =>
   (await c.query<Step>('select * from claims.begin_claim($1, $2, $3, $4)', [env, userId, key, now])).rows[0]!;
-const finishClaim = async (c: pg.PoolClient | pg.Pool, userId: string, key: string, step: Step, id = claimIdOf(userId, key, step.period!)) =>
-  (await c.query('select * from claims.finish_claim($1, $2, $3, $4, $5, $6)', [userId, key, step.period, String(step.amount), id, `tx:${id}`])).rows[0];
+/**
+ * The cage's grant of a claim (what POST /api/grant posts, committed before the claim's finish), as
+ * the owner: finish_claim writes a paid row only with its grant behind it. Replays are no-ops.
+ */
+const mintGrant = async (userId: string, key: string, period: string, amount: bigint, id: string) =>
+  db.owner.query(
+    `select cage.post_movement($1, 'grant', 'play',
+       array[cage.ensure_account('grant_source', null, null, 'play'), cage.ensure_account('user', $2::uuid, null, 'play')],
+       array[-$3::bigint, $3::bigint],
+       jsonb_build_object('recipient', 'test-wallet', 'user_id', $2::text, 'section_key', $4::text, 'period', $5::text))`,
+    [id, userId, String(amount), key, period],
+  );
+const finishClaim = async (c: pg.PoolClient | pg.Pool, userId: string, key: string, step: Step, id = claimIdOf(userId, key, step.period!)) => {
+  if (step.amount && step.amount > 0n) await mintGrant(userId, key, step.period!, step.amount, id);
+  return (await c.query('select * from claims.finish_claim($1, $2, $3, $4, $5, $6)', [userId, key, step.period, String(step.amount), id, `tx:${id}`])).rows[0];
+};
 
 /** The claim as server/game/claims.ts does it: one transaction held open around the grant. */
 async function claim(userId: string, key: string, now: Date = NOW, env = ENV) {
@@ -79,7 +96,7 @@ const sectionOf = async (userId: string, key: string, now: Date = NOW, env = ENV
 async function freshUnlock(amount = 700) {
   const key = newKey();
   const condition = newKey('cond');
-  await game.query('select * from claims.create_section($1, $2)', ['all', JSON.stringify({
+  await game.query('select * from claims.create_section($1, $2, $3)', [admin, 'all', JSON.stringify({
     key, kind: 'unlock', cadence: 'once', conditionKey: condition, amount, order: 60,
   })]);
   return { key, condition };
@@ -134,9 +151,9 @@ describe('markConditionMet', () => {
     const condition = newKey('cond');
     const [one, two, hidden] = [newKey(), newKey(), newKey()];
     for (const key of [one, two, hidden]) {
-      await game.query('select * from claims.create_section($1, $2)', ['all', JSON.stringify({ key, kind: 'unlock', cadence: 'once', conditionKey: condition, amount: 1, order: 70 })]);
+      await game.query('select * from claims.create_section($1, $2, $3)', [admin, 'all', JSON.stringify({ key, kind: 'unlock', cadence: 'once', conditionKey: condition, amount: 1, order: 70 })]);
     }
-    await game.query('select * from claims.patch_section($1, $2, $3)', [ENV, hidden, JSON.stringify({ enabled: false })]);
+    await game.query('select * from claims.patch_section($1, $2, $3, $4)', [admin, ENV, hidden, JSON.stringify({ enabled: false })]);
     const u = user();
     expect(await mark(u, condition)).toEqual([one, two].sort().map((k) => ({ section_key: k, state: 'lit', newly_lit: true, replayed: false })));
     expect(await userRow(u, hidden)).toBeUndefined();
@@ -246,12 +263,12 @@ describe('the claim (state table)', () => {
     await mark(other, condition);
     expect((await claim(u, key)).outcome).toBe('credited');
 
-    await game.query('select * from claims.delete_section($1, $2)', ['all', key]);
+    await game.query('select * from claims.delete_section($1, $2, $3)', [admin, 'all', key]);
     expect(await sectionOf(u, key)).toBeUndefined();
     expect((await claim(u, key)).outcome).toBe('forged');
     expect((await claim(other, key)).outcome).toBe('forged');
 
-    await game.query('select * from claims.create_section($1, $2)', ['all', JSON.stringify({
+    await game.query('select * from claims.create_section($1, $2, $3)', [admin, 'all', JSON.stringify({
       key, kind: 'unlock', cadence: 'once', conditionKey: condition, amount: 900, order: 60,
     })]);
     expect(await claim(u, key)).toMatchObject({ outcome: 'already_claimed' });
@@ -267,13 +284,13 @@ describe('the claim (state table)', () => {
     const u = user();
     await mark(u, condition);
     await claim(u, key);
-    await game.query('select * from claims.delete_section($1, $2)', ['all', key]);
+    await game.query('select * from claims.delete_section($1, $2, $3)', [admin, 'all', key]);
     // a once-ever key recreated as the weekly baseline would pay every week: the ledger remembers it
-    await expect(game.query('select * from claims.create_section($1, $2)', ['all', JSON.stringify({
+    await expect(game.query('select * from claims.create_section($1, $2, $3)', [admin, 'all', JSON.stringify({
       key, kind: 'baseline', cadence: 'weekly', amount: 5, order: 60,
     })])).rejects.toMatchObject({ code: 'CLKCI', message: 'kind_cadence_immutable' });
     // and an unlock is always once, a baseline always weekly
-    await expect(game.query('select * from claims.create_section($1, $2)', ['all', JSON.stringify({
+    await expect(game.query('select * from claims.create_section($1, $2, $3)', [admin, 'all', JSON.stringify({
       key: `${key}_w`, kind: 'unlock', cadence: 'weekly', conditionKey: condition, amount: 5, order: 60,
     })])).rejects.toMatchObject({ code: 'CLSEC' });
     expect(await claim(u, key)).toMatchObject({ outcome: 'forged' });
@@ -294,7 +311,7 @@ describe('the claim (state table)', () => {
 
   test('the kill switch off: markConditionMet refused, the claim disabled, for a lit section too; nothing written', async () => {
     const u = user();
-    const set = (on: boolean) => game.query('select * from claims.set_board_settings($1, $2, null)', ['staging', on]);
+    const set = (on: boolean) => game.query('select * from claims.set_board_settings($1, $2, $3, null)', [admin, 'staging', on]);
     await set(true);
     await mark(u, 'agent_seated', null, 'staging');
     expect(await userRow(u, 'seat_agent')).toMatchObject({ state: 'lit' });
@@ -319,7 +336,7 @@ describe('the claim (state table)', () => {
     const { key, condition } = await freshUnlock();
     const u = user();
     await mark(u, condition);
-    await game.query('select * from claims.patch_section($1, $2, $3)', [ENV, key, JSON.stringify({ enabled: false })]);
+    await game.query('select * from claims.patch_section($1, $2, $3, $4)', [admin, ENV, key, JSON.stringify({ enabled: false })]);
     expect(await sectionOf(u, key)).toBeUndefined();
     expect(await claim(u, key)).toEqual({ outcome: 'forged', step: { outcome: 'forged', amount: null, period: null, kind: null } });
     for (const k of ['no_such_section', '', null]) {
@@ -327,10 +344,10 @@ describe('the claim (state table)', () => {
     }
     expect(await ledger(u)).toEqual([]);
     // visible in another environment, where the `all` row applies
-    await game.query('select * from claims.set_board_settings($1, $2, null)', ['production', true]);
+    await game.query('select * from claims.set_board_settings($1, $2, $3, null)', [admin, 'production', true]);
     expect(await sectionOf(u, key, NOW, 'production')).toMatchObject({ state: 'lit', claimable: true });
     expect((await claim(u, key, NOW, 'production')).outcome).toBe('credited');
-    await game.query('select * from claims.set_board_settings($1, $2, null)', ['production', false]);
+    await game.query('select * from claims.set_board_settings($1, $2, $3, null)', [admin, 'production', false]);
   });
 
   test('the board: every live section, the baseline first, with state and claimable', async () => {
@@ -415,15 +432,20 @@ describe('claim once', () => {
     expect(await race(user(), 'weekly_baseline', false)).toMatchObject({ outcome: 'proceed' });
   });
 
-  test('a second finish_claim with the same claim id, or the same user/section/period, fails on the unique constraints', async () => {
+  test('a second finish_claim with the same claim id, or the same user/section/period, is refused (not begun), the unique constraints behind it', async () => {
     const u = user();
     await claim(u, 'weekly_baseline', W02);
     const id = claimIdOf(u, 'weekly_baseline', '2026-W02');
     // the same claim id for another period
     await expect(finishClaim(game, u, 'weekly_baseline', { outcome: 'proceed', amount: 500n, period: '2026-W03', kind: 'baseline' }, id))
-      .rejects.toMatchObject({ code: '23505', constraint: 'claim_ledger_claim_id_unique' });
+      .rejects.toMatchObject({ code: 'CLNBG', message: 'claim_not_begun' });
     // the same user, section and period under another claim id
     await expect(finishClaim(game, u, 'weekly_baseline', { outcome: 'proceed', amount: 500n, period: '2026-W02', kind: 'baseline' }, `0x${'c'.repeat(64)}`))
+      .rejects.toMatchObject({ code: 'CLNBG', message: 'claim_not_begun' });
+    // the ledger's own guards stand behind finish_claim (the owner writes past it)
+    await expect(db.owner.query("insert into claims.claim_ledger (user_id, section_key, period, amount, claim_id) values ($1, 'weekly_baseline', '2026-W03', 500, $2)", [u, id]))
+      .rejects.toMatchObject({ code: '23505', constraint: 'claim_ledger_claim_id_unique' });
+    await expect(db.owner.query("insert into claims.claim_ledger (user_id, section_key, period, amount, claim_id) values ($1, 'weekly_baseline', '2026-W02', 500, $2)", [u, `0x${'c'.repeat(64)}`]))
       .rejects.toMatchObject({ code: '23505', constraint: 'claim_ledger_once_per_period' });
     expect(await ledger(u)).toHaveLength(1);
     expect(await userRow(u, 'weekly_baseline')).toMatchObject({ period: '2026-W02', claim_id: id });
@@ -437,8 +459,8 @@ describe('claim once', () => {
     }
     await expect(finishClaim(game, u, 'connect_wallet', { ...step, amount: -1n })).rejects.toMatchObject({ code: 'CLCLM' });
     await expect(finishClaim(game, u, 'connect_wallet', { ...step, period: null })).rejects.toMatchObject({ code: 'CLCLM' });
-    // no begin_claim, so no user row
-    await expect(finishClaim(game, u, 'connect_wallet', step)).rejects.toMatchObject({ code: 'CLCLM' });
+    // no begin_claim in this transaction
+    await expect(finishClaim(game, u, 'connect_wallet', step)).rejects.toMatchObject({ code: 'CLNBG', message: 'claim_not_begun' });
     expect(await ledger(u)).toEqual([]);
   });
 

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
-import { createTable, creditSeat, newKey, standUp } from '../../test/helpers/game.ts';
+import { createTable, creditSeat, openDepositsAs, newKey, standUp } from '../../test/helpers/game.ts';
 
 let db: TestDatabase;
 let cage: pg.Pool;
@@ -16,6 +16,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   cage = db.pool('poker_cage');
   game = db.pool('poker_game');
+  openDepositsAs(db.owner);
 });
 afterAll(async () => {
   for (const c of presences) await c.end().catch(() => undefined);

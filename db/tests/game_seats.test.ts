@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
 import {
-  POKER_SETTINGS, createTable, creditSeat, newKey, newTableId, standUp, verifyChain, type TableRow,
+  POKER_SETTINGS, createTable, creditSeat, openDepositsAs, newKey, newTableId, standUp, verifyChain, type TableRow,
 } from '../../test/helpers/game.ts';
 
 let db: TestDatabase;
@@ -16,6 +16,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   cage = db.pool('poker_cage');
   game = db.pool('poker_game');
+  openDepositsAs(db.owner);
 });
 afterAll(async () => {
   await db.drop();
@@ -38,6 +39,19 @@ async function linkCount(playerId: bigint) {
 async function tableRow(tableId: string): Promise<TableRow> {
   const { rows } = await db.owner.query('select * from game.tables where table_id = $1', [tableId]);
   return rows[0];
+}
+
+/**
+ * The cage's settlement of a stood-up position, as cage.settle_position records it (without its
+ * money leg: this file does not assert the escrow): game.settle_seat closes a seat only on it.
+ */
+async function cageSettled(playerId: bigint, ref: string, settlement: 'cash_out' | 'custody' | 'bust') {
+  await db.owner.query(
+    `insert into cage.withdraw_intents (idempotency_key, ledger_ref_id, user_id, table_id, player_id, amount, history_hash, settlement)
+     select '0x' || encode(sha256(convert_to($2, 'UTF8')), 'hex'), $2, p.user_id, p.table_id, p.id, p.chip_balance, p.history_hash, $3
+       from game.table_players p where p.id = $1`,
+    [String(playerId), ref, settlement],
+  );
 }
 
 const cancel = async (key: string, tableId: string, userId: string, amount: bigint) =>
@@ -386,6 +400,9 @@ describe('stand_up and settle_seat', () => {
       .rejects.toMatchObject({ code: 'GMSNL', message: 'seat_not_leaving' });
     await standUp(game, t.table_id, u);
     const ref = `withdraw:${newKey()}`;
+    await expect(game.query('select * from game.settle_seat($1, $2, $3)', [String(seat.player_id), ref, 'cash_out']))
+      .rejects.toMatchObject({ code: 'GMSTN', message: 'settlement_not_found' });
+    await cageSettled(seat.player_id, ref, 'cash_out');
     const { rows: [settled] } = await game.query('select * from game.settle_seat($1, $2, $3)', [String(seat.player_id), ref, 'cash_out']);
     const chain = await verifyChain(db.owner, seat.player_id);
     expect(chain.ok).toBe(true);
@@ -407,15 +424,20 @@ describe('stand_up and settle_seat', () => {
     expect(nextChain.genesis).not.toBe(chain.genesis);
   });
 
-  test.each(['custody', 'bust'] as const)('a %s settlement writes a %s last link', async (settlement) => {
+  test('a custody settlement writes a custody last link; a stack cannot be closed as a bust', async () => {
     const u = user();
-    const seat = await creditSeat(game, newKey(), t.table_id, u, settlement === 'bust' ? 2 : 3, 50n);
+    const seat = await creditSeat(game, newKey(), t.table_id, u, 3, 50n);
     await standUp(game, t.table_id, u);
-    const ref = `${settlement}:${newKey()}`;
-    await game.query('select * from game.settle_seat($1, $2, $3)', [String(seat.player_id), ref, settlement]);
+    // the cage never records a bust of a stack (a bust settles zero): no such settlement to close on
+    const bust = `bust:${newKey()}`;
+    await expect(game.query('select * from game.settle_seat($1, $2, $3)', [String(seat.player_id), bust, 'bust']))
+      .rejects.toMatchObject({ code: 'GMSTN', message: 'settlement_not_found' });
+    const ref = `custody:${newKey()}`;
+    await cageSettled(seat.player_id, ref, 'custody');
+    await game.query('select * from game.settle_seat($1, $2, $3)', [String(seat.player_id), ref, 'custody']);
     const chain = await verifyChain(db.owner, seat.player_id);
     expect(chain.ok).toBe(true);
-    expect(chain.links.at(-1)).toMatchObject({ event: settlement, delta: -50n, stack: 0n, ref_id: ref });
+    expect(chain.links.at(-1)).toMatchObject({ event: 'custody', delta: -50n, stack: 0n, ref_id: ref });
   });
 
   test('settle_seat refuses an unknown position and a bad settlement', async () => {

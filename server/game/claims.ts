@@ -88,6 +88,10 @@ export function createClaimBoard(deps: ClaimBoardDeps) {
     try {
       await client.query('begin');
       open = true;
+      // the claim's timeout (claims_private.claim_timeout): a transaction left idle past it (a call
+      // that hangs) is ended by the server, its locks released; a grant it made is completed by the
+      // worker from the grant
+      await client.query("select set_config('idle_in_transaction_session_timeout', '60s', true)");
       const { rows } = await client.query<{ outcome: string; amount: bigint | null; period: string | null; kind: string | null }>(
         'select outcome, amount, period, kind from claims.begin_claim($1, $2, $3, $4)', [environment, userId, sectionKey, now],
       );

@@ -10,6 +10,11 @@ export interface TestDatabase {
   name: string;
   owner: pg.Pool;
   pool(role: DbRole, max?: number): pg.Pool;
+  /**
+   * Another pool as the owner, its connections named `poker_owner` (for waitForLockWait): the
+   * ledger's primitives (post_movement, ...) are the owner's alone.
+   */
+  ownerPool(max?: number): pg.Pool;
   drop(): Promise<void>;
 }
 
@@ -37,6 +42,13 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     owner,
     pool(role, max = 10) {
       const p = createRolePool(url, role, { max });
+      pools.push(p);
+      return p;
+    },
+    ownerPool(max = 10) {
+      const named = new URL(url);
+      named.searchParams.set('application_name', 'poker_owner');
+      const p = createOwnerPool(named.toString(), max);
       pools.push(p);
       return p;
     },

@@ -3,6 +3,8 @@
 // recomputes every hash as game_private.extend_chain documents it.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
+import { issueReceipt, signerFromPrivateKey } from '../../server/cage/receipts.ts';
+import { settlePosition as settleWithReceipt } from '../../server/cage/seams.ts';
 import { keccak256, stringToBytes } from 'viem';
 
 export type MoneyKind = 'play' | 'real';
@@ -69,9 +71,28 @@ export interface SeatRow {
   status: string;
 }
 
+let depositOpener: pg.Pool | undefined;
+
+/**
+ * For the game side's own tests (db/tests/game_*.test.ts): every `creditSeat` first records, as the
+ * owner, the pending cage deposit the key stands for, as cage.open_deposit would have (without its
+ * money leg: those files do not assert the escrow). game.credit_seat funds a seat only for a live
+ * deposit of the same user, table, seat and amount.
+ */
+export function openDepositsAs(owner: pg.Pool | undefined) {
+  depositOpener = owner;
+}
+
 export async function creditSeat(
   game: pg.Pool, key: string, tableId: string, userId: string, seatIndex: number, amount: bigint,
 ): Promise<SeatRow> {
+  await depositOpener?.query(
+    `insert into cage.deposit_intents (ref_id, idempotency_key, user_id, table_id, seat_index, amount, money_kind)
+     select $1, $1, $2, t.table_id, $4, $5, t.money_kind from game.tables t
+      where t.table_id = $3 and $5::bigint > 0 and length($1) between 1 and 200
+     on conflict do nothing`,
+    [key, userId, tableId, seatIndex, String(amount)],
+  );
   const { rows } = await game.query<SeatRow>('select * from game.credit_seat($1, $2, $3, $4, $5)', [
     key, tableId, userId, seatIndex, String(amount),
   ]);
@@ -118,15 +139,41 @@ export interface SettlementRow {
   replayed: boolean;
 }
 
+/** The receipt key of the SQL tests' cage (a fixed test key: receipts are not what they test). */
+export const TEST_RECEIPT_SIGNER = signerFromPrivateKey(new Uint8Array(32).fill(7));
+
+/** The cage's settlement of a stood-up position, with its receipt, in one transaction (as the cage writes it). */
 export async function settlePosition(
   cage: pg.Pool,
   p: { userId: string; tableId: string; playerId: bigint; amount: bigint; historyHash: string; key?: string; settlement: 'cash_out' | 'custody' | 'bust'; forced?: boolean },
 ): Promise<SettlementRow> {
   const key = p.key ?? withdrawKey(p.userId, p.tableId, p.historyHash, p.amount);
-  const { rows } = await cage.query<SettlementRow>('select * from cage.settle_position($1, $2, $3, $4, $5, $6, $7, $8)', [
-    p.userId, p.tableId, String(p.playerId), String(p.amount), p.historyHash, key, p.settlement, p.forced ?? false,
-  ]);
-  return rows[0]!;
+  const { receipt: _receipt, ...row } = await settleWithReceipt(cage, TEST_RECEIPT_SIGNER, {
+    userId: p.userId, tableId: p.tableId, playerId: String(p.playerId), chipAmount: p.amount, historyHash: p.historyHash,
+    idempotencyKey: key, settlement: p.settlement, forced: p.forced ?? false,
+  });
+  return row as SettlementRow;
+}
+
+/** A custody claim with its receipt, in one transaction (as the cage's route writes it). */
+export async function claimCustody(cage: pg.Pool, userId: string, entryId: bigint | string) {
+  const client = await cage.connect();
+  try {
+    await client.query('begin');
+    const { rows } = await client.query('select * from cage.claim_custody($1, $2)', [userId, String(entryId)]);
+    const c = rows[0];
+    await issueReceipt(client, TEST_RECEIPT_SIGNER, {
+      v: 1, kind: 'custody_claim', ledgerRefId: c.ref_id, userId, tableId: c.table_id ?? undefined,
+      custodyEntryId: c.entry_id.toString(), chipAmount: c.amount, moneyKind: c.money_kind,
+    });
+    await client.query('commit');
+    return c;
+  } catch (err) {
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
 }
 
 /** Stand-up, the cage's terminal settlement, the game's zeroing and the cage's mark, in order. */
