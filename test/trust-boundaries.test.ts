@@ -203,6 +203,33 @@ describe('claim-once in claims.finish_claim', () => {
     await expectCleanAudit(cage);
   });
 
+  test("on a retry after a lost grant, the amount is the grant's; a grant of another claim is not this one's", async () => {
+    const { userId, wallet } = await claimant(true);
+    const id = specClaimId(userId, 'connect_wallet', 'once');
+    // an earlier attempt minted 450 (the catalog said so then) and lost its answer
+    await cage.query('select * from cage.grant_play_chips($1, 450, $2, $3, $4)', [wallet, id, 'connect_wallet', 'once']);
+    const client = await game.connect();
+    try {
+      await client.query('begin');
+      const { rows } = await client.query('select * from claims.begin_claim($1, $2, $3, $4)', ['local', userId, 'connect_wallet', now]);
+      expect(rows[0]).toMatchObject({ outcome: 'proceed', amount: 500n });
+      await client.query('savepoint s');
+      expect(await code(client.query(finishSql, [userId, 'connect_wallet', 'once', 500, id, id]))).toBe('CLAMM claim_amount_mismatch');
+      await client.query('rollback to savepoint s');
+      // the baseline's claim id names another section's grant: not this claim's
+      const baseline = specClaimId(userId, 'weekly_baseline', '2026-W48');
+      await cage.query('select * from cage.grant_play_chips($1, 500, $2, $3, $4)', [wallet, baseline, 'weekly_baseline', '2026-W48']);
+      expect(await code(client.query(finishSql, [userId, 'connect_wallet', 'once', 500, baseline, baseline]))).toBe('CLGNF grant_not_found');
+      await client.query('rollback to savepoint s');
+      await client.query(finishSql, [userId, 'connect_wallet', 'once', 450, id, id]);
+      await client.query('commit');
+    } finally {
+      client.release();
+    }
+    const { rows } = await db.owner.query('select amount, claim_id from claims.claim_ledger where user_id = $1', [userId]);
+    expect(rows).toEqual([{ amount: 450n, claim_id: id }]);
+  });
+
   test('refuses a locked unlock and a paid claim without its grant', async () => {
     const { userId, wallet } = await claimant(false);
     const locked = await claimWith(userId, wallet, 'connect_wallet', (c) => c.query(finishSql, [userId, 'connect_wallet', 'once', 500, specClaimId(userId, 'connect_wallet', 'once'), null]));
