@@ -132,7 +132,7 @@ export default async function cageBench(args: string[]): Promise<number> {
     const roundTrip = async (p: Player): Promise<number> => {
       let step = 'deposit';
       try {
-        const dep = await call(`${cage}/api/deposit`, { headers: p.auth, body: { tableId: p.tableId, seatIndex: 0, amount: BUY_IN } });
+        const dep = await call(`${cage}/api/deposit`, { headers: { ...p.auth, 'idempotency-key': randomUUID() }, body: { tableId: p.tableId, seatIndex: 0, amount: BUY_IN } });
         if (dep.status !== 200 || dep.body?.status !== 'confirmed' || dep.body?.chipBalance !== String(BUY_IN)) {
           fail(`deposit ${dep.status} ${code(dep)}`, `${p.tableId}: ${describe(dep)}${await recover(p)}`);
           return 0;
