@@ -14,6 +14,11 @@ const flag = z
   .enum(['true', 'false', '1', '0', ''])
   .default('false')
   .transform((v) => v === 'true' || v === '1');
+/** The spec's words for the test harness: permitted only by exactly `true`; any other value is off. */
+const exactlyTrue = z
+  .string()
+  .optional()
+  .transform((v) => v === 'true');
 const optionalString = z
   .string()
   .optional()
@@ -54,7 +59,7 @@ const schema = z.object({
   ADMIN_PORT: port(3677),
   HTTP_BODY_LIMIT: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
   SERVICE_KEY: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
-  ENABLE_TEST_AUTH: flag,
+  ENABLE_TEST_AUTH: exactlyTrue,
   CAGE_RECEIPT_KEY: optionalString.pipe(
     z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (an ed25519 private key)').optional(),
   ),
@@ -142,7 +147,7 @@ const schema = z.object({
 // permit the test harness.
 const HARNESS_ENVS = ['development', 'test'];
 const testAuthRule = z
-  .object({ NODE_ENV: z.string().optional(), ENABLE_TEST_AUTH: flag })
+  .object({ NODE_ENV: z.string().optional(), ENABLE_TEST_AUTH: exactlyTrue })
   .superRefine((env, ctx) => {
     if (env.ENABLE_TEST_AUTH && !HARNESS_ENVS.includes(env.NODE_ENV ?? '')) {
       ctx.addIssue({
