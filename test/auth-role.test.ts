@@ -84,6 +84,8 @@ test('the JWKS verifies a token through jose\'s remote JWKS and holds no private
 });
 
 describe('POST /admin/invite-codes', () => {
+  /** The auth.invite.mint spans since the last reset: one per call, failed ones with invite_mint_failed. */
+  const mintSpans = () => finishedSpans().filter((s) => s.name === 'auth.invite.mint').map((s) => s.attributes['error.code'] ?? 'ok');
   const mint = (body: unknown, key: string | null = SERVICE_KEY) =>
     fetch(`${role.url}/admin/invite-codes`, {
       method: 'POST',
@@ -117,9 +119,11 @@ describe('POST /admin/invite-codes', () => {
     ['empty', ''],
   ])('a %s service key is 401 and mints nothing', async (_name, key) => {
     const before = (await db.owner.query('select count(*)::int as n from auth.invite_codes')).rows[0].n;
+    resetSpans();
     const res = await mint({}, key);
     expect(res.status).toBe(401);
     expect(await res.json()).toEqual({ error: 'invalid_service_key' });
+    expect(mintSpans()).toEqual(['invite_mint_failed']);
     expect((await db.owner.query('select count(*)::int as n from auth.invite_codes')).rows[0].n).toBe(before);
   });
 
@@ -130,9 +134,11 @@ describe('POST /admin/invite-codes', () => {
     [{ expiresInSeconds: 'soon' }],
     [{ createdBy: '' }],
   ])('invalid body %o is a 400 with issues', async (body) => {
+    resetSpans();
     const res = await mint(body);
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ error: 'validation_failed', issues: [expect.objectContaining({ path: expect.any(Array) })] });
+    expect(mintSpans()).toEqual(['invite_mint_failed']);
   });
 
   test('503 when no service key is configured', async () => {
@@ -141,9 +147,11 @@ describe('POST /admin/invite-codes', () => {
       config: loadConfig({ ...env, SERVICE_KEY: '' }), databaseUrl: other.url, log: captureLogger('silent').log,
     });
     try {
+      resetSpans();
       const res = await fetch(`${unconfigured.url}/admin/invite-codes`, { method: 'POST', headers: { 'x-service-key': 'anything-at-all-000' } });
       expect(res.status).toBe(503);
       expect(await res.json()).toEqual({ error: 'service_key_not_configured' });
+      expect(mintSpans()).toEqual(['invite_mint_failed']);
     } finally {
       await unconfigured.stop();
       await other.drop();

@@ -87,12 +87,16 @@ export const tracer = () => trace.getTracer('poker-platform');
  * Runs `fn` inside an active span. The span ends when `fn` settles; a thrown error is recorded
  * (with its `code` as `error.code`) and rethrown unchanged.
  */
-export async function withSpan<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>): Promise<T> {
+export async function withSpan<T>(
+  name: string, attributes: Attributes, fn: (span: Span) => Promise<T>,
+  /** `errorCode`: the code the span records for any failure (a span whose spec names one code). */
+  options: { errorCode?: string } = {},
+): Promise<T> {
   return tracer().startActiveSpan(name, { attributes }, async (span) => {
     try {
       return await fn(span);
     } catch (err) {
-      const code = errorCode(err);
+      const code = options.errorCode ?? errorCode(err);
       if (code) span.setAttribute('error.code', code);
       span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
       throw err;
