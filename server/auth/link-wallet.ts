@@ -46,6 +46,29 @@ function siweFields(message: string): SiweFields {
   }
 }
 
+const validDate = (d: unknown) => d instanceof Date && !Number.isNaN(d.getTime());
+
+/**
+ * Step 2 for the message (spec: "message: string, SIWE-formatted"): every field a SIWE message
+ * must have, each of its type (a URI that parses as a URL with a host, a version 1, a safe-integer
+ * chain id, dates that are dates). A message that is not one is a 400 before the nonce is looked up,
+ * so a malformed message spends nothing: the client may sign a proper one under the same nonce.
+ */
+function siweWellFormed(fields: SiweFields): boolean {
+  const uri = typeof fields.uri === 'string' && URL.canParse(fields.uri) ? new URL(fields.uri) : undefined;
+  return (
+    typeof fields.domain === 'string' && fields.domain.length > 0 &&
+    typeof fields.address === 'string' && isAddress(fields.address, { strict: false }) &&
+    uri !== undefined && uri.host.length > 0 &&
+    fields.version === '1' &&
+    typeof fields.chainId === 'number' && Number.isSafeInteger(fields.chainId) &&
+    typeof fields.nonce === 'string' && fields.nonce.length > 0 &&
+    validDate(fields.issuedAt) &&
+    (fields.expirationTime === undefined || validDate(fields.expirationTime)) &&
+    (fields.notBefore === undefined || validDate(fields.notBefore))
+  );
+}
+
 /**
  * Step 5's message checks: for our domain (also the URI's host), this wallet and chain, this nonce,
  * a real issue time, inside its validity window. Anything malformed (a URI that is not a URL, a
@@ -96,11 +119,13 @@ export function installLinkWalletRoutes(
     if (!parsed.success) throw new ApiError(400, 'invalid walletAddress');
     const { message, signature, chainId } = parsed.data;
     const address = checksum(parsed.data.walletAddress);
+    const fields = siweFields(message);
+    if (!siweWellFormed(fields)) throw new ApiError(400, 'invalid message');
 
     const { rows: taken } = await pool.query<{ nonce: string }>('select auth.consume_nonce($1, $2) as nonce', [`siwe:${address}:${chainId}`, userId]); // 3
     const nonce = taken[0]!.nonce;
 
-    const fields = siweFields(message); // 4
+    // 4
     if (fields.nonce !== nonce) throw new ApiError(401, 'message does not contain issued nonce');
 
     const forUs = siweForUs(fields, { domain: settings.domain, address, chainId, nonce }); // 5
