@@ -14,6 +14,7 @@ import { withRetry } from '../db/pools.ts';
 import { ApiError } from '../http/errors.ts';
 import { withSpan } from '../telemetry/index.ts';
 import type { KeyStore } from './keys.ts';
+import { walletAddressClaim } from './token-claims.ts';
 
 const TEST_TOKEN = /^test-idp-token:([A-Za-z0-9._:@-]{1,200})$/;
 const bridgeBody = z.object({ idToken: z.string().max(16384).optional(), inviteCode: z.string().max(128).optional() }).strip();
@@ -65,9 +66,8 @@ export function installBridgeRoute(app: Express, deps: { pool: pg.Pool; keys: Ke
       span.setAttribute('auth.created', user.created);
       return user;
     });
-    const { rows: primary } = await pool.query<{ address: string }>('select address from auth.wallets where user_id = $1 and is_primary', [result.user_id]);
     const token = await keys.sign({
-      sub: result.user_id, email: result.email ?? undefined, walletAddress: primary[0]?.address ?? null, authMethod: config.IDP_AUTH_METHOD,
+      sub: result.user_id, email: result.email ?? undefined, walletAddress: await walletAddressClaim(pool, result.user_id), authMethod: config.IDP_AUTH_METHOD,
     });
     if (result.created) log.info({ userId: result.user_id }, 'account created through the bridge');
     res.json({ token, user: { id: result.user_id, email: result.email }, created: result.created });

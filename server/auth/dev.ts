@@ -7,17 +7,17 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
 import type { KeyStore } from './keys.ts';
+import { walletAddressClaim } from './token-claims.ts';
 
 export function installDevRoutes(app: Express, deps: { pool: pg.Pool; keys: KeyStore }) {
   app.post('/api/dev/mint-jwt', async (req, res) => {
     const { userId } = z.object({ userId: z.uuid() }).parse(req.body ?? {});
-    const { rows } = await deps.pool.query<{ email: string | null; address: string | null }>(
-      `select u.email, (select w.address from auth.wallets w where w.user_id = u.id and w.is_primary) as address
-         from auth.users u where u.id = $1`,
-      [userId],
-    );
+    const { rows } = await deps.pool.query<{ email: string | null }>('select u.email from auth.users u where u.id = $1', [userId]);
     if (!rows[0]) throw new ApiError(404, 'user_not_found');
-    const token = await deps.keys.sign({ sub: userId, email: rows[0].email ?? undefined, walletAddress: rows[0].address, authMethod: 'email' });
+    // never an operator's token: no role claim, whatever the body asks
+    const token = await deps.keys.sign({
+      sub: userId, email: rows[0].email ?? undefined, walletAddress: await walletAddressClaim(deps.pool, userId), authMethod: 'email',
+    });
     res.json({ token });
   });
 }

@@ -11,6 +11,7 @@ import type { AuthSettings } from './config.ts';
 import type { KeyStore } from './keys.ts';
 import { DECOY_HASH, verifyPassword } from './passwords.ts';
 import type { AttemptLimiter } from './rate-limit.ts';
+import { walletAddressClaim } from './token-claims.ts';
 
 export const SESSION_COOKIE = 'poker_session';
 export const SESSION_TTL_SECONDS = 12 * 60 * 60;
@@ -98,11 +99,10 @@ export function installSessionRoutes(
   app.get('/api/auth/token', async (req, res) => {
     const s = await session(req);
     if (!s) throw new ApiError(401, 'not signed in');
-    const { rows } = await pool.query<{ address: string }>(
-      'select address from auth.wallets where user_id = $1 and is_primary', [s.user_id],
-    );
     // a session exists only for an admin's credentials (the sign-in above): its token is an operator's
-    res.json({ token: await keys.sign({ sub: s.user_id, email: s.email, walletAddress: rows[0]?.address ?? null, authMethod: 'email', role: 'admin' }) });
+    res.json({
+      token: await keys.sign({ sub: s.user_id, email: s.email, walletAddress: await walletAddressClaim(pool, s.user_id), authMethod: 'email', role: 'admin' }),
+    });
   });
 
   return session;
