@@ -489,7 +489,7 @@ export class Room {
   }
 
   private bankCall(call: () => Promise<BankAnswer>): Promise<BankAnswer> {
-    return call().catch(() => ({ status: 503, body: { error: 'bank_unavailable' } }));
+    return call().catch(() => ({ status: 503, body: { error: 'cage_unavailable' } }));
   }
 
   /** Sat-out players past the idle timeout are removed through the bank (forced withdraw to custody). */

@@ -50,18 +50,30 @@ export function createRoomRegistry(deps: RoomRegistryDeps) {
   });
   const sweeper = every(log, Math.max(100, Math.min(5_000, Math.floor(deps.idleUnloadMs / 4))), 'idle room sweep', sweepIdle);
 
+  /**
+   * A call to the bank (the cage). When the bank cannot answer (refused or reset connection, no
+   * answer within the call timeout, a body that is not JSON, an uncoded 5xx) the answer is the
+   * spec's 503 `cage_unavailable`: the sit is refused within seconds, nothing is assumed.
+   */
   async function bank(path: string, body: unknown, auth: { token?: string | null; service?: boolean }) {
-    const res = await fetch(`${deps.bankUrl().replace(/\/+$/, '')}${path}`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        ...(auth.token ? { authorization: `Bearer ${auth.token}` } : {}),
-        ...(auth.service ? { 'x-service-key': deps.serviceKey ?? '' } : {}),
-      },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(deps.timeoutMs),
-    });
-    const json = (await res.json().catch(() => ({}))) as Record<string, unknown>;
+    const unavailable = { status: 503, body: { error: 'cage_unavailable' } as Record<string, unknown> };
+    let res: Response;
+    try {
+      res = await fetch(`${deps.bankUrl().replace(/\/+$/, '')}${path}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(auth.token ? { authorization: `Bearer ${auth.token}` } : {}),
+          ...(auth.service ? { 'x-service-key': deps.serviceKey ?? '' } : {}),
+        },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(deps.timeoutMs),
+      });
+    } catch {
+      return unavailable;
+    }
+    const json = (await res.json().catch(() => undefined)) as Record<string, unknown> | undefined;
+    if (!json || (res.status >= 500 && (typeof json.error !== 'string' || res.status === 500))) return unavailable;
     return { status: res.status, body: json };
   }
 
