@@ -26,6 +26,17 @@ export async function developmentSecret(config: Config): Promise<string> {
   return (await readFile(file, 'utf8')).trim();
 }
 
+/**
+ * In development only: the URLs `npm start` prints (every HTTP role on HOST at its configured port),
+ * and their localhost / 127.0.0.1 twins, so a page served by one role can call the auth role.
+ */
+export function developmentOrigins(config: Config): string[] {
+  const hosts = new Set([config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST]);
+  if (config.HOST === '127.0.0.1' || config.HOST === 'localhost') ['127.0.0.1', 'localhost'].forEach((h) => hosts.add(h));
+  const ports = [config.PORT, config.GAME_PORT, config.CAGE_PORT, config.ADMIN_PORT].filter((p) => p > 0);
+  return [...hosts].flatMap((h) => ports.map((p) => `http://${h}:${p}`));
+}
+
 export async function authSettings(config: Config): Promise<AuthSettings> {
   const production = config.NODE_ENV === 'production';
   const problems: string[] = [];
@@ -38,6 +49,7 @@ export async function authSettings(config: Config): Promise<AuthSettings> {
   const trustedOrigins = new Set([
     new URL(baseUrl).origin,
     ...(config.AUTH_TRUSTED_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean).map((o) => new URL(o).origin),
+    ...(config.NODE_ENV === 'development' ? developmentOrigins(config) : []),
   ]);
   return { secret: secret!, baseUrl, domain: config.AUTH_DOMAIN ?? new URL(baseUrl).host, trustedOrigins };
 }

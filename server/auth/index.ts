@@ -19,6 +19,7 @@ import { installSolanaLinkRoutes } from './link-solana.ts';
 import { installDevRoutes } from './dev.ts';
 import { installPasswordResetRoutes } from './password-reset.ts';
 import { createAttemptLimiter } from './rate-limit.ts';
+import { corsForTrustedOrigins } from './cors.ts';
 
 const inviteRequest = z
   .object({
@@ -57,6 +58,7 @@ export async function startAuth({ config, databaseUrl, log, peers }: RoleContext
         // the client address the attempt limits count (req.ip): the TCP peer unless TRUST_PROXY is set
         app.set('trust proxy', config.TRUST_PROXY);
         app.use(closedPaths(roleLog));
+        app.use(corsForTrustedOrigins(settings));
       },
       routes: (app: Express) => {
         const session = installSessionRoutes(app, { pool, keys, settings, log: roleLog, limiter });
