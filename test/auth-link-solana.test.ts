@@ -1,10 +1,10 @@
-// Solana linking by a signed message (ed25519, base58), the wallet_linked condition fired at a
-// stand-in game role, and every malformed input a 4xx, never a 500.
+// Solana linking by a signed message (ed25519, base58), the wallet_linked condition queued for the
+// game role in the link's transaction, and every malformed input a 4xx, never a 500.
 import { randomBytes } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { base58 } from '@scure/base';
 import { startAuth } from '../server/auth/index.ts';
-import { bridgedUser, startConditionSink } from './helpers/auth.ts';
+import { bridgedUser, queuedConditions } from './helpers/auth.ts';
 import { loadConfig } from '../server/config/index.ts';
 import type { StartedRole } from '../server/roles/types.ts';
 import { finishedSpans, installTelemetry, shutdownTelemetry } from '../server/telemetry/index.ts';
@@ -17,22 +17,19 @@ const SECRET = 'solana-link-test-secret-0123456789abcd';
 const SERVICE_KEY = 'solana-link-service-key-0123456789';
 let db: TestDatabase;
 let role: StartedRole;
-let game: Awaited<ReturnType<typeof startConditionSink>>;
 beforeAll(async () => {
   await installTelemetry({ serviceName: 'solana-test', memory: true });
   db = await createTestDatabase();
-  game = await startConditionSink();
   role = await startAuth({
     config: loadConfig({
       NODE_ENV: 'test', PORT: '0', AUTH_SECRET: SECRET, AUTH_BASE_URL: ISSUER, AUTH_DOMAIN: 'poker.test', AUTH_TRUSTED_ORIGINS: ORIGIN,
-      SERVICE_KEY, GAME_URL: game.url,
+      SERVICE_KEY,
     }),
     databaseUrl: db.url, log: captureLogger('silent').log,
   });
 });
 afterAll(async () => {
   await role?.stop();
-  await game?.close();
   await db?.drop();
   await shutdownTelemetry();
 });
@@ -61,16 +58,16 @@ test('a signed message links the wallet verbatim with chain id 0, fires wallet_l
   expect(await res.json()).toEqual({ ok: true, walletAddress: w.address, chainId: 0, isPrimary: true });
   const row = (await db.owner.query('select address, chain, chain_id from auth.wallets where user_id = $1', [user.userId])).rows[0];
   expect(row).toEqual({ address: w.address, chain: 'solana', chain_id: 0 });
-  const deadline = Date.now() + 3000;
-  while (!game.conditions.some((c) => c.body.userId === user.userId) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  expect(game.conditions.filter((c) => c.body.userId === user.userId)).toEqual([
-    { body: { userId: user.userId, conditionKey: 'wallet_linked', idempotencyKey: `wallet_linked:${user.userId}:${w.address}` }, key: SERVICE_KEY },
+  // queued for the game role in the link's transaction (the worker delivers it)
+  expect(await queuedConditions(db, user.userId)).toEqual([
+    { userId: user.userId, conditionKey: 'wallet_linked', idempotencyKey: `wallet_linked:${user.userId}:${w.address}` },
   ]);
   expect(finishedSpans().some((s) => s.name === 'auth.wallet.solana_linked' && s.attributes['auth.user_id'] === user.userId)).toBe(true);
 
   const again = await challenge(user.headers, w.address);
   const res2 = await post('/api/link-wallet/solana', user.headers, { address: w.address, message: again.message, signature: sign(w.secret, again.message) });
   expect(await res2.json()).toMatchObject({ alreadyLinked: true });
+  expect(await queuedConditions(db, user.userId)).toHaveLength(1);
 });
 
 test('bad base58, wrong key or signature length, another key\'s signature, replay: 4xx, never 500', async () => {

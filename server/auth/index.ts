@@ -73,7 +73,7 @@ export async function startAuth({ config, databaseUrl, log, peers }: RoleContext
           pool, settings, log: roleLog, limiter, ttlSeconds: config.AUTH_RESET_TOKEN_TTL_SECONDS, mailWebhook: config.AUTH_MAIL_WEBHOOK_URL,
         });
         installSolanaLinkRoutes(app, {
-          pool, settings, log: roleLog, userOf, gameUrl: () => config.GAME_URL ?? peers?.get('game'), serviceKey: config.SERVICE_KEY,
+          pool, settings, log: roleLog, userOf,
         });
 
         app.get('/api/auth/jwks', async (_req, res) => {

@@ -1,9 +1,9 @@
 // Linking a Solana wallet by a signed message: the wallet signs (ed25519) a text that names our
 // domain and a one-time nonce; the address is the base58 public key, stored verbatim, chain id 0.
 // The nonce is the caller's own (another user's for the same wallet is neither taken nor replaced),
-// and it is taken before the signature is checked. A successful first link fires the claim
-// board's `wallet_linked` condition on the game role when GAME_URL is set: best effort, after the
-// link committed, never blocking or failing it.
+// and it is taken before the signature is checked. A successful first link queues the claim
+// board's `wallet_linked` condition for the game role in the link's own transaction (a
+// graphile-worker job, auth.link_wallet); the worker delivers it, retrying while the game is down.
 import { randomBytes } from 'node:crypto';
 import type { Express, Request } from 'express';
 import { ed25519 } from '@noble/curves/ed25519.js';
@@ -44,8 +44,6 @@ export function installSolanaLinkRoutes(
   app: Express,
   deps: {
     pool: pg.Pool; settings: AuthSettings; log: Logger; userOf: (req: Request) => Promise<string>;
-    /** The game role's base URL, read when a link fires (unset: the condition is not posted). */
-    gameUrl: () => string | undefined; serviceKey?: string;
   },
 ) {
   const { pool, settings, log, userOf } = deps;
@@ -97,26 +95,8 @@ export function installSolanaLinkRoutes(
         throw err;
       }
     });
-    if (!linked.already_linked) {
-      log.info({ userId, address, chain: 'solana', isPrimary: linked.is_primary }, 'wallet linked');
-      void fireWalletLinked(userId, address);
-    }
+    // the wallet_linked condition was queued for the game role in the link's transaction (auth.link_wallet)
+    if (!linked.already_linked) log.info({ userId, address, chain: 'solana', isPrimary: linked.is_primary }, 'wallet linked');
     res.json({ ok: true, walletAddress: linked.address, chainId: 0, isPrimary: linked.is_primary, ...(linked.already_linked ? { alreadyLinked: true } : {}) });
   });
-
-  async function fireWalletLinked(userId: string, address: string) {
-    const gameUrl = deps.gameUrl();
-    if (!gameUrl || !deps.serviceKey) return;
-    try {
-      const res = await fetch(new URL('/internal/claim-board/condition-met', gameUrl), {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-service-key': deps.serviceKey },
-        body: JSON.stringify({ userId, conditionKey: 'wallet_linked', idempotencyKey: `wallet_linked:${userId}:${address}` }),
-        signal: AbortSignal.timeout(3000),
-      });
-      if (!res.ok) log.warn({ userId, status: res.status }, 'wallet_linked condition not accepted by the game role');
-    } catch (err) {
-      log.warn({ userId, err: (err as Error).message }, 'wallet_linked condition could not reach the game role');
-    }
-  }
 }

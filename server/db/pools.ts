@@ -17,6 +17,11 @@ export interface PoolOptions {
   lockTimeoutMs?: number;
   statementTimeoutMs?: number;
   applicationName?: string;
+  /**
+   * Leave int8 as pg's default (a string): for libraries that put the rows they read into JSON
+   * (graphile-worker serialises job ids), which a BigInt would make throw.
+   */
+  int8AsString?: boolean;
 }
 
 export function createRolePool(connectionString: string, role: DbRole, options: PoolOptions = {}) {
@@ -25,7 +30,7 @@ export function createRolePool(connectionString: string, role: DbRole, options: 
     max: options.max ?? 10,
     application_name: options.applicationName ?? role,
     options: `-c role=${role} -c lock_timeout=${options.lockTimeoutMs ?? 5000} -c statement_timeout=${options.statementTimeoutMs ?? 30000}`,
-    types,
+    ...(options.int8AsString ? {} : { types }),
   });
   quietErrors(pool);
   return pool;

@@ -4,6 +4,7 @@ import { createCageAuditTask } from '../../tasks/cage_audit.ts';
 import { createCageReconcileCashTask, graceSeconds } from '../../tasks/cage_reconcile_cash.ts';
 import { createCageReconcileRakeTask } from '../../tasks/cage_reconcile_rake.ts';
 import { createClaimsCompleteLostTask } from '../../tasks/claims_complete_lost.ts';
+import { createDeliverConditionTask } from '../../tasks/deliver_condition.ts';
 import { createServiceClient } from '../http/service-client.ts';
 import { createRolePool } from '../db/pools.ts';
 import type { Config } from '../config/index.ts';
@@ -23,6 +24,9 @@ export function crontab(config: Config) {
 
 export async function startWorker({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole & { runner: Runner }> {
   const pool = createRolePool(databaseUrl, 'poker_worker', { max: 4, applicationName: 'worker' });
+  // graphile-worker's own pool: it serialises job ids to JSON when it records a failure, which a
+  // BigInt (our int8 parsing) makes throw, leaving a failed job locked instead of retried
+  const jobsPool = createRolePool(databaseUrl, 'poker_worker', { max: 4, applicationName: 'worker-jobs', int8AsString: true });
   const game = createServiceClient({
     baseUrl: () => config.GAME_URL ?? peers?.get('game') ?? `http://${config.HOST}:${config.GAME_PORT}`,
     serviceKey: config.SERVICE_KEY,
@@ -36,7 +40,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
   let runner: Runner;
   try {
     runner = await run({
-      pgPool: pool,
+      pgPool: jobsPool,
       concurrency: 2,
       noHandleSignals: true,
       pollInterval: 1000,
@@ -45,6 +49,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
         cage_audit: createCageAuditTask(log),
         cage_reconcile_rake: createCageReconcileRakeTask({ pool, log }),
         claims_complete_lost: createClaimsCompleteLostTask({ pool, log }),
+        deliver_condition: createDeliverConditionTask({ game, log }),
         cage_reconcile_cash: createCageReconcileCashTask({
           pool, game, cage, log, intervalSeconds: config.CAGE_RECONCILE_INTERVAL_SECONDS, graceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS),
         }),
@@ -52,7 +57,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
       crontab: crontab(config),
     });
   } catch (err) {
-    await pool.end();
+    await Promise.all([pool.end(), jobsPool.end()]);
     throw err;
   }
   const stop = async () => {
@@ -60,7 +65,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
       await runner.stop();
     } finally {
       // ended even when the runner had already stopped on its own (its stop() then rejects)
-      await pool.end();
+      await Promise.all([pool.end(), jobsPool.end()]);
     }
   };
   try {

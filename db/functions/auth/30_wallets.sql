@@ -122,6 +122,16 @@ begin
       returning w.* into v_wallet;
     end if;
     if v_wallet.id is not null then
+      if v_chain <> 'evm' then
+        -- The claim board's `wallet_linked` condition (spec: "a non-EVM wallet is linked") crosses
+        -- roles (auth -> game): queued in this transaction, so a link that commits always reaches the
+        -- game and a link that rolls back never does. The worker delivers it (tasks/deliver_condition.ts)
+        -- and retries until the game role takes it; the game's idempotency key makes a redelivery a no-op.
+        perform graphile_worker.add_job('deliver_condition',
+          json_build_object('userId', p_user_id, 'conditionKey', 'wallet_linked',
+                            'idempotencyKey', format('wallet_linked:%s:%s', p_user_id, v_wallet.address)),
+          max_attempts => 1000);
+      end if;
       return query select v_wallet.address, v_wallet.chain_id, v_wallet.is_primary, false;
       return;
     end if;
