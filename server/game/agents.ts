@@ -8,6 +8,7 @@ import type { Express } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { inTransaction } from '../db/transaction.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import type { JwtVerifier } from '../http/jwt.ts';
 import type { ClaimBoard } from './claims.ts';
@@ -27,10 +28,19 @@ function agentIdOf(value: unknown): string {
 export function installAgentRoutes(app: Express, deps: { pool: pg.Pool; log: Logger; jwt: JwtVerifier; board: ClaimBoard }) {
   const { pool, log, jwt, board } = deps;
 
-  const condition = async (userId: string, conditionKey: string, idempotencyKey: string) => {
+  /**
+   * The claim-board condition an agent event meets, in the event's own transaction (the spec's
+   * in-process call): a publish or flag that rolls back lights nothing. A refusal of the condition
+   * itself (the board switched off since it was read) is rolled back to its savepoint and logged; the
+   * event stands.
+   */
+  const condition = async (client: pg.PoolClient, userId: string, conditionKey: string, idempotencyKey: string) => {
+    await client.query('savepoint condition');
     try {
-      await board.markConditionMet(userId, conditionKey, idempotencyKey);
+      await board.markConditionMet(userId, conditionKey, idempotencyKey, client);
+      await client.query('release savepoint condition');
     } catch (err) {
+      await client.query('rollback to savepoint condition');
       log.warn({ userId, conditionKey, err: (err as Error).message }, 'claim condition not recorded');
     }
   };
@@ -54,12 +64,15 @@ export function installAgentRoutes(app: Express, deps: { pool: pg.Pool; log: Log
     const userId: string = res.locals.claims.sub;
     const agentId = agentIdOf(req.params.agentId);
     const { manifest } = parse(z.object({ manifest: z.record(z.string(), z.unknown()).optional() }), req.body);
-    const { rows } = await pool.query<{ version: number; published_at: Date; event: string | null }>(
-      'select version, published_at, event from game.publish_agent_version($1, $2, $3)',
-      [userId, agentId, manifest ? JSON.stringify(manifest) : null],
-    );
-    const v = rows[0]!;
-    if (v.event) await condition(userId, v.event, `${v.event}:${agentId}:${v.version}`);
+    const v = await inTransaction(pool, async (client) => {
+      const { rows } = await client.query<{ version: number; published_at: Date; event: string | null }>(
+        'select version, published_at, event from game.publish_agent_version($1, $2, $3)',
+        [userId, agentId, manifest ? JSON.stringify(manifest) : null],
+      );
+      const published = rows[0]!;
+      if (published.event) await condition(client, userId, published.event, `${published.event}:${agentId}:${published.version}`);
+      return published;
+    });
     res.status(201).json({ agentId, version: v.version, publishedAt: v.published_at, event: v.event });
   });
 
@@ -67,10 +80,13 @@ export function installAgentRoutes(app: Express, deps: { pool: pg.Pool; log: Log
     const userId: string = res.locals.claims.sub;
     const agentId = agentIdOf(req.params.agentId);
     const b = parse(z.object({ handId: z.string().min(1).max(128).optional(), note: z.string().max(1000).optional() }), req.body);
-    const { rows } = await pool.query('select id, version, created_at from game.flag_agent_decision($1, $2, $3, $4)', [
-      userId, agentId, b.handId ?? null, b.note ?? null,
-    ]);
-    await condition(userId, 'hand_flagged', `hand_flagged:${agentId}:${rows[0].id}`);
-    res.status(201).json({ flagId: rows[0].id.toString(), agentId, version: rows[0].version, createdAt: rows[0].created_at });
+    const flag = await inTransaction(pool, async (client) => {
+      const { rows } = await client.query('select id, version, created_at from game.flag_agent_decision($1, $2, $3, $4)', [
+        userId, agentId, b.handId ?? null, b.note ?? null,
+      ]);
+      await condition(client, userId, 'hand_flagged', `hand_flagged:${agentId}:${rows[0].id}`);
+      return rows[0];
+    });
+    res.status(201).json({ flagId: flag.id.toString(), agentId, version: flag.version, createdAt: flag.created_at });
   });
 }

@@ -50,14 +50,16 @@ export function createClaimBoard(deps: ClaimBoardDeps) {
   /**
    * A condition met for a user (in-process sources call this directly). Lights every live section
    * bound to the key; with the board off it is inactive (returns active: false, lights nothing).
+   * Given `db` (a client in a transaction), it is met in that transaction: an in-process source
+   * passes the transaction of the change that made it true, so the two commit or roll back together.
    */
-  async function markConditionMet(userId: string, conditionKey: string, idempotencyKey?: string) {
+  async function markConditionMet(userId: string, conditionKey: string, idempotencyKey?: string, db: pg.Pool | pg.PoolClient = pool) {
     return withSpan('claim.condition_met', { 'claim.condition_key': conditionKey, 'auth.user_id': userId }, async (span) => {
       if (!(await enabled())) {
         span.setAttribute('claim.active', false);
         return { active: false, lit: [] as string[], replayed: false };
       }
-      const { rows } = await pool.query<{ section_key: string; newly_lit: boolean; replayed: boolean }>(
+      const { rows } = await db.query<{ section_key: string; newly_lit: boolean; replayed: boolean }>(
         'select section_key, newly_lit, replayed from claims.mark_condition_met($1, $2, $3, $4)',
         [environment, userId, conditionKey, idempotencyKey ?? null],
       );

@@ -6,6 +6,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import { inTransaction } from '../../db/transaction.ts';
 import { applyAction, isRefusal, startHand, timeout, type Action, type HandState } from '../poker/engine.ts';
 import { randomDeck, shuffledDeck } from '../poker/deck.ts';
 import { comeBack, nextHand, sitOut, type Positions, type TableSeat } from '../poker/table.ts';
@@ -61,6 +62,8 @@ export interface RoomDeps {
   forcedWithdraw: (userId: string) => Promise<void>;
   /** A player asked to stand up during a hand: done through the bank once it ends. */
   standUp: (seat: { userId: string; token: string | null }) => Promise<BankAnswer>;
+  /** An agent took a seat: its claim-board condition, met in the transaction that stores the seat's agent. */
+  agentSeated: (client: pg.PoolClient, userId: string, agentId: string) => Promise<void>;
 }
 
 /** What the bank answered a seat request (a deposit or a withdraw). */
@@ -234,7 +237,19 @@ export class Room {
 
   /** The agent playing the owner's seat, once the agent's sit succeeded: stored, then shown. */
   private async markAgent(userId: string, agentId: string): Promise<void> {
-    await this.deps.pool.query('select game.set_seat_agent($1, $2, $3)', [this.tableId, userId, agentId]);
+    // the seat's agent and the agent_seated condition commit together (the spec's in-process call)
+    await inTransaction(this.deps.pool, async (client) => {
+      await client.query('select game.set_seat_agent($1, $2, $3)', [this.tableId, userId, agentId]);
+      await client.query('savepoint condition');
+      await this.deps.agentSeated(client, userId, agentId).then(
+        () => client.query('release savepoint condition'),
+        async (err: Error) => {
+          // a refused condition (the board switched off meanwhile) leaves the seat's agent stored
+          await client.query('rollback to savepoint condition');
+          this.deps.log.warn({ userId, agentId, err: err.message }, 'agent_seated condition not recorded');
+        },
+      );
+    });
     for (const s of this.seats.values()) if (s.userId === userId) s.agentId = agentId;
   }
 

@@ -4,6 +4,7 @@
 // connections to them; the cage's seat calls reach them through seatsChanged.
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import type { ClaimBoard } from '../claims.ts';
 import type { createHands } from '../hands.ts';
 import type { GameProcess } from './lease.ts';
 import { Room, type RoomOptions, type TableRecord, type Watcher } from './room.ts';
@@ -22,6 +23,8 @@ export interface RoomRegistryDeps {
   process: GameProcess;
   /** A cash room with nothing in it this long unloads (its lease released). */
   idleUnloadMs: number;
+  /** The claim board: an agent taking a seat meets `agent_seated` in the seat's transaction. */
+  board: ClaimBoard;
 }
 
 /** A timer with its own boundary: a failure is logged and the timer goes on (unref'd). */
@@ -96,6 +99,9 @@ export function createRoomRegistry(deps: RoomRegistryDeps) {
     }
     const room = new Room(record, {
       pool, log, hands: deps.hands, options: deps.options,
+      agentSeated: async (client, userId, agentId) => {
+        await deps.board.markConditionMet(userId, 'agent_seated', `agent_seated:${agentId}:${tableId}`, client);
+      },
       forcedWithdraw: async (userId) => {
         const r = await bank('/api/withdraw', { tableId, forced: true, userId }, { service: true });
         if (r.status >= 400 && r.body.error !== 'not_at_table') throw new Error(String(r.body.error ?? r.status));

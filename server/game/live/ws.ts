@@ -269,9 +269,6 @@ export function createLiveTables(deps: LiveTablesDeps) {
       const seated = async () => {
         const res = await answer;
         if (res.status !== 200) return refuse(c, String(res.body.error ?? 'sit_refused'), ref);
-        if (agentId) {
-          await deps.board.markConditionMet(userId, 'agent_seated', `agent_seated:${agentId}:${r.tableId}`).catch(() => undefined);
-        }
         send(c, { type: 'seated', tableId: r.tableId, seatIndex: res.body.seatIndex, chipBalance: res.body.chipBalance, ref });
         return r.broadcastState();
       };
