@@ -60,7 +60,7 @@ test('in development the URLs npm start prints are trusted origins; in productio
     expect([origin, development.trustedOrigins.has(origin)]).toEqual([origin, true]);
   }
   const production = await authSettings(loadConfig({
-    NODE_ENV: 'production', AUTH_SECRET: 'x'.repeat(32), SERVICE_KEY: 'k'.repeat(16), AUTH_BASE_URL: 'https://auth.example.com', AUTH_DOMAIN: 'example.com',
+    NODE_ENV: 'production', AUTH_SECRET: 'x'.repeat(32), SERVICE_KEY: 'k'.repeat(16), DB_ROLE_SECRET: 'd'.repeat(16), AUTH_BASE_URL: 'https://auth.example.com', AUTH_DOMAIN: 'example.com',
   }));
   expect([...production.trustedOrigins]).toEqual(['https://auth.example.com']);
 });

@@ -163,6 +163,6 @@ test('the role refuses to start without AUTH_SECRET, and in production without i
   const log = captureLogger('silent').log;
   await expect(startAuth({ config: loadConfig({ ...env, AUTH_SECRET: '' }), databaseUrl: db.url, log })).rejects.toBeInstanceOf(ConfigError);
   await expect(
-    startAuth({ config: loadConfig({ NODE_ENV: 'production', PORT: '0', AUTH_SECRET: SECRET }), databaseUrl: db.url, log }),
+    startAuth({ config: loadConfig({ NODE_ENV: 'production', PORT: '0', AUTH_SECRET: SECRET, DB_ROLE_SECRET: 'd'.repeat(16) }), databaseUrl: db.url, log }),
   ).rejects.toThrow(/AUTH_BASE_URL[\s\S]*AUTH_DOMAIN/);
 });

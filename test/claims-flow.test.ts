@@ -1,6 +1,6 @@
-// The claim board end to end: auth, game and cage roles; a player links a Solana wallet (the link
-// fires wallet_linked through the game's condition-met route), claims the weekly baseline and the
-// lit unlock, and the chips land in the cage through the grant, once.
+// The claim board end to end: auth, game, cage and worker roles; a player links a Solana wallet (the
+// link queues wallet_linked, which the worker delivers to the game's condition-met route), claims the
+// weekly baseline and the lit unlock, and the chips land in the cage through the grant, once.
 import { randomBytes } from 'node:crypto';
 import { base58 } from '@scure/base';
 import type pg from 'pg';
@@ -15,7 +15,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   cagePool = db.pool('poker_cage');
   const { createLogger } = await import('../server/telemetry/index.ts');
-  m = await startMoneyPlatform(db, process.env.DEBUG_LOG ? { log: createLogger('debug') } : {});
+  m = await startMoneyPlatform(db, { alsoWorker: true, ...(process.env.DEBUG_LOG ? { log: createLogger('debug') } : {}) });
   const on = await call(`${m.game}/admin/claim-settings`, { method: 'PATCH', headers: (await m.operator()).auth, body: { claimBoardEnabled: true } });
   expect(on.body).toMatchObject({ environment: 'local', claimBoardEnabled: true, playTransferGateEnabled: true });
 });
@@ -57,7 +57,7 @@ test('baseline and an unlock: lit by the wallet link, credited once, minted thro
     headers: { ...p.auth, origin: 'https://auth.poker.test' }, body: { address, message, signature },
   });
   expect(linked.status).toBe(200);
-  for (let i = 0; i < 50 && (await state(p.auth)).body.sections[1].state !== 'lit'; i++) await new Promise((r) => setTimeout(r, 20));
+  for (let i = 0; i < 250 && (await state(p.auth)).body.sections[1].state !== 'lit'; i++) await new Promise((r) => setTimeout(r, 20));
   expect((await state(p.auth)).body.sections[1]).toMatchObject({ key: 'connect_wallet', state: 'lit', claimable: true });
 
   const base = await claim(p.auth, { sectionKey: 'weekly_baseline' });

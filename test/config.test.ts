@@ -42,7 +42,7 @@ test.each(['', 'false', '1', 'TRUE', 'True', 'yes', 'on', ' true', 'true '])(
   (value) => {
     expect(loadConfig({ NODE_ENV: 'test', ENABLE_TEST_AUTH: value }).testAuthPermitted).toBe(false);
     // off is off everywhere: only `true` refuses a production boot
-    expect(loadConfig({ NODE_ENV: 'production', ENABLE_TEST_AUTH: value, SERVICE_KEY: 'k'.repeat(16), AUTH_SECRET: 's'.repeat(32) }).testAuthPermitted).toBe(false);
+    expect(loadConfig({ NODE_ENV: 'production', ENABLE_TEST_AUTH: value, SERVICE_KEY: 'k'.repeat(16), AUTH_SECRET: 's'.repeat(32), DB_ROLE_SECRET: 'd'.repeat(16) }).testAuthPermitted).toBe(false);
   },
 );
 
@@ -73,4 +73,11 @@ test('roles: all built roles by default; --role repeatable and comma-separated; 
   expect(() => parseRoles(['--role', 'nope'])).toThrow(/unknown role 'nope'/);
   expect(() => parseRoles(['--role', 'chain-bank'])).toThrow(/not built yet/);
   expect(() => parseRoles(['--verbose'])).toThrow(/unknown argument/);
+});
+
+test('DB_ROLE_SECRET: required in production, at least 16 characters; elsewhere optional', () => {
+  expect(problems({ NODE_ENV: 'production' })).toContain("DB_ROLE_SECRET: required in production (the service logins' passwords are derived from it)");
+  expect(problems({ DB_ROLE_SECRET: 'short' })).toEqual(['DB_ROLE_SECRET: must be at least 16 characters']);
+  expect(loadConfig({ NODE_ENV: 'test' }).DB_ROLE_SECRET).toBeUndefined();
+  expect(loadConfig({ NODE_ENV: 'production', DB_ROLE_SECRET: 'd'.repeat(16) }).DB_ROLE_SECRET).toBe('d'.repeat(16));
 });

@@ -376,12 +376,14 @@ describe('refusing to boot', () => {
     expect(lines[0]).toBe('refusing to boot: invalid configuration:');
     expect(lines.slice(1).sort()).toEqual([
       '  - CAGE_PORT: Invalid input: expected number, received NaN',
+      "  - DB_ROLE_SECRET: required in production (the service logins' passwords are derived from it)",
       '  - ENABLE_TEST_AUTH: true is only allowed when NODE_ENV is development or test (NODE_ENV is production)',
     ]);
   });
 
   test.each([
-    [{ ENABLE_TEST_AUTH: 'true', NODE_ENV: 'production' }, /^ {2}- ENABLE_TEST_AUTH: true is only allowed when NODE_ENV is development or test/],
+    [{ ENABLE_TEST_AUTH: 'true', NODE_ENV: 'production', DB_ROLE_SECRET: 'd'.repeat(16) }, /^ {2}- ENABLE_TEST_AUTH: true is only allowed when NODE_ENV is development or test/],
+    [{ NODE_ENV: 'production' }, /^ {2}- DB_ROLE_SECRET: required in production/],
     [{ CAGE_PORT: 'abc' }, /^ {2}- CAGE_PORT: /],
     [{ ADMIN_PORT: '70000' }, /^ {2}- ADMIN_PORT: /],
     [{ SERVICE_KEY: 'short' }, /^ {2}- SERVICE_KEY: must be at least 16 characters$/],

@@ -1,11 +1,14 @@
--- Database roles, one per service role (cluster-wide, so created only when missing). They are
--- NOLOGIN: each service connects as the owner's login and switches to its role at connection start
--- (server/db/pools.ts), so a bug in one service runs with that service's rights only.
+-- Database roles, one per service role (cluster-wide, so created only when missing). The service
+-- roles poker_cage, poker_auth, poker_game and poker_worker are each a service's own LOGIN; the
+-- admin GraphQL logs in as poker_graphql, which holds no grant of its own and may only switch
+-- (SET ROLE, per request) to poker_anonymous or poker_admin. They are created NOLOGIN here; the
+-- migrator makes the logins LOGIN with their passwords (server/db/roles.ts), and the owner login
+-- is the migrator's alone. NOINHERIT: a login has only the grants of the role it is in.
 do $$
 declare
   r text;
 begin
-  foreach r in array array['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_admin', 'poker_anonymous'] loop
+  foreach r in array array['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_admin', 'poker_anonymous', 'poker_graphql'] loop
     if not exists (select from pg_roles where rolname = r) then
       execute format('create role %I nologin noinherit', r);
     end if;
@@ -15,5 +18,13 @@ begin
       execute format('grant %I to %I', r, current_user);
     end if;
   end loop;
+  -- the admin GraphQL's login: it starts as poker_anonymous and a request with the key switches to
+  -- poker_admin; it may become nothing else
+  if not pg_has_role('poker_graphql', 'poker_anonymous', 'member') then
+    grant poker_anonymous to poker_graphql;
+  end if;
+  if not pg_has_role('poker_graphql', 'poker_admin', 'member') then
+    grant poker_admin to poker_graphql;
+  end if;
 end;
 $$;

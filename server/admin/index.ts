@@ -116,7 +116,7 @@ function maskErrorWith(log: Logger) {
 export async function startAdmin({ config, databaseUrl, log }: RoleContext): Promise<StartedRole> {
   const roleLog = log.child({ role: 'admin' });
   // Connections start as poker_anonymous; each request switches (SET LOCAL) to the role it earned.
-  const pool = createRolePool(databaseUrl, 'poker_anonymous', { max: 10, applicationName: 'admin' });
+  const pool = createRolePool(databaseUrl, 'poker_anonymous', { max: 10, applicationName: 'admin', secret: config.DB_ROLE_SECRET });
   const preset: GraphileConfig.Preset = {
     extends: [PostGraphileAmberPreset],
     plugins: [AdminValidationPlugin],

@@ -42,7 +42,7 @@ function closedPaths(log: RoleContext['log']): RequestHandler {
 export async function startAuth({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
   const settings = await authSettings(config);
   const roleLog = log.child({ role: 'auth' });
-  const pool = createRolePool(databaseUrl, 'poker_auth', { max: 20, applicationName: 'auth' });
+  const pool = createRolePool(databaseUrl, 'poker_auth', { max: 20, applicationName: 'auth', secret: config.DB_ROLE_SECRET });
   return serveRole({ role: 'auth', pool, log: roleLog, host: config.HOST, port: config.PORT, build: async () => {
     const keys = createKeyStore(pool, { secret: settings.secret, issuer: settings.baseUrl });
     await keys.activeKid(); // a key exists (and AUTH_SECRET opens it) before we serve

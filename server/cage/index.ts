@@ -40,7 +40,7 @@ function uiCors(origins: Set<string>): RequestHandler {
 
 export async function startCage({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
   const roleLog = log.child({ role: 'cage' });
-  const pool = createRolePool(databaseUrl, 'poker_cage', { max: 20, applicationName: 'cage' });
+  const pool = createRolePool(databaseUrl, 'poker_cage', { max: 20, applicationName: 'cage', secret: config.DB_ROLE_SECRET });
   const jwt = lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') });
   const game = createServiceClient({
     baseUrl: () => config.GAME_URL ?? peers?.get('game') ?? `http://${config.HOST}:${config.GAME_PORT}`,

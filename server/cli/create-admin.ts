@@ -37,7 +37,7 @@ async function main(): Promise<number> {
   const embedded = config.DATABASE_URL ? undefined : await startEmbeddedPostgres({ dataDir: config.PG_DATA_DIR, port: config.PG_PORT });
   const url = config.DATABASE_URL ?? embedded!.url;
   try {
-    await migrate(url);
+    await migrate(url, { roleSecret: config.DB_ROLE_SECRET });
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {

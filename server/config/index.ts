@@ -59,6 +59,8 @@ const schema = z.object({
   ADMIN_PORT: port(3677),
   HTTP_BODY_LIMIT: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
   SERVICE_KEY: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
+  // the service logins' passwords are derived from it (server/db/roles.ts); required in production
+  DB_ROLE_SECRET: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   ENABLE_TEST_AUTH: exactlyTrue,
   CAGE_RECEIPT_KEY: optionalString.pipe(
     z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (an ed25519 private key)').optional(),
@@ -158,6 +160,15 @@ const testAuthRule = z
     }
   });
 
+// Production needs its own secret for the database logins (elsewhere a development default serves).
+const dbRoleSecretRule = z
+  .object({ NODE_ENV: z.string().optional(), DB_ROLE_SECRET: z.string().optional() })
+  .superRefine((env, ctx) => {
+    if (env.NODE_ENV === 'production' && !env.DB_ROLE_SECRET) {
+      ctx.addIssue({ code: 'custom', path: ['DB_ROLE_SECRET'], message: 'required in production (the service logins\' passwords are derived from it)' });
+    }
+  });
+
 export type Config = z.infer<typeof schema> & {
   /** The test token and /api/dev/mint-jwt are permitted only under this flag. */
   testAuthPermitted: boolean;
@@ -175,8 +186,9 @@ export class ConfigError extends Error {
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const parsed = schema.safeParse(env);
   const rule = testAuthRule.safeParse(env);
-  if (!parsed.success || !rule.success) {
-    const issues = [...(parsed.error?.issues ?? []), ...(rule.error?.issues ?? [])];
+  const secretRule = dbRoleSecretRule.safeParse(env);
+  if (!parsed.success || !rule.success || !secretRule.success) {
+    const issues = [...(parsed.error?.issues ?? []), ...(rule.error?.issues ?? []), ...(secretRule.error?.issues ?? [])];
     const problems = issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`);
     throw new ConfigError([...new Set(problems)]);
   }

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { Logger as WorkerLogger, runMigrations as runWorkerMigrations } from 'graphile-worker';
+import { ensureRoleLogins } from './roles.ts';
 
 export const DB_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../db');
 const MIGRATION_NAME = /^(\d{6})_[a-z0-9_]+\.sql$/;
@@ -64,7 +65,7 @@ export interface MigrateResult {
 
 export async function migrate(
   connectionString: string,
-  options: { root?: string; log?: (msg: string) => void } = {},
+  options: { root?: string; log?: (msg: string) => void; /** DB_ROLE_SECRET, for the service logins' passwords */ roleSecret?: string } = {},
 ): Promise<MigrateResult> {
   const root = options.root ?? DB_ROOT;
   const log = options.log ?? (() => {});
@@ -148,6 +149,9 @@ export async function migrate(
       repeatablesApplied = true;
       log(`applied db/functions and db/policies (${repeatables.length} files)`);
     }
+    // the service logins (cluster-wide; db/policies/00_roles.sql created them): LOGIN, their passwords
+    const logins = await ensureRoleLogins(client, connectionString, options.roleSecret);
+    if (logins.length) log(`service logins set: ${logins.join(', ')}`);
   } finally {
     await client.query('select pg_advisory_unlock(hashtext($1))', [LOCK_KEY]).catch(() => undefined);
     await client.end();

@@ -1,8 +1,11 @@
-// One pg pool per service role. Each connection switches to the role's database role at startup
-// (`-c role=...`), so every query the service makes runs with that role's grants and RLS policies.
+// One pg pool per service role. Each connects as the role's own LOGIN (server/db/roles.ts: the
+// owner URL's host and database, the login's derived password) and starts in the role
+// (`-c role=...`: the login itself, or for the admin GraphQL's poker_graphql login the role it
+// starts as), so every query the service makes runs with that role's grants and RLS policies.
 import pg from 'pg';
+import { loginOf, loginUrl, type DbRole } from './roles.ts';
 
-export type DbRole = 'poker_cage' | 'poker_auth' | 'poker_game' | 'poker_worker' | 'poker_admin' | 'poker_anonymous';
+export type { DbRole } from './roles.ts';
 
 // bigint chips stay bigint: int8 and numeric sums are parsed to BigInt, never to a float.
 const types = {
@@ -17,6 +20,8 @@ export interface PoolOptions {
   lockTimeoutMs?: number;
   statementTimeoutMs?: number;
   applicationName?: string;
+  /** DB_ROLE_SECRET (the logins' passwords are derived from it); unset: the environment's or the development one. */
+  secret?: string;
   /**
    * Leave int8 as pg's default (a string): for libraries that put the rows they read into JSON
    * (graphile-worker serialises job ids), which a BigInt would make throw.
@@ -26,7 +31,7 @@ export interface PoolOptions {
 
 export function createRolePool(connectionString: string, role: DbRole, options: PoolOptions = {}) {
   const pool = new pg.Pool({
-    connectionString,
+    connectionString: loginUrl(connectionString, loginOf(role), options.secret),
     max: options.max ?? 10,
     application_name: options.applicationName ?? role,
     options: `-c role=${role} -c lock_timeout=${options.lockTimeoutMs ?? 5000} -c statement_timeout=${options.statementTimeoutMs ?? 30000}`,
@@ -42,7 +47,7 @@ function quietErrors(pool: pg.Pool) {
   pool.on('connect', (client) => client.on('error', () => {}));
 }
 
-/** A pool as the owner (migrations, test setup, PostGraphile's own per-request role switching). */
+/** A pool as the owner (the migrator, test setup and fixtures, benchmarks' raw postings); never a service's. */
 export function createOwnerPool(connectionString: string, max = 10) {
   const pool = new pg.Pool({ connectionString, max, types });
   quietErrors(pool);

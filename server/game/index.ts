@@ -31,7 +31,7 @@ const handBody = z.discriminatedUnion('action', [
 
 export async function startGame({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
   const roleLog = log.child({ role: 'game' });
-  const pool = createRolePool(databaseUrl, 'poker_game', { max: 20, applicationName: 'game' });
+  const pool = createRolePool(databaseUrl, 'poker_game', { max: 20, applicationName: 'game', secret: config.DB_ROLE_SECRET });
   const bank = createServiceClient({
     baseUrl: () => config.BANK_URL ?? peers?.get('cage') ?? `http://${config.HOST}:${config.CAGE_PORT}`,
     serviceKey: config.SERVICE_KEY,
@@ -39,7 +39,7 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
   });
   // this process's presence, before anything else: the leases of the tables it will run hang on it
   const gameProcess = await startGameProcess({
-    databaseUrl, pool, log: roleLog, ttlSeconds: config.GAME_LEASE_TTL_SECONDS, url: config.GAME_PUBLIC_URL,
+    databaseUrl, pool, log: roleLog, ttlSeconds: config.GAME_LEASE_TTL_SECONDS, url: config.GAME_PUBLIC_URL, dbRoleSecret: config.DB_ROLE_SECRET,
   }).catch(async (err: unknown) => {
     await pool.end();
     throw err;

@@ -23,10 +23,10 @@ export function crontab(config: Config) {
 }
 
 export async function startWorker({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole & { runner: Runner }> {
-  const pool = createRolePool(databaseUrl, 'poker_worker', { max: 4, applicationName: 'worker' });
+  const pool = createRolePool(databaseUrl, 'poker_worker', { max: 4, applicationName: 'worker', secret: config.DB_ROLE_SECRET });
   // graphile-worker's own pool: it serialises job ids to JSON when it records a failure, which a
   // BigInt (our int8 parsing) makes throw, leaving a failed job locked instead of retried
-  const jobsPool = createRolePool(databaseUrl, 'poker_worker', { max: 4, applicationName: 'worker-jobs', int8AsString: true });
+  const jobsPool = createRolePool(databaseUrl, 'poker_worker', { max: 4, applicationName: 'worker-jobs', int8AsString: true, secret: config.DB_ROLE_SECRET });
   const game = createServiceClient({
     baseUrl: () => config.GAME_URL ?? peers?.get('game') ?? `http://${config.HOST}:${config.GAME_PORT}`,
     serviceKey: config.SERVICE_KEY,

@@ -5,6 +5,7 @@ import { loadConfig, type Role } from '../../server/config/index.ts';
 import type { Platform } from '../../server/platform.ts';
 import type { StartedRole } from '../../server/roles/types.ts';
 import { createLogger } from '../../server/telemetry/index.ts';
+import { DEV_DB_ROLE_SECRET } from '../../server/db/roles.ts';
 
 export const TEST_SERVICE_KEY = 'test-service-key-0123456789abcdef';
 
@@ -38,6 +39,8 @@ export async function startTestPlatform(options: {
     NODE_ENV: 'test',
     CAGE_AUDIT_CRON: QUIET_CRON,
     CAGE_RAKE_RECONCILE_CRON: QUIET_CRON,
+    // the test cluster's service logins were set with the development secret (test/global-setup.ts)
+    DB_ROLE_SECRET: DEV_DB_ROLE_SECRET,
     ...options.env,
   });
   const platform = await startPlatform({

@@ -8,6 +8,7 @@
 // whichever game process they landed.
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { loginUrl } from '../../db/roles.ts';
 
 export type Take =
   | { granted: true; epoch: bigint; recoveredHand: string | null }
@@ -27,6 +28,8 @@ export interface GameProcessOptions {
   ttlSeconds: number;
   /** The URL clients are sent to for this process's tables; set later with setUrl when unknown. */
   url?: string;
+  /** DB_ROLE_SECRET (the presence connection logs in as poker_game). */
+  dbRoleSecret?: string;
 }
 
 const RECONNECT_MS = 1000;
@@ -43,8 +46,10 @@ export async function startGameProcess(options: GameProcessOptions) {
 
   /** Connects, registers (the same id again after a lost connection) and listens. */
   async function connect(): Promise<void> {
+    // the game role's own login, as its pool (server/db/roles.ts)
     const client = new pg.Client({
-      connectionString: options.databaseUrl, options: '-c role=poker_game', application_name: 'game-presence', keepAlive: true,
+      connectionString: loginUrl(options.databaseUrl, 'poker_game', options.dbRoleSecret),
+      options: '-c role=poker_game', application_name: 'game-presence', keepAlive: true,
     });
     client.on('error', (err) => log.warn({ err: err.message, processId: id }, 'game presence connection failed'));
     client.on('end', () => {
