@@ -5,6 +5,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { issueReceipt, signerFromPrivateKey } from '../../server/cage/receipts.ts';
 import { settlePosition as settleWithReceipt } from '../../server/cage/seams.ts';
+import { inTransaction } from '../../server/db/transaction.ts';
 import { keccak256, stringToBytes } from 'viem';
 
 export type MoneyKind = 'play' | 'real';
@@ -157,23 +158,15 @@ export async function settlePosition(
 
 /** A custody claim with its receipt, in one transaction (as the cage's route writes it). */
 export async function claimCustody(cage: pg.Pool, userId: string, entryId: bigint | string) {
-  const client = await cage.connect();
-  try {
-    await client.query('begin');
+  return inTransaction(cage, async (client) => {
     const { rows } = await client.query('select * from cage.claim_custody($1, $2)', [userId, String(entryId)]);
     const c = rows[0];
     await issueReceipt(client, TEST_RECEIPT_SIGNER, {
       v: 1, kind: 'custody_claim', ledgerRefId: c.ref_id, userId, tableId: c.table_id ?? undefined,
       custodyEntryId: c.entry_id.toString(), chipAmount: c.amount, moneyKind: c.money_kind,
     });
-    await client.query('commit');
     return c;
-  } catch (err) {
-    await client.query('rollback').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** Stand-up, the cage's terminal settlement, the game's zeroing and the cage's mark, in order. */

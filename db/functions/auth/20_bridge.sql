@@ -75,3 +75,12 @@ begin
   return v_id;
 end;
 $$;
+
+-- Whether a user is an operator: an account made by the admin command, holding admin credentials.
+-- Read by the other domains' operator functions (the cage's money acts, the claim board's catalog).
+create or replace function auth_private.is_operator(p_user_id uuid) returns boolean
+  language sql stable
+  set search_path = pg_catalog
+as $$
+  select p_user_id is not null and exists (select from auth_private.credentials c where c.user_id = p_user_id)
+$$;

@@ -89,7 +89,7 @@ create or replace function cage_private.known_admin(p_admin_id uuid) returns uui
   set search_path = pg_catalog
 as $$
 begin
-  if p_admin_id is null or not exists (select from auth_private.credentials c where c.user_id = p_admin_id) then
+  if not auth_private.is_operator(p_admin_id) then
     perform cage_private.refuse('admin_required', 'an operator');
   end if;
   return p_admin_id;

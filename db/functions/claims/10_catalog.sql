@@ -37,7 +37,7 @@ create or replace function claims_private.record_edit(p_admin_id uuid, p_action 
   set search_path = pg_catalog
 as $$
 begin
-  if p_admin_id is null or not exists (select from auth_private.credentials c where c.user_id = p_admin_id) then
+  if not auth_private.is_operator(p_admin_id) then
     perform claims_private.refuse('admin_required', 'an operator');
   end if;
   insert into claims.catalog_edits (admin_id, action, environment, section_key, change)
