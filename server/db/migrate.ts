@@ -129,10 +129,13 @@ export async function migrate(
     const workerVersion = (await client.query<{ v: string }>(
       "select coalesce(max(id), 0)::text as v from graphile_worker.migrations",
     )).rows[0]!.v;
-    const hash = sha256(JSON.stringify({ workerVersion, repeatables }));
+    const refusals = await readRefusals(root);
+    const hash = sha256(JSON.stringify({ workerVersion, repeatables, refusals }));
     const current = (await client.query<{ hash: string }>('select hash from poker_migrate.repeatables')).rows[0]?.hash;
     if (current !== hash) {
       await inTransaction(client, async () => {
+        // the refusal registry first: the functions below raise through it
+        await loadRefusals(client, refusals);
         for (const r of repeatables) {
           try {
             await client.query(r.sql);
@@ -157,6 +160,27 @@ export async function migrate(
     await client.end();
   }
   return { applied, repeatablesApplied };
+}
+
+/** db/refusals.json: domain -> code -> [SQLSTATE, HTTP status] (the `//` key is its comment). */
+export type RefusalRegistry = Record<string, Record<string, [string, number]>>;
+
+export async function readRefusals(root = DB_ROOT): Promise<RefusalRegistry> {
+  const text = await readFile(path.join(root, 'refusals.json'), 'utf8').catch(() => undefined);
+  if (text === undefined) return {};
+  const parsed = JSON.parse(text) as Record<string, unknown>;
+  return Object.fromEntries(Object.entries(parsed).filter(([k]) => k !== '//')) as RefusalRegistry;
+}
+
+async function loadRefusals(client: pg.Client, registry: RefusalRegistry) {
+  const rows = Object.entries(registry).flatMap(([domain, codes]) =>
+    Object.entries(codes).map(([code, [sqlstate, status]]) => ({ domain, code, sqlstate, status })));
+  await client.query('delete from poker_refusals.codes');
+  await client.query(
+    `insert into poker_refusals.codes (domain, code, sqlstate, http_status)
+     select r.domain, r.code, r.sqlstate, r.status from json_to_recordset($1::json) as r (domain text, code text, sqlstate text, status integer)`,
+    [JSON.stringify(rows)],
+  );
 }
 
 async function inTransaction(client: pg.Client, fn: () => Promise<void>, what: string) {

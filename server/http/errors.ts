@@ -1,6 +1,9 @@
 // One mapping from errors to HTTP: a coded SQL refusal, a validation failure, a malformed request.
 // A client mistake is a 4xx JSON `{ error: code }`; only the unexpected is a 500, and its body
 // never carries a stack or a message.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -21,30 +24,24 @@ export class ApiError extends Error {
   }
 }
 
-/** SQLSTATE -> HTTP status. Custom CG* states carry the spec's code as their message. */
+/**
+ * The refusal registry (db/refusals.json): SQLSTATE -> the code and its HTTP status, for every
+ * business refusal the domains' SQL raises. Declared once there; the SQL refuse() reads the same file
+ * (loaded into poker_refusals.codes by the migrator).
+ */
+export const REFUSALS: ReadonlyMap<string, { domain: string; code: string; status: number }> = (() => {
+  const file = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../db/refusals.json');
+  const registry = JSON.parse(readFileSync(file, 'utf8')) as Record<string, Record<string, [string, number]> | string>;
+  const byState = new Map<string, { domain: string; code: string; status: number }>();
+  for (const [domain, codes] of Object.entries(registry)) {
+    if (typeof codes === 'string') continue; // the file's comment
+    for (const [code, [state, status]] of Object.entries(codes)) byState.set(state, { domain, code, status });
+  }
+  return byState;
+})();
+
+/** SQLSTATE -> HTTP status for the standard states a client can cause (the refusals are in REFUSALS). */
 export const SQL_STATUS: Record<string, number> = {
-  // cage refusals (db/functions/cage/00_refusals.sql)
-  CGRID: 400, CGKND: 400, CGMKD: 400, CGATY: 400, CGACS: 400, CGLEG: 400, CGAMT: 400, CGIAM: 400,
-  CGUNB: 400, CGMEM: 400, CGBAT: 400, CGRCP: 400, CGBOK: 400, CGBRQ: 400, CGBUY: 400, CGNTW: 400, CGSEA: 400,
-  CGACC: 404, CGTNF: 404, CGUNF: 404, CGRNF: 404, CGDNF: 404, CGCNF: 404,
-  CGMKM: 409, CGREF: 409, CGSHF: 409, CGRCC: 409, CGIMM: 409, CGFRZ: 409, CGIKR: 409, CGSAS: 409, CGCNC: 409, CGRBD: 409,
-  GMSEA: 400, GMBUY: 400, GMCRD: 400, GMHND: 400, GMTBL: 400,
-  GMTNF: 404, GMNAT: 404, GMANF: 404, GMHNF: 404, GMAGT: 400,
-  CLIAM: 400, CLSEC: 400, CLENV: 400, CLCND: 400, CLCLM: 400,
-  CLSNF: 404, CLUNF: 404,
-  CLKCI: 409, CLSEX: 409, CLIKR: 409, CLNBG: 409, CLACL: 409, CLLCK: 409, CLAMM: 409, CLGNF: 409,
-  CLOFF: 503,
-  GMFRZ: 409, GMHIP: 409, GMSTK: 409, GMASE: 409, GMLEV: 409, GMCCN: 409, GMNHP: 409, GMSNL: 409, GMNBU: 409, GMLSE: 409, GMCNB: 409, GMSTN: 409,
-  GMPGN: 503,
-  CGNSF: 402,
-  CGADM: 403, CLADM: 403,
-  GMTLR: 429,
-  // auth refusals (db/functions/auth/00_refusals.sql)
-  AUINR: 403, AUINV: 403, AUCRE: 403,
-  AUIRQ: 400, AUIDN: 400, AUADR: 400, AUNRQ: 400, AUKEY: 400, AUSRQ: 400, AURTI: 400, AURTE: 400,
-  AUNON: 401,
-  AUWNF: 404,
-  AUSYB: 409, AUPRI: 409,
   // standard states a client can cause
   '22001': 400, // string_data_right_truncation
   '22003': 400, // numeric_value_out_of_range
@@ -118,10 +115,10 @@ export function toErrorBody(err: unknown): ErrorBody {
   if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
     return { status: e.status, body: { error: clientErrorCode(e) } };
   }
-  if (typeof e.code === 'string' && e.code in SQL_STATUS) {
-    const status = SQL_STATUS[e.code]!;
-    const code = /^(CG|AU|GM|CL)/.test(e.code) ? String(e.message) : STANDARD_CODES[e.code]!;
-    return { status, body: { error: code } };
+  if (typeof e.code === 'string') {
+    const refusal = REFUSALS.get(e.code);
+    if (refusal) return { status: refusal.status, body: { error: refusal.code } };
+    if (e.code in SQL_STATUS) return { status: SQL_STATUS[e.code]!, body: { error: STANDARD_CODES[e.code]! } };
   }
   return { status: 500, body: { error: 'internal_error' } };
 }

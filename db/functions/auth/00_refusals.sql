@@ -1,29 +1,18 @@
--- Business refusals of the auth service: one SQLSTATE each (class AU), the spec's code (or the
--- spec's exact error text) as the message. server/http/errors.ts maps each to its HTTP status.
+-- Business refusals of the auth service: the spec's code (or the spec's exact error text) as the
+-- message, its SQLSTATE (class AU) from the refusal registry (db/refusals.json, loaded into
+-- poker_refusals.codes); server/http/errors.ts maps it to its HTTP status from the same file.
 create or replace function auth_private.refuse(p_code text, p_detail text default null) returns void
   language plpgsql volatile
   set search_path = pg_catalog
 as $$
+declare
+  v_state text;
 begin
-  raise exception using
-    errcode = case p_code
-      when 'invite_required' then 'AUINR'
-      when 'invite_invalid' then 'AUINV'
-      when 'account_creation_disabled' then 'AUCRE'
-      when 'invalid_invite_request' then 'AUIRQ'
-      when 'invalid_identity' then 'AUIDN'
-      when 'invalid walletAddress' then 'AUADR'
-      when 'no nonce' then 'AUNON'
-      when 'wallet already linked to another account' then 'AUSYB'
-      when 'wallet_not_found' then 'AUWNF'
-      when 'invalid_nonce_request' then 'AUNRQ'
-      when 'invalid_signing_key' then 'AUKEY'
-      when 'invalid_session_request' then 'AUSRQ'
-      when 'reset_token_invalid' then 'AURTI'
-      when 'reset_token_expired' then 'AURTE'
-      else 'AUXXX'
-    end,
-    message = p_code,
-    detail = coalesce(p_detail, '');
+  select r.sqlstate into v_state from poker_refusals.codes r where r.domain = 'auth' and r.code = p_code;
+  if v_state is null then
+    -- a refusal missing from the registry is a bug, never a client's 4xx
+    raise exception using errcode = 'XX000', message = format('unregistered auth refusal %s', p_code), detail = coalesce(p_detail, '');
+  end if;
+  raise exception using errcode = v_state, message = p_code, detail = coalesce(p_detail, '');
 end;
 $$;

@@ -1,54 +1,19 @@
--- Business refusals of the cage: one SQLSTATE each (class CG), the spec's code as the message.
--- server/http/errors.ts maps each SQLSTATE to its HTTP status.
-create or replace function cage_private.refusal_state(p_code text) returns text
-  language sql immutable parallel safe
-  set search_path = pg_catalog
-as $$
-  select case p_code
-    when 'invalid_ref_id' then 'CGRID'
-    when 'unknown_movement_kind' then 'CGKND'
-    when 'unknown_money_kind' then 'CGMKD'
-    when 'unknown_account_type' then 'CGATY'
-    when 'invalid_account' then 'CGACS'
-    when 'invalid_postings' then 'CGLEG'
-    when 'amount_out_of_range' then 'CGAMT'
-    when 'invalid_amount' then 'CGIAM'
-    when 'unbalanced_movement' then 'CGUNB'
-    when 'invalid_memo' then 'CGMEM'
-    when 'invalid_batch' then 'CGBAT'
-    when 'account_not_found' then 'CGACC'
-    when 'money_kind_mismatch' then 'CGMKM'
-    when 'ref_id_conflict' then 'CGREF'
-    when 'insufficient_cage_balance' then 'CGNSF'
-    when 'account_shortfall' then 'CGSHF'
-    when 'invalid_receipt' then 'CGRCP'
-    when 'receipt_conflict' then 'CGRCC'
-    when 'invalid_table_books' then 'CGBOK'
-    when 'table_not_found' then 'CGTNF'
-    when 'table_frozen' then 'CGFRZ'
-    when 'idempotency_key_reused' then 'CGIKR'
-    when 'bad_request' then 'CGBRQ'
-    when 'buy_in_out_of_range' then 'CGBUY'
-    when 'user_not_found' then 'CGUNF'
-    when 'recipient_not_found' then 'CGRNF'
-    when 'deposit_not_found' then 'CGDNF'
-    when 'seat_already_settled' then 'CGSAS'
-    when 'custody_entry_not_found' then 'CGCNF'
-    when 'custody_not_claimable' then 'CGCNC'
-    when 'nothing_to_withdraw' then 'CGNTW'
-    when 'invalid_seat_index' then 'CGSEA'
-    when 'rake_books_diverge' then 'CGRBD'
-    when 'admin_required' then 'CGADM'
-    else 'CGXXX'
-  end
-$$;
-
+-- Business refusals of the cage: the spec's code as the message, its SQLSTATE (class CG) from the
+-- refusal registry (db/refusals.json, loaded into poker_refusals.codes); server/http/errors.ts maps
+-- it to its HTTP status from the same file.
 create or replace function cage_private.refuse(p_code text, p_detail text default null) returns void
   language plpgsql volatile
   set search_path = pg_catalog
 as $$
+declare
+  v_state text;
 begin
-  raise exception using errcode = cage_private.refusal_state(p_code), message = p_code, detail = coalesce(p_detail, '');
+  select r.sqlstate into v_state from poker_refusals.codes r where r.domain = 'cage' and r.code = p_code;
+  if v_state is null then
+    -- a refusal missing from the registry is a bug, never a client's 4xx
+    raise exception using errcode = 'XX000', message = format('unregistered cage refusal %s', p_code), detail = coalesce(p_detail, '');
+  end if;
+  raise exception using errcode = v_state, message = p_code, detail = coalesce(p_detail, '');
 end;
 $$;
 

@@ -1,32 +1,19 @@
--- Business refusals of the claim board: one SQLSTATE each (class CL), the code as the message.
--- server/http/errors.ts maps each SQLSTATE to its HTTP status.
+-- Business refusals of the claim board: the code as the message, its SQLSTATE (class CL) from the
+-- refusal registry (db/refusals.json, loaded into poker_refusals.codes); server/http/errors.ts maps
+-- it to its HTTP status from the same file.
 create or replace function claims_private.refuse(p_code text, p_detail text default null) returns void
   language plpgsql volatile
   set search_path = pg_catalog
 as $$
+declare
+  v_state text;
 begin
-  raise exception using
-    errcode = case p_code
-      when 'kind_cadence_immutable' then 'CLKCI'
-      when 'invalid_amount' then 'CLIAM'
-      when 'section_not_found' then 'CLSNF'
-      when 'section_exists' then 'CLSEX'
-      when 'invalid_section' then 'CLSEC'
-      when 'invalid_environment' then 'CLENV'
-      when 'claim_board_disabled' then 'CLOFF'
-      when 'invalid_condition' then 'CLCND'
-      when 'invalid_claim' then 'CLCLM'
-      when 'idempotency_key_reused' then 'CLIKR'
-      when 'user_not_found' then 'CLUNF'
-      when 'claim_not_begun' then 'CLNBG'
-      when 'already_claimed' then 'CLACL'
-      when 'section_not_lit' then 'CLLCK'
-      when 'claim_amount_mismatch' then 'CLAMM'
-      when 'grant_not_found' then 'CLGNF'
-      when 'admin_required' then 'CLADM'
-      else 'CLXXX'
-    end,
-    message = p_code, detail = coalesce(p_detail, '');
+  select r.sqlstate into v_state from poker_refusals.codes r where r.domain = 'claims' and r.code = p_code;
+  if v_state is null then
+    -- a refusal missing from the registry is a bug, never a client's 4xx
+    raise exception using errcode = 'XX000', message = format('unregistered claims refusal %s', p_code), detail = coalesce(p_detail, '');
+  end if;
+  raise exception using errcode = v_state, message = p_code, detail = coalesce(p_detail, '');
 end;
 $$;
 

@@ -1,39 +1,19 @@
--- Business refusals of the game side: one SQLSTATE each (class GM), the code as the message.
--- server/http/errors.ts maps each SQLSTATE to its HTTP status.
+-- Business refusals of the game side: the code as the message, its SQLSTATE (class GM) from the
+-- refusal registry (db/refusals.json, loaded into poker_refusals.codes); server/http/errors.ts maps
+-- it to its HTTP status from the same file.
 create or replace function game_private.refuse(p_code text, p_detail text default null) returns void
   language plpgsql volatile
   set search_path = pg_catalog
 as $$
+declare
+  v_state text;
 begin
-  raise exception using
-    errcode = case p_code
-      when 'table_not_found' then 'GMTNF'
-      when 'table_frozen' then 'GMFRZ'
-      when 'hand_in_progress' then 'GMHIP'
-      when 'not_at_table' then 'GMNAT'
-      when 'seat_taken' then 'GMSTK'
-      when 'already_seated' then 'GMASE'
-      when 'invalid_seat_index' then 'GMSEA'
-      when 'buy_in_out_of_range' then 'GMBUY'
-      when 'seat_leaving' then 'GMLEV'
-      when 'credit_cancelled' then 'GMCCN'
-      when 'invalid_credit' then 'GMCRD'
-      when 'invalid_hand' then 'GMHND'
-      when 'no_hand_in_progress' then 'GMNHP'
-      when 'invalid_table' then 'GMTBL'
-      when 'seat_not_leaving' then 'GMSNL'
-      when 'not_busted' then 'GMNBU'
-      when 'agent_not_found' then 'GMANF'
-      when 'invalid_agent' then 'GMAGT'
-      when 'hand_not_found' then 'GMHNF'
-      when 'table_limit_reached' then 'GMTLR'
-      when 'lease_lost' then 'GMLSE'
-      when 'game_process_gone' then 'GMPGN'
-      when 'credit_not_backed' then 'GMCNB'
-      when 'settlement_not_found' then 'GMSTN'
-      else 'GMXXX'
-    end,
-    message = p_code, detail = coalesce(p_detail, '');
+  select r.sqlstate into v_state from poker_refusals.codes r where r.domain = 'game' and r.code = p_code;
+  if v_state is null then
+    -- a refusal missing from the registry is a bug, never a client's 4xx
+    raise exception using errcode = 'XX000', message = format('unregistered game refusal %s', p_code), detail = coalesce(p_detail, '');
+  end if;
+  raise exception using errcode = v_state, message = p_code, detail = coalesce(p_detail, '');
 end;
 $$;
 
