@@ -74,6 +74,23 @@ test('/health says so when the database is unreachable', async () => {
   }
 });
 
+test('every response renders a bigint as its decimal string (one JSON rule for the HTTP roles)', async () => {
+  const deadPool: pg.Pool = createRolePool(`postgres://postgres:postgres@127.0.0.1:${await freePort()}/none`, 'poker_cage', { max: 1 });
+  const app = await createApp({
+    log: createLogger('silent'), bodyLimit: 1024, pool: deadPool,
+    routes: (a) => {
+      a.get('/big', (_req, res) => void res.json({ chips: 9007199254740993n, nested: [{ n: -5n }], plain: 7 }));
+    },
+  });
+  const http: Listening = await listen(app, '127.0.0.1', 0);
+  try {
+    expect(await (await fetch(`${http.url}/big`)).text()).toBe('{"chips":"9007199254740993","nested":[{"n":"-5"}],"plain":7}');
+  } finally {
+    await http.close();
+    await deadPool.end();
+  }
+});
+
 describe('one mapping from errors to responses', () => {
   test.each([
     [{ code: 'CGNSF', message: 'insufficient_cage_balance' }, 402, 'insufficient_cage_balance'],

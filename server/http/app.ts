@@ -8,6 +8,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { refuseDeepJson, refuseHostileTarget, refuseNulInBody } from './edge.ts';
 import { errorHandler, notFound } from './errors.ts';
+import { bigintAsString } from './json.ts';
 
 export interface AppOptions {
   log: Logger;
@@ -23,6 +24,9 @@ export async function createApp(options: AppOptions): Promise<Express> {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  // one rule for bigint on every HTTP role: a decimal string (chips never pass through a float);
+  // the spec's `amount: number` fields are converted where they are built
+  app.set('json replacer', bigintAsString);
   options.before?.(app);
   app.use(refuseHostileTarget);
   app.use(express.json({ limit: options.bodyLimit, strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));

@@ -1,6 +1,8 @@
 // Calls from one role to another over the HTTP seams (x-service-key, JSON, a deadline). A coded
 // refusal from the other side comes back as { status, body }; anything else (refused connection,
 // timeout, a 5xx, a body that is not JSON) is `unreachable`: the caller cannot know what happened.
+import { bigintAsString } from './json.ts';
+
 export type ServiceAnswer<T> =
   | { ok: true; status: number; body: T }
   | { ok: false; status: number; body: { error?: string; [k: string]: unknown } }
@@ -25,7 +27,7 @@ export function createServiceClient(options: {
       res = await fetch(`${base.replace(/\/+$/, '')}${path}`, {
         method,
         headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), 'x-service-key': options.serviceKey ?? '' },
-        body: body === undefined ? undefined : JSON.stringify(body, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)),
+        body: body === undefined ? undefined : JSON.stringify(body, bigintAsString),
         signal: AbortSignal.timeout(options.timeoutMs),
       });
     } catch (err) {
