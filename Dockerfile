@@ -27,4 +27,4 @@ USER node
 # cage, admin (auth 3673, game 3674 and chain-bank 3676 join as those roles land)
 EXPOSE 3673 3675 3677
 
-CMD ["node", "server/main.ts"]
+CMD ["node", "--import", "./server/telemetry/register.ts", "server/main.ts"]

@@ -20,7 +20,8 @@ async function main() {
   process.env.GRAPHILE_ENV ??= config.NODE_ENV === 'production' ? 'production' : 'development';
   const { startPlatform } = await import('./platform.ts');
   const { MigrationError } = await import('./db/migrate.ts');
-  const log = createLogger(config.LOG_LEVEL);
+  // readable on a developer's terminal; JSON everywhere else (files, containers, collectors)
+  const log = createLogger(config.LOG_LEVEL, 'poker', undefined, config.NODE_ENV === 'development' && process.stdout.isTTY === true);
   installLastResortHandlers(log);
   await installTelemetry({ serviceName: config.OTEL_SERVICE_NAME, otlpEndpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   log.info({ roles, nodeEnv: config.NODE_ENV, testAuth: config.testAuthPermitted }, 'starting');

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { refuseDeepJson, refuseHostileTarget, refuseNulInBody } from './edge.ts';
 import { errorHandler, notFound } from './errors.ts';
 import { bigintAsString } from './json.ts';
+import { requestLog } from './request-log.ts';
 
 export interface AppOptions {
   log: Logger;
@@ -27,6 +28,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
   // one rule for bigint on every HTTP role: a decimal string (chips never pass through a float);
   // the spec's `amount: number` fields are converted where they are built
   app.set('json replacer', bigintAsString);
+  app.use(requestLog(options.log));
   options.before?.(app);
   app.use(refuseHostileTarget);
   app.use(express.json({ limit: options.bodyLimit, strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));

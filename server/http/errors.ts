@@ -140,7 +140,10 @@ function clientErrorCode(e: { type?: unknown; name?: unknown; code?: unknown }):
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const { status, body } = toErrorBody(err);
-    if (status >= 500) log.error({ err, method: req.method, path: req.path }, 'request failed');
+    // an expected, coded answer (a 4xx, a documented 503) is the request log's line, without a
+    // stack; only an unexpected failure is an error with its stack
+    res.locals.errorCode = body.error;
+    if (status >= 500 && body.error === 'internal_error') log.error({ err, method: req.method, path: req.path }, 'request failed');
     else log.debug({ method: req.method, path: req.path, status, error: body.error }, 'request refused');
     if (res.headersSent) return;
     res.status(status).json(body);

@@ -1,5 +1,6 @@
 // Logs (pino, JSON) and spans (@opentelemetry/api). Telemetry never stops the work: exporter
 // failures are swallowed by the SDK's processors, and `withSpan` only records, it never throws its own errors.
+import { createRequire } from 'node:module';
 import { context, trace, SpanStatusCode, type Attributes, type Span } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import {
@@ -14,8 +15,12 @@ import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
 
-/** JSON logs to stdout, or to `destination` (tests read their lines back). */
-export function createLogger(level: string, name = 'poker', destination?: DestinationStream): Logger {
+/**
+ * JSON logs to stdout, or to `destination` (tests read their lines back). With `pretty` (npm start in
+ * development, on a terminal) the lines are rendered by pino-pretty, when it is installed (a dev
+ * dependency); JSON otherwise.
+ */
+export function createLogger(level: string, name = 'poker', destination?: DestinationStream, pretty = false): Logger {
   const options = {
     name,
     level,
@@ -29,7 +34,18 @@ export function createLogger(level: string, name = 'poker', destination?: Destin
       censor: '[redacted]',
     },
   };
-  return destination ? pino(options, destination) : pino(options);
+  if (destination) return pino(options, destination);
+  if (pretty && prettyInstalled()) return pino({ ...options, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'HH:MM:ss.l' } } });
+  return pino(options);
+}
+
+function prettyInstalled(): boolean {
+  try {
+    createRequire(import.meta.url).resolve('pino-pretty');
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 let provider: BasicTracerProvider | undefined;
