@@ -222,7 +222,7 @@ async function printSettings(owner: pg.Pool, source: string, maxClients: number)
     return `${n}=${r.setting}${r.unit ?? ''}`;
   };
   log(`database: ${source}; ${names.map(show).join(', ')}`);
-  log(`client: node ${process.version}, node-postgres pool as poker_cage (max ${maxClients}), ${cpus().length} CPUs shared by client and server`);
+  log(`client: node ${process.version}, node-postgres pool as the owner (max ${maxClients}; the raw postings are the owner's), ${cpus().length} CPUs shared by client and server`);
 }
 
 async function createBenchSchema(owner: pg.Pool, nAccounts: number) {
