@@ -4,6 +4,7 @@ import type pg from 'pg';
 import { postMovement } from '../../server/cage/ledger.ts';
 import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
 import { balanceOf, expectBalancedBooks, fund, refId, systemAccount, userAccount } from '../../test/helpers/cage.ts';
+import { rollbackEachTest } from '../../test/helpers/rollback.ts';
 
 let db: TestDatabase;
 let cage: pg.Pool;
@@ -30,43 +31,47 @@ function post(ref: string, kind: string, moneyKind: string, accounts: unknown[],
   ]);
 }
 
-test('a transfer moves chips between two users and writes one entry with two postings', async () => {
-  const a = await userAccount(cage);
-  const b = await userAccount(cage);
-  await fund(cage, a.id, 1000n);
-  const ref = refId('transfer');
-  const result = await postMovement(cage, { refId: ref, kind: 'adjustment', moneyKind: 'play', accounts: [a.id, b.id], amounts: [-300n, 300n], memo: { why: 'test' } });
-  expect(result.status).toBe('created');
-  expect(await balanceOf(cage, a.id)).toBe(700n);
-  expect(await balanceOf(cage, b.id)).toBe(300n);
-  const { rows } = await cage.query(
-    'select account_id, amount, balance_after, account_version, kind, ref_id from cage.cage_ledger where entry_id = $1 order by id',
-    [result.entryId],
-  );
-  expect(rows).toEqual([
-    { account_id: a.id, amount: -300n, balance_after: 700n, account_version: 2n, kind: 'adjustment', ref_id: ref },
-    { account_id: b.id, amount: 300n, balance_after: 300n, account_version: 1n, kind: 'adjustment', ref_id: ref },
-  ]);
-});
+describe('one test, one transaction, rolled back after it (exact balances)', () => {
+  const tx = rollbackEachTest(() => cage);
 
-test('a movement with an unbounded system account never touches that account row', async () => {
-  const source = await systemAccount(cage, 'grant_source');
-  const a = await userAccount(cage);
-  await fund(cage, a.id, 50n);
-  await fund(cage, a.id, 25n);
-  const { rows } = await cage.query('select balance, version from cage.cage_accounts where id = $1', [source]);
-  expect(rows[0]).toEqual({ balance: 0n, version: 0n });
-  // its balance is derived from the journal
-  expect(await balanceOf(cage, source)).toBeLessThanOrEqual(-75n);
-});
+  test('a transfer moves chips between two users and writes one entry with two postings', async () => {
+    const a = await userAccount(tx.client);
+    const b = await userAccount(tx.client);
+    await fund(tx.client, a.id, 1000n);
+    const ref = refId('transfer');
+    const result = await postMovement(tx.client, { refId: ref, kind: 'adjustment', moneyKind: 'play', accounts: [a.id, b.id], amounts: [-300n, 300n], memo: { why: 'test' } });
+    expect(result.status).toBe('created');
+    expect(await balanceOf(tx.client, a.id)).toBe(700n);
+    expect(await balanceOf(tx.client, b.id)).toBe(300n);
+    const { rows } = await tx.client.query(
+      'select account_id, amount, balance_after, account_version, kind, ref_id from cage.cage_ledger where entry_id = $1 order by id',
+      [result.entryId],
+    );
+    expect(rows).toEqual([
+      { account_id: a.id, amount: -300n, balance_after: 700n, account_version: 2n, kind: 'adjustment', ref_id: ref },
+      { account_id: b.id, amount: 300n, balance_after: 300n, account_version: 1n, kind: 'adjustment', ref_id: ref },
+    ]);
+  });
 
-test('a zero movement (an explicit zero bust_close) is recorded', async () => {
-  const a = await userAccount(cage);
-  const house = await systemAccount(cage, 'house');
-  const result = await postMovement(cage, { refId: refId('bust'), kind: 'bust_close', moneyKind: 'play', accounts: [a.id, house], amounts: [0n, 0n] });
-  expect(result.status).toBe('created');
-  const { rows } = await cage.query('select count(*)::int as n from cage.cage_ledger where entry_id = $1', [result.entryId]);
-  expect(rows[0].n).toBe(2);
+  test('a movement with an unbounded system account never touches that account row', async () => {
+    const source = await systemAccount(tx.client, 'grant_source');
+    const a = await userAccount(tx.client);
+    await fund(tx.client, a.id, 50n);
+    await fund(tx.client, a.id, 25n);
+    const { rows } = await tx.client.query('select balance, version from cage.cage_accounts where id = $1', [source]);
+    expect(rows[0]).toEqual({ balance: 0n, version: 0n });
+    // its balance is derived from the journal
+    expect(await balanceOf(tx.client, source)).toBe(-75n);
+  });
+
+  test('a zero movement (an explicit zero bust_close) is recorded', async () => {
+    const a = await userAccount(tx.client);
+    const house = await systemAccount(tx.client, 'house');
+    const result = await postMovement(tx.client, { refId: refId('bust'), kind: 'bust_close', moneyKind: 'play', accounts: [a.id, house], amounts: [0n, 0n] });
+    expect(result.status).toBe('created');
+    const { rows } = await tx.client.query('select count(*)::int as n from cage.cage_ledger where entry_id = $1', [result.entryId]);
+    expect(rows[0].n).toBe(2);
+  });
 });
 
 describe('refusals change nothing', () => {

@@ -5,26 +5,33 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { audit, ensureAccount, postMovement, type MoneyKind } from '../../server/cage/ledger.ts';
 
+/** A pool, or a client inside a transaction (test/helpers/rollback.ts). */
+export type Queryable = pg.Pool | pg.PoolClient;
+
 let seq = 0;
 export const refId = (prefix = 'test') => `${prefix}:${process.pid}:${Date.now()}:${++seq}:${randomUUID().slice(0, 8)}`;
 
-export async function userAccount(db: pg.Pool, moneyKind: MoneyKind = 'play', userId = randomUUID()) {
+export async function userAccount(db: Queryable, moneyKind: MoneyKind = 'play', userId = randomUUID()) {
   return { userId, id: await ensureAccount(db, { type: 'user', userId, moneyKind }) };
 }
 
-export async function systemAccount(db: pg.Pool, type: 'grant_source' | 'outside' | 'house' | 'custody' | 'betting' | 'gas_tank', moneyKind: MoneyKind = 'play') {
+export async function systemAccount(db: Queryable, type: 'grant_source' | 'outside' | 'house' | 'custody' | 'betting' | 'gas_tank', moneyKind: MoneyKind = 'play') {
   return ensureAccount(db, { type, moneyKind });
 }
 
-const operators = new WeakMap<pg.Pool, Promise<string>>();
+const operators = new WeakMap<Queryable, Promise<string>>();
 
-/** An operator (admin) of this database, made once per owner pool: the fixtures' money acts name it. */
-export function fixtureOperator(owner: pg.Pool): Promise<string> {
-  let admin = operators.get(owner);
+/**
+ * An operator (admin) of this database that the fixtures' money acts name: made once per owner pool;
+ * on a client (a test's transaction, rolled back after it) made each time, inside that transaction.
+ */
+export function fixtureOperator(owner: Queryable): Promise<string> {
+  const pooled = 'totalCount' in owner;
+  let admin = pooled ? operators.get(owner) : undefined;
   if (!admin) {
     admin = owner.query<{ id: string }>('select auth.create_admin($1, $2) as id', [`fixtures-${randomUUID().slice(0, 8)}@example.com`, 'no-password'])
       .then((r) => r.rows[0]!.id);
-    operators.set(owner, admin);
+    if (pooled) operators.set(owner, admin);
   }
   return admin;
 }
@@ -33,7 +40,7 @@ export function fixtureOperator(owner: pg.Pool): Promise<string> {
  * A manual correction by the fixtures' operator (cage.correct_books): one balanced movement between
  * existing accounts, recorded with its reason, so the audit's provenance check holds.
  */
-export async function correct(owner: pg.Pool, accounts: bigint[], amounts: bigint[], moneyKind: MoneyKind = 'play', ref = refId('fix')) {
+export async function correct(owner: Queryable, accounts: bigint[], amounts: bigint[], moneyKind: MoneyKind = 'play', ref = refId('fix')) {
   const admin = await fixtureOperator(owner);
   const { rows } = await owner.query<{ ref_id: string; entry_id: bigint }>(
     'select ref_id, entry_id from cage.correct_books($1, $2, $3, $4, $5, $6)',
@@ -43,12 +50,12 @@ export async function correct(owner: pg.Pool, accounts: bigint[], amounts: bigin
 }
 
 /** Credits a user account from the grant source, as an operator's recorded correction (owner pool). */
-export async function fund(owner: pg.Pool, accountId: bigint, amount: bigint, moneyKind: MoneyKind = 'play') {
+export async function fund(owner: Queryable, accountId: bigint, amount: bigint, moneyKind: MoneyKind = 'play') {
   const source = await systemAccount(owner, 'grant_source', moneyKind);
   return correct(owner, [source, accountId], [-amount, amount], moneyKind);
 }
 
-export async function balanceOf(db: pg.Pool, accountId: bigint): Promise<bigint> {
+export async function balanceOf(db: Queryable, accountId: bigint): Promise<bigint> {
   const { rows } = await db.query<{ balance: bigint }>('select balance from cage.account_balances where id = $1', [accountId]);
   return rows[0]!.balance;
 }
