@@ -1,0 +1,74 @@
+-- The cash loop on the cage, step by step, as the roles run it (each step as the database role of
+-- the service that takes it). Run by `npm run examples` (scripts/sql-examples.ts), which prints each
+-- statement and its result; db/examples/cash-loop.out is the expected output, checked in CI.
+
+-- An operator (made by `npm run admin:create`) and a player (made by the identity bridge), as the
+-- owner; their ids are kept in a session table the service roles may read (they cannot read auth).
+create temp table ids (operator uuid, player uuid, position bigint, head text);
+insert into ids select auth.create_admin('ops@example.com', 'example-password-hash'), null;
+select count(*) as invites from (select auth.mint_invite('inv_example')) m;
+update ids set player = (select user_id from auth.bridge_sign_in('oidc', 'player-1', 'player@example.com', 'inv_example'));
+grant select on ids to poker_cage, poker_game;
+
+-- The operator's purchase brings 1000 play chips in from outside, recorded with the operator.
+set role poker_cage;
+select ref_id, status, balance
+  from cage.exchange_chips('purchase', (select player from ids), 1000, 'pay-1', 'play',
+                           (select operator from ids));
+reset role;
+
+-- A table (the bank's POST /api/tables).
+set role poker_cage;
+select table_id, money_kind, status from game.create_table('example-table', 'poker',
+  '{"smallBlind":1,"bigBlind":2,"minBuyIn":40,"maxBuyIn":200,"maxPlayers":6}', 'play', null);
+
+-- The deposit: the cage posts the buy-in (user -> table escrow) and opens the intent ...
+select ref_id, status, amount, replayed
+  from cage.open_deposit((select player from ids), 'sit-1', 'example-table', 0, 150);
+reset role;
+
+-- ... the game funds the seat, only for that live deposit (a made-up key is refused) ...
+set role poker_game;
+select seat_index, chip_balance, status
+  from game.credit_seat('deposit:' || (select player from ids) || ':sit-1',
+                        'example-table', (select player from ids), 0, 150);
+select * from game.credit_seat('made-up-key', 'example-table', (select player from ids), 1, 150);
+reset role;
+
+-- ... and the cage confirms it.
+set role poker_cage;
+select status from cage.confirm_deposit('deposit:' || (select player from ids) || ':sit-1');
+select a.account_type, a.balance from cage.cage_accounts a where a.account_type in ('user', 'table_escrow') order by a.account_type;
+reset role;
+
+-- The stand-up: the game freezes the position (stack and chain head) ...
+set role poker_game;
+select seat_index, chip_balance from game.stand_up('example-table', (select player from ids));
+reset role;
+-- (its answer carries the position and its chain head to the cage, over HTTP)
+update ids set (position, head) = (select id, history_hash from game.table_players where table_id = 'example-table');
+
+-- ... the cage writes the terminal row (escrow -> user) and, in the same transaction, its receipt ...
+begin;
+set local role poker_cage;
+select amount, settlement, replayed
+  from cage.settle_position((select player from ids), 'example-table',
+                            (select position from ids), 150, (select head from ids),
+                            '0x' || repeat('e', 64), 'cash_out', false);
+select (r.receipt).ledger_ref_id, r.replayed
+  from cage.store_receipt('withdraw:0x' || repeat('e', 64), (select player from ids),
+                          'example-table', null, convert_to('{"example":true}', 'UTF8'), decode(repeat('00', 64), 'hex'),
+                          decode(repeat('11', 32), 'hex')) r;
+commit;
+
+-- ... and the game closes the seat, only on that settlement.
+set role poker_game;
+select status from game.settle_seat((select position from ids), 'withdraw:0x' || repeat('e', 64), 'cash_out');
+reset role;
+
+-- The books: the chips are back on the user's balance, the escrow is empty, and the audit is clean.
+set role poker_cage;
+select a.account_type, a.balance from cage.cage_accounts a where a.account_type in ('user', 'table_escrow') order by a.account_type;
+select kind, amounts from cage.cage_entries order by id;
+select count(*) as violations from cage.audit();
+reset role;
