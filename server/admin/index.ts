@@ -1,7 +1,8 @@
 // The admin role: PostGraphile 5 over the cage, game and claims schemas, read-only, under row-level security.
 // A request that presents the service key (`x-service-key`) runs as poker_admin and sees the books;
 // any other request runs as poker_anonymous, for which no policy exists, so it sees no row.
-// (Admin JWTs join the service key when the auth role lands: docs/decisions.md.)
+// (The operator's access JWT, which the cage's and the claim board's operator routes take, is not a
+// key here yet: the admin GraphQL reads only, and the service key stays its credential.)
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';

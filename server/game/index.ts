@@ -1,5 +1,6 @@
-// The game role: table rooms, the seat side of the cage's seams, hand boundaries. The dealer, the
-// websocket, the claim board and tournaments join it with their issues.
+// The game role: the table read route, the seat side of the cage's seams, hand boundaries, the
+// agents and hand histories, the claim board, and the live tables (the websocket rooms that drive the
+// dealer) under this process's table leases. Tournaments join it with their issue (docs/architecture.md).
 import type { Express } from 'express';
 import { z } from 'zod';
 import { createRolePool } from '../db/pools.ts';

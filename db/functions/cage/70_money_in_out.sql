@@ -3,7 +3,6 @@
 
 -- A replay of ref p_ref_id, if it exists: refused when it was for another movement (another kind,
 -- amount, or memo fields, e.g. a grant's recipient).
-drop function if exists cage_private.existing_entry(text, text, bigint);
 create or replace function cage_private.existing_entry(p_ref_id text, p_kind text, p_amount bigint, p_memo_match jsonb default '{}')
   returns cage.cage_entries
   language plpgsql stable

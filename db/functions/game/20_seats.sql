@@ -203,7 +203,6 @@ $$;
 
 -- Stands a player up: the seat stops playing and its stack and chain head are frozen for the
 -- cage's settlement (status leaving). Standing up again returns the same position unchanged.
-drop function if exists game.stand_up(text, uuid);
 create or replace function game.stand_up(p_table_id text, p_user_id uuid, p_only_if_busted boolean default false)
   returns table (player_id bigint, seat_index integer, chip_balance bigint, history_hash text, money_kind text)
   language plpgsql volatile security definer

@@ -3,7 +3,6 @@
 -- position link each, and the rake it took, in one transaction.
 
 -- p_epoch: the lease epoch of the room that deals (db/functions/game/35_leases.sql: the fence).
-drop function if exists game.begin_hand(text, text);
 create or replace function game.begin_hand(p_table_id text, p_hand_id text, p_epoch bigint default null) returns game.tables
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -28,7 +27,6 @@ $$;
 -- Ends the hand: p_stacks maps position ids (table_players.id, as text) to their stacks after the
 -- hand. Chips are conserved: the listed positions' stacks before = after + p_rake. Returns the
 -- positions left with no chips (busted), for the bust settlement.
-drop function if exists game.finish_hand(text, text, jsonb, bigint);
 create or replace function game.finish_hand(p_table_id text, p_hand_id text, p_stacks jsonb, p_rake bigint, p_epoch bigint default null)
   returns table (player_id bigint, user_id uuid)
   language plpgsql volatile security definer
@@ -121,7 +119,6 @@ $$;
 -- The hand's history and result, stored at its end (same transaction as finish_hand when the
 -- caller wraps them; a replay of the same hand id changes nothing). p_started_at: when the dealer
 -- dealt it (the row is written at its end, so now() is the end), never after the end.
-drop function if exists game.record_hand(text, text, bigint, text, jsonb, jsonb, uuid[]);
 create or replace function game.record_hand(
   p_table_id text, p_hand_id text, p_hand_number bigint, p_status text, p_history jsonb, p_result jsonb,
   p_agents uuid[] default '{}', p_started_at timestamptz default null
@@ -155,7 +152,6 @@ $$;
 -- A hand the process did not finish (it stopped mid-hand): the table is released with the stacks
 -- of the hand's start, which are the ones stored (a hand writes stacks only at its end), so no
 -- chip moves and none is lost.
-drop function if exists game.abandon_hand(text);
 create or replace function game.abandon_hand(p_table_id text, p_epoch bigint default null) returns text
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
