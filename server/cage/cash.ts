@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { requireServiceKey, secretMatches } from '../http/auth.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import type { JwtVerifier } from '../http/jwt.ts';
+import { chips, idempotencyKey, tableId } from '../http/schemas.ts';
 import type { ServiceClient } from '../http/service-client.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
 import type { ReceiptSigner, StoredReceipt } from './receipts.ts';
@@ -20,13 +21,6 @@ import { deliverSettlement, depositKeyOf, fundSeat, settlePosition, type Settlem
 
 /** How long after a settlement a repeated withdraw (the seat now empty) answers with that settlement. */
 export const WITHDRAW_REPLAY_WINDOW_SECONDS = 15 * 60;
-
-const chips = z.union([
-  z.string().regex(/^[1-9][0-9]{0,15}$/, 'a positive whole number of chips'),
-  z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
-]).transform((v) => BigInt(v));
-const tableId = z.string().min(1).max(64);
-const idempotencyKey = z.string().regex(/^[\x21-\x7e]{1,128}$/, '1..128 printable characters');
 
 const depositBody = z.object({
   tableId,

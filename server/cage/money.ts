@@ -16,14 +16,10 @@ import { z } from 'zod';
 import { requireServiceKey } from '../http/auth.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import type { JwtVerifier } from '../http/jwt.ts';
+import { chips } from '../http/schemas.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { receiptJson } from './cash.ts';
 import { issueReceipt, type ReceiptSigner, type StoredReceipt } from './receipts.ts';
-
-const chips = z.union([
-  z.string().regex(/^[1-9][0-9]{0,15}$/, 'a positive whole number of chips'),
-  z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
-]).transform((v) => BigInt(v));
 
 const grantBody = z.object({
   recipient: z.string().min(1).max(128), amount: z.unknown(), claimId: z.string().min(1).max(200),

@@ -58,9 +58,7 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
   const live = createLiveTables({
     pool, log: roleLog, jwt, hands, board,
     options: { handDelayMs: config.HAND_DELAY_MS, timeoutsBeforeSitOut: config.TIMEOUTS_BEFORE_SIT_OUT, idleKickMs: config.IDLE_KICK_SECONDS * 1000 },
-    bankUrl: () => config.BANK_URL ?? peers?.get('cage') ?? `http://${config.HOST}:${config.CAGE_PORT}`,
-    serviceKey: config.SERVICE_KEY,
-    timeoutMs: config.GAME_CALL_TIMEOUT_MS,
+    bank,
     process: gameProcess,
     limits: {
       maxBufferedBytes: config.WS_MAX_BUFFERED_BYTES,

@@ -6,10 +6,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { requireServiceKey } from '../http/auth.ts';
-
-const chips = z.union([z.string().regex(/^[1-9][0-9]{0,15}$/), z.number().int().positive().max(Number.MAX_SAFE_INTEGER)])
-  .transform((v) => BigInt(v));
-const tableId = z.string().min(1).max(64);
+import { chips, positionId, tableId } from '../http/schemas.ts';
 
 const creditBody = z.object({
   creditKey: z.string().min(1).max(200),
@@ -21,7 +18,7 @@ const creditBody = z.object({
 const cancelBody = creditBody.omit({ seatIndex: true });
 const standUpBody = z.object({ tableId, userId: z.uuid(), onlyIfBusted: z.boolean().default(false) });
 const settleBody = z.object({
-  playerId: z.union([z.string().regex(/^[1-9][0-9]{0,17}$/), z.number().int().positive()]).transform(String),
+  playerId: positionId,
   ledgerRefId: z.string().min(1).max(200),
   settlement: z.enum(['cash_out', 'custody', 'bust']),
 });

@@ -8,9 +8,15 @@ export type ServiceAnswer<T> =
   | { ok: false; status: number; body: { error?: string; [k: string]: unknown } }
   | { ok: false; status: 0; unreachable: true; reason: string; body: { error?: string } };
 
+/** Whose credential a call carries: the service key (role to role), or a user's access JWT forwarded. */
+export interface CallOptions {
+  /** Forward this access JWT (`Authorization: Bearer`) instead of sending the service key. */
+  bearer?: string;
+}
+
 export interface ServiceClient {
-  post<T = Record<string, unknown>>(path: string, body: unknown): Promise<ServiceAnswer<T>>;
-  get<T = Record<string, unknown>>(path: string): Promise<ServiceAnswer<T>>;
+  post<T = Record<string, unknown>>(path: string, body: unknown, options?: CallOptions): Promise<ServiceAnswer<T>>;
+  get<T = Record<string, unknown>>(path: string, options?: CallOptions): Promise<ServiceAnswer<T>>;
 }
 
 export function createServiceClient(options: {
@@ -19,14 +25,18 @@ export function createServiceClient(options: {
   serviceKey: string | undefined;
   timeoutMs: number;
 }): ServiceClient {
-  const call = async <T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<ServiceAnswer<T>> => {
+  const call = async <T>(method: 'GET' | 'POST', path: string, body?: unknown, callOptions: CallOptions = {}): Promise<ServiceAnswer<T>> => {
     const base = options.baseUrl();
     if (!base) return { ok: false, status: 0, unreachable: true, reason: 'not_configured', body: {} };
     let res: Response;
     try {
       res = await fetch(`${base.replace(/\/+$/, '')}${path}`, {
         method,
-        headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), 'x-service-key': options.serviceKey ?? '' },
+        headers: {
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          // a user's call forwarded carries the user's token, never the service key
+          ...(callOptions.bearer ? { authorization: `Bearer ${callOptions.bearer}` } : { 'x-service-key': options.serviceKey ?? '' }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body, bigintAsString),
         signal: AbortSignal.timeout(options.timeoutMs),
       });
@@ -44,7 +54,7 @@ export function createServiceClient(options: {
     return { ok: false, status: res.status, body: (parsed ?? {}) as { error?: string } };
   };
   return {
-    post: (path, body) => call('POST', path, body),
-    get: (path) => call('GET', path),
+    post: (path, body, callOptions) => call('POST', path, body, callOptions),
+    get: (path, callOptions) => call('GET', path, undefined, callOptions),
   };
 }

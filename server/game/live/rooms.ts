@@ -4,6 +4,7 @@
 // connections to them; the cage's seat calls reach them through seatsChanged.
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import type { ServiceClient } from '../../http/service-client.ts';
 import type { ClaimBoard } from '../claims.ts';
 import type { createHands } from '../hands.ts';
 import type { GameProcess } from './lease.ts';
@@ -15,10 +16,8 @@ export interface RoomRegistryDeps {
   log: Logger;
   hands: ReturnType<typeof createHands>;
   options: RoomOptions;
-  /** The bank's base URL (the cage), read at call time. */
-  bankUrl: () => string;
-  serviceKey: string | undefined;
-  timeoutMs: number;
+  /** The bank (the cage), through the roles' one client (server/http/service-client.ts). */
+  bank: ServiceClient;
   /** This process's presence and table leases: a poker room runs only under its table's lease. */
   process: GameProcess;
   /** A cash room with nothing in it this long unloads (its lease released). */
@@ -54,30 +53,15 @@ export function createRoomRegistry(deps: RoomRegistryDeps) {
   const sweeper = every(log, Math.max(100, Math.min(5_000, Math.floor(deps.idleUnloadMs / 4))), 'idle room sweep', sweepIdle);
 
   /**
-   * A call to the bank (the cage). When the bank cannot answer (refused or reset connection, no
-   * answer within the call timeout, a body that is not JSON, an uncoded 5xx) the answer is the
-   * spec's 503 `cage_unavailable`: the sit is refused within seconds, nothing is assumed.
+   * A call to the bank (the cage), through the roles' one client: the player's token forwarded, or
+   * the service key for the room's own calls. When the bank cannot answer (refused or reset, no
+   * answer within the call timeout, not JSON, a 5xx) the answer is the spec's 503
+   * `cage_unavailable`: the sit is refused within seconds, nothing is assumed.
    */
   async function bank(path: string, body: unknown, auth: { token?: string | null; service?: boolean }) {
-    const unavailable = { status: 503, body: { error: 'cage_unavailable' } as Record<string, unknown> };
-    let res: Response;
-    try {
-      res = await fetch(`${deps.bankUrl().replace(/\/+$/, '')}${path}`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          ...(auth.token ? { authorization: `Bearer ${auth.token}` } : {}),
-          ...(auth.service ? { 'x-service-key': deps.serviceKey ?? '' } : {}),
-        },
-        body: JSON.stringify(body),
-        signal: AbortSignal.timeout(deps.timeoutMs),
-      });
-    } catch {
-      return unavailable;
-    }
-    const json = (await res.json().catch(() => undefined)) as Record<string, unknown> | undefined;
-    if (!json || (res.status >= 500 && (typeof json.error !== 'string' || res.status === 500))) return unavailable;
-    return { status: res.status, body: json };
+    const answer = await deps.bank.post(path, body, auth.token ? { bearer: auth.token } : {});
+    if ('unreachable' in answer) return { status: 503, body: { error: 'cage_unavailable' } as Record<string, unknown> };
+    return { status: answer.status, body: answer.body as Record<string, unknown> };
   }
 
   const readRecord = (tableId: string) => pool.query<TableRecord>(

@@ -20,6 +20,7 @@ import type { GameProcess } from './lease.ts';
 import type { Room, RoomOptions, Watcher } from './room.ts';
 import { createRoomRegistry, every } from './rooms.ts';
 import { stoodUp, toJson } from './wire.ts';
+import type { ServiceClient } from '../../http/service-client.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A table id as the database allows one (tables_table_id_shape): anything else cannot exist. */
@@ -106,9 +107,8 @@ export interface LiveTablesDeps {
   board: ClaimBoard;
   options: RoomOptions;
   /** The bank's base URL (the cage), read at call time. */
-  bankUrl: () => string;
-  serviceKey: string | undefined;
-  timeoutMs: number;
+  /** The bank (the cage), through the roles' one client. */
+  bank: ServiceClient;
   /** This process's presence and table leases: a poker room runs only under its table's lease. */
   process: GameProcess;
   limits: LiveLimits;
