@@ -21,6 +21,7 @@ import type { Room, RoomOptions, Watcher } from './room.ts';
 import { createRoomRegistry, every } from './rooms.ts';
 import { stoodUp, toJson } from './wire.ts';
 import type { ServiceClient } from '../../http/service-client.ts';
+import { parseClientMessage, type ClientMessage, type ClientMessageType } from './messages.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A table id as the database allows one (tables_table_id_shape): anything else cannot exist. */
@@ -33,13 +34,8 @@ export const SLOW_CONSUMER_CLOSE = 4008;
 /** How long a stop waits for clients to answer the close before it drops them. */
 const STOP_GRACE_MS = 2000;
 
-/**
- * Every client message type the handler accepts: the dispatch table below is typed by this list
- * (a type missing from either side does not compile), and the websocket fuzz reads it.
- */
-export const CLIENT_MESSAGE_TYPES = ['ping', 'auth', 'join', 'leave', 'sit', 'action', 'sit_out', 'sit_in', 'stand_up'] as const;
-type ClientMessageType = (typeof CLIENT_MESSAGE_TYPES)[number];
-const KNOWN_TYPES: ReadonlySet<string> = new Set(CLIENT_MESSAGE_TYPES);
+// the client's messages: one zod discriminated union (messages.ts); the fuzz suite reads the types
+export { CLIENT_MESSAGE_TYPES } from './messages.ts';
 
 interface Connection extends Watcher {
   ws: WebSocket;
@@ -49,7 +45,6 @@ interface Connection extends Watcher {
   alive: boolean;
 }
 
-type Message = Record<string, unknown>;
 
 export interface LiveLimits {
   /** A connection whose send buffer passes this is closed slow_consumer. */
@@ -227,8 +222,8 @@ export function createLiveTables(deps: LiveTablesDeps) {
     return null;
   }
 
-  /** What each client message type does: keyed by CLIENT_MESSAGE_TYPES, no more and no fewer. */
-  const handlers: Record<ClientMessageType, (c: Connection, m: Message, ref: unknown) => Promise<void> | void> = {
+  /** What each client message type does: one handler per member of the union, no more and no fewer. */
+  const handlers: { [T in ClientMessageType]: (c: Connection, m: Extract<ClientMessage, { type: T }>, ref: unknown) => Promise<void> | void } = {
     ping: (c, _m, ref) => send(c, { type: 'pong', ref }),
     async auth(c, m, ref) {
       const error = await authenticate(c, typeof m.token === 'string' ? m.token : null, m.agentId);
@@ -262,7 +257,7 @@ export function createLiveTables(deps: LiveTablesDeps) {
       // sent again after a lost answer replays the first); without one, this message is one intent
       // of its own: the game sends it exactly once, and a reconnecting client reads the outcome
       // from the table's state (docs/decisions.md, "Deposit keys").
-      const idempotencyKey = typeof m.idempotencyKey === 'string' ? m.idempotencyKey : `ws-sit:${randomUUID()}`;
+      const idempotencyKey = m.idempotencyKey ?? `ws-sit:${randomUUID()}`;
       const body = { tableId: r.tableId, seatIndex: m.seatIndex, amount: m.amount, idempotencyKey };
       const { pending, answer } = await r.requestSit(userId, agentId, c, () => registry.bank('/api/deposit', body, { token }));
       if (pending) send(c, { type: 'sit_pending', tableId: r.tableId, ref });
@@ -283,7 +278,6 @@ export function createLiveTables(deps: LiveTablesDeps) {
       // the audience gate holds for play too (a seat funded over HTTP is played by whoever connects)
       const gate = audience(r, c);
       if (gate) return refuse(c, gate, ref);
-      if (typeof m.seq !== 'number') return refuse(c, 'missing_seq', ref);
       const result = await r.act(c.userId, m);
       if (result.error) return refuse(c, result.error, ref);
       return send(c, { type: 'action_ack', tableId: r.tableId, ref, ...(result.duplicate ? { duplicate: true } : {}) });
@@ -303,7 +297,7 @@ export function createLiveTables(deps: LiveTablesDeps) {
     },
   };
 
-  async function sittingOut(c: Connection, m: Message, ref: unknown, out: boolean): Promise<void> {
+  async function sittingOut(c: Connection, m: { tableId: string }, ref: unknown, out: boolean): Promise<void> {
     const r = await joined(c, m.tableId, ref);
     if (!r) return;
     if (!c.userId) return refuse(c, 'not_authenticated', ref);
@@ -313,17 +307,18 @@ export function createLiveTables(deps: LiveTablesDeps) {
 
   /** One message: refused malformed_message past the depth bound or when it is not a JSON object, else dispatched by type. */
   async function handle(c: Connection, raw: string): Promise<void> {
-    let m: Message;
+    let value: Record<string, unknown>;
     try {
       if (nestsDeeper(raw, MAX_JSON_DEPTH)) throw new Error('nested too deep');
-      m = JSON.parse(raw);
-      if (!m || typeof m !== 'object' || Array.isArray(m)) throw new Error('not an object');
+      value = JSON.parse(raw);
+      if (!value || typeof value !== 'object' || Array.isArray(value)) throw new Error('not an object');
     } catch {
       return refuse(c, 'malformed_message');
     }
-    const ref = m.ref;
-    if (typeof m.type !== 'string' || !KNOWN_TYPES.has(m.type)) return refuse(c, 'unknown_message_type', ref);
-    return handlers[m.type as ClientMessageType](c, m, ref);
+    const parsed = parseClientMessage(value);
+    if (!parsed.ok) return refuse(c, parsed.code, value.ref, parsed.field ? { field: parsed.field } : {});
+    const m = parsed.message;
+    return (handlers[m.type] as (c: Connection, m: ClientMessage, ref: unknown) => Promise<void> | void)(c, m, m.ref);
   }
 
   function onConnection(ws: WebSocket, req: IncomingMessage, url: URL, autoJoin: string | null) {

@@ -1,0 +1,42 @@
+// The client's websocket messages, parsed by one zod discriminated union on `type` (docs/protocol.md).
+// Fields the server judges with their own codes stay open here and are judged where they are used:
+// a sit's `seatIndex` and `amount` by the bank, an action's `handId`, `action` and `amount` by the
+// room (illegal_amount, stale_sequence ...), a token by the verifier. A message that does not parse
+// answers one code: `unknown_message_type` for a missing or unknown `type`, `missing_seq` for an
+// action without a numeric `seq`, else `bad_request` naming the field.
+import { z } from 'zod';
+
+const ref = z.unknown().optional();
+const tableId = z.string().min(1).max(64);
+const atTable = { ref, tableId };
+
+export const clientMessage = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('ping'), ref }),
+  z.object({ type: z.literal('auth'), ref, token: z.unknown().optional(), agentId: z.unknown().optional() }),
+  z.object({ type: z.literal('join'), ...atTable, agentId: z.unknown().optional() }),
+  z.object({ type: z.literal('leave'), ...atTable }),
+  z.object({ type: z.literal('sit'), ...atTable, seatIndex: z.unknown(), amount: z.unknown(), idempotencyKey: z.string().min(1).max(128).optional() }),
+  z.object({ type: z.literal('action'), ...atTable, seq: z.number(), handId: z.unknown(), action: z.unknown(), amount: z.unknown().optional() }),
+  z.object({ type: z.literal('sit_out'), ...atTable }),
+  z.object({ type: z.literal('sit_in'), ...atTable }),
+  z.object({ type: z.literal('stand_up'), ...atTable }),
+]);
+
+export type ClientMessage = z.infer<typeof clientMessage>;
+export type ClientMessageType = ClientMessage['type'];
+
+/** Every client message type (the fuzz suite reads it; the dispatch table is typed by it). */
+export const CLIENT_MESSAGE_TYPES = clientMessage.options.map((o) => o.shape.type.value) as readonly ClientMessageType[];
+
+export type Parsed = { ok: true; message: ClientMessage } | { ok: false; code: string; field?: string };
+
+/** Parses an object already read from JSON into a client message, or the one code it earns. */
+export function parseClientMessage(value: Record<string, unknown>): Parsed {
+  const parsed = clientMessage.safeParse(value);
+  if (parsed.success) return { ok: true, message: parsed.data };
+  const issue = parsed.error.issues[0]!;
+  const field = issue.path[0] === undefined ? undefined : String(issue.path[0]);
+  if (field === 'type' || field === undefined) return { ok: false, code: 'unknown_message_type' };
+  if (value.type === 'action' && field === 'seq') return { ok: false, code: 'missing_seq' };
+  return { ok: false, code: 'bad_request', field };
+}
