@@ -6,7 +6,7 @@
 // and medians quoted, as everywhere in bench/.
 import { randomUUID } from 'node:crypto';
 import { createLocalJWKSet, jwtVerify } from 'jose';
-import { startAuth } from '../server/auth/index.ts';
+import { startAuth } from '../server/roles/auth.ts';
 import { createKeyStore } from '../server/auth/keys.ts';
 import { loadConfig } from '../server/config/index.ts';
 import { migrate } from '../server/db/migrate.ts';

@@ -5,11 +5,11 @@ import type { Config, Role } from './config/index.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import type { Peers, RoleContext, StartedRole } from './roles/types.ts';
-import { startAuth } from './auth/index.ts';
-import { startCage } from './cage/index.ts';
-import { startGame } from './game/index.ts';
-import { startAdmin } from './admin/index.ts';
-import { startWorker } from './worker/index.ts';
+import { startAuth } from './roles/auth.ts';
+import { startCage } from './roles/cage.ts';
+import { startGame } from './roles/game.ts';
+import { startAdmin } from './roles/admin.ts';
+import { startWorker } from './roles/worker.ts';
 
 const STARTERS: Partial<Record<Role, (ctx: RoleContext) => Promise<StartedRole>>> = {
   auth: startAuth,

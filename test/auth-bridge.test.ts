@@ -2,7 +2,7 @@
 // without a code, every error row of the spec, the test-token rule, the span.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
-import { startAuth } from '../server/auth/index.ts';
+import { startAuth } from '../server/roles/auth.ts';
 import { loadConfig } from '../server/config/index.ts';
 import type { StartedRole } from '../server/roles/types.ts';
 import { finishedSpans, installTelemetry, resetSpans, shutdownTelemetry } from '../server/telemetry/index.ts';

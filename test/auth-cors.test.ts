@@ -1,7 +1,7 @@
 // The auth role answers CORS for its trusted origins only (credentials, preflight), so the browser
 // calls the spec describes can happen; in development the URLs `npm start` prints are trusted,
 // never in production.
-import { startAuth } from '../server/auth/index.ts';
+import { startAuth } from '../server/roles/auth.ts';
 import { authSettings } from '../server/auth/config.ts';
 import { loadConfig } from '../server/config/index.ts';
 import type { StartedRole } from '../server/roles/types.ts';

@@ -3,7 +3,7 @@
 // whole hostile bodies (seeded fast-check): never a 500 or an uncoded answer, and the process
 // stays up. The cross-role fuzz suite covers the generic edge (NUL bytes, escapes, depth, gzip).
 import fc from 'fast-check';
-import { startAuth } from '../server/auth/index.ts';
+import { startAuth } from '../server/roles/auth.ts';
 import { loadConfig } from '../server/config/index.ts';
 import type { StartedRole } from '../server/roles/types.ts';
 import { bridgedUser } from './helpers/auth.ts';

@@ -1,7 +1,7 @@
 // A token issued in the future is refused (issue 10): the platform allows 60 s of clock skew on
 // `iat` and no more, on every path that verifies its own access JWTs (the downstream verifier of
 // the game and cage roles, and the auth role's own Bearer check on the wallet routes).
-import { startAuth } from '../server/auth/index.ts';
+import { startAuth } from '../server/roles/auth.ts';
 import { createKeyStore } from '../server/auth/keys.ts';
 import { loadConfig } from '../server/config/index.ts';
 import { createJwtVerifier, JWT_CLOCK_SKEW_SECONDS } from '../server/http/jwt.ts';

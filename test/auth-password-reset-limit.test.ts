@@ -3,7 +3,7 @@
 // limited per client address in the store every auth process shares.
 import { createHash, randomBytes } from 'node:crypto';
 import express from 'express';
-import { startAuth } from '../server/auth/index.ts';
+import { startAuth } from '../server/roles/auth.ts';
 import { installPasswordResetRoutes } from '../server/auth/password-reset.ts';
 import { hashPassword } from '../server/auth/passwords.ts';
 import { createAttemptLimiter } from '../server/auth/rate-limit.ts';

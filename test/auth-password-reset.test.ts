@@ -1,7 +1,7 @@
 // Legacy password recovery for admin accounts, with a local stand-in for the mail API.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startAuth } from '../server/auth/index.ts';
+import { startAuth } from '../server/roles/auth.ts';
 import { hashPassword } from '../server/auth/passwords.ts';
 import { loadConfig } from '../server/config/index.ts';
 import type { StartedRole } from '../server/roles/types.ts';

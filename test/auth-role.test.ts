@@ -3,7 +3,7 @@
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
-import { startAuth } from '../server/auth/index.ts';
+import { startAuth } from '../server/roles/auth.ts';
 import { createKeyStore } from '../server/auth/keys.ts';
 import { ConfigError, loadConfig } from '../server/config/index.ts';
 import type { StartedRole } from '../server/roles/types.ts';

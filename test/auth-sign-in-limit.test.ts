@@ -2,7 +2,7 @@
 // before the password is checked, per (client address, account) and per client address, in the
 // database every auth process shares. The client address is the TCP peer unless TRUST_PROXY says
 // which proxy's X-Forwarded-For to believe.
-import { startAuth } from '../server/auth/index.ts';
+import { startAuth } from '../server/roles/auth.ts';
 import { hashPassword } from '../server/auth/passwords.ts';
 import { clientKey } from '../server/auth/rate-limit.ts';
 import { loadConfig } from '../server/config/index.ts';

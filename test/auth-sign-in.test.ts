@@ -1,7 +1,7 @@
 // Admin sign-in over HTTP: sessions by cookie or Bearer, a JWT for the session, same answer for an
 // unknown email and a wrong password, brute force limited, cross-origin calls checked.
 import { createRemoteJWKSet, jwtVerify } from 'jose';
-import { startAuth } from '../server/auth/index.ts';
+import { startAuth } from '../server/roles/auth.ts';
 import { hashPassword } from '../server/auth/passwords.ts';
 import { loadConfig } from '../server/config/index.ts';
 import type { StartedRole } from '../server/roles/types.ts';

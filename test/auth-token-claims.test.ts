@@ -4,7 +4,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { decodeJwt } from 'jose';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { startAuth } from '../server/auth/index.ts';
+import { startAuth } from '../server/roles/auth.ts';
 import { hashPassword } from '../server/auth/passwords.ts';
 import { loadConfig } from '../server/config/index.ts';
 import type { StartedRole } from '../server/roles/types.ts';

@@ -5,7 +5,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { base58 } from '@scure/base';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { createSiweMessage } from 'viem/siwe';
-import { startAuth } from '../server/auth/index.ts';
+import { startAuth } from '../server/roles/auth.ts';
 import { loadConfig } from '../server/config/index.ts';
 import type { StartedRole } from '../server/roles/types.ts';
 import { bridgedUser, queuedConditions } from './helpers/auth.ts';

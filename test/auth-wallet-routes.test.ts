@@ -2,7 +2,7 @@
 // gives no session) and for an admin session; and the internal reads behind the service key.
 import { randomUUID } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { startAuth } from '../server/auth/index.ts';
+import { startAuth } from '../server/roles/auth.ts';
 import { createKeyStore } from '../server/auth/keys.ts';
 import { bridgedUser } from './helpers/auth.ts';
 import { loadConfig } from '../server/config/index.ts';

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import type pg from 'pg';
-import { startCage } from '../server/cage/index.ts';
+import { startCage } from '../server/roles/cage.ts';
 import { issueReceipt, loadReceiptSigner, receiptPayload, signerFromPrivateKey, verifyReceipt } from '../server/cage/receipts.ts';
 import { loadConfig } from '../server/config/index.ts';
 import type { StartedRole } from '../server/roles/types.ts';

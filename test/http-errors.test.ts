@@ -1,6 +1,6 @@
 // The HTTP contract every role shares: bad input is a 4xx JSON { error } and never a 500 or a stack.
 import type pg from 'pg';
-import { startCage } from '../server/cage/index.ts';
+import { startCage } from '../server/roles/cage.ts';
 import { loadConfig } from '../server/config/index.ts';
 import { createRolePool } from '../server/db/pools.ts';
 import { createApp, listen, type Listening } from '../server/http/app.ts';

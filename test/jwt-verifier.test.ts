@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import express from 'express';
 import { SignJWT, UnsecuredJWT, generateKeyPair } from 'jose';
-import { startAuth } from '../server/auth/index.ts';
+import { startAuth } from '../server/roles/auth.ts';
 import { createKeyStore } from '../server/auth/keys.ts';
 import { loadConfig } from '../server/config/index.ts';
 import { errorHandler } from '../server/http/errors.ts';

@@ -61,7 +61,7 @@ const finishClaim = async (c: pg.PoolClient | pg.Pool, userId: string, key: stri
   return (await c.query('select * from claims.finish_claim($1, $2, $3, $4, $5, $6)', [userId, key, step.period, String(step.amount), id, `tx:${id}`])).rows[0];
 };
 
-/** The claim as server/game/claims.ts does it: one transaction held open around the grant. */
+/** The claim as server/claims/board.ts does it: one transaction held open around the grant. */
 async function claim(userId: string, key: string, now: Date = NOW, env = ENV) {
   const c = await game.connect();
   try {

@@ -8,7 +8,7 @@ import { createLocalJWKSet } from 'jose';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { requireServiceKey } from '../http/auth.ts';
+import { requireServiceKey } from '../http/service-key.ts';
 import { ApiError } from '../http/errors.ts';
 import { verifyAccessJwt } from '../http/jwt.ts';
 import type { AuthSettings } from './config.ts';

@@ -9,7 +9,7 @@ import type { Express } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { requireServiceKey } from '../http/auth.ts';
+import { requireServiceKey } from '../http/service-key.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
 

@@ -8,7 +8,7 @@ import type { Express } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { requireServiceKey } from '../http/auth.ts';
+import { requireServiceKey } from '../http/service-key.ts';
 import type { ServiceClient } from '../http/service-client.ts';
 import type { ReceiptSigner } from './receipts.ts';
 import { settleStoodUp } from './seams.ts';

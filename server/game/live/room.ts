@@ -10,7 +10,7 @@ import { inTransaction } from '../../db/transaction.ts';
 import { applyAction, isRefusal, startHand, timeout, type Action, type HandState } from '../poker/engine.ts';
 import { randomDeck, shuffledDeck } from '../poker/deck.ts';
 import { comeBack, nextHand, sitOut, type Positions, type TableSeat } from '../poker/table.ts';
-import type { createHands, HandEnd } from '../hands.ts';
+import type { createHands, HandEnd } from '../hands/hands.ts';
 import { isLeaseLost } from './lease.ts';
 import { chipAmount, handResult, stateWriter, stoodUp, historyJson, toJson, type SeatView } from './wire.ts';
 

@@ -5,8 +5,8 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { ServiceClient } from '../../http/service-client.ts';
-import type { ClaimBoard } from '../claims.ts';
-import type { createHands } from '../hands.ts';
+import type { ClaimBoard } from '../../claims/board.ts';
+import type { createHands } from '../hands/hands.ts';
 import type { GameProcess } from './lease.ts';
 import { Room, type RoomOptions, type TableRecord, type Watcher } from './room.ts';
 import { toJson } from './wire.ts';

@@ -8,8 +8,8 @@ import { createDeliverConditionTask } from '../../tasks/deliver_condition.ts';
 import { createServiceClient } from '../http/service-client.ts';
 import { createRolePool } from '../db/pools.ts';
 import type { Config } from '../config/index.ts';
-import type { RoleContext, StartedRole } from '../roles/types.ts';
-import { workerLogger } from './logger.ts';
+import type { RoleContext, StartedRole } from './types.ts';
+import { workerLogger } from '../worker/logger.ts';
 
 export function crontab(config: Config) {
   return [

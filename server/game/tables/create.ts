@@ -6,9 +6,9 @@ import type { Express, RequestHandler } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { MAX_TURN_TIME_SEC } from '../game/live/room.ts';
-import { ApiError, zodIssues } from '../http/errors.ts';
-import { withSpan } from '../telemetry/index.ts';
+import { MAX_TURN_TIME_SEC } from '../live/room.ts';
+import { ApiError, zodIssues } from '../../http/errors.ts';
+import { withSpan } from '../../telemetry/index.ts';
 
 const int = () => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const positive = () => int().min(1);

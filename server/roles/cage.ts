@@ -7,15 +7,15 @@ import { createRolePool } from '../db/pools.ts';
 import { lazyJwtVerifier } from '../http/jwt.ts';
 import { authIssuer } from '../config/index.ts';
 import { createServiceClient } from '../http/service-client.ts';
-import type { RoleContext, StartedRole } from '../roles/types.ts';
-import { installCashRoutes } from './cash.ts';
-import { installMoneyRoutes } from './money.ts';
-import { installRakeRoutes } from './rake.ts';
-import { installStandUpReconcileRoute } from './stand-ups.ts';
-import { graceSeconds } from './seams.ts';
-import { installNotYetRoutes } from './not-yet.ts';
-import { loadReceiptSigner, RECEIPT_ALGORITHM } from './receipts.ts';
-import { installTableRoutes } from './tables.ts';
+import type { RoleContext, StartedRole } from './types.ts';
+import { installCashRoutes } from '../cage/cash.ts';
+import { installMoneyRoutes } from '../cage/money.ts';
+import { installRakeRoutes } from '../cage/rake.ts';
+import { installStandUpReconcileRoute } from '../cage/stand-ups.ts';
+import { graceSeconds } from '../cage/seams.ts';
+import { installNotYetRoutes } from '../cage/not-yet.ts';
+import { loadReceiptSigner, RECEIPT_ALGORITHM } from '../cage/receipts.ts';
+import { installTableRoutes } from '../game/tables/create.ts';
 
 /** Bank CORS: browser routes answer only the poker UI origins (POKER_UI_ORIGINS). */
 function uiCors(origins: Set<string>): RequestHandler {

@@ -5,8 +5,8 @@ import type { Express } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { requireServiceKey } from '../http/auth.ts';
-import { chips, positionId, tableId } from '../http/schemas.ts';
+import { requireServiceKey } from '../../http/service-key.ts';
+import { chips, positionId, tableId } from '../../http/schemas.ts';
 
 const creditBody = z.object({
   creditKey: z.string().min(1).max(200),

@@ -8,10 +8,10 @@ import type { Express } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { inTransaction } from '../db/transaction.ts';
-import { ApiError, zodIssues } from '../http/errors.ts';
-import type { JwtVerifier } from '../http/jwt.ts';
-import type { ClaimBoard } from './claims.ts';
+import { inTransaction } from '../../db/transaction.ts';
+import { ApiError, zodIssues } from '../../http/errors.ts';
+import type { JwtVerifier } from '../../http/jwt.ts';
+import type { ClaimBoard } from '../../claims/board.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

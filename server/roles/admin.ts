@@ -16,11 +16,11 @@ import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
 import { makePgService } from 'postgraphile/adaptors/pg';
 import { grafserv } from 'postgraphile/grafserv/express/v4';
 import { createApp, listen, mountedRoutes } from '../http/app.ts';
-import { secretMatches } from '../http/auth.ts';
+import { secretMatches } from '../http/service-key.ts';
 import { createRolePool } from '../db/pools.ts';
 import type { Config } from '../config/index.ts';
-import type { RoleContext, StartedRole } from '../roles/types.ts';
-import { judge, type QueryLimits } from './limits.ts';
+import type { RoleContext, StartedRole } from './types.ts';
+import { judge, type QueryLimits } from '../admin/limits.ts';
 
 export const ADMIN_SCHEMAS = ['cage', 'game', 'claims'];
 

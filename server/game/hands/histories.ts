@@ -10,8 +10,8 @@
 import type { Express } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
-import { ApiError, zodIssues } from '../http/errors.ts';
-import type { JwtVerifier } from '../http/jwt.ts';
+import { ApiError, zodIssues } from '../../http/errors.ts';
+import type { JwtVerifier } from '../../http/jwt.ts';
 
 const FIRST_SQL_TIME = Date.parse('0001-01-01T00:00:00Z');
 const LAST_SQL_TIME = Date.parse('9999-12-31T23:59:59.999Z');

@@ -15,7 +15,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { keccak256, toHex } from 'viem';
 import { z } from 'zod';
-import { requireServiceKey } from '../http/auth.ts';
+import { requireServiceKey } from '../http/service-key.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import type { JwtVerifier } from '../http/jwt.ts';
 import type { ServiceClient } from '../http/service-client.ts';

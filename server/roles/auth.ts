@@ -4,22 +4,22 @@ import type { Express, RequestHandler } from 'express';
 import { z } from 'zod';
 import { createRolePool } from '../db/pools.ts';
 import { createApp, serveRole } from '../http/app.ts';
-import { requireServiceKey } from '../http/auth.ts';
-import type { RoleContext, StartedRole } from '../roles/types.ts';
+import { requireServiceKey } from '../http/service-key.ts';
+import type { RoleContext, StartedRole } from './types.ts';
 import { withSpan } from '../telemetry/index.ts';
-import { isClosedCreationPath } from './blocked-paths.ts';
-import { authSettings } from './config.ts';
-import { createKeyStore } from './keys.ts';
-import { installSessionRoutes } from './sessions.ts';
-import { callerResolver, installWalletRoutes } from './wallets.ts';
-import { installLinkWalletRoutes } from './link-wallet.ts';
-import { createEvmSignatureVerifier } from './evm-signatures.ts';
-import { installBridgeRoute } from './bridge.ts';
-import { installSolanaLinkRoutes } from './link-solana.ts';
-import { installDevRoutes } from './dev.ts';
-import { installPasswordResetRoutes } from './password-reset.ts';
-import { createAttemptLimiter } from './rate-limit.ts';
-import { corsForTrustedOrigins } from './cors.ts';
+import { isClosedCreationPath } from '../auth/blocked-paths.ts';
+import { authSettings } from '../auth/config.ts';
+import { createKeyStore } from '../auth/keys.ts';
+import { installSessionRoutes } from '../auth/sessions.ts';
+import { callerResolver, installWalletRoutes } from '../auth/wallets.ts';
+import { installLinkWalletRoutes } from '../auth/link-wallet.ts';
+import { createEvmSignatureVerifier } from '../auth/evm-signatures.ts';
+import { installBridgeRoute } from '../auth/bridge.ts';
+import { installSolanaLinkRoutes } from '../auth/link-solana.ts';
+import { installDevRoutes } from '../auth/dev.ts';
+import { installPasswordResetRoutes } from '../auth/password-reset.ts';
+import { createAttemptLimiter } from '../auth/rate-limit.ts';
+import { corsForTrustedOrigins } from '../auth/cors.ts';
 
 const inviteRequest = z
   .object({

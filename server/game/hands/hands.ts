@@ -5,8 +5,8 @@
 // take is settled when the player's seat is next touched (its stand-up shows a zero stack).
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import type { ServiceClient } from '../http/service-client.ts';
-import { isLeaseLost } from './live/lease.ts';
+import type { ServiceClient } from '../../http/service-client.ts';
+import { isLeaseLost } from '../live/lease.ts';
 
 export interface HandEnd {
   busted: { playerId: string; userId: string; settled: boolean }[];

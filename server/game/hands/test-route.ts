@@ -1,0 +1,31 @@
+// POST /internal/test/hand (x-service-key; mounted only while the test harness is permitted): a
+// hand's boundaries as the dealer calls them, driven by a test: `begin`, or `finish` with the stacks
+// and the rake.
+import type { Express } from 'express';
+import { z } from 'zod';
+import { tableId } from '../../http/schemas.ts';
+import { requireServiceKey } from '../../http/service-key.ts';
+import type { createHands } from './hands.ts';
+
+const handBody = z.discriminatedUnion('action', [
+  z.object({ action: z.literal('begin'), tableId, handId: z.string().min(1).max(128) }),
+  z.object({
+    action: z.literal('finish'),
+    tableId,
+    handId: z.string().min(1).max(128),
+    stacks: z.record(z.string().regex(/^[1-9][0-9]{0,17}$/), z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)),
+    rake: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
+  }),
+]);
+
+export function installTestHandRoute(app: Express, deps: { hands: ReturnType<typeof createHands>; serviceKey: string | undefined }) {
+  app.post('/internal/test/hand', requireServiceKey(deps.serviceKey), async (req, res) => {
+    const b = handBody.parse(req.body ?? {});
+    if (b.action === 'begin') {
+      await deps.hands.begin(b.tableId, b.handId);
+      return void res.json({ ok: true });
+    }
+    const stacks = Object.fromEntries(Object.entries(b.stacks).map(([k, v]) => [k, BigInt(v)]));
+    res.json({ ok: true, ...(await deps.hands.finish(b.tableId, b.handId, stacks, BigInt(b.rake))) });
+  });
+}
