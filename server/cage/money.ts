@@ -52,14 +52,18 @@ function amountOf(value: unknown): bigint {
   return parsed.data;
 }
 
-export function installMoneyRoutes(
-  app: Express,
-  deps: { pool: pg.Pool; log: Logger; signer: ReceiptSigner; jwt: JwtVerifier; serviceKey: string | undefined; realMoneyEnabled: boolean },
-) {
+type MoneyDeps = { pool: pg.Pool; log: Logger; signer: ReceiptSigner; jwt: JwtVerifier; serviceKey: string | undefined; realMoneyEnabled: boolean };
+
+export function installMoneyRoutes(app: Express, deps: MoneyDeps) {
+  installGrantRoute(app, deps);
+  installOperatorRoutes(app, deps);
+  installPlayerRoutes(app, deps);
+}
+
+/** POST /api/grant (x-service-key): the claim board's play chips. */
+function installGrantRoute(app: Express, deps: MoneyDeps) {
   const { pool, log } = deps;
   const service = requireServiceKey(deps.serviceKey);
-  const operator = deps.jwt.requireAdmin;
-
   app.post('/api/grant', service, async (req, res) => {
     const b = parse(grantBody, req.body);
     const amount = amountOf(b.amount);
@@ -86,7 +90,12 @@ export function installMoneyRoutes(
     log.info({ userId: g.user_id, amount: amount.toString(), claimId: b.claimId }, 'play chips granted');
     res.json({ ok: true, claimId: b.claimId, userId: g.user_id, amount: Number(g.amount), txHash: g.ref_id });
   });
+}
 
+/** Purchase, redemption and correction: an operator's own access JWT, each act recorded with them. */
+function installOperatorRoutes(app: Express, deps: MoneyDeps) {
+  const { pool, log } = deps;
+  const operator = deps.jwt.requireAdmin;
   for (const direction of ['purchase', 'redemption'] as const) {
     app.post(`/api/operator/${direction}`, operator, async (req, res) => {
       const b = parse(exchangeBody, req.body);
@@ -116,7 +125,11 @@ export function installMoneyRoutes(
     if (r.status === 'created') log.warn({ adminId, refId: r.ref_id, reason: b.reason }, 'books corrected by an operator');
     res.json({ ok: true, refId: r.ref_id, entryId: r.entry_id.toString(), ...(r.status === 'replayed' ? { idempotent: true } : {}) });
   });
+}
 
+/** The player's own: custody claims, receipts, balances (JWT). */
+function installPlayerRoutes(app: Express, deps: MoneyDeps) {
+  const { pool, log } = deps;
   app.post('/api/custody/claim', deps.jwt.require, async (req, res) => {
     const userId: string = res.locals.claims.sub;
     const b = parse(z.object({ entryId: z.union([z.string().regex(/^[1-9][0-9]{0,17}$/), z.number().int().positive()]).transform(String) }), req.body);

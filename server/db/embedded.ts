@@ -257,6 +257,31 @@ async function clusterHome(dataDir: string, ids: Ids, root: string, log: (msg: s
   return relocated;
 }
 
+/** initdb a new cluster in `dataDir` (owned by the postgres user when we run as root), SCRAM auth. */
+async function initCluster(bin: Binaries, dataDir: string, ids: Ids, password: string, log: (msg: string) => void) {
+  await mkdir(dataDir, { recursive: true });
+  if (ids.uid !== undefined) await chown(dataDir, ids.uid, ids.gid!);
+  const pwFile = path.join(tmpdir(), `pg-pw-${randomBytes(8).toString('hex')}`);
+  await writeFile(pwFile, `${password}\n`, { mode: 0o644 });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(
+        bin.initdb,
+        [`--pgdata=${dataDir}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pwFile}`, '--encoding=UTF8', '--locale=C'],
+        { ...ids, cwd: '/', stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let output = '';
+      child.stdout!.on('data', (c) => (output += c));
+      child.stderr!.on('data', (c) => (output += c));
+      child.on('error', reject);
+      child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`initdb failed (${code}): ${output}`))));
+    });
+  } finally {
+    await rm(pwFile, { force: true });
+  }
+  log(`initialised a new PostgreSQL cluster in ${dataDir}`);
+}
+
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedPostgres> {
   const log = options.log ?? (() => {});
   const linkedFrom = path.resolve(options.dataDir);
@@ -265,29 +290,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   const dataDir = await clusterHome(linkedFrom, ids, options.relocatedClustersDir ?? '/var/lib/poker-postgres', log);
   const password = 'postgres';
 
-  if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
-    await mkdir(dataDir, { recursive: true });
-    if (ids.uid !== undefined) await chown(dataDir, ids.uid, ids.gid!);
-    const pwFile = path.join(tmpdir(), `pg-pw-${randomBytes(8).toString('hex')}`);
-    await writeFile(pwFile, `${password}\n`, { mode: 0o644 });
-    try {
-      await new Promise<void>((resolve, reject) => {
-        const child = spawn(
-          bin.initdb,
-          [`--pgdata=${dataDir}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pwFile}`, '--encoding=UTF8', '--locale=C'],
-          { ...ids, cwd: '/', stdio: ['ignore', 'pipe', 'pipe'] },
-        );
-        let output = '';
-        child.stdout!.on('data', (c) => (output += c));
-        child.stderr!.on('data', (c) => (output += c));
-        child.on('error', reject);
-        child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`initdb failed (${code}): ${output}`))));
-      });
-    } finally {
-      await rm(pwFile, { force: true });
-    }
-    log(`initialised a new PostgreSQL cluster in ${dataDir}`);
-  }
+  if (!existsSync(path.join(dataDir, 'PG_VERSION'))) await initCluster(bin, dataDir, ids, password, log);
 
   await stopOrphan(dataDir, log);
 

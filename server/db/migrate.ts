@@ -77,81 +77,10 @@ export async function migrate(
   let repeatablesApplied = false;
   try {
     await client.query('select pg_advisory_lock(hashtext($1))', [LOCK_KEY]);
-    await client.query(`
-      create schema if not exists poker_migrate;
-      create table if not exists poker_migrate.migrations (
-        name text primary key,
-        checksum text not null,
-        applied_at timestamptz not null default now()
-      );
-      create table if not exists poker_migrate.repeatables (
-        id boolean primary key default true check (id),
-        hash text not null,
-        applied_at timestamptz not null default now()
-      );
-      revoke all on schema poker_migrate from public;
-    `);
-    const done = new Map(
-      (await client.query<{ name: string; checksum: string }>('select name, checksum from poker_migrate.migrations')).rows.map(
-        (r) => [r.name, r.checksum],
-      ),
-    );
-    const known = new Set(migrations.map((m) => m.name));
-    const unknown = [...done.keys()].filter((n) => !known.has(n)).sort();
-    if (unknown.length) {
-      throw new MigrationError(
-        `the database has migrations this code does not know (${unknown.join(', ')}): it is newer than this code; deploy the newer code`,
-      );
-    }
-    for (const m of migrations) {
-      const checksum = done.get(m.name);
-      if (checksum === undefined) continue;
-      if (checksum !== m.checksum) {
-        throw new MigrationError(
-          `db/migrations/${m.name} was edited after it was applied (checksum ${checksum.slice(0, 12)} in the database, ${m.checksum.slice(0, 12)} on disk); ` +
-            'applied migrations are immutable: restore the file and put the change in a new migration',
-        );
-      }
-    }
-    for (const m of migrations) {
-      if (done.has(m.name)) continue;
-      await inTransaction(client, async () => {
-        // Insert first: a concurrent migrator without the lock would clash here and back off.
-        await client.query('insert into poker_migrate.migrations (name, checksum) values ($1, $2)', [m.name, m.checksum]);
-        await client.query(m.sql);
-      }, `db/migrations/${m.name}`);
-      applied.push(m.name);
-      log(`applied migration ${m.name}`);
-    }
-
+    await client.query(BOOKKEEPING);
+    applied.push(...(await applyMigrations(client, migrations, log)));
     await runWorkerMigrations({ connectionString, logger: quietWorkerLogger });
-
-    const workerVersion = (await client.query<{ v: string }>(
-      "select coalesce(max(id), 0)::text as v from graphile_worker.migrations",
-    )).rows[0]!.v;
-    const refusals = await readRefusals(root);
-    const hash = sha256(JSON.stringify({ workerVersion, repeatables, refusals }));
-    const current = (await client.query<{ hash: string }>('select hash from poker_migrate.repeatables')).rows[0]?.hash;
-    if (current !== hash) {
-      await inTransaction(client, async () => {
-        // the refusal registry first: the functions below raise through it
-        await loadRefusals(client, refusals);
-        for (const r of repeatables) {
-          try {
-            await client.query(r.sql);
-          } catch (err) {
-            throw new MigrationError(`db/${r.file}: ${(err as Error).message}`);
-          }
-        }
-        await client.query(
-          `insert into poker_migrate.repeatables (id, hash) values (true, $1)
-           on conflict (id) do update set hash = excluded.hash, applied_at = now()`,
-          [hash],
-        );
-      }, 'db/functions + db/policies');
-      repeatablesApplied = true;
-      log(`applied db/functions and db/policies (${repeatables.length} files)`);
-    }
+    repeatablesApplied = await applyRepeatables(client, root, repeatables, log);
     // the service logins (cluster-wide; db/policies/00_roles.sql created them): LOGIN, their passwords
     const logins = await ensureRoleLogins(client, connectionString, options.roleSecret);
     if (logins.length) log(`service logins set: ${logins.join(', ')}`);
@@ -160,6 +89,94 @@ export async function migrate(
     await client.end();
   }
   return { applied, repeatablesApplied };
+}
+
+/** The migrator's own bookkeeping: which numbered migrations ran, and the repeatables' hash. */
+const BOOKKEEPING = `
+  create schema if not exists poker_migrate;
+  create table if not exists poker_migrate.migrations (
+    name text primary key,
+    checksum text not null,
+    applied_at timestamptz not null default now()
+  );
+  create table if not exists poker_migrate.repeatables (
+    id boolean primary key default true check (id),
+    hash text not null,
+    applied_at timestamptz not null default now()
+  );
+  revoke all on schema poker_migrate from public;
+`;
+
+/**
+ * Refuses a database this code cannot migrate (it knows migrations we do not; an applied file was
+ * edited), then applies the missing migrations in order, one transaction each. Returns their names.
+ */
+async function applyMigrations(client: pg.Client, migrations: MigrationFile[], log: (msg: string) => void): Promise<string[]> {
+  const done = new Map(
+    (await client.query<{ name: string; checksum: string }>('select name, checksum from poker_migrate.migrations')).rows.map(
+      (r) => [r.name, r.checksum],
+    ),
+  );
+  const known = new Set(migrations.map((m) => m.name));
+  const unknown = [...done.keys()].filter((n) => !known.has(n)).sort();
+  if (unknown.length) {
+    throw new MigrationError(
+      `the database has migrations this code does not know (${unknown.join(', ')}): it is newer than this code; deploy the newer code`,
+    );
+  }
+  for (const m of migrations) {
+    const checksum = done.get(m.name);
+    if (checksum !== undefined && checksum !== m.checksum) {
+      throw new MigrationError(
+        `db/migrations/${m.name} was edited after it was applied (checksum ${checksum.slice(0, 12)} in the database, ${m.checksum.slice(0, 12)} on disk); ` +
+          'applied migrations are immutable: restore the file and put the change in a new migration',
+      );
+    }
+  }
+  const applied: string[] = [];
+  for (const m of migrations) {
+    if (done.has(m.name)) continue;
+    await inTransaction(client, async () => {
+      // Insert first: a concurrent migrator without the lock would clash here and back off.
+      await client.query('insert into poker_migrate.migrations (name, checksum) values ($1, $2)', [m.name, m.checksum]);
+      await client.query(m.sql);
+    }, `db/migrations/${m.name}`);
+    applied.push(m.name);
+    log(`applied migration ${m.name}`);
+  }
+  return applied;
+}
+
+/**
+ * Re-applies db/functions and db/policies (and loads the refusal registry) in one transaction when
+ * their combined hash, with graphile-worker's schema version, changed. True when it did.
+ */
+async function applyRepeatables(client: pg.Client, root: string, repeatables: Awaited<ReturnType<typeof readRepeatables>>, log: (msg: string) => void) {
+  const workerVersion = (await client.query<{ v: string }>(
+    "select coalesce(max(id), 0)::text as v from graphile_worker.migrations",
+  )).rows[0]!.v;
+  const refusals = await readRefusals(root);
+  const hash = sha256(JSON.stringify({ workerVersion, repeatables, refusals }));
+  const current = (await client.query<{ hash: string }>('select hash from poker_migrate.repeatables')).rows[0]?.hash;
+  if (current === hash) return false;
+  await inTransaction(client, async () => {
+    // the refusal registry first: the functions below raise through it
+    await loadRefusals(client, refusals);
+    for (const r of repeatables) {
+      try {
+        await client.query(r.sql);
+      } catch (err) {
+        throw new MigrationError(`db/${r.file}: ${(err as Error).message}`);
+      }
+    }
+    await client.query(
+      `insert into poker_migrate.repeatables (id, hash) values (true, $1)
+       on conflict (id) do update set hash = excluded.hash, applied_at = now()`,
+      [hash],
+    );
+  }, 'db/functions + db/policies');
+  log(`applied db/functions and db/policies (${repeatables.length} files)`);
+  return true;
 }
 
 /** db/refusals.json: domain -> code -> [SQLSTATE, HTTP status] (the `//` key is its comment). */

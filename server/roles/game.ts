@@ -2,6 +2,8 @@
 // agents and hand histories, the claim board, and the live tables (the websocket rooms that drive the
 // dealer) under this process's table leases. Tournaments join it with their issue (docs/architecture.md).
 import type { Express } from 'express';
+import type pg from 'pg';
+import type { Logger } from 'pino';
 import { createRolePool } from '../db/pools.ts';
 import { createApp, serveRole } from '../http/app.ts';
 import { createServiceClient } from '../http/service-client.ts';
@@ -12,21 +14,46 @@ import { installHandHistoryRoutes } from '../game/hands/histories.ts';
 import { installAgentRoutes } from '../game/agents/routes.ts';
 import { createClaimBoard, installClaimRoutes } from '../claims/board.ts';
 import { createHands } from '../game/hands/hands.ts';
-import { startGameProcess } from '../game/live/lease.ts';
+import { startGameProcess, type GameProcess } from '../game/live/lease.ts';
 import { createLiveTables } from '../game/live/ws.ts';
 import { installSeatRoutes } from '../game/seats/routes.ts';
 import { installTableReadRoute } from '../game/tables/read.ts';
 import { installTestHandRoute } from '../game/hands/test-route.ts';
 
 
+/** The bank (the cage) and the auth role, reached through the roles' one client. */
+function peerClients(config: RoleContext['config'], peers: RoleContext['peers']) {
+  const client = (baseUrl: () => string) => createServiceClient({ baseUrl, serviceKey: config.SERVICE_KEY, timeoutMs: config.GAME_CALL_TIMEOUT_MS });
+  return {
+    bank: client(() => config.BANK_URL ?? peers?.get('cage') ?? `http://${config.HOST}:${config.CAGE_PORT}`),
+    auth: client(() => config.AUTH_URL ?? peers?.get('auth') ?? `http://${config.HOST}:${config.PORT}`),
+  };
+}
+
+/**
+ * Before any route answers: the database answers, the rooms it holds and the claim board this
+ * deployment resolves are counted (spec: the resolved environment and the loaded sections), and hands
+ * interrupted by a process that is gone no longer hold their tables (deposits and withdrawals would
+ * answer hand_in_progress until a room loaded them). Returns the number of tables.
+ */
+async function readyToServe(pool: pg.Pool, environment: string, gameProcess: GameProcess, roleLog: Logger): Promise<number> {
+  const { rows } = await pool.query<{ tables: number; sections: number; board: boolean }>(
+    `select (select count(*)::int from game.tables) as tables,
+            (select count(*)::int from claims.resolved_sections($1)) as sections,
+            (select claim_board_enabled from claims.board_settings($1)) as board`,
+    [environment],
+  );
+  roleLog.info({ environment, sections: rows[0]!.sections, claimBoardEnabled: rows[0]!.board }, 'claim board catalog loaded');
+  for (const r of await gameProcess.recoverInterruptedHands()) {
+    roleLog.warn({ tableId: r.tableId, handId: r.handId }, 'interrupted hand recovered at start: the stacks of its start stand');
+  }
+  return rows[0]!.tables;
+}
+
 export async function startGame({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
   const roleLog = log.child({ role: 'game' });
   const pool = createRolePool(databaseUrl, 'poker_game', { max: 20, applicationName: 'game', secret: config.DB_ROLE_SECRET });
-  const bank = createServiceClient({
-    baseUrl: () => config.BANK_URL ?? peers?.get('cage') ?? `http://${config.HOST}:${config.CAGE_PORT}`,
-    serviceKey: config.SERVICE_KEY,
-    timeoutMs: config.GAME_CALL_TIMEOUT_MS,
-  });
+  const { bank, auth } = peerClients(config, peers);
   // this process's presence, before anything else: the leases of the tables it will run hang on it
   const gameProcess = await startGameProcess({
     databaseUrl, pool, log: roleLog, ttlSeconds: config.GAME_LEASE_TTL_SECONDS, url: config.GAME_PUBLIC_URL, dbRoleSecret: config.DB_ROLE_SECRET,
@@ -36,11 +63,6 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
   });
   const hands = createHands({ pool, bank, log: roleLog, leases: gameProcess });
   const jwt = lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') });
-  const auth = createServiceClient({
-    baseUrl: () => config.AUTH_URL ?? peers?.get('auth') ?? `http://${config.HOST}:${config.PORT}`,
-    serviceKey: config.SERVICE_KEY,
-    timeoutMs: config.GAME_CALL_TIMEOUT_MS,
-  });
   const environment = deploymentEnvironment(config);
   const clock = () => new Date();
   const board = createClaimBoard({ pool, log: roleLog, environment, clock, auth, bank });
@@ -75,23 +97,10 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
         if (config.testAuthPermitted) installTestHandRoute(app, { hands, serviceKey: config.SERVICE_KEY });
       },
     });
-    // the database answers before we serve; the rooms it holds and the claim board this
-    // deployment resolves are counted (spec: the resolved environment and the loaded sections)
-    const { rows } = await pool.query<{ tables: number; sections: number; board: boolean }>(
-      `select (select count(*)::int from game.tables) as tables,
-              (select count(*)::int from claims.resolved_sections($1)) as sections,
-              (select claim_board_enabled from claims.board_settings($1)) as board`,
-      [environment],
-    );
-    roleLog.info({ environment, sections: rows[0]!.sections, claimBoardEnabled: rows[0]!.board }, 'claim board catalog loaded');
-    // before any route answers: hands interrupted by a process that is gone no longer hold their
-    // tables (deposits and withdrawals would answer hand_in_progress until a room loaded them)
-    for (const r of await gameProcess.recoverInterruptedHands()) {
-      roleLog.warn({ tableId: r.tableId, handId: r.handId }, 'interrupted hand recovered at start: the stacks of its start stand');
-    }
+    const tables = await readyToServe(pool, environment, gameProcess, roleLog);
     return {
       app,
-      fields: { tables: rows[0]!.tables, processId: gameProcess.id },
+      fields: { tables, processId: gameProcess.id },
       onListening: (server, url) => {
         live.attach(server);
         if (!config.GAME_PUBLIC_URL) {
