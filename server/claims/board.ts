@@ -39,6 +39,41 @@ export function claimId(userId: string, sectionKey: string, period: string): `0x
   return keccak256(toHex(`${userId}:${sectionKey}:${period}`));
 }
 
+/** The claim's recipient: the user's linked Solana wallet, read from the auth role. */
+async function solanaRecipient(deps: ClaimBoardDeps, userId: string): Promise<string> {
+  const wallets = await deps.auth.get<{ wallets: { address: string }[] }>(`/api/internal/user-wallets-solana/${userId}`);
+  if (!wallets.ok) {
+    deps.log.warn({ userId, status: wallets.status }, 'claim: the wallet read failed; nothing committed');
+    throw new ApiError(503, 'wallet_lookup_failed');
+  }
+  const recipient = wallets.body.wallets[0]?.address;
+  if (!recipient) throw new ApiError(409, 'wallet_not_linked');
+  return recipient;
+}
+
+/**
+ * The claim's grant from the cage (nothing for a zero-amount section). The grant names its claim, so
+ * the cage's entry and the claim's ledger row can be paired. A grant of this claim that minted on an
+ * earlier attempt whose answer was lost (before the wallet or the amount changed) is credited as
+ * minted: nothing more is minted.
+ */
+async function grantFor(
+  deps: ClaimBoardDeps,
+  c: { userId: string; sectionKey: string; period: string; amount: bigint; id: string; recipient: string },
+): Promise<{ amount: bigint; grantTx: string | null; replayedGrant: boolean }> {
+  if (c.amount <= 0n) return { amount: c.amount, grantTx: null, replayedGrant: false };
+  const grant = await deps.bank.post<{ txHash?: string; idempotent?: boolean }>('/api/grant', {
+    recipient: c.recipient, amount: c.amount, claimId: c.id, sectionKey: c.sectionKey, period: c.period,
+  });
+  if (grant.ok) return { amount: c.amount, grantTx: grant.body.txHash ?? c.id, replayedGrant: grant.body.idempotent === true };
+  const original = (grant.body as { original?: { userId: string; amount: number; txHash: string } }).original;
+  if (grant.status === 409 && grant.body.error === 'ref_id_conflict' && original?.userId === c.userId) {
+    return { amount: BigInt(original.amount), grantTx: original.txHash, replayedGrant: true };
+  }
+  deps.log.warn({ userId: c.userId, sectionKey: c.sectionKey, status: grant.status, error: grant.body.error }, 'claim: the grant failed; nothing committed');
+  throw new ApiError(502, 'grant_failed');
+}
+
 export function createClaimBoard(deps: ClaimBoardDeps) {
   const { pool, log, environment } = deps;
 
@@ -106,36 +141,8 @@ export function createClaimBoard(deps: ClaimBoardDeps) {
       }
       const id = claimId(userId, sectionKey, step.period!);
       // 5. the recipient (the user's linked Solana wallet), then the grant; any failure rolls back
-      const wallets = await deps.auth.get<{ wallets: { address: string }[] }>(`/api/internal/user-wallets-solana/${userId}`);
-      if (!wallets.ok) {
-        log.warn({ userId, status: wallets.status }, 'claim: the wallet read failed; nothing committed');
-        throw new ApiError(503, 'wallet_lookup_failed');
-      }
-      const recipient = wallets.body.wallets[0]?.address;
-      if (!recipient) throw new ApiError(409, 'wallet_not_linked');
-      let amount = step.amount!;
-      let grantTx: string | null = null;
-      let replayedGrant = false;
-      if (amount > 0n) {
-        // the grant names its claim, so the cage's entry and the claim's ledger row can be paired
-        const grant = await deps.bank.post<{ txHash?: string; idempotent?: boolean }>('/api/grant', {
-          recipient, amount, claimId: id, sectionKey, period: step.period,
-        });
-        const original = !grant.ok ? (grant.body as { original?: { userId: string; amount: number; txHash: string } }).original : undefined;
-        if (grant.ok) {
-          grantTx = grant.body.txHash ?? id;
-          replayedGrant = grant.body.idempotent === true;
-        } else if (grant.status === 409 && grant.body.error === 'ref_id_conflict' && original?.userId === userId) {
-          // this claim's grant minted on an earlier attempt whose answer was lost, before the
-          // wallet or the amount changed: credit what was minted, mint nothing more
-          amount = BigInt(original.amount);
-          grantTx = original.txHash;
-          replayedGrant = true;
-        } else {
-          log.warn({ userId, sectionKey, status: grant.status, error: grant.body.error }, 'claim: the grant failed; nothing committed');
-          throw new ApiError(502, 'grant_failed');
-        }
-      }
+      const recipient = await solanaRecipient(deps, userId);
+      const { amount, grantTx, replayedGrant } = await grantFor(deps, { userId, sectionKey, period: step.period!, amount: step.amount!, id, recipient });
       // 6. the ledger row and the claimed state (a zero-amount section is credited, nothing minted)
       await client.query('select claims.finish_claim($1, $2, $3, $4, $5, $6)', [
         userId, sectionKey, step.period, amount.toString(), id, grantTx,
@@ -160,21 +167,31 @@ export type ClaimBoard = ReturnType<typeof createClaimBoard>;
 const OUTCOME_STATUS: Record<Outcome, number> = { credited: 200, already_claimed: 409, locked: 409, forged: 403 };
 const IDENTITY_FIELDS = ['userId', 'user_id', 'user', 'ownerId', 'owner_user_id', 'sub'];
 
-export function installClaimRoutes(
-  app: Express,
-  deps: { board: ClaimBoard; jwt: JwtVerifier; serviceKey: string | undefined; clock: () => Date; testClock: boolean; pool: pg.Pool; environment: Environment },
-) {
-  const { board, jwt } = deps;
-  const service = requireServiceKey(deps.serviceKey);
-  /** The clock of this request: the process clock, or the harness's `x-test-clock` while permitted. */
-  const nowOf = (req: Request) => {
+type ClaimRouteDeps = {
+  board: ClaimBoard; jwt: JwtVerifier; serviceKey: string | undefined; clock: () => Date; testClock: boolean; pool: pg.Pool; environment: Environment;
+};
+
+export function installClaimRoutes(app: Express, deps: ClaimRouteDeps) {
+  installPlayerRoutes(app, deps);
+  installConditionRoute(app, deps);
+  installOperatorRoutes(app, deps);
+}
+
+/** The clock of this request: the process clock, or the harness's `x-test-clock` while permitted. */
+function clockOf(deps: ClaimRouteDeps) {
+  return (req: Request) => {
     const header = deps.testClock ? req.get('x-test-clock') : undefined;
     if (!header) return deps.clock();
     const at = new Date(header);
     if (Number.isNaN(at.getTime())) throw new ApiError(400, 'bad_request');
     return at;
   };
+}
 
+/** The player's board and claim (JWT; identity from the token only). */
+function installPlayerRoutes(app: Express, deps: ClaimRouteDeps) {
+  const { board, jwt } = deps;
+  const nowOf = clockOf(deps);
   app.get('/claim-board/state', jwt.require, async (req, res) => {
     res.json(await board.board(res.locals.claims.sub, nowOf(req)));
   });
@@ -200,7 +217,12 @@ export function installClaimRoutes(
       res.status(status).json({ ...result, ...(status === 200 ? {} : { error: result.outcome }) });
     });
   });
+}
 
+/** A condition met on another role, delivered here (x-service-key). */
+function installConditionRoute(app: Express, deps: ClaimRouteDeps) {
+  const { board } = deps;
+  const service = requireServiceKey(deps.serviceKey);
   app.post('/internal/claim-board/condition-met', service, async (req, res) => {
     const parsed = z.object({
       userId: z.uuid(), conditionKey: z.string().regex(/^[a-z0-9][a-z0-9_.:-]{0,63}$/), idempotencyKey: z.string().min(1).max(200),
@@ -209,7 +231,10 @@ export function installClaimRoutes(
     const r = await board.markConditionMet(parsed.data.userId, parsed.data.conditionKey, parsed.data.idempotencyKey);
     res.json({ ok: true, ...r });
   });
+}
 
+function installOperatorRoutes(app: Express, deps: ClaimRouteDeps) {
+  const { jwt } = deps;
   // ---- the operator's catalog and settings (an operator's access JWT; each edit recorded with
   // the operator in claims.catalog_edits) -------------------------------------------------------
   const operator = jwt.requireAdmin;
@@ -224,7 +249,6 @@ export function installClaimRoutes(
     environment: r.environment, key: r.key, kind: r.kind, cadence: r.cadence, amount: Number(r.amount), order: r.order,
     conditionKey: r.condition_key, enabled: r.enabled, updatedAt: r.updated_at,
   });
-
   app.get('/admin/claim-sections', operator, async (_req, res) => {
     const [all, live] = await Promise.all([
       deps.pool.query('select * from claims.claim_sections order by key, environment'),
