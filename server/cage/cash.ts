@@ -6,7 +6,7 @@
 //   POST /api/withdraw  voluntary (JWT) or forced (x-service-key, forced:true, userId): stand up,
 //                       write the terminal row and its receipt, zero the seat;
 //   POST /internal/bust the game reports a position left with no chips (x-service-key).
-import type { Express } from 'express';
+import type { Express, Request, Response } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -66,74 +66,95 @@ export function receiptJson(r: StoredReceipt) {
 const notYet = (phase: string) => new ApiError(501, 'not_yet_cage', undefined, { phase });
 
 export function installCashRoutes(app: Express, deps: CashDeps) {
-  const { pool, log, game, signer } = deps;
+  installDepositRoutes(app, deps);
+  installWithdrawRoutes(app, deps);
+}
 
-  async function readTable(id: string): Promise<TableRow> {
-    const { rows } = await pool.query<TableRow>('select table_id, money_kind, mode, status from game.tables where table_id = $1', [id]);
-    if (!rows[0]) throw new ApiError(404, 'table_not_found');
-    return rows[0];
+async function readTable(pool: pg.Pool, id: string): Promise<TableRow> {
+  const { rows } = await pool.query<TableRow>('select table_id, money_kind, mode, status from game.tables where table_id = $1', [id]);
+  if (!rows[0]) throw new ApiError(404, 'table_not_found');
+  return rows[0];
+}
+
+// ---- deposit --------------------------------------------------------------------------------
+
+/** The deposit's fields and its key (header, body, or the chain bank's permit hash), or a coded 400. */
+function parseDeposit(b: Record<string, unknown>, headerKey: string | undefined) {
+  if (b.tableId === undefined || b.amount === undefined) throw new ApiError(400, 'missing_required_fields');
+  if (b.seatIndex === undefined || b.seatIndex === null) throw new ApiError(400, 'missing_seat_index');
+  const parsed = depositBody.safeParse({ ...b, idempotencyKey: headerKey ?? b.idempotencyKey });
+  if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+  const { seatIndex, amount } = parsed.data;
+  // a retried request must find its first attempt: the key is the caller's, never made up here
+  const key = parsed.data.idempotencyKey ?? depositKeyOf(b.permit, b.signerAddress, amount);
+  if (!key) throw new ApiError(400, 'missing_idempotency_key');
+  return { tableId: parsed.data.tableId, seatIndex, amount, key };
+}
+
+type Span = Parameters<Parameters<typeof withSpan>[2]>[0];
+type DepositIntent = { ref_id: string; status: string; error: string | null; replayed: boolean };
+
+/** A deposit under a key already used: its intent as it stands. */
+function replayAnswer(intent: DepositIntent, key: string, span: Span) {
+  if (intent.status === 'confirmed') {
+    span.setAttribute('deposit.result', 'replay_confirmed');
+    return { status: 200, body: { status: 'confirmed', txHash: intent.ref_id, idempotencyKey: key, replay: true } };
   }
+  if (intent.status === 'failed') {
+    span.setAttribute('deposit.result', 'replay_failed');
+    throw new ApiError(409, 'failed', undefined, { status: 'failed', reason: intent.error });
+  }
+  span.setAttribute('deposit.result', 'replay_pending');
+  return { status: 202, body: { status: 'pending', idempotencyKey: key, replay: true } };
+}
 
-  // ---- deposit ----------------------------------------------------------------------------
+/** What the seat's funding came to, as the client's answer (seams.ts: fundSeat). */
+function fundingAnswer(deps: CashDeps, funded: Awaited<ReturnType<typeof fundSeat>>, d: { userId: string; tableId: string; refId: string; key: string; seatIndex: number; amount: bigint }) {
+  switch (funded.outcome) {
+    case 'confirmed':
+      deps.log.info({ userId: d.userId, tableId: d.tableId, seatIndex: d.seatIndex, amount: d.amount.toString() }, 'deposit confirmed');
+      return {
+        status: 'confirmed', txHash: d.refId, idempotencyKey: d.key,
+        ...(funded.seat ? { seatIndex: funded.seat.seatIndex, chipBalance: funded.seat.chipBalance } : {}),
+      };
+    case 'refused':
+      throw new ApiError(funded.status, funded.code);
+    case 'failed':
+      deps.log.warn({ userId: d.userId, tableId: d.tableId }, 'deposit compensated: the seat could not be funded');
+      throw new ApiError(502, funded.code);
+    case 'unresolved':
+      deps.log.error({ userId: d.userId, tableId: d.tableId, refId: d.refId }, 'deposit unresolved: the game role is unreachable; the reconciler will settle it');
+      throw new ApiError(503, 'game_unavailable', undefined, { status: 'pending', idempotencyKey: d.key });
+  }
+}
+
+function installDepositRoutes(app: Express, deps: CashDeps) {
+  const { pool, game } = deps;
   app.post('/api/deposit', deps.jwt.require, async (req, res) => {
     const userId: string = res.locals.claims.sub;
     const b = (req.body ?? {}) as Record<string, unknown>;
-    const headerKey = req.get('idempotency-key');
     await withSpan('admin.deposit', {
       'deposit.userId': userId, 'deposit.tableId': typeof b.tableId === 'string' ? b.tableId.slice(0, 64) : '',
       confirm_mode: 'cage_immediate', 'auth.linked': 'not_required',
     }, async (span) => {
       try {
-        if (b.tableId === undefined || b.amount === undefined) throw new ApiError(400, 'missing_required_fields');
-        if (b.seatIndex === undefined || b.seatIndex === null) throw new ApiError(400, 'missing_seat_index');
-        const parsed = depositBody.safeParse({ ...b, idempotencyKey: headerKey ?? b.idempotencyKey });
-        if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
-        const { seatIndex, amount } = parsed.data;
-        // a retried request must find its first attempt: the key is the caller's, never made up here
-        const key = parsed.data.idempotencyKey ?? depositKeyOf(b.permit, b.signerAddress, amount);
-        if (!key) throw new ApiError(400, 'missing_idempotency_key');
-        span.setAttributes({ 'deposit.amount': amount.toString(), 'deposit.idempotency_key': key });
-
-        const table = await readTable(parsed.data.tableId);
+        const d = parseDeposit(b, req.get('idempotency-key'));
+        span.setAttributes({ 'deposit.amount': d.amount.toString(), 'deposit.idempotency_key': d.key });
+        const table = await readTable(pool, d.tableId);
         if (table.mode === 'sng') throw notYet('tournaments');
         if (table.money_kind === 'real' && !deps.realMoneyEnabled) throw new ApiError(403, 'real_money_disabled');
-
-        const { rows } = await pool.query(
+        const { rows } = await pool.query<DepositIntent>(
           'select ref_id, status, error, amount, replayed from cage.open_deposit($1, $2, $3, $4, $5)',
-          [userId, key, table.table_id, seatIndex, amount.toString()],
+          [userId, d.key, table.table_id, d.seatIndex, d.amount.toString()],
         );
-        const intent = rows[0];
+        const intent = rows[0]!;
         if (intent.replayed) {
-          if (intent.status === 'confirmed') {
-            span.setAttribute('deposit.result', 'replay_confirmed');
-            return void res.json({ status: 'confirmed', txHash: intent.ref_id, idempotencyKey: key, replay: true });
-          }
-          if (intent.status === 'failed') {
-            span.setAttribute('deposit.result', 'replay_failed');
-            throw new ApiError(409, 'failed', undefined, { status: 'failed', reason: intent.error });
-          }
-          span.setAttribute('deposit.result', 'replay_pending');
-          return void res.status(202).json({ status: 'pending', idempotencyKey: key, replay: true });
+          const replay = replayAnswer(intent, d.key, span);
+          return void res.status(replay.status).json(replay.body);
         }
-
-        const funded = await fundSeat(pool, game, { refId: intent.ref_id, userId, tableId: table.table_id, seatIndex, amount });
+        const funded = await fundSeat(pool, game, { refId: intent.ref_id, userId, tableId: table.table_id, seatIndex: d.seatIndex, amount: d.amount });
         span.setAttribute('deposit.result', funded.outcome);
-        switch (funded.outcome) {
-          case 'confirmed':
-            log.info({ userId, tableId: table.table_id, seatIndex, amount: amount.toString() }, 'deposit confirmed');
-            return void res.json({
-              status: 'confirmed', txHash: intent.ref_id, idempotencyKey: key,
-              ...(funded.seat ? { seatIndex: funded.seat.seatIndex, chipBalance: funded.seat.chipBalance } : {}),
-            });
-          case 'refused':
-            throw new ApiError(funded.status, funded.code);
-          case 'failed':
-            log.warn({ userId, tableId: table.table_id }, 'deposit compensated: the seat could not be funded');
-            throw new ApiError(502, funded.code);
-          case 'unresolved':
-            log.error({ userId, tableId: table.table_id, refId: intent.ref_id }, 'deposit unresolved: the game role is unreachable; the reconciler will settle it');
-            throw new ApiError(503, 'game_unavailable', undefined, { status: 'pending', idempotencyKey: key });
-        }
+        res.json(fundingAnswer(deps, funded, { userId, tableId: table.table_id, refId: intent.ref_id, key: d.key, seatIndex: d.seatIndex, amount: d.amount }));
       } catch (err) {
         if (!span.isRecording() || !(err instanceof Error)) throw err;
         span.setAttribute('deposit.result', errorCode(err) ?? 'failed');
@@ -154,89 +175,102 @@ export function installCashRoutes(app: Express, deps: CashDeps) {
     if (!rows[0]) throw new ApiError(404, 'deposit_not_found');
     res.json(depositJson(rows[0]));
   });
+}
 
-  // ---- withdraw, forced withdraw, bust ------------------------------------------------------
-  async function settleSeatOut(userId: string, tid: string, mode: 'cash_out' | 'custody' | 'bust') {
-    const up = await game.post<{ playerId: string; chipAmount: string; historyHash: string }>('/internal/stand-up', {
-      tableId: tid, userId, ...(mode === 'bust' ? { onlyIfBusted: true } : {}),
-    });
-    if ('unreachable' in up) throw new ApiError(503, 'game_unavailable');
-    if (!up.ok) {
-      const code = up.body.error ?? 'stand_up_refused';
-      if (code === 'not_at_table' && mode !== 'bust') {
-        const replay = await recentSettlement(userId, tid);
-        if (replay) return replay;
-      }
-      throw new ApiError(up.status, code);
+// ---- withdraw, forced withdraw, bust --------------------------------------------------------
+
+/** Stands the player up on the game, writes the terminal row and its receipt, zeroes the seat. */
+async function settleSeatOut(deps: CashDeps, userId: string, tid: string, mode: 'cash_out' | 'custody' | 'bust') {
+  const up = await deps.game.post<{ playerId: string; chipAmount: string; historyHash: string }>('/internal/stand-up', {
+    tableId: tid, userId, ...(mode === 'bust' ? { onlyIfBusted: true } : {}),
+  });
+  if ('unreachable' in up) throw new ApiError(503, 'game_unavailable');
+  if (!up.ok) {
+    const code = up.body.error ?? 'stand_up_refused';
+    if (code === 'not_at_table' && mode !== 'bust') {
+      const replay = await recentSettlement(deps, userId, tid);
+      if (replay) return replay;
     }
-    const chipAmount = BigInt(up.body.chipAmount);
-    const settlement = chipAmount === 0n ? 'bust' : mode;
-    const row = await settlePosition(pool, signer, {
-      userId, tableId: tid, playerId: up.body.playerId, chipAmount, historyHash: up.body.historyHash,
-      idempotencyKey: withdrawKey(userId, tid, up.body.historyHash, chipAmount), settlement, forced: mode === 'custody',
-    });
-    return finishSettlement(userId, tid, row);
+    throw new ApiError(up.status, code);
   }
+  const chipAmount = BigInt(up.body.chipAmount);
+  const settlement = chipAmount === 0n ? 'bust' : mode;
+  const row = await settlePosition(deps.pool, deps.signer, {
+    userId, tableId: tid, playerId: up.body.playerId, chipAmount, historyHash: up.body.historyHash,
+    idempotencyKey: withdrawKey(userId, tid, up.body.historyHash, chipAmount), settlement, forced: mode === 'custody',
+  });
+  return finishSettlement(deps, userId, tid, row);
+}
 
-  async function finishSettlement(userId: string, tid: string, row: SettlementRow) {
-    const settled = await deliverSettlement(pool, game, {
-      idempotencyKey: row.idempotency_key, playerId: row.player_id.toString(), ledgerRefId: row.ledger_ref_id, settlement: row.settlement,
-    });
-    if (!settled) log.warn({ userId, tableId: tid, key: row.idempotency_key }, 'settlement not delivered to the game yet; the reconciler will redeliver');
-    if (!row.replayed) log.info({ userId, tableId: tid, settlement: row.settlement, amount: row.amount.toString() }, 'position settled');
-    return { row, receipt: row.receipt, settled };
+async function finishSettlement(deps: CashDeps, userId: string, tid: string, row: SettlementRow) {
+  const settled = await deliverSettlement(deps.pool, deps.game, {
+    idempotencyKey: row.idempotency_key, playerId: row.player_id.toString(), ledgerRefId: row.ledger_ref_id, settlement: row.settlement,
+  });
+  if (!settled) deps.log.warn({ userId, tableId: tid, key: row.idempotency_key }, 'settlement not delivered to the game yet; the reconciler will redeliver');
+  if (!row.replayed) deps.log.info({ userId, tableId: tid, settlement: row.settlement, amount: row.amount.toString() }, 'position settled');
+  return { row, receipt: row.receipt, settled };
+}
+
+/** A repeated withdraw after the seat was settled: the last settlement, within the replay window. */
+async function recentSettlement(deps: CashDeps, userId: string, tid: string) {
+  const { rows } = await deps.pool.query(
+    `select w.idempotency_key, w.ledger_ref_id, w.amount, w.settlement, w.custody_entry_id, w.history_hash,
+            t.money_kind::text as money_kind, w.player_id, true as replayed,
+            r.id as receipt_id, r.payload, r.signature, r.public_key, r.created_at as receipt_created_at
+       from cage.withdraw_intents w join game.tables t on t.table_id = w.table_id
+       join cage.receipts r on r.ledger_ref_id = w.ledger_ref_id
+      where w.user_id = $1 and w.table_id = $2 and w.created_at > now() - make_interval(secs => $3)
+      order by w.created_at desc, w.player_id desc limit 1`,
+    [userId, tid, WITHDRAW_REPLAY_WINDOW_SECONDS],
+  );
+  const r = rows[0];
+  // the last sitting ended in a bust: there is no withdrawal to replay
+  if (!r || r.settlement === 'bust') return undefined;
+  const receipt: StoredReceipt = {
+    id: r.receipt_id, ledgerRefId: r.ledger_ref_id, userId, tableId: tid, historyHash: r.history_hash, payload: r.payload,
+    signature: r.signature, publicKey: r.public_key, createdAt: r.receipt_created_at, replayed: true,
+  };
+  return finishSettlement(deps, userId, tid, { ...r, receipt });
+}
+
+/** Who withdraws: the JWT's user, or (forced: the service key and `forced: true`) the body's userId. */
+async function withdrawer(deps: CashDeps, req: Request, res: Response, b: Record<string, unknown>): Promise<{ userId: string; forced: boolean }> {
+  // `forced` present (and not false) selects the forced branch, where it must be exactly true
+  const forced = b.forced !== undefined && b.forced !== false;
+  if (!forced) {
+    await new Promise<void>((resolve, reject) => deps.jwt.require(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
+    return { userId: res.locals.claims.sub, forced };
   }
+  if (!secretMatches(req.get('x-service-key'), deps.serviceKey)) throw new ApiError(401, 'forced_withdraw_requires_service_key');
+  if (b.forced !== true) throw new ApiError(400, 'bad_request', [{ path: ['forced'], message: 'must be exactly true', code: 'invalid_value' }]);
+  const parsed = z.uuid().safeParse(b.userId);
+  if (!parsed.success) throw new ApiError(400, 'bad_request', [{ path: ['userId'], message: 'the user id (uuid) whose seat to clear', code: 'invalid_format' }]);
+  return { userId: parsed.data, forced };
+}
 
-  /** A repeated withdraw after the seat was settled: the last settlement, within the replay window. */
-  async function recentSettlement(userId: string, tid: string) {
-    const { rows } = await pool.query(
-      `select w.idempotency_key, w.ledger_ref_id, w.amount, w.settlement, w.custody_entry_id, w.history_hash,
-              t.money_kind::text as money_kind, w.player_id, true as replayed,
-              r.id as receipt_id, r.payload, r.signature, r.public_key, r.created_at as receipt_created_at
-         from cage.withdraw_intents w join game.tables t on t.table_id = w.table_id
-         join cage.receipts r on r.ledger_ref_id = w.ledger_ref_id
-        where w.user_id = $1 and w.table_id = $2 and w.created_at > now() - make_interval(secs => $3)
-        order by w.created_at desc, w.player_id desc limit 1`,
-      [userId, tid, WITHDRAW_REPLAY_WINDOW_SECONDS],
-    );
-    const r = rows[0];
-    // the last sitting ended in a bust: there is no withdrawal to replay
-    if (!r || r.settlement === 'bust') return undefined;
-    const receipt: StoredReceipt = {
-      id: r.receipt_id, ledgerRefId: r.ledger_ref_id, userId, tableId: tid, historyHash: r.history_hash, payload: r.payload,
-      signature: r.signature, publicKey: r.public_key, createdAt: r.receipt_created_at, replayed: true,
-    };
-    return finishSettlement(userId, tid, { ...r, receipt });
-  }
+/** The table a withdrawal names, refused when it cannot be withdrawn from here. */
+async function withdrawTable(deps: CashDeps, b: Record<string, unknown>): Promise<TableRow> {
+  if (b.tableId === undefined || b.tableId === null || b.tableId === '') throw new ApiError(400, 'missing_table_id');
+  const tid = tableId.safeParse(b.tableId);
+  if (!tid.success) throw new ApiError(400, 'bad_request', zodIssues(tid.error));
+  if (b.payoutIntent !== undefined) throw notYet('tournaments');
+  const table = await readTable(deps.pool, tid.data);
+  if (table.mode === 'sng') throw notYet('tournaments');
+  if (table.status === 'frozen') throw new ApiError(409, 'table_frozen');
+  return table;
+}
 
+function installWithdrawRoutes(app: Express, deps: CashDeps) {
   app.post('/api/withdraw', async (req, res) => {
     const b = (req.body ?? {}) as Record<string, unknown>;
-    // `forced` present (and not false) selects the forced branch, where it must be exactly true
-    const forced = b.forced !== undefined && b.forced !== false;
-    let userId: string;
-    if (forced) {
-      if (!secretMatches(req.get('x-service-key'), deps.serviceKey)) throw new ApiError(401, 'forced_withdraw_requires_service_key');
-      if (b.forced !== true) throw new ApiError(400, 'bad_request', [{ path: ['forced'], message: 'must be exactly true', code: 'invalid_value' }]);
-      const parsed = z.uuid().safeParse(b.userId);
-      if (!parsed.success) throw new ApiError(400, 'bad_request', [{ path: ['userId'], message: 'the user id (uuid) whose seat to clear', code: 'invalid_format' }]);
-      userId = parsed.data;
-    } else {
-      await new Promise<void>((resolve, reject) => deps.jwt.require(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
-      userId = res.locals.claims.sub;
-    }
+    const { userId, forced } = await withdrawer(deps, req, res, b);
     await withSpan('admin.withdraw', {
       'withdraw.userId': userId, 'withdraw.tableId': typeof b.tableId === 'string' ? b.tableId.slice(0, 64) : '',
       'withdraw.forced': forced, 'auth.linked': forced ? 'skipped_forced' : 'not_required',
     }, async (span) => {
       try {
-        if (b.tableId === undefined || b.tableId === null || b.tableId === '') throw new ApiError(400, 'missing_table_id');
-        const tid = tableId.safeParse(b.tableId);
-        if (!tid.success) throw new ApiError(400, 'bad_request', zodIssues(tid.error));
-        if (b.payoutIntent !== undefined) throw notYet('tournaments');
-        const table = await readTable(tid.data);
-        if (table.mode === 'sng') throw notYet('tournaments');
-        if (table.status === 'frozen') throw new ApiError(409, 'table_frozen');
-        const { row, receipt } = await settleSeatOut(userId, table.table_id, forced ? 'custody' : 'cash_out');
+        const table = await withdrawTable(deps, b);
+        const { row, receipt } = await settleSeatOut(deps, userId, table.table_id, forced ? 'custody' : 'cash_out');
         span.setAttributes({
           'withdraw.table_id': table.table_id, 'withdraw.player_id': row.player_id.toString(), 'withdraw.chip_amount': row.amount.toString(),
           'withdraw.history_hash': row.history_hash, 'withdraw.idempotency_key': row.idempotency_key, 'withdraw.tx_hash': row.ledger_ref_id,
@@ -264,8 +298,7 @@ export function installCashRoutes(app: Express, deps: CashDeps) {
 
   app.post('/internal/bust', requireServiceKey(deps.serviceKey), async (req, res) => {
     const b = z.object({ tableId, userId: z.uuid() }).parse(req.body ?? {});
-    const { row, receipt } = await settleSeatOut(b.userId, b.tableId, 'bust');
+    const { row, receipt } = await settleSeatOut(deps, b.userId, b.tableId, 'bust');
     res.json({ ok: true, ledgerRefId: row.ledger_ref_id, historyHash: row.history_hash, receipt: receiptJson(receipt), ...(row.replayed ? { replay: true } : {}) });
   });
 }
-
