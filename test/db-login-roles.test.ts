@@ -73,9 +73,16 @@ test('the roles, the admin GraphQL and the worker of a running platform never co
   platform = await startTestPlatform({ databaseUrl: db.url, roles: ['auth', 'game', 'cage', 'admin', 'worker'], env: { AUTH_SECRET: 'login-roles-test-secret-0123456789ab' } });
   // every role's pool has connected (health reads its database; the worker and the game presence run)
   for (const role of ['auth', 'game', 'cage', 'admin'] as const) expect((await fetch(`${platform.url(role)}/health`)).status).toBe(200);
-  const { rows } = await db.owner.query<{ application_name: string; usename: string }>(
+  const expected = ['auth', 'game', 'game-presence', 'cage', 'admin', 'worker', 'worker-jobs'];
+  const connections = async () => (await db.owner.query<{ application_name: string; usename: string }>(
     "select distinct application_name, usename::text from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and application_name <> ''",
-  );
+  )).rows;
+  // every pool has connected (the worker's may still be opening its first connection)
+  let rows = await connections();
+  for (let i = 0; i < 100 && !expected.every((a) => rows.some((r) => r.application_name === a)); i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    rows = await connections();
+  }
   const byApp = Object.fromEntries(rows.map((r) => [r.application_name, r.usename]));
   expect(byApp).toMatchObject({
     auth: 'poker_auth', game: 'poker_game', 'game-presence': 'poker_game', cage: 'poker_cage', admin: 'poker_graphql', worker: 'poker_worker',

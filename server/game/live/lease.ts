@@ -34,148 +34,203 @@ export interface GameProcessOptions {
 
 const RECONNECT_MS = 1000;
 
-export async function startGameProcess(options: GameProcessOptions) {
-  const { pool, log, ttlSeconds } = options;
-  const held = new Map<string, Held>();
-  const seatListeners: ((tableId: string) => void)[] = [];
-  let id: string | null = null;
-  let url = options.url ?? null;
-  let presence: pg.Client | null = null;
-  let closed = false;
-  let reconnect: NodeJS.Timeout | null = null;
+/**
+ * The presence connection: registers this process (the same id again after a lost connection),
+ * holds its presence lock and LISTENs on game_seats; when it drops, it comes back every second.
+ */
+class Presence {
+  id: string | null = null;
+  url: string | null;
+  private client: pg.Client | null = null;
+  private closed = false;
+  private reconnect: NodeJS.Timeout | null = null;
 
-  /** Connects, registers (the same id again after a lost connection) and listens. */
-  async function connect(): Promise<void> {
+  private readonly options: GameProcessOptions;
+  private readonly onSeats: (tableId: string) => void;
+  /** After a reconnect: notifications sent while away were missed. */
+  private readonly onBack: () => void;
+
+  constructor(options: GameProcessOptions, onSeats: (tableId: string) => void, onBack: () => void) {
+    this.options = options;
+    this.onSeats = onSeats;
+    this.onBack = onBack;
+    this.url = options.url ?? null;
+  }
+
+  async connect(): Promise<void> {
+    const { log } = this.options;
     // the game role's own login, as its pool (server/db/roles.ts)
     const client = new pg.Client({
-      connectionString: loginUrl(options.databaseUrl, 'poker_game', options.dbRoleSecret),
+      connectionString: loginUrl(this.options.databaseUrl, 'poker_game', this.options.dbRoleSecret),
       options: '-c role=poker_game', application_name: 'game-presence', keepAlive: true,
     });
-    client.on('error', (err) => log.warn({ err: err.message, processId: id }, 'game presence connection failed'));
-    client.on('end', () => {
-      if (presence !== client) return;
-      presence = null;
-      if (closed) return;
-      log.warn({ processId: id }, 'game presence lost: reconnecting (its tables may be taken over meanwhile; their rooms stop if so)');
-      scheduleReconnect();
-    });
+    client.on('error', (err) => log.warn({ err: err.message, processId: this.id }, 'game presence connection failed'));
+    client.on('end', () => this.ended(client));
     client.on('notification', (n) => {
-      if (n.channel !== 'game_seats' || !n.payload) return;
-      for (const listener of seatListeners) listener(n.payload);
+      if (n.channel === 'game_seats' && n.payload) this.onSeats(n.payload);
     });
     try {
       await client.connect();
-      const { rows } = await client.query<{ process_id: string }>('select process_id from game.register_process($1, $2)', [url, id]);
+      const { rows } = await client.query<{ process_id: string }>('select process_id from game.register_process($1, $2)', [this.url, this.id]);
       await client.query('listen game_seats');
-      id = rows[0]!.process_id;
-      presence = client;
+      this.id = rows[0]!.process_id;
+      this.client = client;
     } catch (err) {
       await client.end().catch(() => undefined);
       throw err;
     }
   }
 
-  function scheduleReconnect() {
-    if (reconnect || closed) return;
-    reconnect = setTimeout(() => {
-      reconnect = null;
-      connect().then(() => {
-        log.info({ processId: id }, 'game presence back');
-        // notifications sent while away were missed: every room reads its seats again
-        for (const tableId of held.keys()) for (const listener of seatListeners) listener(tableId);
+  private ended(client: pg.Client) {
+    if (this.client !== client) return;
+    this.client = null;
+    if (this.closed) return;
+    this.options.log.warn({ processId: this.id }, 'game presence lost: reconnecting (its tables may be taken over meanwhile; their rooms stop if so)');
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect() {
+    if (this.reconnect || this.closed) return;
+    this.reconnect = setTimeout(() => {
+      this.reconnect = null;
+      this.connect().then(() => {
+        this.options.log.info({ processId: this.id }, 'game presence back');
+        this.onBack();
       }, (err) => {
-        log.warn({ err: (err as Error).message }, 'game presence not back yet');
-        scheduleReconnect();
+        this.options.log.warn({ err: (err as Error).message }, 'game presence not back yet');
+        this.scheduleReconnect();
       });
     }, RECONNECT_MS);
-    reconnect.unref();
+    this.reconnect.unref();
   }
 
-  await connect();
-
-  /** A tenure is over (`epoch`: the one a refused boundary was sent under; a later tenure of ours stays). */
-  function lost(tableId: string, epoch: bigint | null = null): void {
-    const h = held.get(tableId);
-    if (!h || (epoch !== null && h.epoch !== epoch)) return;
-    held.delete(tableId);
-    log.warn({ tableId, epoch: h.epoch.toString(), processId: id }, 'table lease lost: its room stops');
-    h.onLost();
+  /** The process's row goes, then its connection. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.reconnect) clearTimeout(this.reconnect);
+    const client = this.client;
+    this.client = null;
+    if (!client) return;
+    await client.query('select game.unregister_process($1)', [this.id]).catch(() => undefined);
+    await client.end().catch(() => undefined);
   }
-
-  async function renewAll(): Promise<void> {
-    if (held.size === 0) return;
-    const sent = new Map([...held].map(([t, h]) => [t, h.epoch]));
-    const { rows } = await pool.query<{ t: string }>('select t from game.renew_leases($1, $2::text[], $3::bigint[], $4) t', [
-      id, [...sent.keys()], [...sent.values()].map(String), ttlSeconds,
-    ]);
-    // a table released and taken again while the call ran is a new tenure, not a loss
-    for (const r of rows) lost(r.t, sent.get(r.t)!);
-  }
-  const renewer = setInterval(() => {
-    renewAll().catch((err) => log.warn({ err: (err as Error).message }, 'lease renewal failed'));
-  }, Math.max(200, Math.floor((ttlSeconds * 1000) / 3)));
-  renewer.unref();
-
-  return {
-    get id() {
-      return id!;
-    },
-    /** The URL clients are sent to (known once the game role listens). */
-    async setUrl(publicUrl: string): Promise<void> {
-      url = publicUrl;
-      await pool.query('select game.set_process_url($1, $2)', [id, publicUrl]);
-    },
-    /** At start, before answering: tables holding a hand that no live lease covers are released. */
-    async recoverInterruptedHands(): Promise<{ tableId: string; handId: string }[]> {
-      const { rows } = await pool.query<{ table_id: string; hand_id: string }>('select table_id, hand_id from game.recover_interrupted_hands()');
-      return rows.map((r) => ({ tableId: r.table_id, handId: r.hand_id }));
-    },
-    /** Takes a table for a room of this process; `onLost` stops the room if the lease is lost later. */
-    async take(tableId: string, onLost: () => void): Promise<Take> {
-      const { rows } = await pool.query<{ granted: boolean; epoch: bigint; holder_url: string | null; recovered_hand: string | null }>(
-        'select granted, epoch, holder_url, recovered_hand from game.take_lease($1, $2, $3)', [tableId, id, ttlSeconds],
-      );
-      const r = rows[0]!;
-      if (!r.granted) return { granted: false, holderUrl: r.holder_url };
-      held.set(tableId, { epoch: r.epoch, onLost });
-      return { granted: true, epoch: r.epoch, recoveredHand: r.recovered_hand };
-    },
-    /** The epoch a hand boundary of this table carries: this process's tenure, or null (no room here). */
-    epochOf(tableId: string): bigint | null {
-      return held.get(tableId)?.epoch ?? null;
-    },
-    /** A hand boundary was refused lease_lost: the room stops. */
-    lost,
-    /** Lets a table go (its room stopped); a hand still in progress is abandoned. Returns that hand. */
-    async release(tableId: string): Promise<string | null> {
-      const h = held.get(tableId);
-      if (!h) return null;
-      held.delete(tableId);
-      const { rows } = await pool.query<{ hand: string | null }>('select game.release_lease($1, $2, $3) as hand', [tableId, id, h.epoch.toString()]);
-      return rows[0]?.hand ?? null;
-    },
-    /** Seat changes of any table (the rooms of this process pick theirs). */
-    onSeatsChanged(listener: (tableId: string) => void): void {
-      seatListeners.push(listener);
-    },
-    /** A clean stop, after the rooms released their tables: the process's row goes, then its connection. */
-    async close(): Promise<void> {
-      closed = true;
-      clearInterval(renewer);
-      if (reconnect) clearTimeout(reconnect);
-      for (const tableId of [...held.keys()]) {
-        await this.release(tableId).catch((err: Error) => log.warn({ err: err.message, tableId }, 'lease not released'));
-      }
-      const client = presence;
-      presence = null;
-      if (!client) return;
-      await client.query('select game.unregister_process($1)', [id]).catch(() => undefined);
-      await client.end().catch(() => undefined);
-    },
-  };
 }
 
-export type GameProcess = Awaited<ReturnType<typeof startGameProcess>>;
+/** This game process: its presence, and the leases of the tables its rooms run. */
+export class GameProcessLeases {
+  private readonly held = new Map<string, Held>();
+  private readonly seatListeners: ((tableId: string) => void)[] = [];
+  private readonly presence: Presence;
+  private renewer: NodeJS.Timeout | null = null;
+
+  private readonly options: GameProcessOptions;
+
+  constructor(options: GameProcessOptions) {
+    this.options = options;
+    this.presence = new Presence(
+      options,
+      (tableId) => this.seatsChanged(tableId),
+      () => { for (const tableId of this.held.keys()) this.seatsChanged(tableId); },
+    );
+  }
+
+  async start(): Promise<void> {
+    await this.presence.connect();
+    this.renewer = setInterval(() => {
+      this.renewAll().catch((err) => this.options.log.warn({ err: (err as Error).message }, 'lease renewal failed'));
+    }, Math.max(200, Math.floor((this.options.ttlSeconds * 1000) / 3)));
+    this.renewer.unref();
+  }
+
+  get id(): string {
+    return this.presence.id!;
+  }
+
+  private seatsChanged(tableId: string) {
+    for (const listener of this.seatListeners) listener(tableId);
+  }
+
+  private async renewAll(): Promise<void> {
+    if (this.held.size === 0) return;
+    const sent = new Map([...this.held].map(([t, h]) => [t, h.epoch]));
+    const { rows } = await this.options.pool.query<{ t: string }>('select t from game.renew_leases($1, $2::text[], $3::bigint[], $4) t', [
+      this.id, [...sent.keys()], [...sent.values()].map(String), this.options.ttlSeconds,
+    ]);
+    // a table released and taken again while the call ran is a new tenure, not a loss
+    for (const r of rows) this.lost(r.t, sent.get(r.t)!);
+  }
+
+  /** The URL clients are sent to (known once the game role listens). */
+  async setUrl(publicUrl: string): Promise<void> {
+    this.presence.url = publicUrl;
+    await this.options.pool.query('select game.set_process_url($1, $2)', [this.id, publicUrl]);
+  }
+
+  /** At start, before answering: tables holding a hand that no live lease covers are released. */
+  async recoverInterruptedHands(): Promise<{ tableId: string; handId: string }[]> {
+    const { rows } = await this.options.pool.query<{ table_id: string; hand_id: string }>('select table_id, hand_id from game.recover_interrupted_hands()');
+    return rows.map((r) => ({ tableId: r.table_id, handId: r.hand_id }));
+  }
+
+  /** Takes a table for a room of this process; `onLost` stops the room if the lease is lost later. */
+  async take(tableId: string, onLost: () => void): Promise<Take> {
+    const { rows } = await this.options.pool.query<{ granted: boolean; epoch: bigint; holder_url: string | null; recovered_hand: string | null }>(
+      'select granted, epoch, holder_url, recovered_hand from game.take_lease($1, $2, $3)', [tableId, this.id, this.options.ttlSeconds],
+    );
+    const r = rows[0]!;
+    if (!r.granted) return { granted: false, holderUrl: r.holder_url };
+    this.held.set(tableId, { epoch: r.epoch, onLost });
+    return { granted: true, epoch: r.epoch, recoveredHand: r.recovered_hand };
+  }
+
+  /** The epoch a hand boundary of this table carries: this process's tenure, or null (no room here). */
+  epochOf(tableId: string): bigint | null {
+    return this.held.get(tableId)?.epoch ?? null;
+  }
+
+  /**
+   * A hand boundary was refused lease_lost, or a renewal found the lease gone: that tenure is over and
+   * its room stops (`epoch`: the one the refused boundary was sent under; a later tenure of ours stays).
+   */
+  lost = (tableId: string, epoch: bigint | null = null): void => {
+    const h = this.held.get(tableId);
+    if (!h || (epoch !== null && h.epoch !== epoch)) return;
+    this.held.delete(tableId);
+    this.options.log.warn({ tableId, epoch: h.epoch.toString(), processId: this.presence.id }, 'table lease lost: its room stops');
+    h.onLost();
+  };
+
+  /** Lets a table go (its room stopped); a hand still in progress is abandoned. Returns that hand. */
+  async release(tableId: string): Promise<string | null> {
+    const h = this.held.get(tableId);
+    if (!h) return null;
+    this.held.delete(tableId);
+    const { rows } = await this.options.pool.query<{ hand: string | null }>('select game.release_lease($1, $2, $3) as hand', [tableId, this.id, h.epoch.toString()]);
+    return rows[0]?.hand ?? null;
+  }
+
+  /** Seat changes of any table (the rooms of this process pick theirs). */
+  onSeatsChanged(listener: (tableId: string) => void): void {
+    this.seatListeners.push(listener);
+  }
+
+  /** A clean stop, after the rooms released their tables: the process's row goes, then its connection. */
+  async close(): Promise<void> {
+    if (this.renewer) clearInterval(this.renewer);
+    for (const tableId of [...this.held.keys()]) {
+      await this.release(tableId).catch((err: Error) => this.options.log.warn({ err: err.message, tableId }, 'lease not released'));
+    }
+    await this.presence.close();
+  }
+}
+
+export async function startGameProcess(options: GameProcessOptions): Promise<GameProcessLeases> {
+  const process = new GameProcessLeases(options);
+  await process.start();
+  return process;
+}
+
+export type GameProcess = GameProcessLeases;
 
 /** True when a database error is the fence refusing a stale tenure. */
 export const isLeaseLost = (err: unknown) => (err as { code?: string } | null)?.code === 'GMLSE';
