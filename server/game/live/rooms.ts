@@ -8,7 +8,7 @@ import type { ServiceClient } from '../../http/service-client.ts';
 import type { ClaimBoard } from '../../claims/board.ts';
 import type { createHands } from '../hands/hands.ts';
 import type { GameProcess } from './lease.ts';
-import { Room, type RoomOptions, type TableRecord, type Watcher } from './room.ts';
+import { Room, type RoomDeps, type RoomOptions, type TableRecord, type Watcher } from './room.ts';
 import { toJson } from './wire.ts';
 
 export interface RoomRegistryDeps {
@@ -39,18 +39,31 @@ export function every(log: Logger, ms: number, what: string, work: () => void): 
   return timer;
 }
 
-export function createRoomRegistry(deps: RoomRegistryDeps) {
-  const { pool, log } = deps;
-  const rooms = new Map<string, Promise<Room>>();
+const failure = (code: string, extra: Record<string, unknown> = {}) => Object.assign(new Error(code), { code, ...extra });
+
+/** The rooms this process runs: loaded on demand under their table's lease, unloaded when idle or stopped. */
+export class RoomRegistry {
+  private readonly deps: RoomRegistryDeps;
+  private readonly rooms = new Map<string, Promise<Room>>();
   /** Tables whose room is unloading: a load waits for the lease to be released first. */
-  const releasing = new Map<string, Promise<void>>();
+  private readonly releasing = new Map<string, Promise<void>>();
   /** When each loaded room was first seen idle (no entry: busy, or not seen idle yet). */
-  const idleSince = new Map<string, number>();
-  let stopping = false;
-  const ticker = every(log, 5_000, 'room tick', () => {
-    for (const r of rooms.values()) void r.then((room) => room.tick()).catch((err) => log.error({ err }, 'room tick failed'));
-  });
-  const sweeper = every(log, Math.max(100, Math.min(5_000, Math.floor(deps.idleUnloadMs / 4))), 'idle room sweep', sweepIdle);
+  private readonly idleSince = new Map<string, number>();
+  private readonly timers: NodeJS.Timeout[];
+  stopping = false;
+
+  constructor(deps: RoomRegistryDeps) {
+    this.deps = deps;
+    const { log } = deps;
+    this.timers = [
+      every(log, 5_000, 'room tick', () => {
+        for (const r of this.rooms.values()) void r.then((room) => room.tick()).catch((err) => log.error({ err }, 'room tick failed'));
+      }),
+      every(log, Math.max(100, Math.min(5_000, Math.floor(deps.idleUnloadMs / 4))), 'idle room sweep', () => this.sweepIdle()),
+    ];
+    // seat changes made by the cage's calls, on whichever game process they landed
+    deps.process.onSeatsChanged((tableId) => this.seatsChanged(tableId));
+  }
 
   /**
    * A call to the bank (the cage), through the roles' one client: the player's token forwarded, or
@@ -58,53 +71,67 @@ export function createRoomRegistry(deps: RoomRegistryDeps) {
    * answer within the call timeout, not JSON, a 5xx) the answer is the spec's 503
    * `cage_unavailable`: the sit is refused within seconds, nothing is assumed.
    */
-  async function bank(path: string, body: unknown, auth: { token?: string | null; service?: boolean }) {
-    const answer = await deps.bank.post(path, body, auth.token ? { bearer: auth.token } : {});
+  bank = async (path: string, body: unknown, auth: { token?: string | null; service?: boolean }) => {
+    const answer = await this.deps.bank.post(path, body, auth.token ? { bearer: auth.token } : {});
     if ('unreachable' in answer) return { status: 503, body: { error: 'cage_unavailable' } as Record<string, unknown> };
     return { status: answer.status, body: answer.body as Record<string, unknown> };
+  };
+
+  private async readRecord(tableId: string): Promise<TableRecord | undefined> {
+    const { rows } = await this.deps.pool.query<TableRecord>(
+      'select table_id, game_type, settings, status, mode, kind, money_kind, current_hand_id from game.tables where table_id = $1',
+      [tableId],
+    );
+    return rows[0];
   }
 
-  const readRecord = (tableId: string) => pool.query<TableRecord>(
-    'select table_id, game_type, settings, status, mode, kind, money_kind, current_hand_id from game.tables where table_id = $1',
-    [tableId],
-  );
+  /** One dealer per table: another live process running it keeps it, and the client is sent there. */
+  private async lease(tableId: string): Promise<void> {
+    const { log } = this.deps;
+    const lease = await this.deps.process.take(tableId, () => void this.stopRoom(tableId, 'lease_lost').catch((err) => log.error({ err, tableId }, 'room not stopped')));
+    if (!lease.granted) throw failure('table_elsewhere', { url: lease.holderUrl });
+    if (lease.recoveredHand) log.warn({ tableId, handId: lease.recoveredHand, epoch: lease.epoch.toString() }, 'hand abandoned when the table was taken over: the stacks of its start stand');
+  }
 
-  async function load(tableId: string): Promise<Room> {
-    await releasing.get(tableId);
-    if (stopping) throw Object.assign(new Error('table_closed'), { code: 'table_closed' });
-    let record = (await readRecord(tableId)).rows[0];
-    if (!record) throw Object.assign(new Error('table_not_found'), { code: 'table_not_found' });
+  private async load(tableId: string): Promise<Room> {
+    await this.releasing.get(tableId);
+    if (this.stopping) throw failure('table_closed');
+    let record = await this.readRecord(tableId);
+    if (!record) throw failure('table_not_found');
     if (record.game_type === 'poker') {
-      // one dealer per table: another live process running it keeps it, and the client is sent there
-      const lease = await deps.process.take(tableId, () => void stopRoom(tableId, 'lease_lost').catch((err) => log.error({ err, tableId }, 'room not stopped')));
-      if (!lease.granted) throw Object.assign(new Error('table_elsewhere'), { code: 'table_elsewhere', url: lease.holderUrl });
-      if (lease.recoveredHand) log.warn({ tableId, handId: lease.recoveredHand, epoch: lease.epoch.toString() }, 'hand abandoned when the table was taken over: the stacks of its start stand');
-      record = (await readRecord(tableId)).rows[0]!;
+      await this.lease(tableId);
+      record = (await this.readRecord(tableId))!;
     }
-    const room = new Room(record, {
-      pool, log, hands: deps.hands, options: deps.options,
-      agentSeated: async (client, userId, agentId) => {
-        await deps.board.markConditionMet(userId, 'agent_seated', `agent_seated:${agentId}:${tableId}`, client);
-      },
-      forcedWithdraw: async (userId) => {
-        const r = await bank('/api/withdraw', { tableId, forced: true, userId }, { service: true });
-        if (r.status >= 400 && r.body.error !== 'not_at_table') throw new Error(String(r.body.error ?? r.status));
-      },
-      standUp: async ({ userId, token }) => {
-        const r = token
-          ? await bank('/api/withdraw', { tableId }, { token })
-          : await bank('/api/withdraw', { tableId, forced: true, userId }, { service: true });
-        if (r.status >= 400) log.warn({ tableId, userId, status: r.status, error: r.body.error }, 'stand-up refused by the bank');
-        return r;
-      },
-    });
+    const room = new Room(record, this.roomDeps(tableId));
     if (record.game_type === 'poker') {
       await room.open().catch(async (err) => {
-        await deps.process.release(tableId).catch(() => undefined);
+        await this.deps.process.release(tableId).catch(() => undefined);
         throw err;
       });
     }
     return room;
+  }
+
+  /** What a room of this table calls out to: the claim board, the bank's withdrawals. */
+  private roomDeps(tableId: string): RoomDeps {
+    const { pool, log, hands, options, board } = this.deps;
+    return {
+      pool, log, hands, options,
+      agentSeated: async (client, userId, agentId) => {
+        await board.markConditionMet(userId, 'agent_seated', `agent_seated:${agentId}:${tableId}`, client);
+      },
+      forcedWithdraw: async (userId) => {
+        const r = await this.bank('/api/withdraw', { tableId, forced: true, userId }, { service: true });
+        if (r.status >= 400 && r.body.error !== 'not_at_table') throw new Error(String(r.body.error ?? r.status));
+      },
+      standUp: async ({ userId, token }) => {
+        const r = token
+          ? await this.bank('/api/withdraw', { tableId }, { token })
+          : await this.bank('/api/withdraw', { tableId, forced: true, userId }, { service: true });
+        if (r.status >= 400) log.warn({ tableId, userId, status: r.status, error: r.body.error }, 'stand-up refused by the bank');
+        return r;
+      },
+    };
   }
 
   /**
@@ -112,11 +139,11 @@ export function createRoomRegistry(deps: RoomRegistryDeps) {
    * process runs the table now) or it unloads. Its watchers get `table_closed` with the reason and
    * leave it (their connections stay open); joining again finds where the table runs now.
    */
-  async function stopRoom(tableId: string, reason: string): Promise<void> {
-    const r = rooms.get(tableId);
+  private async stopRoom(tableId: string, reason: string): Promise<void> {
+    const r = this.rooms.get(tableId);
     if (!r) return;
-    rooms.delete(tableId);
-    idleSince.delete(tableId);
+    this.rooms.delete(tableId);
+    this.idleSince.delete(tableId);
     const room = await r.catch(() => null);
     if (!room) return;
     room.close();
@@ -132,94 +159,85 @@ export function createRoomRegistry(deps: RoomRegistryDeps) {
    * Unloads a room: it stops and its table's lease is released (a hand in progress is abandoned). A
    * join meanwhile loads the room again only once the lease is released (so it takes a new one).
    */
-  function unload(tableId: string, reason = 'unloaded'): Promise<void> {
-    idleSince.delete(tableId);
+  unload = (tableId: string, reason = 'unloaded'): Promise<void> => {
+    this.idleSince.delete(tableId);
     const done = (async () => {
-      await stopRoom(tableId, reason);
-      await deps.process.release(tableId).catch((err) => log.warn({ err: (err as Error).message, tableId }, 'lease not released'));
+      await this.stopRoom(tableId, reason);
+      await this.deps.process.release(tableId).catch((err) => this.deps.log.warn({ err: (err as Error).message, tableId }, 'lease not released'));
     })();
-    releasing.set(tableId, done);
+    this.releasing.set(tableId, done);
     return done.finally(() => {
-      if (releasing.get(tableId) === done) releasing.delete(tableId);
+      if (this.releasing.get(tableId) === done) this.releasing.delete(tableId);
     });
-  }
+  };
 
   /**
    * Whether a loaded room may unload: nothing holds it (no watcher, no hand, no waiting sit or
    * stand-up, no step running) and, for a tournament table, the tournament is not registering or
    * running (only ended or closed tournaments unload).
    */
-  async function unloadable(room: Room): Promise<boolean> {
+  private async unloadable(room: Room): Promise<boolean> {
     if (!room.idle) return false;
     if (room.record.mode !== 'sng') return true;
-    const { rows } = await pool.query<{ s: string | null }>('select tournament_state as s from game.tables where table_id = $1', [room.tableId]);
+    const { rows } = await this.deps.pool.query<{ s: string | null }>('select tournament_state as s from game.tables where table_id = $1', [room.tableId]);
     return rows[0]?.s === 'ended' || rows[0]?.s === 'closed';
   }
 
   /** Unloads the rooms that stayed unloadable for the idle time (each checked again just before). */
-  function sweepIdle(): void {
+  private sweepIdle(): void {
     const now = Date.now();
-    for (const [tableId, r] of rooms) {
+    for (const [tableId, r] of this.rooms) {
       void r.then(async (room) => {
-        if (!(await unloadable(room)) || rooms.get(tableId) !== r) return void idleSince.delete(tableId);
-        const since = idleSince.get(tableId) ?? now;
-        idleSince.set(tableId, since);
-        if (now - since < deps.idleUnloadMs) return;
-        log.info({ tableId }, 'idle room unloaded');
-        await unload(tableId, 'idle');
-      }).catch((err) => log.warn({ err: (err as Error).message, tableId }, 'idle check failed'));
+        if (!(await this.unloadable(room)) || this.rooms.get(tableId) !== r) return void this.idleSince.delete(tableId);
+        const since = this.idleSince.get(tableId) ?? now;
+        this.idleSince.set(tableId, since);
+        if (now - since < this.deps.idleUnloadMs) return;
+        this.deps.log.info({ tableId }, 'idle room unloaded');
+        await this.unload(tableId, 'idle');
+      }).catch((err) => this.deps.log.warn({ err: (err as Error).message, tableId }, 'idle check failed'));
     }
   }
 
   /** The room of a table, loaded once (a failed load is forgotten, so a later call retries). */
-  function room(tableId: string): Promise<Room> {
-    let r = rooms.get(tableId);
+  room = (tableId: string): Promise<Room> => {
+    let r = this.rooms.get(tableId);
     if (!r) {
-      r = load(tableId);
-      rooms.set(tableId, r);
-      r.catch(() => rooms.delete(tableId));
+      r = this.load(tableId);
+      this.rooms.set(tableId, r);
+      r.catch(() => this.rooms.delete(tableId));
     }
     return r;
-  }
+  };
+
+  /** The room loading or loaded for a table now, if any (no load is started). */
+  current = (tableId: string): Promise<Room> | undefined => this.rooms.get(tableId);
 
   /** A seat route touched this table: a loaded room re-reads its seats. */
-  function seatsChanged(tableId: string): void {
-    const r = rooms.get(tableId);
+  seatsChanged = (tableId: string): void => {
+    const r = this.rooms.get(tableId);
     if (r) void r.then((room) => room.refresh()).catch(() => undefined);
-  }
+  };
 
   /** A stop: every room's watchers get `table_closed` (server_stopping), the rooms stop and release their leases. */
-  async function stop(): Promise<void> {
-    stopping = true;
-    for (const timer of [ticker, sweeper]) clearInterval(timer);
-    await Promise.all([...rooms.keys()].map((tableId) => unload(tableId, 'server_stopping')));
-  }
+  stop = async (): Promise<void> => {
+    this.stopping = true;
+    for (const timer of this.timers) clearInterval(timer);
+    await Promise.all([...this.rooms.keys()].map((tableId) => this.unload(tableId, 'server_stopping')));
+  };
 
-  // seat changes made by the cage's calls, on whichever game process they landed
-  deps.process.onSeatsChanged(seatsChanged);
-
-  return {
-    room,
-    /** A call to the bank (the cage): with the player's JWT, or with the service key. */
-    bank,
-    /** The room loading or loaded for a table now, if any (no load is started). */
-    current: (tableId: string) => rooms.get(tableId),
-    unload,
-    seatsChanged,
-    stop,
-    get stopping() {
-      return stopping;
-    },
-    /** The loaded rooms and how many watch each. */
-    async inspect(): Promise<Record<string, { watchers: number }>> {
-      const out: Record<string, { watchers: number }> = {};
-      for (const [tableId, r] of rooms) {
-        const loaded = await r.catch(() => null);
-        if (loaded) out[tableId] = { watchers: loaded.watchers.size };
-      }
-      return out;
-    },
+  /** The loaded rooms and how many watch each. */
+  inspect = async (): Promise<Record<string, { watchers: number }>> => {
+    const out: Record<string, { watchers: number }> = {};
+    for (const [tableId, r] of this.rooms) {
+      const loaded = await r.catch(() => null);
+      if (loaded) out[tableId] = { watchers: loaded.watchers.size };
+    }
+    return out;
   };
 }
 
-export type RoomRegistry = ReturnType<typeof createRoomRegistry>;
+export function createRoomRegistry(deps: RoomRegistryDeps): RoomRegistry {
+  return new RoomRegistry(deps);
+}
+
+
