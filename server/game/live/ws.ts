@@ -18,10 +18,10 @@ import type { ClaimBoard } from '../../claims/board.ts';
 import type { createHands } from '../hands/hands.ts';
 import type { GameProcess } from './lease.ts';
 import type { Room, RoomOptions, Watcher } from './room.ts';
-import { createRoomRegistry, every } from './rooms.ts';
+import { createRoomRegistry, every, type RoomRegistry } from './rooms.ts';
 import { stoodUp, toJson } from './wire.ts';
 import type { ServiceClient } from '../../http/service-client.ts';
-import { parseClientMessage, type ClientMessage, type ClientMessageType } from './messages.ts';
+import { parseClientMessage, type ClientMessage } from './messages.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A table id as the database allows one (tables_table_id_shape): anything else cannot exist. */
@@ -101,7 +101,6 @@ export interface LiveTablesDeps {
   hands: ReturnType<typeof createHands>;
   board: ClaimBoard;
   options: RoomOptions;
-  /** The bank's base URL (the cage), read at call time. */
   /** The bank (the cage), through the roles' one client. */
   bank: ServiceClient;
   /** This process's presence and table leases: a poker room runs only under its table's lease. */
@@ -109,24 +108,73 @@ export interface LiveTablesDeps {
   limits: LiveLimits;
 }
 
-export function createLiveTables(deps: LiveTablesDeps) {
-  const { pool, log } = deps;
-  const { limits } = deps;
-  const registry = createRoomRegistry({ ...deps, idleUnloadMs: limits.idleUnloadMs });
-  const { room } = registry;
-  const connections = new Set<Connection>();
-  let nextId = 1;
-  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+const send = (c: Connection, message: Record<string, unknown>) => c.send(toJson(message));
+const refuse = (c: Connection, code: string, ref?: unknown, extra: Record<string, unknown> = {}) =>
+  send(c, { type: 'error', code, ...(ref !== undefined ? { ref } : {}), ...extra });
 
-  const heartbeat = every(log, limits.pingIntervalMs, 'websocket heartbeat', pingAll);
+/** Who may sit at this table (spec: the audience gate). */
+function audience(r: Room, c: Connection): string | null {
+  const isAgent = c.agentId !== null;
+  if ((r.record.kind === 'agent' || r.settings.hostedOnly) && !isAgent) return 'humans_not_allowed_at_agent_table';
+  if (r.record.kind === 'human_only' && isAgent) return 'agent_not_allowed_at_human_table';
+  return null;
+}
+
+/** The connection's send, corking its socket for the rest of the step (see LiveTables.onConnection). */
+function corkedSend(ws: WebSocket, afterSend: () => void): (message: string) => void {
+  // `_socket` is ws's socket; ws corks it around each frame too, and corks nest
+  const socket = (ws as unknown as { _socket?: import('node:net').Socket })._socket;
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    socket?.uncork();
+  };
+  return (message) => {
+    if (ws.readyState !== ws.OPEN) return;
+    if (socket && !corked) {
+      corked = true;
+      socket.cork();
+      queueMicrotask(uncork);
+    }
+    ws.send(message);
+    afterSend();
+  };
+}
+
+/** The websocket side of the game role: connections, their messages, and the rooms they join. */
+export class LiveTables {
+  private readonly deps: LiveTablesDeps;
+  private readonly registry: RoomRegistry;
+  private readonly connections = new Set<Connection>();
+  private nextId = 1;
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+  private readonly heartbeat: NodeJS.Timeout;
+
+  constructor(deps: LiveTablesDeps) {
+    this.deps = deps;
+    this.registry = createRoomRegistry({ ...deps, idleUnloadMs: deps.limits.idleUnloadMs });
+    this.heartbeat = every(deps.log, deps.limits.pingIntervalMs, 'websocket heartbeat', () => this.pingAll());
+  }
+
+  get seatsChanged() {
+    return this.registry.seatsChanged;
+  }
+
+  get room() {
+    return this.registry.room;
+  }
+
+  get unload() {
+    return this.registry.unload;
+  }
 
   /** Half-open connections: one that did not answer the previous ping is terminated (and leaves its rooms). */
-  function pingAll(): void {
-    for (const c of connections) {
+  private pingAll(): void {
+    for (const c of this.connections) {
       if (c.ws.readyState !== c.ws.OPEN) continue;
       if (!c.alive) {
-        log.info({ connection: c.id, userId: c.userId }, 'websocket terminated: no pong');
-        leaveAll(c);
+        this.deps.log.info({ connection: c.id, userId: c.userId }, 'websocket terminated: no pong');
+        this.leaveAll(c);
         c.ws.terminate();
         continue;
       }
@@ -134,25 +182,21 @@ export function createLiveTables(deps: LiveTablesDeps) {
       try {
         c.ws.ping();
       } catch (err) {
-        log.warn({ err: (err as Error).message, connection: c.id }, 'websocket ping not sent');
+        this.deps.log.warn({ err: (err as Error).message, connection: c.id }, 'websocket ping not sent');
       }
     }
   }
 
   /** The connection leaves every table it joined (closed, terminated, or closing). */
-  function leaveAll(c: Connection): void {
-    for (const t of c.tables) void registry.current(t)?.then((r) => r.watchers.delete(c)).catch(() => undefined);
+  private leaveAll(c: Connection): void {
+    for (const t of c.tables) void this.registry.current(t)?.then((r) => r.watchers.delete(c)).catch(() => undefined);
     c.tables.clear();
   }
 
-  const send = (c: Connection, message: Record<string, unknown>) => c.send(toJson(message));
-  const refuse = (c: Connection, code: string, ref?: unknown, extra: Record<string, unknown> = {}) =>
-    send(c, { type: 'error', code, ...(ref !== undefined ? { ref } : {}), ...extra });
-
-  async function authenticate(c: Connection, token: string | null, agentId?: unknown): Promise<string | null> {
+  private async authenticate(c: Connection, token: string | null, agentId?: unknown): Promise<string | null> {
     if (!token) return null;
     try {
-      const claims = await deps.jwt.verify(token);
+      const claims = await this.deps.jwt.verify(token);
       // another user on this connection: the previous user's agent is not theirs
       if (claims.sub !== c.userId) c.agentId = null;
       c.userId = claims.sub;
@@ -162,39 +206,43 @@ export function createLiveTables(deps: LiveTablesDeps) {
     }
     if (agentId !== undefined && agentId !== null) {
       if (typeof agentId !== 'string' || !UUID.test(agentId)) return 'agent_not_found';
-      const { rows } = await pool.query('select 1 from game.agents where id = $1 and owner_user_id = $2', [agentId, c.userId]);
+      const { rows } = await this.deps.pool.query('select 1 from game.agents where id = $1 and owner_user_id = $2', [agentId, c.userId]);
       if (!rows[0]) return 'agent_not_found';
       c.agentId = agentId;
     }
     for (const t of c.tables) {
-      void room(t).then((r) => {
+      void this.room(t).then((r) => {
         r.tokens.set(c.userId!, token);
         c.send(r.stateFor(c));
-      }).catch((err) => log.warn({ err: (err as Error).message, tableId: t }, 'state after auth not sent'));
+      }).catch((err) => this.deps.log.warn({ err: (err as Error).message, tableId: t }, 'state after auth not sent'));
     }
     return null;
   }
 
-  async function join(c: Connection, tableId: unknown, ref?: unknown): Promise<void> {
-    if (typeof tableId !== 'string' || tableId.length === 0 || tableId.length > 64) return refuse(c, 'bad_request', ref, { field: 'tableId' });
-    // an id the database cannot hold names no table (and never reaches SQL)
-    if (!TABLE_ID.test(tableId)) return refuse(c, 'table_not_found', ref, { tableId });
-    let r: Room | null = null;
-    // a room that unloaded while this join waited for it is loaded again
-    for (let attempt = 0; attempt < 3 && !r; attempt++) {
-      const loading = room(tableId);
+  /** The room of a table, loaded for this join (a room that unloaded while the join waited is loaded again), or the refusal. */
+  private async roomForJoin(c: Connection, tableId: string, ref: unknown): Promise<Room | null> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const loading = this.room(tableId);
       try {
         const loaded = await loading;
-        if (registry.current(tableId) === loading) r = loaded;
+        if (this.registry.current(tableId) === loading) return loaded;
       } catch (err) {
         const code = (err as { code?: string }).code;
         // the table runs on another game process: the client connects there (docs/operations.md)
-        if (code === 'table_elsewhere') return refuse(c, 'table_elsewhere', ref, { tableId, url: (err as { url?: string | null }).url ?? null });
-        const known = code === 'table_not_found' || code === 'table_closed';
-        return refuse(c, known ? code : 'unavailable', ref, { tableId });
+        if (code === 'table_elsewhere') refuse(c, 'table_elsewhere', ref, { tableId, url: (err as { url?: string | null }).url ?? null });
+        else refuse(c, code === 'table_not_found' || code === 'table_closed' ? code : 'unavailable', ref, { tableId });
+        return null;
       }
     }
-    if (!r) return refuse(c, 'unavailable', ref, { tableId });
+    refuse(c, 'unavailable', ref, { tableId });
+    return null;
+  }
+
+  private async join(c: Connection, tableId: string, ref?: unknown): Promise<void> {
+    // an id the database cannot hold names no table (and never reaches SQL)
+    if (!TABLE_ID.test(tableId)) return refuse(c, 'table_not_found', ref, { tableId });
+    const r = await this.roomForJoin(c, tableId, ref);
+    if (!r) return;
     if (r.record.game_type === 'arena') {
       return refuse(c, 'arena_engine_unavailable', ref, { tableId, message: 'arena tables can be created, but no arena engine runs yet' });
     }
@@ -206,107 +254,112 @@ export function createLiveTables(deps: LiveTablesDeps) {
   }
 
   /** The table the message names, joined by this connection. */
-  async function joined(c: Connection, tableId: unknown, ref?: unknown): Promise<Room | null> {
-    if (typeof tableId !== 'string' || !c.tables.has(tableId)) {
+  private async joined(c: Connection, tableId: string, ref?: unknown): Promise<Room | null> {
+    if (!c.tables.has(tableId)) {
       refuse(c, 'not_joined', ref, { tableId });
       return null;
     }
-    return room(tableId);
+    return this.room(tableId);
   }
 
-  /** Who may sit at this table (spec: the audience gate). */
-  function audience(r: Room, c: Connection): string | null {
-    const isAgent = c.agentId !== null;
-    if ((r.record.kind === 'agent' || r.settings.hostedOnly) && !isAgent) return 'humans_not_allowed_at_agent_table';
-    if (r.record.kind === 'human_only' && isAgent) return 'agent_not_allowed_at_human_table';
-    return null;
+  /** One parsed message, to the handler of its type (every member of the union has one). */
+  private dispatch(c: Connection, m: ClientMessage): Promise<void> | void {
+    switch (m.type) {
+      case 'ping': return send(c, { type: 'pong', ref: m.ref });
+      case 'auth': return this.onAuth(c, m);
+      case 'join': return this.onJoin(c, m);
+      case 'leave': return this.onLeave(c, m);
+      case 'sit': return this.onSit(c, m);
+      case 'action': return this.onAction(c, m);
+      case 'sit_out': return this.sittingOut(c, m, true);
+      case 'sit_in': return this.sittingOut(c, m, false);
+      case 'stand_up': return this.onStandUp(c, m);
+    }
   }
 
-  /** What each client message type does: one handler per member of the union, no more and no fewer. */
-  const handlers: { [T in ClientMessageType]: (c: Connection, m: Extract<ClientMessage, { type: T }>, ref: unknown) => Promise<void> | void } = {
-    ping: (c, _m, ref) => send(c, { type: 'pong', ref }),
-    async auth(c, m, ref) {
-      const error = await authenticate(c, typeof m.token === 'string' ? m.token : null, m.agentId);
-      return error ? refuse(c, error, ref) : send(c, { type: 'authenticated', userId: c.userId, agentId: c.agentId, ref });
-    },
-    async join(c, m, ref) {
-      if (m.agentId !== undefined && c.token) {
-        const error = await authenticate(c, c.token, m.agentId);
-        if (error) return refuse(c, error, ref);
-      }
-      return join(c, m.tableId, ref);
-    },
-    async leave(c, m, ref) {
-      const r = await joined(c, m.tableId, ref);
-      if (!r) return;
-      r.watchers.delete(c);
-      c.tables.delete(r.tableId);
-      return send(c, { type: 'left', tableId: r.tableId, ref });
-    },
-    async sit(c, m, ref) {
-      const r = await joined(c, m.tableId, ref);
-      if (!r) return;
-      if (!c.userId || !c.token) return refuse(c, 'not_authenticated', ref);
-      const gate = audience(r, c);
-      if (gate) return refuse(c, gate, ref);
-      if (r.record.mode === 'sng') return refuse(c, 'use_tournament_registration', ref);
-      const userId = c.userId;
-      const token = c.token;
-      const agentId = c.agentId;
-      // The cage refuses a deposit without a key. The client's key makes its retries safe (a sit
-      // sent again after a lost answer replays the first); without one, this message is one intent
-      // of its own: the game sends it exactly once, and a reconnecting client reads the outcome
-      // from the table's state (docs/decisions.md, "Deposit keys").
-      const idempotencyKey = m.idempotencyKey ?? `ws-sit:${randomUUID()}`;
-      const body = { tableId: r.tableId, seatIndex: m.seatIndex, amount: m.amount, idempotencyKey };
-      const { pending, answer } = await r.requestSit(userId, agentId, c, () => registry.bank('/api/deposit', body, { token }));
-      if (pending) send(c, { type: 'sit_pending', tableId: r.tableId, ref });
-      const seated = async () => {
-        const res = await answer;
-        if (res.status !== 200) return refuse(c, String(res.body.error ?? 'sit_refused'), ref);
-        send(c, { type: 'seated', tableId: r.tableId, seatIndex: res.body.seatIndex, chipBalance: res.body.chipBalance, ref });
-        return r.broadcastState();
-      };
-      // a pending sit completes at the hand's end; the connection's other messages go on meanwhile
-      if (pending) return void seated().catch((err) => log.error({ err }, 'pending sit failed'));
-      return seated();
-    },
-    async action(c, m, ref) {
-      const r = await joined(c, m.tableId, ref);
-      if (!r) return;
-      if (!c.userId) return refuse(c, 'not_authenticated', ref);
-      // the audience gate holds for play too (a seat funded over HTTP is played by whoever connects)
-      const gate = audience(r, c);
-      if (gate) return refuse(c, gate, ref);
-      const result = await r.act(c.userId, m);
-      if (result.error) return refuse(c, result.error, ref);
-      return send(c, { type: 'action_ack', tableId: r.tableId, ref, ...(result.duplicate ? { duplicate: true } : {}) });
-    },
-    sit_out: (c, m, ref) => sittingOut(c, m, ref, true),
-    sit_in: (c, m, ref) => sittingOut(c, m, ref, false),
-    async stand_up(c, m, ref) {
-      const r = await joined(c, m.tableId, ref);
-      if (!r) return;
-      if (!c.userId || !c.token) return refuse(c, 'not_authenticated', ref);
-      if (r.record.mode === 'sng') return refuse(c, 'stand_up_not_allowed_in_tournament', ref);
-      r.tokens.set(c.userId, c.token);
-      const res = await r.requestStandUp(c.userId);
-      if (res.pending) return send(c, { type: 'stand_up_pending', tableId: r.tableId, ref });
-      if (res.status !== 200) return refuse(c, String(res.body.error ?? 'stand_up_refused'), ref);
-      return c.send(stoodUp(r.tableId, res.body, ref));
-    },
-  };
+  private async onAuth(c: Connection, m: Extract<ClientMessage, { type: 'auth' }>) {
+    const error = await this.authenticate(c, typeof m.token === 'string' ? m.token : null, m.agentId);
+    return error ? refuse(c, error, m.ref) : send(c, { type: 'authenticated', userId: c.userId, agentId: c.agentId, ref: m.ref });
+  }
 
-  async function sittingOut(c: Connection, m: { tableId: string }, ref: unknown, out: boolean): Promise<void> {
-    const r = await joined(c, m.tableId, ref);
+  private async onJoin(c: Connection, m: Extract<ClientMessage, { type: 'join' }>) {
+    if (m.agentId !== undefined && c.token) {
+      const error = await this.authenticate(c, c.token, m.agentId);
+      if (error) return refuse(c, error, m.ref);
+    }
+    return this.join(c, m.tableId, m.ref);
+  }
+
+  private async onLeave(c: Connection, m: Extract<ClientMessage, { type: 'leave' }>) {
+    const r = await this.joined(c, m.tableId, m.ref);
     if (!r) return;
-    if (!c.userId) return refuse(c, 'not_authenticated', ref);
-    const error = r.setSittingOut(c.userId, out);
-    return error ? refuse(c, error, ref) : send(c, { type: out ? 'sat_out' : 'sat_in', tableId: r.tableId, ref });
+    r.watchers.delete(c);
+    c.tables.delete(r.tableId);
+    return send(c, { type: 'left', tableId: r.tableId, ref: m.ref });
   }
 
-  /** One message: refused malformed_message past the depth bound or when it is not a JSON object, else dispatched by type. */
-  async function handle(c: Connection, raw: string): Promise<void> {
+  private async onSit(c: Connection, m: Extract<ClientMessage, { type: 'sit' }>) {
+    const { ref } = m;
+    const r = await this.joined(c, m.tableId, ref);
+    if (!r) return;
+    if (!c.userId || !c.token) return refuse(c, 'not_authenticated', ref);
+    const gate = audience(r, c);
+    if (gate) return refuse(c, gate, ref);
+    if (r.record.mode === 'sng') return refuse(c, 'use_tournament_registration', ref);
+    const token = c.token;
+    // The cage refuses a deposit without a key. The client's key makes its retries safe (a sit
+    // sent again after a lost answer replays the first); without one, this message is one intent
+    // of its own: the game sends it exactly once, and a reconnecting client reads the outcome
+    // from the table's state (docs/decisions.md, "Deposit keys").
+    const idempotencyKey = m.idempotencyKey ?? `ws-sit:${randomUUID()}`;
+    const body = { tableId: r.tableId, seatIndex: m.seatIndex, amount: m.amount, idempotencyKey };
+    const { pending, answer } = await r.requestSit(c.userId, c.agentId, c, () => this.registry.bank('/api/deposit', body, { token }));
+    if (pending) send(c, { type: 'sit_pending', tableId: r.tableId, ref });
+    const seated = async () => {
+      const res = await answer;
+      if (res.status !== 200) return refuse(c, String(res.body.error ?? 'sit_refused'), ref);
+      send(c, { type: 'seated', tableId: r.tableId, seatIndex: res.body.seatIndex, chipBalance: res.body.chipBalance, ref });
+      return r.broadcastState();
+    };
+    // a pending sit completes at the hand's end; the connection's other messages go on meanwhile
+    if (pending) return void seated().catch((err) => this.deps.log.error({ err }, 'pending sit failed'));
+    return seated();
+  }
+
+  private async onAction(c: Connection, m: Extract<ClientMessage, { type: 'action' }>) {
+    const r = await this.joined(c, m.tableId, m.ref);
+    if (!r) return;
+    if (!c.userId) return refuse(c, 'not_authenticated', m.ref);
+    // the audience gate holds for play too (a seat funded over HTTP is played by whoever connects)
+    const gate = audience(r, c);
+    if (gate) return refuse(c, gate, m.ref);
+    const result = await r.act(c.userId, m);
+    if (result.error) return refuse(c, result.error, m.ref);
+    return send(c, { type: 'action_ack', tableId: r.tableId, ref: m.ref, ...(result.duplicate ? { duplicate: true } : {}) });
+  }
+
+  private async onStandUp(c: Connection, m: Extract<ClientMessage, { type: 'stand_up' }>) {
+    const r = await this.joined(c, m.tableId, m.ref);
+    if (!r) return;
+    if (!c.userId || !c.token) return refuse(c, 'not_authenticated', m.ref);
+    if (r.record.mode === 'sng') return refuse(c, 'stand_up_not_allowed_in_tournament', m.ref);
+    r.tokens.set(c.userId, c.token);
+    const res = await r.requestStandUp(c.userId);
+    if (res.pending) return send(c, { type: 'stand_up_pending', tableId: r.tableId, ref: m.ref });
+    if (res.status !== 200) return refuse(c, String(res.body.error ?? 'stand_up_refused'), m.ref);
+    return c.send(stoodUp(r.tableId, res.body, m.ref));
+  }
+
+  private async sittingOut(c: Connection, m: { tableId: string; ref?: unknown }, out: boolean): Promise<void> {
+    const r = await this.joined(c, m.tableId, m.ref);
+    if (!r) return;
+    if (!c.userId) return refuse(c, 'not_authenticated', m.ref);
+    const error = r.setSittingOut(c.userId, out);
+    return error ? refuse(c, error, m.ref) : send(c, { type: out ? 'sat_out' : 'sat_in', tableId: r.tableId, ref: m.ref });
+  }
+
+  /** One message: refused malformed_message past the depth bound or when it is not a JSON object, else parsed and dispatched. */
+  private async handle(c: Connection, raw: string): Promise<void> {
     let value: Record<string, unknown>;
     try {
       if (nestsDeeper(raw, MAX_JSON_DEPTH)) throw new Error('nested too deep');
@@ -317,96 +370,88 @@ export function createLiveTables(deps: LiveTablesDeps) {
     }
     const parsed = parseClientMessage(value);
     if (!parsed.ok) return refuse(c, parsed.code, value.ref, parsed.field ? { field: parsed.field } : {});
-    const m = parsed.message;
-    return (handlers[m.type] as (c: Connection, m: ClientMessage, ref: unknown) => Promise<void> | void)(c, m, m.ref);
+    return this.dispatch(c, parsed.message);
   }
 
-  function onConnection(ws: WebSocket, req: IncomingMessage, url: URL, autoJoin: string | null) {
-    // Messages sent in one step (an action's ack and the state it produced) leave in one socket
-    // write: the socket is corked at the first send and uncorked by a microtask queued then, which
-    // runs after the step's synchronous sends and after the ack (its continuation was queued
-    // first). On loopback a write costs the sender the receiver's TCP work too, so writes, not
-    // bytes, are what a busy table pays for. (`_socket` is ws's socket; ws corks it around each
-    // frame too, and corks nest.)
-    const socket = (ws as unknown as { _socket?: import('node:net').Socket })._socket;
-    let corked = false;
-    const uncork = () => {
-      corked = false;
-      socket?.uncork();
-    };
+  /**
+   * A new connection. Messages sent in one step (an action's ack and the state it produced) leave in
+   * one socket write: the socket is corked at the first send and uncorked by a microtask queued
+   * then, which runs after the step's synchronous sends and after the ack (its continuation was
+   * queued first). On loopback a write costs the sender the receiver's TCP work too, so writes, not
+   * bytes, are what a busy table pays for. A client that does not read would make the server hold
+   * everything sent to it: past the bound it is closed slow_consumer.
+   */
+  private onConnection(ws: WebSocket, req: IncomingMessage, url: URL, autoJoin: string | null) {
     const c: Connection = {
-      id: nextId++, ws, userId: null, agentId: null, token: null, tables: new Set(), alive: true,
-      send: (message) => {
-        if (ws.readyState !== ws.OPEN) return;
-        if (socket && !corked) {
-          corked = true;
-          socket.cork();
-          queueMicrotask(uncork);
-        }
-        ws.send(message);
-        // a client that does not read would make the server hold everything sent to it
-        if (ws.bufferedAmount > limits.maxBufferedBytes) slowConsumer(c);
-      },
+      id: this.nextId++, ws, userId: null, agentId: null, token: null, tables: new Set(), alive: true,
+      send: corkedSend(ws, () => {
+        if (ws.bufferedAmount > this.deps.limits.maxBufferedBytes) this.slowConsumer(c);
+      }),
     };
-    connections.add(c);
-    let queue = Promise.resolve();
-    const enqueue = (work: () => Promise<void>) => {
-      queue = queue.then(work).catch((err) => {
-        log.error({ err, connection: c.id }, 'websocket message failed');
-        try {
-          refuse(c, 'internal_error');
-        } catch {
-          ws.terminate();
-        }
-      });
-    };
+    this.connections.add(c);
+    const enqueue = this.messageQueue(c);
     ws.on('message', (data, isBinary) => {
       try {
         if (isBinary) return refuse(c, 'malformed_message');
         const text = data.toString();
-        enqueue(() => handle(c, text));
+        enqueue(() => this.handle(c, text));
       } catch (err) {
-        log.error({ err, connection: c.id }, 'websocket message not taken');
+        this.deps.log.error({ err, connection: c.id }, 'websocket message not taken');
       }
     });
     ws.on('pong', () => (c.alive = true));
     ws.on('close', () => {
-      connections.delete(c);
-      leaveAll(c);
+      this.connections.delete(c);
+      this.leaveAll(c);
     });
     ws.on('error', () => undefined);
     const header = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/.exec(req.headers.authorization ?? '')?.[1];
     const token = header ?? url.searchParams.get('token');
     enqueue(async () => {
       if (token) {
-        const error = await authenticate(c, token, url.searchParams.get('agentId') ?? undefined);
+        const error = await this.authenticate(c, token, url.searchParams.get('agentId') ?? undefined);
         if (error) refuse(c, error);
       }
       send(c, { type: 'hello', userId: c.userId, agentId: c.agentId, role: c.userId ? 'player' : 'spectator' });
-      if (autoJoin) await join(c, autoJoin);
+      if (autoJoin) await this.join(c, autoJoin);
     });
   }
 
+  /** The connection's messages, one at a time; a failure inside one is logged and answered internal_error. */
+  private messageQueue(c: Connection): (work: () => Promise<void>) => void {
+    let queue = Promise.resolve();
+    return (work) => {
+      queue = queue.then(work).catch((err) => {
+        this.deps.log.error({ err, connection: c.id }, 'websocket message failed');
+        try {
+          refuse(c, 'internal_error');
+        } catch {
+          c.ws.terminate();
+        }
+      });
+    };
+  }
+
   /** The send buffer passed the bound: the connection leaves its tables and is closed slow_consumer (nothing more is queued for it). */
-  function slowConsumer(c: Connection): void {
-    log.warn({ connection: c.id, userId: c.userId, bufferedBytes: c.ws.bufferedAmount, bound: limits.maxBufferedBytes }, 'websocket closed: slow consumer');
-    leaveAll(c);
+  private slowConsumer(c: Connection): void {
+    this.deps.log.warn({ connection: c.id, userId: c.userId, bufferedBytes: c.ws.bufferedAmount, bound: this.deps.limits.maxBufferedBytes }, 'websocket closed: slow consumer');
+    this.leaveAll(c);
     c.ws.close(SLOW_CONSUMER_CLOSE, 'slow_consumer');
   }
 
   /** An upgrade request: the path names `/ws` or `/ws/tables/:tableId`; anything else is a coded HTTP answer. */
-  function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    if (registry.stopping) return refuseUpgrade(socket, 503, 'server_stopping');
+  private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    if (this.registry.stopping) return refuseUpgrade(socket, 503, 'server_stopping');
     const url = new URL(req.url ?? '/', 'http://x');
     const match = /^\/ws(?:\/tables\/([^/]+))?\/?$/.exec(url.pathname);
     if (!match) return refuseUpgrade(socket, 404, 'not_found');
     const tableId = match[1] ? decodeSegment(match[1]) : null;
     if (tableId === null && match[1]) return refuseUpgrade(socket, 400, 'malformed_path');
-    wss.handleUpgrade(req, socket, head, (ws) => {
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
       try {
-        onConnection(ws, req, url, tableId);
+        this.onConnection(ws, req, url, tableId);
       } catch (err) {
-        log.error({ err }, 'websocket connection failed to start');
+        this.deps.log.error({ err }, 'websocket connection failed to start');
         ws.terminate();
       }
     });
@@ -416,41 +461,38 @@ export function createLiveTables(deps: LiveTablesDeps) {
    * A stop: every room's watchers get `table_closed` (server_stopping), the rooms stop and release
    * their leases, and every connection is closed 1001 (dropped if it does not answer in time).
    */
-  async function close(): Promise<void> {
-    clearInterval(heartbeat);
-    await registry.stop();
-    const closed = [...connections].map((c) => new Promise<void>((resolve) => {
+  async close(): Promise<void> {
+    clearInterval(this.heartbeat);
+    await this.registry.stop();
+    const closed = [...this.connections].map((c) => new Promise<void>((resolve) => {
       if (c.ws.readyState === c.ws.CLOSED) return resolve();
       c.ws.once('close', () => resolve());
       c.ws.close(1001, 'server_stopping');
     }));
     const grace = new Promise<void>((resolve) => setTimeout(resolve, STOP_GRACE_MS).unref());
     await Promise.race([Promise.all(closed), grace]);
-    for (const client of wss.clients) client.terminate();
-    wss.close();
+    for (const client of this.wss.clients) client.terminate();
+    this.wss.close();
   }
 
-  return {
-    seatsChanged: registry.seatsChanged,
-    room,
-    unload: registry.unload,
-    close,
-    /** What this process holds now: open connections, loaded rooms and their watchers (for tests and operators). */
-    async inspect(): Promise<{ connections: number; rooms: Record<string, { watchers: number }> }> {
-      return { connections: connections.size, rooms: await registry.inspect() };
-    },
-    attach(server: Server) {
-      // the upgrade's own boundary: whatever throws is a coded 400 on that socket, logged, and the process goes on
-      server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-        try {
-          upgrade(req, socket, head);
-        } catch (err) {
-          log.warn({ err, url: String(req.url).slice(0, 200) }, 'websocket upgrade refused');
-          refuseUpgrade(socket, 400, 'malformed_request');
-        }
-      });
-    },
-  };
+  /** What this process holds now: open connections, loaded rooms and their watchers (for tests and operators). */
+  async inspect(): Promise<{ connections: number; rooms: Record<string, { watchers: number }> }> {
+    return { connections: this.connections.size, rooms: await this.registry.inspect() };
+  }
+
+  attach(server: Server) {
+    // the upgrade's own boundary: whatever throws is a coded 400 on that socket, logged, and the process goes on
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      try {
+        this.upgrade(req, socket, head);
+      } catch (err) {
+        this.deps.log.warn({ err, url: String(req.url).slice(0, 200) }, 'websocket upgrade refused');
+        refuseUpgrade(socket, 400, 'malformed_request');
+      }
+    });
+  }
 }
 
-export type LiveTables = ReturnType<typeof createLiveTables>;
+export function createLiveTables(deps: LiveTablesDeps): LiveTables {
+  return new LiveTables(deps);
+}
