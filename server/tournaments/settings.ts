@@ -1,0 +1,89 @@
+// The settings of a Sit-and-Go table (spec: "SnG tournament settings", "Parametric blind structure",
+// "Parametric payout structure"), validated (zod) and resolved: the effective level duration (the
+// structure's own wins) and the payout as the wire always carries it, a `{ position, percent }` list.
+// Pure: table creation (issue 13) stores what `resolveSngSettings` returns.
+import { z } from 'zod';
+import { DEFAULT_PAYOUT, legacyBasisPoints, parametricBasisPoints, prizeStructureWire } from './math.ts';
+
+const whole = () => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+export const blindStructureSchema = z.object({
+  startingSmallBlind: whole().min(1),
+  increaseFactor: z.number().min(1.01).max(100),
+  levelDurationSeconds: z.number().int().min(30).max(86_400),
+  anteStartLevel: z.number().int().min(0).max(10_000).nullable(),
+  startingAnte: whole(),
+  anteIncreaseFactor: z.number().min(1).max(100),
+}).strict();
+
+const legacyLevel = z.object({ sb: whole(), bb: whole().min(1), ante: whole().optional() }).strict();
+
+export const payoutStructureSchema = z.object({
+  paidPlacesPercent: z.number().min(0).max(100).default(DEFAULT_PAYOUT.paidPlacesPercent),
+  topHeaviness: z.number().min(0).max(10).default(DEFAULT_PAYOUT.topHeaviness),
+  minPaidPlaces: z.number().int().min(1).max(10).default(DEFAULT_PAYOUT.minPaidPlaces),
+}).strict();
+
+const prize = z.object({ position: z.number().int().min(1), percent: z.number().positive().max(100) }).strict();
+
+export const sngSettingsSchema = z.object({
+  mode: z.literal('sng'),
+  kind: z.enum(['open', 'human_only', 'agent', 'copilot']).default('open'),
+  seats: z.number().int().min(2).max(10),
+  entryFee: whole().min(1),
+  rakeFee: whole().default(0),
+  startingStack: whole().min(1),
+  blindStructure: blindStructureSchema.optional(),
+  blindLevels: z.array(legacyLevel).min(1).max(200).optional(),
+  levelDurationSeconds: z.number().int().min(30).max(86_400).optional(),
+  payoutStructure: payoutStructureSchema.optional(),
+  prizeStructure: z.array(prize).min(1).max(10).optional(),
+  actionTimeoutSeconds: z.number().int().min(3).max(300).default(30),
+  lateRegistrationSeconds: z.literal(0).default(0),
+  rebuyConfig: z.null().default(null),
+}).strip().superRefine((s, ctx) => {
+  const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+  if (!s.blindStructure && !s.blindLevels) issue('blindStructure', 'blindStructure or blindLevels is required');
+  if (!s.blindStructure && s.levelDurationSeconds === undefined) issue('levelDurationSeconds', 'required with blindLevels (at least 30)');
+  if (s.rakeFee >= s.entryFee) issue('rakeFee', 'the house fee is below the entry fee');
+  if (s.blindLevels && !monotonic(s.blindLevels)) issue('blindLevels', 'levels never go down (sb, bb and ante)');
+  if (s.blindLevels?.some((l) => l.bb < l.sb)) issue('blindLevels', 'a big blind is at least its small blind');
+  if (s.prizeStructure) {
+    const problem = prizeProblem(s.prizeStructure, s.seats);
+    if (problem) issue('prizeStructure', problem);
+  }
+});
+
+export type SngSettingsInput = z.input<typeof sngSettingsSchema>;
+
+function monotonic(levels: readonly z.infer<typeof legacyLevel>[]): boolean {
+  return levels.every((l, i) => i === 0 || (l.sb >= levels[i - 1]!.sb && l.bb >= levels[i - 1]!.bb && (l.ante ?? 0) >= (levels[i - 1]!.ante ?? 0)));
+}
+
+function prizeProblem(prizes: readonly { position: number; percent: number }[], seats: number): string | null {
+  if (prizes.length > seats) return `at most one prize per seat (${seats})`;
+  const positions = prizes.map((p) => p.position).sort((a, b) => a - b);
+  if (positions.some((p, i) => p !== i + 1)) return 'positions are contiguous from 1';
+  const total = prizes.reduce((a, p) => a + p.percent, 0);
+  if (Math.abs(total - 100) > 1e-9) return `percents sum to 100 (they sum to ${total})`;
+  return null;
+}
+
+/**
+ * Valid settings, resolved: the effective level duration (the structure's own wins) and the payout
+ * as the wire carries it. The payout source is the parametric structure when given, else the legacy
+ * list verbatim, else the parametric defaults; its field is the full seat count.
+ */
+export function resolveSngSettings(input: unknown) {
+  const s = sngSettingsSchema.parse(input);
+  const points = s.payoutStructure
+    ? parametricBasisPoints(s.seats, s.payoutStructure)
+    : s.prizeStructure
+      ? legacyBasisPoints(s.prizeStructure)
+      : parametricBasisPoints(s.seats, DEFAULT_PAYOUT);
+  return {
+    ...s,
+    levelDurationSeconds: s.blindStructure?.levelDurationSeconds ?? s.levelDurationSeconds!,
+    prizeStructure: prizeStructureWire(points),
+  };
+}
