@@ -34,7 +34,7 @@ grant execute on function
   to poker_game;
 
 grant select on game.tables to poker_cage;
-grant execute on function game.create_table(text, text, jsonb, text, uuid, integer, integer) to poker_cage;
+grant execute on function game.create_table(text, text, jsonb, text, uuid, integer, integer, text, text) to poker_cage;
 
 grant select on game.tables, game.table_players, game.position_links, game.seat_credits, game.hand_histories, game.rake_rows to poker_admin, poker_anonymous;
 -- who runs which table: the game processes and their leases, read by operators

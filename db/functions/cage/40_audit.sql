@@ -82,6 +82,7 @@ begin
                where d.table_id = t.table_id and d.status = 'pending'
                  and not exists (select from game.seat_credits c where c.credit_key = d.ref_id and c.status = 'credited')) as in_flight
         from game.tables t
+       where t.mode = 'cash' -- a tournament's money is its pool (7)
     ) g on g.table_id = a.scope and g.money_kind = a.money_kind
    where coalesce(a.balance, 0) <> coalesce(g.live_stacks, 0) + coalesce(g.in_flight, 0) + coalesce(g.rake, 0) + coalesce(g.reconciled, 0)
   union all
@@ -182,7 +183,52 @@ begin
   select 'provenance', 'entry:' || e.id,
          jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'custody claim without its receipt')
     from cage.cage_entries e
-   where e.kind = 'custody_claim' and not exists (select from cage.receipts r where r.ledger_ref_id = e.ref_id);
+   where e.kind = 'custody_claim' and not exists (select from cage.receipts r where r.ledger_ref_id = e.ref_id)
+  union all
+  --    Tournament money: an entry has its deposit and its paid entry, a refund its closed entry,
+  --    a payout its confirmed payout intent.
+  select 'provenance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'tournament movement without its registration or payout')
+    from cage.cage_entries e
+   where (e.kind = 'tournament_entry' and not exists (select from cage.deposit_intents d join game.table_players p on p.entry_ref_id = d.ref_id
+                                                      where d.ref_id = e.ref_id and d.status = 'confirmed'))
+      or (e.kind = 'tournament_refund' and not exists (select from game.table_players p where p.closing_ref_id = e.ref_id and p.status = 'closed'))
+      or (e.kind = 'tournament_payout' and not exists (select from cage.payout_intents i where i.ref_id = e.ref_id and i.confirmed_at is not null))
+  union all
+  -- 7. a tournament's pool: it moves only by entries, refunds and payouts, and holds what the
+  --    tournament owes: the open entry claims, the payouts not yet paid and, once settlement began,
+  --    the house fee (rakeFee x seats, never moved: a closed pool holds exactly it).
+  select 'tournament_pool', 'table:' || t.table_id,
+         jsonb_build_object('state', t.tournament_state, 'pool', coalesce(a.balance, 0), 'entry_claims', g.claims,
+                            'unpaid_payouts', g.unpaid, 'house_fee', g.fee, 'other_movements', g.other)
+    from game.tables t
+    left join cage.cage_accounts a on a.account_type = 'tournament_pool' and a.scope = t.table_id and a.money_kind = t.money_kind
+    cross join lateral (
+      select (select coalesce(sum(p.chip_balance), 0) from game.table_players p where p.table_id = t.table_id and p.status <> 'closed') as claims,
+             (select coalesce(sum(i.amount), 0) from cage.payout_intents i where i.table_id = t.table_id and i.confirmed_at is null) as unpaid,
+             case when t.tournament_state in ('settling', 'closed')
+                  then coalesce(game_private.setting_bigint(t.settings, 'rakeFee'), 0) * game_private.setting_bigint(t.settings, 'seats')
+                  else 0 end as fee,
+             (select count(*) from cage.cage_ledger l where l.account_id = a.id
+               and l.kind not in ('tournament_entry', 'tournament_refund', 'tournament_payout')) as other
+    ) g
+   where t.mode = 'sng'
+     and (coalesce(a.balance, 0) <> g.claims + g.unpaid + g.fee or g.other > 0)
+  union all
+  --    tournament chips are conserved while it plays: startingStack for every entry
+  select 'tournament_chips', 'table:' || t.table_id,
+         jsonb_build_object('stacks', s.total, 'expected', game_private.setting_bigint(t.settings, 'startingStack') * s.entries)
+    from game.tables t
+    cross join lateral (select coalesce(sum(p.tournament_stack), 0) as total, count(*) as entries
+                          from game.table_players p where p.table_id = t.table_id and p.status <> 'closed' and p.entry_state = 'paid') s
+   where t.mode = 'sng' and t.tournament_state in ('playing', 'ended')
+     and s.total <> game_private.setting_bigint(t.settings, 'startingStack') * s.entries
+  union all
+  --    a pool with no tournament table must be empty
+  select 'tournament_pool', 'account:' || a.id, jsonb_build_object('pool', a.balance, 'problem', 'pool without its tournament')
+    from cage.cage_accounts a
+   where a.account_type = 'tournament_pool' and a.balance <> 0
+     and not exists (select from game.tables t where t.table_id = a.scope and t.mode = 'sng' and t.money_kind = a.money_kind);
 end;
 $$;
 

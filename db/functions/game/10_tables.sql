@@ -1,4 +1,4 @@
--- Creates a table record (the bank's POST /api/tables). The settings arrive parsed and validated by
+-- Creates a table record (the bank's POST /api/tables), cash or Sit-and-Go (p_mode), of a kind. The settings arrive parsed and validated by
 -- the route (zod, per game type); this function guards the record's shape and refuses nothing else:
 -- a duplicate table id inserts nothing and returns no row (the route answers 409 table_exists).
 -- With p_limit, a creator may have made at most p_limit tables in the last p_window_seconds
@@ -6,7 +6,8 @@
 -- any number of cage processes cannot pass it together. A replayed id is not a new table.
 create or replace function game.create_table(
   p_table_id text, p_game_type text, p_settings jsonb, p_money_kind text, p_created_by uuid,
-  p_limit integer default null, p_window_seconds integer default null
+  p_limit integer default null, p_window_seconds integer default null,
+  p_mode text default 'cash', p_kind text default 'open'
 ) returns setof game.tables
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -15,15 +16,19 @@ begin
   if p_table_id is null or p_table_id !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$'
      or p_game_type is null or p_game_type not in ('poker', 'arena')
      or p_settings is null or jsonb_typeof(p_settings) <> 'object'
-     or p_money_kind is null or not pg_input_is_valid(p_money_kind, 'cage.money_kind') then
-    perform game_private.refuse('invalid_table', 'table id, game type, settings object and money kind');
+     or p_money_kind is null or not pg_input_is_valid(p_money_kind, 'cage.money_kind')
+     or p_mode is null or p_mode not in ('cash', 'sng') or (p_mode = 'sng' and p_game_type <> 'poker')
+     or p_kind is null or p_kind not in ('open', 'human_only', 'agent', 'copilot') then
+    perform game_private.refuse('invalid_table', 'table id, game type, settings object, money kind, mode (sng: poker) and kind');
   end if;
   if p_limit is not null and p_created_by is not null then
     perform game_private.check_creation_limit(p_table_id, p_created_by, p_limit, p_window_seconds);
   end if;
   return query
-  insert into game.tables as t (table_id, game_type, settings, money_kind, created_by)
-  values (p_table_id, p_game_type, p_settings, p_money_kind::cage.money_kind, p_created_by)
+  -- a tournament is born registering (spec: Tournament lifecycle)
+  insert into game.tables as t (table_id, game_type, settings, money_kind, created_by, mode, kind, tournament_state)
+  values (p_table_id, p_game_type, p_settings, p_money_kind::cage.money_kind, p_created_by, p_mode, p_kind,
+          case when p_mode = 'sng' then 'registering' end)
   on conflict (table_id) do nothing
   returning t.*;
 end;

@@ -1,0 +1,452 @@
+-- The Sit-and-Go lifecycle (spec: "Tournament lifecycle"): every state is a column of the table
+-- record, every transition one function here that refuses an illegal move with a coded error. The
+-- timers are graphile-worker jobs queued in the transaction of the move that arms them (so a move
+-- that rolls back arms nothing), keyed by the table: the 3 s grace (tournament_start), the blind
+-- level deadline (tournament_blinds), an unpaid reserve's expiry (tournament_reserve_expiry) and
+-- settlement (tournament_settle). Each move NOTIFYs `game_tournament` (sent at commit): the game
+-- process holding the table's lease broadcasts it to the room (docs/tournaments.md).
+--
+-- The clock: every duration of a table (grace, level, reserve TTL) is divided by its
+-- `clockFactor` setting (1 unless the test harness set it at creation), so the jobs' run_at and the
+-- room's timers run on the same accelerated clock.
+
+create or replace function game_private.sng_number(p_settings jsonb, p_key text) returns numeric
+  language sql immutable parallel safe
+  set search_path = pg_catalog
+as $$
+  select case when jsonb_typeof(p_settings -> p_key) = 'number' then (p_settings ->> p_key)::numeric end
+$$;
+
+-- A duration of this table's clock: p_seconds of tournament time, divided by its clock factor.
+create or replace function game_private.sng_interval(p_settings jsonb, p_seconds numeric) returns interval
+  language sql immutable parallel safe
+  set search_path = pg_catalog
+as $$
+  select make_interval(secs => (p_seconds / greatest(coalesce(game_private.sng_number(p_settings, 'clockFactor'), 1), 1))::double precision)
+$$;
+
+-- The level duration (the resolved settings carry the effective one at the top level).
+create or replace function game_private.sng_level_interval(p_settings jsonb) returns interval
+  language sql immutable parallel safe
+  set search_path = pg_catalog
+as $$
+  select game_private.sng_interval(p_settings, coalesce(game_private.sng_number(p_settings, 'levelDurationSeconds'), 600))
+$$;
+
+create or replace function game_private.epoch_ms(p_at timestamptz) returns bigint
+  language sql immutable parallel safe
+  set search_path = pg_catalog
+as $$
+  select (extract(epoch from p_at) * 1000)::bigint
+$$;
+
+-- A lifecycle event for the room (sent at commit; the payload carries the table id).
+create or replace function game_private.tournament_notify(p_table_id text, p_event jsonb) returns void
+  language sql volatile
+  set search_path = pg_catalog
+as $$
+  select pg_notify('game_tournament', (jsonb_build_object('tableId', p_table_id) || p_event)::text)
+$$;
+
+-- The table row of a tournament, locked (one lock order: the table, then its seats).
+create or replace function game_private.lock_tournament(p_table_id text) returns game.tables
+  language plpgsql volatile
+  set search_path = pg_catalog
+as $$
+declare
+  v_table game.tables;
+begin
+  v_table := game_private.lock_table(p_table_id);
+  if v_table.mode <> 'sng' then
+    perform game_private.refuse('not_a_tournament', format('table %s is a cash table', p_table_id));
+  end if;
+  return v_table;
+end;
+$$;
+
+create or replace function game_private.registered_count(p_table_id text) returns integer
+  language sql stable
+  set search_path = pg_catalog
+as $$
+  select count(*)::integer from game.table_players p where p.table_id = p_table_id and p.status <> 'closed'
+$$;
+
+-- Reserves a server-assigned seat (uniformly random among the free ones) for a registrant: a human
+-- (p_agent_id null; on copilot tables with its advisor) or an agent of the user. The reserve holds
+-- the seat, without money, until its fee is paid (cage.open_tournament_entry) or it self-releases
+-- at reserved_until. Concurrent registrations serialise on the table's lock: for the last seat,
+-- exactly one wins and the others are refused tournament_full.
+create or replace function game.tournament_reserve(
+  p_table_id text, p_user_id uuid, p_agent_id uuid, p_advisor_agent_id uuid, p_ttl_seconds integer
+) returns table (player_id bigint, seat_index integer, reserved_until timestamptz, registered_count integer)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+  v_seats integer;
+  v_seat integer;
+  v_player game.table_players;
+begin
+  if p_user_id is null or p_ttl_seconds is null or p_ttl_seconds not between 1 and 86400 then
+    perform game_private.refuse('invalid_table', 'a user and a reserve TTL of 1..86400 s');
+  end if;
+  v_table := game_private.lock_tournament(p_table_id);
+  if v_table.tournament_state <> 'registering' then
+    perform game_private.refuse('tournament_not_in_registration', format('the tournament is %s', v_table.tournament_state));
+  end if;
+  if p_agent_id is null and v_table.kind = 'agent' then
+    perform game_private.refuse('humans_not_allowed_at_agent_table');
+  end if;
+  if p_agent_id is not null and v_table.kind = 'human_only' then
+    perform game_private.refuse('agent_not_allowed_at_human_table');
+  end if;
+  if p_advisor_agent_id is not null and v_table.kind <> 'copilot' then
+    perform game_private.refuse('advisor_on_non_copilot_kind');
+  end if;
+  if p_agent_id is null and v_table.kind = 'copilot' and p_advisor_agent_id is null then
+    perform game_private.refuse('advisor_required');
+  end if;
+  if p_advisor_agent_id is not null
+     and not exists (select from game.agents a where a.id = p_advisor_agent_id and a.owner_user_id = p_user_id) then
+    perform game_private.refuse('agent_not_found', 'the advisor is one of the registrant''s own agents');
+  end if;
+  if exists (select from game.table_players p where p.table_id = p_table_id and p.user_id = p_user_id and p.status <> 'closed') then
+    perform game_private.refuse('tournament_already_registered');
+  end if;
+  v_seats := game_private.setting_bigint(v_table.settings, 'seats')::integer;
+  select s into v_seat from generate_series(0, v_seats - 1) s
+   where not exists (select from game.table_players p where p.table_id = p_table_id and p.seat_index = s and p.status <> 'closed')
+   order by random() limit 1;
+  if v_seat is null then
+    perform game_private.refuse('tournament_full', format('%s seats', v_seats));
+  end if;
+  insert into game.table_players as p (table_id, user_id, seat_index, chip_balance, history_hash, agent_id,
+                                       copilot_advisor_agent_id, entry_state, reserved_until)
+  values (p_table_id, p_user_id, v_seat, 0, '', p_agent_id, p_advisor_agent_id::text, 'reserved',
+          now() + game_private.sng_interval(v_table.settings, p_ttl_seconds))
+  returning p.* into v_player;
+  update game.table_players p set history_hash = game_private.chain_genesis(p_table_id, p_user_id, v_player.id)
+   where p.id = v_player.id;
+  perform graphile_worker.add_job('tournament_reserve_expiry',
+    json_build_object('tableId', p_table_id, 'playerId', v_player.id::text),
+    run_at => v_player.reserved_until, job_key => format('tournament_reserve:%s', v_player.id), max_attempts => 25);
+  perform game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'registration',
+    'registeredCount', game_private.registered_count(p_table_id)));
+  return query select v_player.id, v_player.seat_index, v_player.reserved_until, game_private.registered_count(p_table_id);
+end;
+$$;
+
+-- Releases an unpaid reserve: the internal unregister (by user; a paid entry is refused
+-- paid_registration_use_refund_path: its refund is the bank's) or the reserve's expiry (by
+-- position; a reserve paid or gone meanwhile, or not yet due, is kept). Returns whether it released.
+create or replace function game.tournament_release_reserve(p_table_id text, p_user_id uuid, p_player_id bigint)
+  returns boolean
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+  v_player game.table_players;
+begin
+  v_table := game_private.lock_tournament(p_table_id);
+  select * into v_player from game.table_players p
+   where p.table_id = p_table_id and p.status <> 'closed'
+     and (p.user_id = p_user_id or p.id = p_player_id)
+   for update;
+  if p_player_id is not null then
+    -- the expiry job: only a reserve still unpaid, and due
+    if v_player.id is null or v_player.id <> p_player_id or v_player.entry_state <> 'reserved' or v_player.reserved_until > now() then
+      return false;
+    end if;
+  else
+    if v_player.id is null then
+      perform game_private.refuse('tournament_not_registered');
+    end if;
+    if v_player.entry_state = 'paid' then
+      perform game_private.refuse('paid_registration_use_refund_path');
+    end if;
+  end if;
+  if v_table.tournament_state <> 'registering' then
+    perform game_private.refuse('tournament_not_in_registration', format('the tournament is %s', v_table.tournament_state));
+  end if;
+  update game.table_players p set status = 'closed', closed_at = now() where p.id = v_player.id;
+  perform graphile_worker.remove_job(format('tournament_reserve:%s', v_player.id));
+  perform game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'registration',
+    'registeredCount', game_private.registered_count(p_table_id)));
+  return true;
+end;
+$$;
+
+-- registering -> starting, when every seat is paid: the seats are assigned by a uniform random
+-- shuffle (one statement; the one-seat rule is deferred to its end), the 3 s grace is armed.
+create or replace function game_private.tournament_to_starting(p_table_id text) returns game.tables
+  language plpgsql volatile
+  set search_path = pg_catalog
+as $$
+declare
+  v_table game.tables;
+begin
+  set constraints game.table_players_one_per_seat deferred;
+  update game.table_players p set seat_index = s.seat
+    from (select q.id, (row_number() over (order by random()) - 1)::integer as seat
+            from game.table_players q where q.table_id = p_table_id and q.status <> 'closed') s
+   where p.id = s.id;
+  set constraints game.table_players_one_per_seat immediate;
+  update game.tables t set tournament_state = 'starting', starts_at = now() + game_private.sng_interval(t.settings, 3)
+   where t.table_id = p_table_id returning t.* into v_table;
+  perform graphile_worker.add_job('tournament_start', json_build_object('tableId', p_table_id),
+    run_at => v_table.starts_at, job_key => format('tournament:%s:start', p_table_id), max_attempts => 1000);
+  perform game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'tournament_state_changed',
+    'state', 'starting', 'startsAt', game_private.epoch_ms(v_table.starts_at)));
+  return v_table;
+end;
+$$;
+
+-- The blind timer of the current level: one absolute deadline (level_started_at + the duration).
+create or replace function game_private.arm_blind_timer(v_table game.tables) returns void
+  language sql volatile
+  set search_path = pg_catalog
+as $$
+  select graphile_worker.add_job('tournament_blinds',
+    json_build_object('tableId', v_table.table_id, 'level', v_table.current_level),
+    run_at => v_table.level_started_at + game_private.sng_level_interval(v_table.settings),
+    job_key => format('tournament:%s:blinds', v_table.table_id), job_key_mode => 'replace', max_attempts => 1000);
+$$;
+
+-- starting -> playing, when the grace has elapsed: every entry gets startingStack tournament chips
+-- (chip_balance stays the entry-fee claim), level 0 starts, its blind timer is armed. A replay (the
+-- job run twice) changes nothing.
+create or replace function game.tournament_begin_play(p_table_id text) returns game.tables
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+begin
+  v_table := game_private.lock_tournament(p_table_id);
+  if v_table.tournament_state <> 'starting' then
+    return v_table;
+  end if;
+  if v_table.starts_at > now() then
+    -- early (a clock skew, a replayed job): the grace is the table's, wait for it
+    perform graphile_worker.add_job('tournament_start', json_build_object('tableId', p_table_id),
+      run_at => v_table.starts_at, job_key => format('tournament:%s:start', p_table_id), max_attempts => 1000);
+    return v_table;
+  end if;
+  update game.table_players p set tournament_stack = game_private.setting_bigint(v_table.settings, 'startingStack')
+   where p.table_id = p_table_id and p.status <> 'closed' and p.entry_state = 'paid';
+  update game.tables t
+     set tournament_state = 'playing', current_level = 0, play_started_at = now(), level_started_at = now()
+   where t.table_id = p_table_id returning t.* into v_table;
+  perform game_private.arm_blind_timer(v_table);
+  perform game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'tournament_state_changed',
+    'state', 'playing', 'currentLevel', 0, 'levelStartedAt', game_private.epoch_ms(v_table.level_started_at)));
+  return v_table;
+end;
+$$;
+
+-- The blind timer fired for p_level: the next level starts at the deadline (not at now(): one
+-- absolute deadline per level, so a late timer never shifts the schedule), the next deadline is
+-- armed (at once when it is already past: a missed escalation fires immediately). A stale or
+-- early firing changes nothing (an early one re-arms the deadline). Hand boundaries never move it.
+create or replace function game.tournament_advance_level(p_table_id text, p_level integer)
+  returns table (advanced boolean, current_level integer, level_started_at timestamptz)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+  v_deadline timestamptz;
+begin
+  v_table := game_private.lock_tournament(p_table_id);
+  if v_table.tournament_state <> 'playing' or v_table.current_level is distinct from p_level then
+    return query select false, v_table.current_level, v_table.level_started_at;
+    return;
+  end if;
+  v_deadline := v_table.level_started_at + game_private.sng_level_interval(v_table.settings);
+  if v_deadline > now() then
+    perform game_private.arm_blind_timer(v_table);
+    return query select false, v_table.current_level, v_table.level_started_at;
+    return;
+  end if;
+  update game.tables t set current_level = t.current_level + 1, level_started_at = v_deadline
+   where t.table_id = p_table_id returning t.* into v_table;
+  perform game_private.arm_blind_timer(v_table);
+  perform game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'blind_level_changed',
+    'currentLevel', v_table.current_level, 'levelStartedAt', game_private.epoch_ms(v_table.level_started_at)));
+  return query select true, v_table.current_level, v_table.level_started_at;
+end;
+$$;
+
+-- Places for players leaving the field together (busted in one hand, or ranked at a force-end):
+-- p_ranked are their position ids ordered best first, p_keys the value that orders them (the stack
+-- at the start of the hand, or the stack at the force-end; equal keys tie), p_first the best place
+-- among them. Writes elimination_order (distinct places) and tie_place (the best place of its tie).
+create or replace function game_private.assign_places(p_ranked bigint[], p_keys bigint[], p_first integer) returns void
+  language sql volatile
+  set search_path = pg_catalog
+as $$
+  update game.table_players p
+     set elimination_order = p_first + r.i - 1,
+         tie_place = p_first + r.tie - 1
+    from (select x.id, x.i, (rank() over (order by x.k desc))::integer as tie
+            from unnest(p_ranked, p_keys) with ordinality as x(id, k, i)) r
+   where p.id = r.id
+$$;
+
+-- playing -> ended: the survivor is 1st; settlement is queued.
+create or replace function game_private.tournament_to_ended(p_table_id text, p_forced boolean) returns game.tables
+  language plpgsql volatile
+  set search_path = pg_catalog
+as $$
+declare
+  v_table game.tables;
+begin
+  update game.tables t set tournament_state = 'ended', ended_at = now()
+   where t.table_id = p_table_id returning t.* into v_table;
+  perform graphile_worker.remove_job(format('tournament:%s:blinds', p_table_id));
+  perform graphile_worker.add_job('tournament_settle', json_build_object('tableId', p_table_id),
+    job_key => format('tournament:%s:settle', p_table_id), max_attempts => 1000);
+  perform game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'tournament_state_changed',
+    'state', 'ended', 'forced', p_forced));
+  return v_table;
+end;
+$$;
+
+-- A tournament hand's end: the tournament stacks it ended with (conserved: no rake in a tournament),
+-- the auto-folds it counted, and its busts placed (the bigger stack at the hand's start places
+-- higher; equal start stacks tie). With one player left the tournament ends. Returns the busted
+-- positions with their places, and the state after the hand.
+create or replace function game.finish_tournament_hand(
+  p_table_id text, p_hand_id text, p_stacks jsonb, p_auto_folds integer, p_epoch bigint default null
+) returns table (player_id bigint, user_id uuid, seat_index integer, elimination_order integer, tie_place integer, state text)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+  v_before bigint;
+  v_after bigint;
+  v_listed integer;
+  v_found integer;
+  v_alive integer;
+  v_busted bigint[];
+  v_keys bigint[];
+begin
+  v_table := game_private.lock_tournament(p_table_id);
+  perform game_private.check_lease(p_table_id, p_epoch);
+  if p_hand_id is null or v_table.current_hand_id is distinct from p_hand_id then
+    perform game_private.refuse('no_hand_in_progress', format('hand %s is not in progress', p_hand_id));
+  end if;
+  if p_stacks is null or jsonb_typeof(p_stacks) <> 'object' or p_auto_folds is null or p_auto_folds < 0
+     or exists (select from jsonb_each(p_stacks) e
+                 where jsonb_typeof(e.value) <> 'number' or e.key !~ '^[0-9]{1,18}$'
+                    or (e.value)::numeric < 0 or (e.value)::numeric > 9007199254740991
+                    or (e.value)::numeric <> trunc((e.value)::numeric)) then
+    perform game_private.refuse('invalid_hand', 'stacks: { positionId: integer 0..2^53-1 }, auto-folds >= 0');
+  end if;
+  select count(*), count(p.id), coalesce(sum(p.tournament_stack), 0), coalesce(sum(h.stack), 0)
+    into v_listed, v_found, v_before, v_after
+    from (select e.key::bigint as player_id, (e.value)::numeric::bigint as stack from jsonb_each(p_stacks) e) h
+    left join game.table_players p on p.id = h.player_id and p.table_id = p_table_id and p.status = 'seated'
+                                   and p.tournament_stack > 0;
+  if v_found <> v_listed or v_before <> v_after then
+    perform game_private.refuse('invalid_hand', format('every listed position is alive at this table and chips are conserved (%s before, %s after)', v_before, v_after));
+  end if;
+  select count(*) into v_alive from game.table_players p where p.table_id = p_table_id and p.status = 'seated' and p.tournament_stack > 0;
+  select array_agg(p.id order by p.tournament_stack desc, p.seat_index), array_agg(p.tournament_stack order by p.tournament_stack desc, p.seat_index)
+    into v_busted, v_keys
+    from game.table_players p
+    join (select e.key::bigint as id, (e.value)::numeric::bigint as stack from jsonb_each(p_stacks) e) h on h.id = p.id
+   where h.stack = 0;
+  update game.table_players p set tournament_stack = h.stack
+    from (select e.key::bigint as id, (e.value)::numeric::bigint as stack from jsonb_each(p_stacks) e) h
+   where p.id = h.id and p.tournament_stack <> h.stack;
+  if v_busted is not null then
+    perform game_private.assign_places(v_busted, v_keys, v_alive - cardinality(v_busted) + 1);
+    v_alive := v_alive - cardinality(v_busted);
+  end if;
+  update game.tables t set current_hand_id = null, current_hand_started_at = null, auto_fold_count = t.auto_fold_count + p_auto_folds
+   where t.table_id = p_table_id returning t.* into v_table;
+  if v_alive <= 1 then
+    update game.table_players p set elimination_order = 1, tie_place = 1
+     where p.table_id = p_table_id and p.status = 'seated' and p.tournament_stack > 0;
+    v_table := game_private.tournament_to_ended(p_table_id, false);
+  end if;
+  return query select p.id, p.user_id, p.seat_index, p.elimination_order, p.tie_place, v_table.tournament_state
+                 from game.table_players p where p.id = any(coalesce(v_busted, '{}'))
+                order by p.elimination_order;
+  if v_busted is null then
+    return query select null::bigint, null::uuid, null::integer, null::integer, null::integer, v_table.tournament_state;
+  end if;
+end;
+$$;
+
+-- playing -> ended by an operator: a hand in flight is abandoned (the stacks of its start stand),
+-- the live seats are placed by stack, biggest first (equal stacks tie); settlement follows.
+-- From any other state: cannot_force_end (409, the state in the detail).
+create or replace function game.tournament_force_end(p_table_id text) returns game.tables
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+  v_alive bigint[];
+  v_keys bigint[];
+begin
+  v_table := game_private.lock_tournament(p_table_id);
+  if v_table.tournament_state <> 'playing' then
+    perform game_private.refuse('cannot_force_end', v_table.tournament_state);
+  end if;
+  if v_table.current_hand_id is not null then
+    insert into game.hand_histories (hand_id, table_id, hand_number, status, started_at, ended_at)
+    values (v_table.current_hand_id, p_table_id, 0, 'abandoned', coalesce(v_table.current_hand_started_at, now()), now())
+    on conflict (hand_id) do update set status = 'abandoned', ended_at = now();
+    update game.tables t set current_hand_id = null, current_hand_started_at = null where t.table_id = p_table_id;
+  end if;
+  select array_agg(p.id order by p.tournament_stack desc, p.seat_index), array_agg(p.tournament_stack order by p.tournament_stack desc, p.seat_index)
+    into v_alive, v_keys
+    from game.table_players p where p.table_id = p_table_id and p.status = 'seated' and p.tournament_stack > 0;
+  perform game_private.assign_places(v_alive, v_keys, 1);
+  return game_private.tournament_to_ended(p_table_id, true);
+end;
+$$;
+
+-- After a restart of the worker: every timer of a live tournament is armed again from the state
+-- stored (the blind deadline from level_started_at: a missed escalation fires at once). The jobs
+-- are durable, so this only replaces what is there; returns how many tournaments it touched.
+create or replace function game.tournament_rearm() returns integer
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+  v_count integer := 0;
+  r record;
+begin
+  for v_table in select * from game.tables t where t.mode = 'sng' and t.tournament_state in ('registering', 'starting', 'playing', 'ended', 'settling') loop
+    v_count := v_count + 1;
+    case v_table.tournament_state
+      when 'starting' then
+        perform graphile_worker.add_job('tournament_start', json_build_object('tableId', v_table.table_id),
+          run_at => v_table.starts_at, job_key => format('tournament:%s:start', v_table.table_id), max_attempts => 1000);
+      when 'playing' then
+        perform game_private.arm_blind_timer(v_table);
+      when 'ended' then
+        perform graphile_worker.add_job('tournament_settle', json_build_object('tableId', v_table.table_id),
+          job_key => format('tournament:%s:settle', v_table.table_id), max_attempts => 1000);
+      when 'registering' then
+        for r in select p.id, p.reserved_until from game.table_players p
+                  where p.table_id = v_table.table_id and p.status <> 'closed' and p.entry_state = 'reserved' loop
+          perform graphile_worker.add_job('tournament_reserve_expiry',
+            json_build_object('tableId', v_table.table_id, 'playerId', r.id::text),
+            run_at => r.reserved_until, job_key => format('tournament_reserve:%s', r.id), max_attempts => 25);
+        end loop;
+      else
+        null; -- settling: the payout reconciler re-posts what is unconfirmed
+    end case;
+  end loop;
+  return v_count;
+end;
+$$;
