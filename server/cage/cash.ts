@@ -17,6 +17,7 @@ import { chips, idempotencyKey, tableId } from '../http/schemas.ts';
 import type { ServiceClient } from '../http/service-client.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
 import type { ReceiptSigner, StoredReceipt } from './receipts.ts';
+import { payoutWithdraw, tournamentDeposit } from './tournaments.ts';
 import { deliverSettlement, depositKeyOf, fundSeat, settlePosition, type SettlementRow, withdrawKey } from './seams.ts';
 
 /** How long after a settlement a repeated withdraw (the seat now empty) answers with that settlement. */
@@ -63,11 +64,17 @@ export function receiptJson(r: StoredReceipt) {
   };
 }
 
-const notYet = (phase: string) => new ApiError(501, 'not_yet_cage', undefined, { phase });
 
 export function installCashRoutes(app: Express, deps: CashDeps) {
   installDepositRoutes(app, deps);
   installWithdrawRoutes(app, deps);
+}
+
+/** Whether the body names an existing tournament table (its deposit needs no seat index). */
+async function isTournament(pool: pg.Pool, id: unknown): Promise<boolean> {
+  if (!tableId.safeParse(id).success) return false;
+  const { rows } = await pool.query<{ mode: string }>('select mode from game.tables where table_id = $1', [id]);
+  return rows[0]?.mode === 'sng';
 }
 
 async function readTable(pool: pg.Pool, id: string): Promise<TableRow> {
@@ -79,12 +86,14 @@ async function readTable(pool: pg.Pool, id: string): Promise<TableRow> {
 // ---- deposit --------------------------------------------------------------------------------
 
 /** The deposit's fields and its key (header, body, or the chain bank's permit hash), or a coded 400. */
-function parseDeposit(b: Record<string, unknown>, headerKey: string | undefined) {
+function parseDeposit(b: Record<string, unknown>, headerKey: string | undefined, tournament: boolean) {
   if (b.tableId === undefined || b.amount === undefined) throw new ApiError(400, 'missing_required_fields');
-  if (b.seatIndex === undefined || b.seatIndex === null) throw new ApiError(400, 'missing_seat_index');
-  const parsed = depositBody.safeParse({ ...b, idempotencyKey: headerKey ?? b.idempotencyKey });
+  // a tournament's seat is server-assigned: its deposit names the reserved seat or none
+  if ((b.seatIndex === undefined || b.seatIndex === null) && !tournament) throw new ApiError(400, 'missing_seat_index');
+  const parsed = (tournament ? depositBody.extend({ seatIndex: z.number().int().min(0).max(9).nullish() }) : depositBody)
+    .safeParse({ ...b, idempotencyKey: headerKey ?? b.idempotencyKey });
   if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
-  const { seatIndex, amount } = parsed.data;
+  const { seatIndex, amount } = parsed.data as { seatIndex: number; amount: bigint };
   // a retried request must find its first attempt: the key is the caller's, never made up here
   const key = parsed.data.idempotencyKey ?? depositKeyOf(b.permit, b.signerAddress, amount);
   if (!key) throw new ApiError(400, 'missing_idempotency_key');
@@ -138,10 +147,15 @@ function installDepositRoutes(app: Express, deps: CashDeps) {
       confirm_mode: 'cage_immediate', 'auth.linked': 'not_required',
     }, async (span) => {
       try {
-        const d = parseDeposit(b, req.get('idempotency-key'));
+        const d = parseDeposit(b, req.get('idempotency-key'), await isTournament(pool, b.tableId));
         span.setAttributes({ 'deposit.amount': d.amount.toString(), 'deposit.idempotency_key': d.key });
         const table = await readTable(pool, d.tableId);
-        if (table.mode === 'sng') throw notYet('tournaments');
+        if (table.money_kind === 'real' && !deps.realMoneyEnabled) throw new ApiError(403, 'real_money_disabled');
+        if (table.mode === 'sng') {
+          const answer = await tournamentDeposit(deps, { userId, tableId: table.table_id, amount: d.amount, key: d.key, body: b });
+          span.setAttribute('deposit.result', answer.replay ? 'replay_confirmed' : 'confirmed');
+          return void res.json(answer);
+        }
         if (table.money_kind === 'real' && !deps.realMoneyEnabled) throw new ApiError(403, 'real_money_disabled');
         const { rows } = await pool.query<DepositIntent>(
           'select ref_id, status, error, amount, replayed from cage.open_deposit($1, $2, $3, $4, $5)',
@@ -253,9 +267,9 @@ async function withdrawTable(deps: CashDeps, b: Record<string, unknown>): Promis
   if (b.tableId === undefined || b.tableId === null || b.tableId === '') throw new ApiError(400, 'missing_table_id');
   const tid = tableId.safeParse(b.tableId);
   if (!tid.success) throw new ApiError(400, 'bad_request', zodIssues(tid.error));
-  if (b.payoutIntent !== undefined) throw notYet('tournaments');
   const table = await readTable(deps.pool, tid.data);
-  if (table.mode === 'sng') throw notYet('tournaments');
+  // a tournament's money leaves by its payouts (payoutIntent) or, while it registers, the refund
+  if (table.mode === 'sng') throw new ApiError(409, 'stand_up_not_allowed_in_tournament');
   if (table.status === 'frozen') throw new ApiError(409, 'table_frozen');
   return table;
 }
@@ -263,6 +277,17 @@ async function withdrawTable(deps: CashDeps, b: Record<string, unknown>): Promis
 function installWithdrawRoutes(app: Express, deps: CashDeps) {
   app.post('/api/withdraw', async (req, res) => {
     const b = (req.body ?? {}) as Record<string, unknown>;
+    if (b.payoutIntent !== undefined) {
+      await withSpan('admin.withdraw', { 'withdraw.tableId': typeof b.tableId === 'string' ? b.tableId.slice(0, 64) : '', 'withdraw.payout_intent': true }, async (span) => {
+        const answer = await payoutWithdraw(deps, req, b).catch((err: unknown) => {
+          span.setAttribute('withdraw.result', errorCode(err as Error) ?? 'failed');
+          throw err;
+        });
+        span.setAttributes({ 'withdraw.result': answer.replay ? 'replay_confirmed' : 'confirmed', 'withdraw.tx_hash': answer.txHash, 'withdraw.userId': answer.userId });
+        res.json(answer);
+      });
+      return;
+    }
     const { userId, forced } = await withdrawer(deps, req, res, b);
     await withSpan('admin.withdraw', {
       'withdraw.userId': userId, 'withdraw.tableId': typeof b.tableId === 'string' ? b.tableId.slice(0, 64) : '',

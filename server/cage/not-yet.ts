@@ -13,7 +13,6 @@ export const PENDING_ROUTES: { method: 'get' | 'post' | 'all'; path: string; pha
   { method: 'all', path: '/api/gas-tank', phase: 'gas' },
   { method: 'post', path: '/api/gas/deposit', phase: 'gas' },
   { method: 'post', path: '/api/gas/withdraw', phase: 'gas' },
-  { method: 'post', path: '/api/tournament/unregister', phase: 'tournaments' },
 ];
 
 export function installNotYetRoutes(app: Express) {

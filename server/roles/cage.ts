@@ -10,6 +10,7 @@ import { createServiceClient } from '../http/service-client.ts';
 import type { RoleContext, StartedRole } from './types.ts';
 import { installCashRoutes } from '../cage/cash.ts';
 import { installMoneyRoutes } from '../cage/money.ts';
+import { installTournamentCageRoutes } from '../cage/tournaments.ts';
 import { installRakeRoutes } from '../cage/rake.ts';
 import { installStandUpReconcileRoute } from '../cage/stand-ups.ts';
 import { graceSeconds } from '../cage/seams.ts';
@@ -54,7 +55,7 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
-      before: (app: Express) => app.use(['/api/tables', '/api/deposit', '/api/withdraw', '/api/cage', '/api/custody'], uiCors(uiOrigins)),
+      before: (app: Express) => app.use(['/api/tables', '/api/deposit', '/api/withdraw', '/api/cage', '/api/custody', '/api/tournament'], uiCors(uiOrigins)),
       routes: (app: Express) => {
         app.get('/api/cage/receipt-key', (_req, res) => {
           res.json({ algorithm: RECEIPT_ALGORITHM, publicKey: signer.publicKeyHex });
@@ -65,6 +66,7 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
           creationLimit: { tables: config.TABLE_CREATE_LIMIT, windowSeconds: config.TABLE_CREATE_WINDOW_SECONDS },
         });
         installCashRoutes(app, { ...common, game, signer });
+        installTournamentCageRoutes(app, { ...common, game });
         installMoneyRoutes(app, { ...common, signer });
         installRakeRoutes(app, common);
         installStandUpReconcileRoute(app, { ...common, game, signer, defaultGraceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS) });

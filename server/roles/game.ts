@@ -12,6 +12,7 @@ import { authIssuer, deploymentEnvironment } from '../config/index.ts';
 import { lazyJwtVerifier } from '../http/jwt.ts';
 import { installHandHistoryRoutes } from '../game/hands/histories.ts';
 import { installAgentRoutes } from '../game/agents/routes.ts';
+import { installTournamentRoutes } from '../tournaments/routes.ts';
 import { createClaimBoard, installClaimRoutes } from '../claims/board.ts';
 import { createHands } from '../game/hands/hands.ts';
 import { startGameProcess, type GameProcess } from '../game/live/lease.ts';
@@ -92,6 +93,10 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
         });
         installAgentRoutes(app, { pool, log: roleLog, jwt, board });
         installHandHistoryRoutes(app, { pool, jwt });
+        installTournamentRoutes(app, {
+          pool, log: roleLog, serviceKey: config.SERVICE_KEY, requireAdmin: jwt.requireAdmin,
+          loadRoom: (tableId) => live.registry.room(tableId), relay: live.registry.tournamentEvent,
+        });
 
         // the test harness's hand boundaries (the dealer's calls, driven by a test)
         if (config.testAuthPermitted) installTestHandRoute(app, { hands, serviceKey: config.SERVICE_KEY });
@@ -103,6 +108,8 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
       fields: { tables, processId: gameProcess.id },
       onListening: (server, url) => {
         live.attach(server);
+        // tournaments starting or playing get their dealer back (their timers live in the worker)
+        void live.registry.resumeTournaments().catch((err) => roleLog.error({ err }, 'tournaments not resumed'));
         if (!config.GAME_PUBLIC_URL) {
           void gameProcess.setUrl(url).catch((err) => roleLog.error({ err }, 'game process url not stored'));
         }

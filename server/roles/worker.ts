@@ -5,6 +5,10 @@ import { createCageReconcileCashTask, graceSeconds } from '../../tasks/cage_reco
 import { createCageReconcileRakeTask } from '../../tasks/cage_reconcile_rake.ts';
 import { createClaimsCompleteLostTask } from '../../tasks/claims_complete_lost.ts';
 import { createDeliverConditionTask } from '../../tasks/deliver_condition.ts';
+import {
+  createTournamentBlindsTask, createTournamentPayoutReconcileTask, createTournamentPayoutTask, createTournamentRearmTask,
+  createTournamentReserveExpiryTask, createTournamentSettleTask, createTournamentStartTask,
+} from '../../tasks/tournament_timers.ts';
 import { createServiceClient } from '../http/service-client.ts';
 import { createRolePool } from '../db/pools.ts';
 import type { Config } from '../config/index.ts';
@@ -50,6 +54,13 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
         cage_reconcile_rake: createCageReconcileRakeTask({ pool, log }),
         claims_complete_lost: createClaimsCompleteLostTask({ pool, log }),
         deliver_condition: createDeliverConditionTask({ game, log }),
+        tournament_start: createTournamentStartTask({ pool, log }),
+        tournament_blinds: createTournamentBlindsTask({ pool, log }),
+        tournament_reserve_expiry: createTournamentReserveExpiryTask({ pool, log }),
+        tournament_settle: createTournamentSettleTask({ pool, log }),
+        tournament_payout: createTournamentPayoutTask({ cage, log }),
+        tournament_payout_reconcile: createTournamentPayoutReconcileTask({ pool, log, intervalSeconds: 30 }),
+        tournament_rearm: createTournamentRearmTask({ pool, log }),
         cage_reconcile_cash: createCageReconcileCashTask({
           pool, game, cage, log, intervalSeconds: config.CAGE_RECONCILE_INTERVAL_SECONDS, graceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS),
         }),
@@ -73,6 +84,9 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
     await runner.addJob('cage_audit', {}, { jobKey: 'cage_audit:startup', jobKeyMode: 'replace' });
     // the cash reconciler now, then every CAGE_RECONCILE_INTERVAL_SECONDS (it schedules its next run)
     await runner.addJob('cage_reconcile_cash', {}, { jobKey: 'cage_reconcile_cash', jobKeyMode: 'replace' });
+    // tournaments: every live one's timers armed again from the stored state; the payout reconciler now, then every 30 s
+    await runner.addJob('tournament_rearm', {}, { jobKey: 'tournament_rearm', jobKeyMode: 'replace' });
+    await runner.addJob('tournament_payout_reconcile', {}, { jobKey: 'tournament_payout_reconcile', jobKeyMode: 'replace' });
   } catch (err) {
     await stop().catch(() => undefined);
     throw err;

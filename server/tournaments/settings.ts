@@ -75,7 +75,10 @@ function prizeProblem(prizes: readonly { position: number; percent: number }[], 
  * list verbatim, else the parametric defaults; its field is the full seat count.
  */
 export function resolveSngSettings(input: unknown) {
-  const s = sngSettingsSchema.parse(input);
+  return resolveParsed(sngSettingsSchema.parse(input));
+}
+
+function resolveParsed<S extends z.infer<typeof sngSettingsSchema>>(s: S) {
   const points = s.payoutStructure
     ? parametricBasisPoints(s.seats, s.payoutStructure)
     : s.prizeStructure
@@ -86,4 +89,28 @@ export function resolveSngSettings(input: unknown) {
     levelDurationSeconds: s.blindStructure?.levelDurationSeconds ?? s.levelDurationSeconds!,
     prizeStructure: prizeStructureWire(points),
   };
+}
+
+export type ResolvedSngSettings = ReturnType<typeof resolveSngSettings> & { deckSeed?: string; clockFactor?: number };
+
+/** The largest clock factor the harness may set (a 30 s level lasts 30 ms at it). */
+export const MAX_CLOCK_FACTOR = 1000;
+
+/**
+ * Table creation's schema for a Sit-and-Go table: the settings validated and resolved. While the
+ * test harness is permitted it also takes `deckSeed` (deterministic decks) and `clockFactor`
+ * (every duration of the table, the jobs' run_at included, divided by it: the injectable clock
+ * that lets a whole tournament run in seconds without weakening the >= 30 s level rule).
+ */
+export function resolvedSngSettingsSchema(options: { testAuthPermitted: boolean }) {
+  const harness = z.object({
+    deckSeed: z.string().min(1).max(128).optional(),
+    clockFactor: z.number().min(1).max(MAX_CLOCK_FACTOR).optional(),
+  });
+  return sngSettingsSchema.and(harness).superRefine((s, ctx) => {
+    if (options.testAuthPermitted) return;
+    for (const key of ['deckSeed', 'clockFactor'] as const) {
+      if (s[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: `${key} is accepted only while the test harness is permitted` });
+    }
+  }).transform((s): ResolvedSngSettings => resolveParsed(s));
 }

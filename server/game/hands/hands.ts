@@ -12,6 +12,12 @@ export interface HandEnd {
   busted: { playerId: string; userId: string; settled: boolean }[];
 }
 
+/** A tournament hand's end: its busts with the places they took, and the tournament's state after it. */
+export interface TournamentHandEnd {
+  busted: { playerId: string; userId: string; seat: number; place: number; tiePlace: number }[];
+  state: string;
+}
+
 /** The table leases of this process (live/lease.ts): the epoch each boundary carries, and the fence's refusal. */
 export interface HandLeases {
   epochOf(tableId: string): bigint | null;
@@ -44,6 +50,19 @@ export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Log
     /** Releases the table from a hand begun but never dealt: nothing is recorded (no card was dealt). */
     async release(tableId: string, handId: string): Promise<void> {
       await fencedQuery(tableId, 'select game.release_hand($1, $2, $3)', (epoch) => [tableId, handId, epoch]);
+    },
+    /** A tournament hand's end (no money moves: the stacks are tournament chips; busts are placed, not settled). */
+    async finishTournament(tableId: string, handId: string, stacks: Record<string, bigint>, autoFolds: number): Promise<TournamentHandEnd> {
+      const { rows } = await fencedQuery<{ player_id: bigint | null; user_id: string; seat_index: number; elimination_order: number; tie_place: number; state: string }>(
+        tableId, 'select player_id, user_id, seat_index, elimination_order, tie_place, state from game.finish_tournament_hand($1, $2, $3::jsonb, $4, $5)',
+        (epoch) => [tableId, handId, JSON.stringify(Object.fromEntries(Object.entries(stacks).map(([k, v]) => [k, Number(v)]))), autoFolds, epoch],
+      );
+      return {
+        busted: rows.filter((r) => r.player_id !== null).map((r) => ({
+          playerId: r.player_id!.toString(), userId: r.user_id, seat: r.seat_index, place: r.elimination_order, tiePlace: r.tie_place,
+        })),
+        state: rows[0]?.state ?? 'playing',
+      };
     },
     async finish(tableId: string, handId: string, stacks: Record<string, bigint>, rake: bigint): Promise<HandEnd> {
       const { rows } = await fencedQuery<{ player_id: bigint; user_id: string }>(

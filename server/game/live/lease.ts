@@ -47,6 +47,8 @@ class Presence {
 
   private readonly options: GameProcessOptions;
   private readonly onSeats: (tableId: string) => void;
+  /** Tournament lifecycle events (channel game_tournament: a JSON object naming its tableId). */
+  onTournament: (event: Record<string, unknown>) => void = () => undefined;
   /** After a reconnect: notifications sent while away were missed. */
   private readonly onBack: () => void;
 
@@ -68,16 +70,27 @@ class Presence {
     client.on('end', () => this.ended(client));
     client.on('notification', (n) => {
       if (n.channel === 'game_seats' && n.payload) this.onSeats(n.payload);
+      if (n.channel === 'game_tournament' && n.payload) this.tournamentNotification(n.payload);
     });
     try {
       await client.connect();
       const { rows } = await client.query<{ process_id: string }>('select process_id from game.register_process($1, $2)', [this.url, this.id]);
       await client.query('listen game_seats');
+      await client.query('listen game_tournament');
       this.id = rows[0]!.process_id;
       this.client = client;
     } catch (err) {
       await client.end().catch(() => undefined);
       throw err;
+    }
+  }
+
+  private tournamentNotification(payload: string) {
+    try {
+      const event = JSON.parse(payload) as Record<string, unknown>;
+      if (typeof event.tableId === 'string') this.onTournament(event);
+    } catch (err) {
+      this.options.log.warn({ err: (err as Error).message }, 'tournament notification not handled');
     }
   }
 
@@ -207,6 +220,11 @@ export class GameProcessLeases {
     this.held.delete(tableId);
     const { rows } = await this.options.pool.query<{ hand: string | null }>('select game.release_lease($1, $2, $3) as hand', [tableId, this.id, h.epoch.toString()]);
     return rows[0]?.hand ?? null;
+  }
+
+  /** Tournament lifecycle events of any table (the rooms of this process pick theirs, or load it). */
+  onTournamentEvent(listener: (event: Record<string, unknown>) => void): void {
+    this.presence.onTournament = listener;
   }
 
   /** Seat changes of any table (the rooms of this process pick theirs). */

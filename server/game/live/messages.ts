@@ -20,6 +20,7 @@ export const clientMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('sit_out'), ...atTable }),
   z.object({ type: z.literal('sit_in'), ...atTable }),
   z.object({ type: z.literal('stand_up'), ...atTable }),
+  z.object({ type: z.literal('register_for_tournament'), ...atTable, advisorAgentId: z.uuid().nullish() }),
 ]);
 
 export type ClientMessage = z.infer<typeof clientMessage>;

@@ -12,7 +12,8 @@ import { randomDeck, shuffledDeck } from '../poker/deck.ts';
 import { comeBack, nextHand, sitOut, type Positions, type TableSeat } from '../poker/table.ts';
 import type { createHands, HandEnd } from '../hands/hands.ts';
 import { isLeaseLost } from './lease.ts';
-import { chipAmount, handResult, stateWriter, stoodUp, historyJson, toJson, type SeatView } from './wire.ts';
+import { chipAmount, handResult, stateWriter, stoodUp, historyJson, toJson, type SeatView, type TournamentState } from './wire.ts';
+import { actionMs, levelMs, levelOf, myView, storedSng, tournamentWire, type StoredSng, type TournamentRow } from '../../tournaments/lifecycle.ts';
 
 /** The longest turn a table may give (one hour): creation refuses more, and stored rows above it are clamped when a room loads. */
 export const MAX_TURN_TIME_SEC = 3600;
@@ -145,11 +146,26 @@ export class Room {
   }
 
 
+  /** The stored tournament settings of an SnG table (null: a cash table). */
+  get sng(): StoredSng | null {
+    return this.record.mode === 'sng' ? storedSng(this.record.settings) : null;
+  }
+
   get settings() {
     const s = this.record.settings;
+    const sng = this.sng;
+    if (sng) {
+      // the blinds of the current level (read again before each deal), no rake, the action timeout
+      const level = levelOf(sng, this.tournament?.current_level ?? 0);
+      return {
+        smallBlind: level.smallBlind, bigBlind: level.bigBlind, ante: level.ante, turnMs: actionMs(sng), turnTimerEnabled: true,
+        rake: { percent: 0, cap: 0n, minPot: 0n, requiresFlop: true },
+        deckSeed: typeof s.deckSeed === 'string' ? s.deckSeed : null, hostedOnly: false, showHands: false,
+      };
+    }
     return {
       smallBlind: big(s.smallBlind), bigBlind: big(s.bigBlind, 2n), ante: big(s.ante),
-      turnTimeSec: turnTimeSec(s.turnTimeSec),
+      turnMs: turnTimeSec(s.turnTimeSec) * 1000,
       turnTimerEnabled: s.turnTimerEnabled !== false,
       rake: {
         percent: typeof s.rakePercent === 'number' ? s.rakePercent : 0,
@@ -215,11 +231,16 @@ export class Room {
   }
 
   private async reloadSeats(): Promise<void> {
+    // a tournament's seats are its registrants, their stacks tournament chips (chip_balance is the entry claim)
     const { rows } = await this.deps.pool.query<{ id: string; user_id: string; agent_id: string | null; seat_index: number; chip_balance: string; status: string }>(
-      `select id::text, user_id, agent_id, seat_index, chip_balance::text, status from game.table_players
-        where table_id = $1 and status = 'seated' order by seat_index`,
+      this.record.mode === 'sng'
+        ? `select id::text, user_id, agent_id, seat_index, coalesce(tournament_stack, 0)::text as chip_balance, status from game.table_players
+            where table_id = $1 and status = 'seated' and entry_state is not null order by seat_index`
+        : `select id::text, user_id, agent_id, seat_index, chip_balance::text, status from game.table_players
+            where table_id = $1 and status = 'seated' order by seat_index`,
       [this.tableId],
     );
+    if (this.record.mode === 'sng') await this.reloadTournament();
     const running = this.positions !== null;
     const next = new Map<number, Seat>();
     for (const r of rows) {
@@ -278,7 +299,123 @@ export class Room {
 
   private writer() {
     const st = this.settings;
-    return stateWriter({ tableId: this.tableId, smallBlind: st.smallBlind, bigBlind: st.bigBlind, ante: st.ante }, this.views(), this.hand, this.turnDeadline);
+    return stateWriter({ tableId: this.tableId, smallBlind: st.smallBlind, bigBlind: st.bigBlind, ante: st.ante }, this.views(), this.hand, this.turnDeadline, this.tournamentState());
+  }
+
+  // ---- tournament ----------------------------------------------------------------------------
+
+  /** The lifecycle row of an SnG table, as last read (null on a cash table). */
+  private tournament: TournamentRow | null = null;
+
+  /** The tournament's state as the room last read it (null on a cash table). */
+  get tournamentPhase(): string | null {
+    return this.tournament?.tournament_state ?? null;
+  }
+  /** Turns of this hand that timed out (auto-folds), written with its end. */
+  private autoFolds = 0;
+
+  private async reloadTournament(): Promise<void> {
+    const { rows } = await this.deps.pool.query<TournamentRow>(
+      `select t.tournament_state, t.current_level, t.level_started_at,
+              (select count(*)::integer from game.table_players p where p.table_id = t.table_id and p.status <> 'closed') as registered_count
+         from game.tables t where t.table_id = $1`,
+      [this.tableId],
+    );
+    this.tournament = rows[0] ?? null;
+  }
+
+  /** game_state's tournament fields (absent in cash mode). */
+  private tournamentState(): TournamentState | undefined {
+    const sng = this.sng;
+    if (!sng || !this.tournament) return undefined;
+    const wire = tournamentWire(sng, this.tournament);
+    const level = levelOf(sng, this.tournament.current_level ?? 0);
+    const stackOf = (seat: number) => {
+      const p = this.hand?.players.find((x) => x.seat === seat);
+      return p ? p.stack + p.bet : this.seats.get(seat)?.stack ?? 0n;
+    };
+    const alive = [...this.seats.values()].map((s) => stackOf(s.seat)).filter((x) => x > 0n);
+    return {
+      shared: wire,
+      mine: (seat) => {
+        if (seat === null || this.tournament?.tournament_state !== 'playing') return null;
+        const stack = stackOf(seat);
+        return stack > 0n ? myView(sng, level, alive, stack) : null;
+      },
+    };
+  }
+
+  /**
+   * A lifecycle event of this table (the SQL's NOTIFY, or the cage's payout confirmation), relayed
+   * to the room's connections; the room re-reads its seats and lifecycle row, and deals once the
+   * tournament plays. A force-end abandoned the hand in flight (its start stacks stand): dropped here.
+   */
+  tournamentEvent(event: Record<string, unknown>): Promise<void> {
+    return this.serial(async () => {
+      if (this.closed || this.record.mode !== 'sng') return;
+      if (event.type === 'tournament_state_changed' && event.state === 'ended' && this.hand?.status === 'betting') {
+        if (this.turnTimer) clearTimeout(this.turnTimer);
+        this.turnTimer = null;
+        this.turnDeadline = null;
+        this.hand = null;
+        this.autoFolds = 0;
+      }
+      if (this.hand) await this.reloadTournament();
+      else await this.reloadSeats();
+      if (event.type !== 'registration') {
+        const extra = event.type === 'blind_level_changed' ? this.levelFields() : {};
+        const message = toJson({ ...event, ...extra, tableId: this.tableId });
+        for (const w of this.watchers) w.send(message);
+      }
+      this.broadcastState();
+      this.scheduleDeal();
+    });
+  }
+
+  private levelFields() {
+    const sng = this.sng!;
+    const level = levelOf(sng, this.tournament?.current_level ?? 0);
+    const started = this.tournament?.level_started_at?.getTime() ?? null;
+    return {
+      smallBlind: level.smallBlind, bigBlind: level.bigBlind, ...(level.ante > 0n ? { ante: level.ante } : {}),
+      levelEndsAt: started === null ? null : started + levelMs(sng),
+    };
+  }
+
+  /**
+   * A tournament hand's end: the tournament stacks written, its busts placed (game.finish_tournament_hand);
+   * then, in this order, `player_eliminated` for each bust, a fresh `game_state`, `hand_result`.
+   */
+  private async finishTournament(hand: HandState): Promise<void> {
+    const stacks: Record<string, bigint> = {};
+    for (const p of hand.players) stacks[p.playerId] = p.stack;
+    let end: Awaited<ReturnType<RoomDeps['hands']['finishTournament']>>;
+    try {
+      end = await this.deps.hands.finishTournament(this.tableId, hand.handId, stacks, this.autoFolds);
+      this.finishAttempts = 0;
+    } catch (err) {
+      if (isLeaseLost(err) || (err as { code?: string }).code === 'GMNHP') {
+        // the lease is gone, or a force-end abandoned this hand: its start stacks stand
+        this.hand = null;
+        if (!isLeaseLost(err)) await this.reloadSeats();
+        if (isLeaseLost(err)) throw err;
+        return;
+      }
+      return this.retryFinish(hand, err);
+    }
+    this.autoFolds = 0;
+    await this.recordHand(hand);
+    const result = toJson(handResult(this.tableId, hand.handId, hand.result!, this.views()));
+    this.hand = null;
+    const remaining = hand.players.length - end.busted.length;
+    for (const b of end.busted) {
+      const message = toJson({ type: 'player_eliminated', tableId: this.tableId, handId: hand.handId, userId: b.userId, seatIndex: b.seat, position: b.place, tiedFrom: b.tiePlace, remaining });
+      for (const w of this.watchers) w.send(message);
+    }
+    await this.reloadSeats();
+    this.broadcastState();
+    for (const w of this.watchers) w.send(result);
+    this.scheduleDeal();
   }
 
   private viewOf(write: ReturnType<typeof stateWriter>, w: Watcher): string {
@@ -296,7 +433,9 @@ export class Room {
    * deals to every seat: an absent player is blinded away by the timer (docs/dealer.md).
    */
   private plan() {
-    if (this.record.mode === 'sng') return nextHand([...this.seats.values()], this.positions);
+    if (this.record.mode === 'sng') {
+      return this.tournament?.tournament_state === 'playing' ? nextHand([...this.seats.values()], this.positions) : null;
+    }
     const watching = new Set<string | null>();
     for (const w of this.watchers) watching.add(w.userId);
     return nextHand([...this.seats.values()].map((s) => (watching.has(s.userId) ? s : { ...s, sittingOut: true })), this.positions);
@@ -377,9 +516,9 @@ export class Room {
     }
     const st = this.settings;
     if (st.turnTimerEnabled) {
-      this.turnDeadline = Date.now() + st.turnTimeSec * 1000;
+      this.turnDeadline = Date.now() + st.turnMs;
       const seq = hand.seq;
-      this.turnTimer = setTimeout(() => this.serial(() => this.expire(seq)).catch(() => undefined), st.turnTimeSec * 1000); // logged by serial
+      this.turnTimer = setTimeout(() => this.serial(() => this.expire(seq)).catch(() => undefined), st.turnMs); // logged by serial
     }
     this.broadcastState();
   }
@@ -391,7 +530,9 @@ export class Room {
     const next = timeout(hand);
     if (isRefusal(next)) return;
     this.hand = next;
-    if (seat) {
+    // a tournament has no sit-out: an absent player stays dealt in and times out (an auto-fold)
+    if (this.record.mode === 'sng') this.autoFolds += 1;
+    else if (seat) {
       seat.timeouts += 1;
       if (seat.timeouts >= this.deps.options.timeoutsBeforeSitOut && !seat.sittingOut) {
         this.seats.set(seat.seat, { ...sitOut([seat], seat.seat)[0]!, ...{ positionId: seat.positionId, userId: seat.userId, agentId: seat.agentId, timeouts: seat.timeouts, leaveAfterHand: seat.leaveAfterHand }, sittingOutSince: Date.now() } as Seat);
@@ -401,17 +542,23 @@ export class Room {
     await this.afterStep();
   }
 
+  /** The hand's history and result, stored (best effort: a failure is logged). */
+  private async recordHand(hand: HandState): Promise<void> {
+    const agents = hand.players.map((p) => this.seats.get(p.seat)?.agentId).filter((a): a is string => Boolean(a));
+    await this.deps.pool.query('select game.record_hand($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7::uuid[], $8::timestamptz)', [
+      this.tableId, hand.handId, this.handNumber, 'finished', JSON.stringify(historyJson(hand.history)),
+      toJson(handResult(this.tableId, hand.handId, hand.result!, this.views())), agents, new Date(this.handStartedAt).toISOString(),
+    ]).catch((err) => this.deps.log.error({ err, handId: hand.handId }, 'hand history not stored'));
+  }
+
   private async finish(hand: HandState): Promise<void> {
+    if (this.record.mode === 'sng') return this.finishTournament(hand);
     const result = hand.result!;
     const stacks: Record<string, bigint> = {};
     for (const p of hand.players) stacks[p.playerId] = p.stack;
     const end = await this.writeEnd(hand, stacks);
     if (!end) return;
-    const agents = hand.players.map((p) => this.seats.get(p.seat)?.agentId).filter((a): a is string => Boolean(a));
-    await this.deps.pool.query('select game.record_hand($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7::uuid[], $8::timestamptz)', [
-      this.tableId, hand.handId, this.handNumber, 'finished', JSON.stringify(historyJson(hand.history)),
-      toJson(handResult(this.tableId, hand.handId, result, this.views())), agents, new Date(this.handStartedAt).toISOString(),
-    ]).catch((err) => this.deps.log.error({ err, handId: hand.handId }, 'hand history not stored'));
+    await this.recordHand(hand);
     const message = toJson(handResult(this.tableId, hand.handId, result, this.views()));
     for (const w of this.watchers) w.send(message);
     this.deps.log.debug({ tableId: this.tableId, handId: hand.handId, busted: end.busted.length, rake: result.rake.toString(), ms: Date.now() - this.handStartedAt }, 'hand finished');
@@ -445,19 +592,23 @@ export class Room {
         this.finishAttempts = 0;
         return { busted: [] }; // busts left unsettled are settled when their seat is next touched
       }
-      this.finishAttempts += 1;
-      const delayMs = Math.min(30_000, 1000 * 2 ** (this.finishAttempts - 1));
-      this.deps.log.error({ err, tableId: this.tableId, handId: hand.handId, attempt: this.finishAttempts, retryInMs: delayMs }, 'hand end not written: retrying');
-      if (!this.closed) {
-        this.finishRetry = setTimeout(() => {
-          this.finishRetry = null;
-          this.serial(async () => {
-            if (this.hand === hand) await this.finish(hand);
-          }).catch(() => undefined); // logged by serial
-        }, delayMs);
-      }
+      this.retryFinish(hand, err);
       return null;
     }
+  }
+
+  /** A hand end not written: tried again with backoff (1 s doubling to 30 s), the table held meanwhile. */
+  private retryFinish(hand: HandState, err: unknown): void {
+    this.finishAttempts += 1;
+    const delayMs = Math.min(30_000, 1000 * 2 ** (this.finishAttempts - 1));
+    this.deps.log.error({ err, tableId: this.tableId, handId: hand.handId, attempt: this.finishAttempts, retryInMs: delayMs }, 'hand end not written: retrying');
+    if (this.closed) return;
+    this.finishRetry = setTimeout(() => {
+      this.finishRetry = null;
+      this.serial(async () => {
+        if (this.hand === hand) await this.finish(hand);
+      }).catch(() => undefined); // logged by serial
+    }, delayMs);
   }
 
   /**

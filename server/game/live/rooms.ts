@@ -63,7 +63,37 @@ export class RoomRegistry {
     ];
     // seat changes made by the cage's calls, on whichever game process they landed
     deps.process.onSeatsChanged((tableId) => this.seatsChanged(tableId));
+    deps.process.onTournamentEvent((event) => void this.tournamentEvent(event));
   }
+
+  /**
+   * A tournament's lifecycle event (NOTIFY game_tournament, from whichever role made the move): the
+   * room of the table relays it. A tournament that starts or plays needs its dealer even with nobody
+   * watching: its room is loaded here (under the lease: one process of several wins it; the others
+   * leave it be).
+   */
+  tournamentEvent = async (event: Record<string, unknown>): Promise<void> => {
+    const tableId = String(event.tableId);
+    const live = event.type === 'tournament_state_changed' && (event.state === 'starting' || event.state === 'playing');
+    const r = this.rooms.get(tableId) ?? (live && !this.stopping ? this.room(tableId) : undefined);
+    if (!r) return;
+    try {
+      const room = await r;
+      await room.tournamentEvent(event);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code !== 'table_elsewhere') this.deps.log.warn({ err: (err as Error).message, tableId, type: event.type }, 'tournament event not relayed');
+    }
+  };
+
+  /** At start: the tournaments starting or playing get their rooms (and their dealer) again. */
+  resumeTournaments = async (): Promise<string[]> => {
+    const { rows } = await this.deps.pool.query<{ table_id: string }>(
+      "select table_id from game.tables where mode = 'sng' and tournament_state in ('starting', 'playing') order by table_id",
+    );
+    for (const r of rows) await this.room(r.table_id).catch((err) => this.deps.log.warn({ err: (err as Error).message, tableId: r.table_id }, 'tournament room not resumed'));
+    return rows.map((r) => r.table_id);
+  };
 
   /**
    * A call to the bank (the cage), through the roles' one client: the player's token forwarded, or

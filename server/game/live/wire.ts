@@ -48,6 +48,12 @@ export interface Viewer {
   seesAllCards: boolean;
 }
 
+/** The tournament fields of an SnG table's game_state: shared by every viewer, and the viewer's own. */
+export interface TournamentState {
+  shared: { tournament: unknown; tournamentSchedule: unknown };
+  mine: (seat: number | null) => unknown;
+}
+
 const str = (v: bigint | null | undefined) => (v === null || v === undefined ? null : v.toString());
 
 /**
@@ -62,6 +68,7 @@ export function stateWriter(
   seats: readonly SeatView[],
   hand: HandState | null,
   turnDeadline: number | null,
+  tournament?: TournamentState,
 ): (viewer: Viewer) => string {
   const players = new Map(hand?.players.map((p) => [p.seat, p]) ?? []);
   const betting = hand !== null && hand.status === 'betting' && hand.toAct !== null;
@@ -81,7 +88,8 @@ export function stateWriter(
     pots: (hand?.pots ?? []).map((p) => ({ amount: str(p.amount), eligible: p.eligible })),
     toAct: betting ? hand.toAct : null,
     turnDeadline: turnDeadline ? new Date(turnDeadline).toISOString() : null,
-  }).slice(0, -1);
+    ...(tournament ? tournament.shared : {}),
+  }, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)).slice(0, -1);
   const seatJson = (s: SeatView, showCards: boolean) => {
     const p = players.get(s.seatIndex);
     return JSON.stringify({
@@ -120,7 +128,8 @@ export function stateWriter(
       const mine = viewer.seat === null ? -1 : seats.findIndex((s) => s.seatIndex === viewer.seat);
       seatList = mine < 0 ? hidden.join(',') : seats.map((_, i) => (i === mine ? ownSeat(i) : hidden[i])).join(',');
     }
-    return `${head},"yourSeat":${viewer.seat === null ? 'null' : viewer.seat},"seats":[${seatList}],"legal":${legalFor(viewer.seat)}}`;
+    const myView = tournament ? `,"tournamentMyView":${toJson(tournament.mine(viewer.seat) ?? null)}` : '';
+    return `${head},"yourSeat":${viewer.seat === null ? 'null' : viewer.seat},"seats":[${seatList}],"legal":${legalFor(viewer.seat)}${myView}}`;
   };
 }
 

@@ -19,6 +19,8 @@ import type { createHands } from '../hands/hands.ts';
 import type { GameProcess } from './lease.ts';
 import type { Room, RoomOptions, Watcher } from './room.ts';
 import { createRoomRegistry, every, type RoomRegistry } from './rooms.ts';
+import { reserveSeat } from '../../tournaments/registration.ts';
+import { REFUSALS } from '../../http/errors.ts';
 import { stoodUp, toJson } from './wire.ts';
 import type { ServiceClient } from '../../http/service-client.ts';
 import { parseClientMessage, type ClientMessage } from './messages.ts';
@@ -144,7 +146,7 @@ function corkedSend(ws: WebSocket, afterSend: () => void): (message: string) => 
 /** The websocket side of the game role: connections, their messages, and the rooms they join. */
 export class LiveTables {
   private readonly deps: LiveTablesDeps;
-  private readonly registry: RoomRegistry;
+  readonly registry: RoomRegistry;
   private readonly connections = new Set<Connection>();
   private nextId = 1;
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
@@ -274,6 +276,7 @@ export class LiveTables {
       case 'sit_out': return this.sittingOut(c, m, true);
       case 'sit_in': return this.sittingOut(c, m, false);
       case 'stand_up': return this.onStandUp(c, m);
+      case 'register_for_tournament': return this.onRegister(c, m);
     }
   }
 
@@ -342,12 +345,46 @@ export class LiveTables {
     const r = await this.joined(c, m.tableId, m.ref);
     if (!r) return;
     if (!c.userId || !c.token) return refuse(c, 'not_authenticated', m.ref);
-    if (r.record.mode === 'sng') return refuse(c, 'stand_up_not_allowed_in_tournament', m.ref);
+    if (r.record.mode === 'sng') return this.leaveTournament(c, r, m.ref);
     r.tokens.set(c.userId, c.token);
     const res = await r.requestStandUp(c.userId);
     if (res.pending) return send(c, { type: 'stand_up_pending', tableId: r.tableId, ref: m.ref });
     if (res.status !== 200) return refuse(c, String(res.body.error ?? 'stand_up_refused'), m.ref);
     return c.send(stoodUp(r.tableId, res.body, m.ref));
+  }
+
+  /**
+   * A human registers for a tournament: a server-assigned seat is reserved (game.tournament_reserve)
+   * until the entry fee is paid through the bank's deposit (amount = entryFee, seatIndex = this seat
+   * or none). On a copilot table the message names the player's advisor agent.
+   */
+  private async onRegister(c: Connection, m: Extract<ClientMessage, { type: 'register_for_tournament' }>) {
+    const r = await this.joined(c, m.tableId, m.ref);
+    if (!r) return;
+    if (!c.userId) return refuse(c, 'not_authenticated', m.ref);
+    if (r.record.mode !== 'sng') return refuse(c, 'not_a_tournament', m.ref);
+    try {
+      const seat = await reserveSeat(this.deps.pool, { tableId: r.tableId, userId: c.userId, agentId: c.agentId, advisorAgentId: m.advisorAgentId ?? null });
+      send(c, {
+        type: 'tournament_registered', tableId: r.tableId, seatIndex: seat.seatIndex, reservedUntil: seat.reservedUntil.getTime(),
+        entryFee: String(r.record.settings.entryFee), registeredCount: seat.registeredCount, ref: m.ref,
+      });
+    } catch (err) {
+      const code = REFUSALS.get((err as { code?: string }).code ?? '')?.code;
+      if (code) return refuse(c, code, m.ref);
+      throw err;
+    }
+  }
+
+  /**
+   * stand_up on a tournament table: while it registers, the registration is withdrawn through the
+   * bank (a paid entry refunded); once it starts, refused stand_up_not_allowed_in_tournament.
+   */
+  private async leaveTournament(c: Connection, r: Room, ref: unknown) {
+    if (r.tournamentPhase !== 'registering') return refuse(c, 'stand_up_not_allowed_in_tournament', ref);
+    const res = await this.registry.bank('/api/tournament/unregister', { tableId: r.tableId }, { token: c.token });
+    if (res.status !== 200) return refuse(c, String(res.body.error ?? 'unregister_refused'), ref);
+    return send(c, { type: 'tournament_unregistered', tableId: r.tableId, status: res.body.status, amount: res.body.amount, txHash: res.body.txHash ?? null, ref });
   }
 
   private async sittingOut(c: Connection, m: { tableId: string; ref?: unknown }, out: boolean): Promise<void> {

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { MAX_TURN_TIME_SEC } from '../live/room.ts';
 import { ApiError, zodIssues } from '../../http/errors.ts';
 import { withSpan } from '../../telemetry/index.ts';
+import { resolvedSngSettingsSchema } from '../../tournaments/settings.ts';
 
 const int = () => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const positive = () => int().min(1);
@@ -22,6 +23,7 @@ export function tableSettingsSchemas(options: { testAuthPermitted: boolean }) {
       ctx.addIssue({ code: 'custom', path: ['deckSeed'], message: 'deckSeed is accepted only while the test harness is permitted' });
     }
   };
+  const kind = z.enum(['open', 'human_only', 'agent', 'copilot']).optional();
   const buyIns = (value: { minBuyIn: number; maxBuyIn: number }, ctx: z.RefinementCtx) => {
     if (value.maxBuyIn < value.minBuyIn) ctx.addIssue({ code: 'custom', path: ['maxBuyIn'], message: 'maxBuyIn must be at least minBuyIn' });
   };
@@ -42,6 +44,7 @@ export function tableSettingsSchemas(options: { testAuthPermitted: boolean }) {
       hostedOnly: z.boolean().optional(),
       showHands: z.boolean().optional(),
       deckSeed,
+      kind,
     })
     .strip()
     .superRefine((s, ctx) => {
@@ -65,13 +68,23 @@ export function tableSettingsSchemas(options: { testAuthPermitted: boolean }) {
       turnTimerEnabled: z.boolean(),
       scoreTarget: positive(),
       deckSeed,
+      kind,
     })
     .strip()
     .superRefine((s, ctx) => {
       buyIns(s, ctx);
       noDeckSeedOutsideHarness(s, ctx);
     });
-  return { poker, arena };
+  // A Sit-and-Go table (settings.mode 'sng'): the tournament's own fields, resolved (docs/tournaments.md);
+  // the harness may also set deckSeed and clockFactor (every duration of the table divided by it).
+  const sng = resolvedSngSettingsSchema({ testAuthPermitted: options.testAuthPermitted });
+  return { poker, arena, sng };
+}
+
+/** The schema a body's settings are judged by: its game type's, or the tournament's for `mode: 'sng'`. */
+function settingsSchema(schemas: ReturnType<typeof tableSettingsSchemas>, gameType: 'poker' | 'arena', settings: Record<string, unknown>) {
+  if (gameType === 'poker' && settings.mode === 'sng') return schemas.sng;
+  return schemas[gameType];
 }
 
 const envelope = z.object({
@@ -119,7 +132,7 @@ export function installTableRoutes(
       let settings: Record<string, unknown> | undefined;
       let issues = parsedEnvelope.success ? [] : zodIssues(parsedEnvelope.error);
       if (parsedEnvelope.success) {
-        const parsed = schemas[parsedEnvelope.data.gameType].safeParse(parsedEnvelope.data.settings);
+        const parsed = settingsSchema(schemas, parsedEnvelope.data.gameType, parsedEnvelope.data.settings).safeParse(parsedEnvelope.data.settings);
         if (parsed.success) settings = parsed.data;
         else issues = zodIssues(parsed.error).map((i) => ({ ...i, path: ['settings', ...i.path] }));
       }
@@ -128,13 +141,15 @@ export function installTableRoutes(
         throw new ApiError(400, 'validation_failed', issues);
       }
       const { tableId, gameType, moneyKind } = parsedEnvelope.data;
-      span.setAttribute('settings.max_players', Number(settings.maxPlayers));
+      const mode = settings.mode === 'sng' ? 'sng' : 'cash';
+      span.setAttribute('settings.max_players', Number(mode === 'sng' ? settings.seats : settings.maxPlayers));
       if (moneyKind === 'real' && !deps.realMoneyEnabled) {
         span.setAttribute('result', 'real_money_disabled');
         throw new ApiError(403, 'real_money_disabled');
       }
-      const { rows } = await pool.query('select table_id, status from game.create_table($1, $2, $3, $4, $5, $6, $7)', [
+      const { rows } = await pool.query('select table_id, status from game.create_table($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
         tableId, gameType, JSON.stringify(settings), moneyKind, userId, deps.creationLimit.tables, deps.creationLimit.windowSeconds,
+        mode, settings.kind ?? 'open',
       ]).catch((err: { code?: string }) => {
         if (err.code === 'GMTLR') span.setAttribute('result', 'table_limit_reached');
         throw err;
@@ -144,7 +159,7 @@ export function installTableRoutes(
         throw new ApiError(409, 'table_exists');
       }
       span.setAttribute('result', 'created');
-      log.info({ tableId, gameType, moneyKind, userId }, 'table created');
+      log.info({ tableId, gameType, mode, moneyKind, userId }, 'table created');
       res.json({ tableId, gameType, status: 'active' });
     });
   });

@@ -1,0 +1,114 @@
+// Tournament money on the cage (spec: "Tournaments on the cage", the payoutIntent branch of withdraw,
+// the bank's tournament unregister). The money moves in SQL (db/functions/tournaments/20_money.sql),
+// one transaction each; the game learns of registrations by NOTIFY (game_tournament), and of a
+// confirmed payout by POST /internal/payout-confirmed (it broadcasts tournament_payout_settled).
+//   POST /api/deposit, sng table   the entry fee: amount = entryFee; pays the caller's reserve (or
+//                                  reserves a seat now); 402 insufficient_cage_balance releases it;
+//   POST /api/withdraw + payoutIntent  service key only: pays one place to the payout row's user;
+//   POST /api/tournament/unregister    the caller's JWT: a paid entry refunded (registering only).
+import type { Express, Request } from 'express';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { ApiError, zodIssues } from '../http/errors.ts';
+import { secretMatches } from '../http/service-key.ts';
+import { idempotencyKey, tableId } from '../http/schemas.ts';
+import type { ServiceClient } from '../http/service-client.ts';
+import type { JwtVerifier } from '../http/jwt.ts';
+import { RESERVE_TTL_SECONDS } from '../tournaments/lifecycle.ts';
+
+interface TournamentCageDeps {
+  pool: pg.Pool;
+  log: Logger;
+  game: ServiceClient;
+  jwt: JwtVerifier;
+  serviceKey: string | undefined;
+}
+
+const entryBody = z.object({
+  seatIndex: z.number().int().min(0).max(9).nullish(),
+  idempotencyKey: idempotencyKey.optional(),
+});
+
+/**
+ * The sng branch of the deposit, after the common fields were read (amount and key). Answers the
+ * spec's success body (`status: 'confirmed'`, txHash = the entry's ledger ref) with the seat and the
+ * tournament's state; a replay answers `replay: true`.
+ */
+export async function tournamentDeposit(
+  deps: Pick<TournamentCageDeps, 'pool' | 'log'>,
+  d: { userId: string; tableId: string; amount: bigint; key: string; body: Record<string, unknown> },
+) {
+  const parsed = entryBody.safeParse(d.body);
+  if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+  const { rows } = await deps.pool.query<{ ref_id: string | null; outcome: string; seat_index: number; tournament_state: string; registered_count: number }>(
+    'select ref_id, outcome, seat_index, tournament_state, registered_count from cage.open_tournament_entry($1, $2, $3, $4, $5, $6)',
+    [d.userId, d.key, d.tableId, parsed.data.seatIndex ?? null, d.amount.toString(), RESERVE_TTL_SECONDS],
+  );
+  const r = rows[0]!;
+  if (r.outcome === 'insufficient') throw new ApiError(402, 'insufficient_cage_balance', undefined, { seatReleased: true });
+  if (r.outcome === 'paid') deps.log.info({ userId: d.userId, tableId: d.tableId, seatIndex: r.seat_index, state: r.tournament_state }, 'tournament entry paid');
+  return {
+    status: 'confirmed', txHash: r.ref_id, idempotencyKey: d.key, seatIndex: r.seat_index,
+    tournamentState: r.tournament_state, registeredCount: r.registered_count,
+    ...(r.outcome === 'replayed' ? { replay: true } : {}),
+  };
+}
+
+const payoutBody = z.object({
+  tableId,
+  payoutIntent: z.object({
+    position: z.number().int().min(1).max(10),
+    amount: z.union([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), z.string().regex(/^[0-9]{1,19}$/)]).transform((v) => BigInt(v)),
+  }).strict(),
+});
+
+/**
+ * The payoutIntent branch of the withdraw (service key only): pays the place to the payout row's
+ * own user (never a user named by the caller), then tells the game, which broadcasts
+ * tournament_payout_settled. A failed payment marks the intent failed for the reconciler.
+ */
+export async function payoutWithdraw(deps: TournamentCageDeps, req: Request, b: Record<string, unknown>) {
+  if (!deps.serviceKey) throw new ApiError(503, 'service_key_not_configured');
+  if (!secretMatches(req.get('x-service-key'), deps.serviceKey)) throw new ApiError(401, 'payout_requires_service_key');
+  const parsed = payoutBody.safeParse(b);
+  if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+  const { tableId: tid, payoutIntent: { position, amount } } = parsed.data;
+  type Paid = { ref_id: string; user_id: string; amount: bigint; replayed: boolean; tournament_state: string };
+  let row: Paid;
+  try {
+    const { rows } = await deps.pool.query<Paid>('select ref_id, user_id, amount, replayed, tournament_state from cage.pay_tournament_payout($1, $2, $3)', [tid, position, amount.toString()]);
+    row = rows[0]!;
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    // a refusal (no such payout, another amount) leaves the intent as it is; anything else is a failed attempt
+    if (!code?.startsWith('GM') && !code?.startsWith('CG')) {
+      await deps.pool.query('select cage.mark_payout_failed($1, $2, $3)', [tid, position, (err as Error).message]).catch(() => undefined);
+    }
+    throw err;
+  }
+  const settled = await deps.game.post('/internal/payout-confirmed', {
+    tableId: tid, position, userId: row.user_id, amount: row.amount.toString(), txHash: row.ref_id, state: row.tournament_state,
+  });
+  if (!settled.ok) deps.log.warn({ tableId: tid, position }, 'payout confirmed but not announced by the game');
+  if (!row.replayed) deps.log.info({ tableId: tid, position, userId: row.user_id, amount: row.amount.toString() }, 'tournament payout paid');
+  return {
+    status: 'confirmed', txHash: row.ref_id, destination: 'cage', amount: Number(row.amount), idempotencyKey: row.ref_id,
+    position, userId: row.user_id, tournamentState: row.tournament_state, ...(row.replayed ? { replay: true } : {}),
+  };
+}
+
+export function installTournamentCageRoutes(app: Express, deps: TournamentCageDeps) {
+  // The bank's refund of a paid registration (the spec leaves its shape open: docs/tournaments.md).
+  app.post('/api/tournament/unregister', deps.jwt.require, async (req, res) => {
+    const parsed = z.object({ tableId }).safeParse(req.body ?? {});
+    if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+    const userId: string = res.locals.claims.sub;
+    const { rows } = await deps.pool.query<{ outcome: string; amount: bigint; ref_id: string | null; registered_count: number }>(
+      'select outcome, amount, ref_id, registered_count from cage.refund_tournament_entry($1, $2)', [userId, parsed.data.tableId],
+    );
+    const r = rows[0]!;
+    deps.log.info({ userId, tableId: parsed.data.tableId, outcome: r.outcome, amount: r.amount.toString() }, 'tournament registration withdrawn');
+    res.json({ status: r.outcome, tableId: parsed.data.tableId, amount: r.amount.toString(), txHash: r.ref_id, registeredCount: r.registered_count });
+  });
+}

@@ -1,0 +1,116 @@
+// What the game process needs of a tournament beyond the SQL lifecycle (db/functions/tournaments):
+// the limits of the spec, the blind level of a stored table, its clock, and the agent-facing
+// game_state additions (spec: "Agent-facing game_state additions"). Pure.
+import {
+  legacyLevel, parametricLevel, payoutAmounts, prizePool, prizeShares, type BlindStructure, type LegacyLevel, type Level,
+} from './math.ts';
+
+/** An unpaid reserve self-releases after this long (spec: Limits). */
+export const RESERVE_TTL_SECONDS = 120;
+/** The starting -> playing grace (spec: Limits). */
+export const GRACE_SECONDS = 3;
+/** How many levels ahead tournamentSchedule lists on a parametric table (its escalation is open-ended). */
+export const SCHEDULE_LEVELS_AHEAD = 10;
+
+/** The tournament fields of a stored (resolved) SnG settings object. */
+export interface StoredSng {
+  seats: number;
+  entryFee: number;
+  rakeFee: number;
+  startingStack: number;
+  blindStructure?: BlindStructure;
+  blindLevels?: LegacyLevel[];
+  levelDurationSeconds: number;
+  prizeStructure: { position: number; percent: number }[];
+  actionTimeoutSeconds: number;
+  clockFactor?: number;
+  deckSeed?: string;
+}
+
+export function storedSng(settings: Record<string, unknown>): StoredSng {
+  return settings as unknown as StoredSng;
+}
+
+/** The table's clock factor (1 unless the harness set one): every duration is divided by it. */
+export function clockFactor(s: StoredSng): number {
+  return typeof s.clockFactor === 'number' && s.clockFactor >= 1 ? s.clockFactor : 1;
+}
+
+/** Level n of the table: the structure's when it has one (preferred), else the legacy list's. */
+export function levelOf(s: StoredSng, n: number): Level {
+  return s.blindStructure ? parametricLevel(s.blindStructure, n) : legacyLevel(s.blindLevels ?? [{ sb: 1, bb: 2 }], n);
+}
+
+/** A level's length on the table's clock, in ms. */
+export function levelMs(s: StoredSng): number {
+  return (s.levelDurationSeconds * 1000) / clockFactor(s);
+}
+
+/** A turn's length on the table's clock, in ms. */
+export function actionMs(s: StoredSng): number {
+  return (s.actionTimeoutSeconds * 1000) / clockFactor(s);
+}
+
+export function basisPoints(s: StoredSng): number[] {
+  return [...s.prizeStructure].sort((a, b) => a.position - b.position).map((p) => Math.round(p.percent * 100));
+}
+
+/** Chips per place (index 0 = 1st), as the settlement pays them (db: cage_private.place_amounts). */
+export function placeAmounts(s: StoredSng): bigint[] {
+  return payoutAmounts(prizePool(BigInt(s.entryFee), BigInt(s.rakeFee ?? 0), s.seats), basisPoints(s));
+}
+
+export interface TournamentRow {
+  tournament_state: string;
+  current_level: number | null;
+  level_started_at: Date | null;
+  registered_count: number;
+}
+
+const levelWire = (l: Level, durationMs: number) => ({
+  sb: l.smallBlind, bb: l.bigBlind, ...(l.ante > 0n ? { ante: l.ante } : {}), durationMs,
+});
+
+/** `tournament` and `tournamentSchedule` of game_state (the same for every viewer). */
+export function tournamentWire(s: StoredSng, t: TournamentRow) {
+  const n = t.current_level ?? 0;
+  const level = levelOf(s, n);
+  const durationMs = levelMs(s);
+  const parametric = Boolean(s.blindStructure);
+  const from = parametric ? n : 0;
+  const count = parametric ? SCHEDULE_LEVELS_AHEAD : (s.blindLevels?.length ?? 1);
+  return {
+    tournament: {
+      state: t.tournament_state, currentLevel: n, smallBlind: level.smallBlind, bigBlind: level.bigBlind,
+      ...(level.ante > 0n ? { ante: level.ante } : {}),
+      levelEndsAt: t.level_started_at ? t.level_started_at.getTime() + durationMs : null,
+      registeredCount: t.registered_count,
+    },
+    tournamentSchedule: {
+      levels: Array.from({ length: count }, (_, i) => levelWire(levelOf(s, from + i), durationMs)),
+      ...(parametric ? { firstLevel: from } : {}),
+      prizeStructure: prizeShares(basisPoints(s)),
+      continues: true,
+      totalLevels: parametric ? null : count,
+    },
+  };
+}
+
+/**
+ * `tournamentMyView` of a seated, living player: rank by stack among the living (1 = biggest),
+ * the stack in big blinds, the M ratio (stack / (sb + bb + ante x players dealt)) and the pay jump:
+ * what outlasting one more player adds to the prize the player would take busting now.
+ */
+export function myView(s: StoredSng, level: Level, alive: bigint[], stack: bigint) {
+  const rank = 1 + alive.filter((x) => x > stack).length;
+  const orbit = level.smallBlind + level.bigBlind + level.ante * BigInt(alive.length);
+  const amounts = placeAmounts(s);
+  const prize = (place: number) => amounts[place - 1] ?? 0n;
+  const bustPlace = alive.length;
+  return {
+    rank,
+    stackInBigBlinds: level.bigBlind > 0n ? Number(stack) / Number(level.bigBlind) : 0,
+    mRatio: orbit > 0n ? Number(stack) / Number(orbit) : 0,
+    payJumpToNext: bustPlace > 1 ? prize(bustPlace - 1) - prize(bustPlace) : 0n,
+  };
+}

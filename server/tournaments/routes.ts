@@ -1,0 +1,148 @@
+// The game role's tournament routes (spec: "Tournaments (game server and related)"); the moves are
+// SQL functions (db/functions/tournaments), these routes authenticate, parse and answer:
+//   POST /internal/tournament-register    x-service-key  { tableId, agentId } -> a reserved seat for the agent's owner
+//   POST /internal/tournament-unregister  x-service-key  { tableId, agentId } -> the unpaid reserve released
+//   POST /admin/force-end-tournament      x-service-key  { tableId }          -> playing -> ended
+//   POST /internal/force-end-tournament   x-service-key  { tableId }          -> the same (the service path)
+//   GET  /admin/tournaments               admin JWT      -> every tournament, newest first
+//   GET  /admin/tournaments/:tableId      admin JWT      -> one, with its entrants and payouts
+//   POST /internal/payout-confirmed       x-service-key  the cage paid a place -> tournament_payout_settled
+import type { Express, RequestHandler } from 'express';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { ApiError, zodIssues } from '../http/errors.ts';
+import { requireServiceKey } from '../http/service-key.ts';
+import { tableId } from '../http/schemas.ts';
+import { reserveSeat } from './registration.ts';
+
+export interface TournamentRouteDeps {
+  pool: pg.Pool;
+  log: Logger;
+  serviceKey: string | undefined;
+  requireAdmin: RequestHandler;
+  /** Loads (or finds) the table's room: a registration reaches a live room even with no connection. */
+  loadRoom: (tableId: string) => Promise<unknown>;
+  /** Relays a lifecycle event to the table's room, where this process runs it. */
+  relay: (event: Record<string, unknown>) => Promise<void>;
+}
+
+const agentBody = z.object({ tableId, agentId: z.uuid() });
+const tableBody = z.object({ tableId });
+const payoutBody = z.object({
+  tableId,
+  position: z.number().int().min(1).max(10),
+  userId: z.uuid(),
+  amount: z.string().regex(/^[0-9]{1,19}$/),
+  txHash: z.string().min(1).max(200),
+});
+
+function parse<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
+  const parsed = schema.safeParse(body ?? {});
+  if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+  return parsed.data;
+}
+
+/** The table of a tournament route: 404 table_not_found, 400 not_a_tournament. */
+async function tournamentTable(pool: pg.Pool, id: string) {
+  const { rows } = await pool.query<{ mode: string; tournament_state: string | null }>('select mode, tournament_state from game.tables where table_id = $1', [id]);
+  if (!rows[0]) throw new ApiError(404, 'table_not_found');
+  if (rows[0].mode !== 'sng') throw new ApiError(400, 'not_a_tournament');
+  return rows[0];
+}
+
+async function agentOwner(pool: pg.Pool, agentId: string): Promise<string> {
+  const { rows } = await pool.query<{ owner_user_id: string }>('select owner_user_id from game.agents where id = $1', [agentId]);
+  if (!rows[0]) throw new ApiError(404, 'agent_not_found');
+  return rows[0].owner_user_id;
+}
+
+export function installTournamentRoutes(app: Express, deps: TournamentRouteDeps) {
+  const { pool, log } = deps;
+  const service = requireServiceKey(deps.serviceKey);
+
+  app.post('/internal/tournament-register', service, async (req, res) => {
+    const b = parse(agentBody, req.body);
+    await tournamentTable(pool, b.tableId);
+    const ownerUserId = await agentOwner(pool, b.agentId);
+    await deps.loadRoom(b.tableId).catch((err) => log.warn({ err: (err as Error).message, tableId: b.tableId }, 'tournament room not loaded here'));
+    const seat = await reserveSeat(pool, { tableId: b.tableId, userId: ownerUserId, agentId: b.agentId, advisorAgentId: null });
+    log.info({ tableId: b.tableId, agentId: b.agentId, ownerUserId, seatIndex: seat.seatIndex }, 'tournament seat reserved for an agent');
+    res.json({ ok: true, status: 'reserved', ownerUserId, ...seat });
+  });
+
+  app.post('/internal/tournament-unregister', service, async (req, res) => {
+    const b = parse(agentBody, req.body);
+    await tournamentTable(pool, b.tableId);
+    const ownerUserId = await agentOwner(pool, b.agentId);
+    // a paid entry is refused before anything moves: its refund is the bank's (POST /api/tournament/unregister)
+    const { rows } = await pool.query<{ entry_state: string | null; agent_id: string | null }>(
+      "select entry_state, agent_id from game.table_players where table_id = $1 and user_id = $2 and status <> 'closed'", [b.tableId, ownerUserId],
+    );
+    if (rows[0]?.entry_state === 'paid') throw new ApiError(409, 'paid_registration_use_refund_path');
+    if (rows[0] && rows[0].agent_id !== b.agentId) throw new ApiError(409, 'tournament_not_registered');
+    await pool.query('select game.tournament_release_reserve($1, $2, null)', [b.tableId, ownerUserId]);
+    res.json({ ok: true, status: 'released', ownerUserId });
+  });
+
+  const forceEnd: RequestHandler = async (req, res) => {
+    const b = parse(tableBody, req.body);
+    await tournamentTable(pool, b.tableId);
+    try {
+      await pool.query('select game.tournament_force_end($1)', [b.tableId]);
+    } catch (err) {
+      const e = err as { code?: string; detail?: string };
+      if (e.code === 'GMCFE') throw new ApiError(409, `cannot force-end from state '${e.detail}'`);
+      throw err;
+    }
+    log.warn({ tableId: b.tableId }, 'tournament force-ended');
+    res.json({ ok: true, tableId: b.tableId, state: 'ended' });
+  };
+  app.post('/admin/force-end-tournament', service, forceEnd);
+  app.post('/internal/force-end-tournament', service, forceEnd);
+
+  app.post('/internal/payout-confirmed', service, async (req, res) => {
+    const b = parse(payoutBody, req.body);
+    await tournamentTable(pool, b.tableId);
+    await deps.relay({ type: 'tournament_payout_settled', tableId: b.tableId, position: b.position, userId: b.userId, amount: b.amount, txHash: b.txHash });
+    res.json({ ok: true });
+  });
+
+  installAdminReads(app, deps);
+}
+
+function installAdminReads(app: Express, deps: TournamentRouteDeps) {
+  const { pool } = deps;
+  app.get('/admin/tournaments', deps.requireAdmin, async (_req, res) => {
+    const { rows } = await pool.query(
+      `select t.table_id as "tableId", t.kind, t.tournament_state as state, t.current_level as "currentLevel",
+              (t.settings ->> 'seats')::int as seats, t.settings ->> 'entryFee' as "entryFee",
+              (select count(*)::int from game.table_players p where p.table_id = t.table_id and p.status <> 'closed') as "registeredCount",
+              t.created_at as "createdAt", t.play_started_at as "playStartedAt", t.ended_at as "endedAt", t.closed_at as "closedAt"
+         from game.tables t where t.mode = 'sng' order by t.created_at desc limit 500`,
+    );
+    res.json({ tournaments: rows });
+  });
+
+  app.get('/admin/tournaments/:tableId', deps.requireAdmin, async (req, res) => {
+    const id = tableId.safeParse(req.params.tableId);
+    if (!id.success) throw new ApiError(400, 'bad_request', zodIssues(id.error));
+    await tournamentTable(pool, id.data);
+    const [{ rows: [t] }, { rows: entrants }, { rows: payouts }] = await Promise.all([
+      pool.query(
+        `select table_id as "tableId", kind, money_kind as "moneyKind", tournament_state as state, current_level as "currentLevel",
+                level_started_at as "levelStartedAt", starts_at as "startsAt", play_started_at as "playStartedAt",
+                ended_at as "endedAt", closed_at as "closedAt", auto_fold_count as "autoFoldCount", settings
+           from game.tables where table_id = $1`, [id.data]),
+      pool.query(
+        `select user_id as "userId", agent_id as "agentId", seat_index as "seatIndex", entry_state as "entryState", status,
+                chip_balance::text as "entryClaim", tournament_stack::text as stack, elimination_order as position, tie_place as "tiedFrom",
+                reserved_until as "reservedUntil"
+           from game.table_players where table_id = $1 and entry_state is not null order by elimination_order nulls first, seat_index`, [id.data]),
+      pool.query(
+        `select position, user_id as "userId", amount::text, submitted_at as "submittedAt", confirmed_at as "confirmedAt",
+                failed_at as "failedAt", tx_hash as "txHash" from game.tournament_payouts($1)`, [id.data]),
+    ]);
+    res.json({ ...t, entrants, payouts });
+  });
+}

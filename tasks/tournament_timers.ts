@@ -1,0 +1,122 @@
+// The durable timers of the Sit-and-Go lifecycle (db/functions/tournaments/10_lifecycle.sql queues
+// them, keyed by the table, in the transaction of the move that arms them; run_at is on the table's
+// clock). Each job calls one SQL move, which judges it again under the table's lock: a stale or
+// replayed job changes nothing. The broadcast of a move is the SQL's NOTIFY game_tournament, relayed
+// by the game process that holds the table's lease (docs/tournaments.md, "Timers and broadcasts").
+//   tournament_start           starting -> playing once the 3 s grace elapsed;
+//   tournament_blinds          the level's deadline: the next level (re-armed at the next deadline);
+//   tournament_reserve_expiry  an unpaid reserve self-releases;
+//   tournament_settle          ended -> settling (payout rows, their payout jobs);
+//   tournament_payout          one place paid through the cage's withdraw (payoutIntent branch);
+//   tournament_payout_reconcile  every 30 s: payouts unconfirmed for more than 30 s are posted again;
+//   tournament_rearm           at worker start: every live tournament's timers armed from the stored state.
+import type { Task } from 'graphile-worker';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import type { ServiceClient } from '../server/http/service-client.ts';
+
+const tablePayload = z.object({ tableId: z.string().min(1).max(64) });
+
+interface TimerDeps {
+  pool: pg.Pool;
+  log: Logger;
+}
+
+/** A job whose payload does not parse cannot succeed later: logged, not retried. */
+function parsed<T extends z.ZodType>(schema: T, raw: unknown, log: Logger, task: string): z.infer<T> | null {
+  const p = schema.safeParse(raw);
+  if (!p.success) log.error({ payload: raw, task }, 'tournament job dropped: malformed payload');
+  return p.success ? p.data : null;
+}
+
+export function createTournamentStartTask({ pool, log }: TimerDeps): Task {
+  return async (raw) => {
+    const p = parsed(tablePayload, raw, log, 'tournament_start');
+    if (!p) return;
+    const { rows } = await pool.query<{ tournament_state: string }>('select tournament_state from game.tournament_begin_play($1)', [p.tableId]);
+    log.info({ tableId: p.tableId, state: rows[0]?.tournament_state }, 'tournament start fired');
+  };
+}
+
+export function createTournamentBlindsTask({ pool, log }: TimerDeps): Task {
+  const payload = tablePayload.extend({ level: z.number().int().min(0) });
+  return async (raw) => {
+    const p = parsed(payload, raw, log, 'tournament_blinds');
+    if (!p) return;
+    const { rows } = await pool.query<{ advanced: boolean; current_level: number }>(
+      'select advanced, current_level from game.tournament_advance_level($1, $2)', [p.tableId, p.level],
+    );
+    if (rows[0]?.advanced) log.info({ tableId: p.tableId, level: rows[0].current_level }, 'blind level advanced');
+  };
+}
+
+export function createTournamentReserveExpiryTask({ pool, log }: TimerDeps): Task {
+  const payload = tablePayload.extend({ playerId: z.string().regex(/^[0-9]{1,18}$/) });
+  return async (raw) => {
+    const p = parsed(payload, raw, log, 'tournament_reserve_expiry');
+    if (!p) return;
+    try {
+      const { rows } = await pool.query<{ released: boolean }>('select game.tournament_release_reserve($1, null, $2) as released', [p.tableId, p.playerId]);
+      if (rows[0]?.released) log.info({ tableId: p.tableId, playerId: p.playerId }, 'unpaid tournament reserve released');
+    } catch (err) {
+      // the tournament left registration meanwhile: nothing to release
+      if ((err as { code?: string }).code === 'GMTNR') return;
+      throw err;
+    }
+  };
+}
+
+export function createTournamentSettleTask({ pool, log }: TimerDeps): Task {
+  return async (raw) => {
+    const p = parsed(tablePayload, raw, log, 'tournament_settle');
+    if (!p) return;
+    const { rows } = await pool.query<{ tournament_state: string }>('select tournament_state from cage.settle_tournament($1)', [p.tableId]);
+    log.info({ tableId: p.tableId, state: rows[0]?.tournament_state }, 'tournament settlement began');
+  };
+}
+
+/** One place paid through the cage's payoutIntent branch; a failure is retried by graphile-worker (and the reconciler). */
+export function createTournamentPayoutTask(deps: { cage: ServiceClient; log: Logger }): Task {
+  const payload = tablePayload.extend({ position: z.number().int().min(1).max(10), amount: z.string().regex(/^[0-9]{1,19}$/) });
+  return async (raw) => {
+    const p = parsed(payload, raw, deps.log, 'tournament_payout');
+    if (!p) return;
+    const answer = await deps.cage.post('/api/withdraw', { tableId: p.tableId, payoutIntent: { position: p.position, amount: p.amount } });
+    if ('unreachable' in answer) throw new Error(`the cage did not answer (${answer.reason}); retried`);
+    if (!answer.ok) {
+      if (answer.status >= 500) throw new Error(`the cage answered ${answer.status}; retried`);
+      deps.log.error({ ...p, status: answer.status, error: answer.body.error }, 'payout refused by the cage; not retried');
+      return;
+    }
+    deps.log.info({ tableId: p.tableId, position: p.position }, 'tournament payout confirmed');
+  };
+}
+
+/** Every intervalSeconds (30 s): payouts unconfirmed for more than 30 s are posted again, failedAt cleared. */
+export function createTournamentPayoutReconcileTask(deps: TimerDeps & { intervalSeconds: number }): Task {
+  return async (_raw, helpers) => {
+    try {
+      const { rows } = await deps.pool.query<{ table_id: string; position: number; amount: bigint }>(
+        'select table_id, position, amount from cage.payouts_to_repost($1, $2)', [30, 200],
+      );
+      for (const r of rows) {
+        await helpers.addJob('tournament_payout', { tableId: r.table_id, position: r.position, amount: r.amount.toString() }, {
+          jobKey: `payout:${r.table_id}:${r.position}`, jobKeyMode: 'replace', maxAttempts: 1000,
+        });
+      }
+      if (rows.length) deps.log.warn({ payouts: rows.length }, 'unconfirmed tournament payouts posted again');
+    } finally {
+      await helpers.addJob('tournament_payout_reconcile', {}, {
+        jobKey: 'tournament_payout_reconcile', jobKeyMode: 'replace', runAt: new Date(Date.now() + deps.intervalSeconds * 1000),
+      });
+    }
+  };
+}
+
+export function createTournamentRearmTask({ pool, log }: TimerDeps): Task {
+  return async () => {
+    const { rows } = await pool.query<{ n: number }>('select game.tournament_rearm() as n');
+    if (rows[0]?.n) log.info({ tournaments: rows[0].n }, 'tournament timers re-armed');
+  };
+}
