@@ -19,6 +19,7 @@ grant execute on function
   game.tournament_payouts(text)
   to poker_game;
 
+grant usage on schema game to poker_worker;
 grant execute on function
   game.tournament_begin_play(text),
   game.tournament_advance_level(text, integer),

@@ -1,0 +1,135 @@
+// Sit-and-Go tournaments against running roles (auth, game, cage, worker) on a real database:
+// creation, registration (websocket and HTTP), the entry fee and its gates, refunds, the lifecycle
+// driven by the worker's jobs on an accelerated clock (clockFactor), play to the end with absent
+// players auto-folded, settlement, payouts through the cage's payoutIntent branch, the closed pool
+// holding exactly the house fee, and the cage audit empty.
+import type pg from 'pg';
+import { expectCleanAudit } from './helpers/cage.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { liveClient, until, type LiveClient, type Msg } from './helpers/live.ts';
+import { call, startMoneyPlatform } from './helpers/money.ts';
+
+type Money = Awaited<ReturnType<typeof startMoneyPlatform>>;
+
+let db: TestDatabase;
+let cagePool: pg.Pool;
+let m: Money;
+let live: LiveClient;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  cagePool = db.pool('poker_cage');
+  m = await startMoneyPlatform(db, { alsoWorker: true, env: { HAND_DELAY_MS: '5' } });
+  live = liveClient(m, db);
+});
+afterAll(async () => {
+  await live?.closeAll();
+  await m?.platform.stop();
+  await expectCleanAudit(cagePool);
+  await db.drop();
+});
+
+/** A fast tournament: 30 s levels, 3 s turns and the 3 s grace, all divided by the clock factor. */
+export const SNG = (over: Record<string, unknown> = {}) => ({
+  mode: 'sng', seats: 2, entryFee: 100, rakeFee: 10, startingStack: 1000,
+  blindStructure: { startingSmallBlind: 10, increaseFactor: 2, levelDurationSeconds: 30, anteStartLevel: null, startingAnte: 0, anteIncreaseFactor: 1 },
+  actionTimeoutSeconds: 3, clockFactor: 60, ...over,
+});
+
+const state = async (tableId: string) =>
+  (await db.owner.query<{ tournament_state: string }>('select tournament_state from game.tables where table_id = $1', [tableId])).rows[0]!.tournament_state;
+
+const pool = async (tableId: string) =>
+  BigInt((await db.owner.query("select coalesce((select balance from cage.cage_accounts where account_type = 'tournament_pool' and scope = $1), 0) as b", [tableId])).rows[0].b);
+
+describe('creation', () => {
+  test('an SnG table is created registering, with its kind, its resolved payout and its effective level duration', async () => {
+    const host = await m.player();
+    const tableId = await m.table(host.auth, SNG({ kind: 'agent', seats: 6 }));
+    const { rows } = await db.owner.query('select mode, kind, tournament_state, settings from game.tables where table_id = $1', [tableId]);
+    expect(rows[0]).toMatchObject({ mode: 'sng', kind: 'agent', tournament_state: 'registering' });
+    expect(rows[0].settings).toMatchObject({ levelDurationSeconds: 30, entryFee: 100, rakeFee: 10, seats: 6 });
+    expect(rows[0].settings.prizeStructure.reduce((t: number, p: Msg) => t + p.percent, 0)).toBeCloseTo(100, 9);
+    expect(rows[0].settings.prizeStructure).toHaveLength(2); // round(6 x 30%) = 2 places
+  });
+
+  test('invalid settings: 400 validation_failed with issues naming the field; the cash fields are not required', async () => {
+    const host = await m.player();
+    const bad = await call(`${m.cage}/api/tables`, { headers: host.auth, body: { tableId: 'sng-bad-1', gameType: 'poker', settings: SNG({ seats: 11 }) } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toBe('validation_failed');
+    expect(bad.body.issues.map((i: Msg) => i.path.join('.'))).toContain('settings.seats');
+    const noBlinds = await call(`${m.cage}/api/tables`, { headers: host.auth, body: { tableId: 'sng-bad-2', gameType: 'poker', settings: SNG({ blindStructure: undefined }) } });
+    expect(noBlinds.status).toBe(400);
+    const { rows } = await db.owner.query("select count(*)::int as n from game.tables where table_id like 'sng-bad-%'");
+    expect(rows[0].n).toBe(0);
+  });
+});
+
+describe('registration and the entry fee', () => {
+  test('the deposit pays the fee: a fee mismatch, an overdraft (the held seat released), a duplicate; the refund while registering', async () => {
+    const host = await m.player();
+    const tableId = await m.table(host.auth, SNG({ seats: 3 }));
+    const a = await m.player(300);
+    expect((await m.deposit(a.auth, { tableId, amount: 99 })).body).toEqual({ error: 'tournament_entry_fee_mismatch' });
+    const paid = await m.deposit(a.auth, { tableId, amount: 100 });
+    expect(paid.status).toBe(200);
+    expect(paid.body).toMatchObject({ status: 'confirmed', tournamentState: 'registering', registeredCount: 1 });
+    expect(await m.balance(a.auth)).toBe(200);
+    expect((await m.deposit(a.auth, { tableId, amount: 100 })).body).toEqual({ error: 'tournament_already_registered' });
+
+    const poor = await m.player(50);
+    const overdraft = await m.deposit(poor.auth, { tableId, amount: 100 });
+    expect(overdraft.status).toBe(402);
+    expect(overdraft.body.error).toBe('insufficient_cage_balance');
+    const { rows } = await db.owner.query("select count(*)::int as n from game.table_players where table_id = $1 and status <> 'closed'", [tableId]);
+    expect(rows[0].n).toBe(1); // the poor player's held seat was released
+
+    const refund = await call(`${m.cage}/api/tournament/unregister`, { headers: a.auth, body: { tableId } });
+    expect(refund.status).toBe(200);
+    expect(refund.body).toMatchObject({ status: 'refunded', amount: '100', registeredCount: 0 });
+    expect(await m.balance(a.auth)).toBe(300);
+    expect(await pool(tableId)).toBe(0n);
+    expect((await call(`${m.cage}/api/tournament/unregister`, { headers: a.auth, body: { tableId } })).body).toEqual({ error: 'tournament_not_registered' });
+    await expectCleanAudit(cagePool);
+  });
+});
+
+describe('a whole tournament', () => {
+  test('two players pay, the seats fill, the worker starts it, absent players are blinded out, it settles, pays and closes; the pool keeps the house fee', async () => {
+    const host = await m.player();
+    const tableId = await m.table(host.auth, SNG());
+    const a = await live.player(500);
+    const b = await live.player(500);
+    await live.join(a, tableId);
+    const registered = await live.request(a.ws, { type: 'register_for_tournament', tableId });
+    expect(registered).toMatchObject({ type: 'tournament_registered', tableId, entryFee: '100', registeredCount: 1 });
+    expect((await m.deposit(a.auth, { tableId, amount: 100, seatIndex: registered.seatIndex })).status).toBe(200);
+    expect((await m.deposit(b.auth, { tableId, amount: 100 })).body).toMatchObject({ status: 'confirmed', tournamentState: 'starting' });
+
+    await a.ws.next((x) => x.type === 'tournament_state_changed' && x.state === 'starting' && typeof x.startsAt === 'number', 5000);
+    await a.ws.next((x) => x.type === 'tournament_state_changed' && x.state === 'playing', 10_000);
+    const dealt = await a.ws.next((x) => x.type === 'game_state' && x.handId && x.tournament, 10_000);
+    expect(dealt.tournament).toMatchObject({ state: 'playing', currentLevel: 0, smallBlind: '10', bigBlind: '20', registeredCount: 2 });
+    expect(dealt.tournamentSchedule).toMatchObject({ continues: true, totalLevels: null, prizeStructure: [{ position: 1, share: 1 }] });
+
+    // nobody acts: every turn times out (an auto-fold) and the blinds climb until one player is out
+    const ended = await a.ws.next((x) => x.type === 'tournament_ended', 60_000);
+    expect(ended.payouts).toEqual([{ position: 1, userId: expect.any(String), amount: '180' }]);
+    expect(ended.finalStandings.map((s: Msg) => s.position)).toEqual([1, 2]);
+    await a.ws.next((x) => x.type === 'tournament_payout_settled' && x.position === 1, 20_000);
+    const closed = await a.ws.next((x) => x.type === 'tournament_state_changed' && x.state === 'closed', 20_000);
+    expect(typeof closed.closedAt).toBe('number');
+    expect(await state(tableId)).toBe('closed');
+    expect(await pool(tableId)).toBe(20n); // rakeFee 10 x 2 seats: never moved
+    const balances = [await m.balance(a.auth), await m.balance(b.auth)].sort();
+    expect(balances).toEqual([400, 580]);
+    const eliminated = a.ws.messages.filter((x) => x.type === 'player_eliminated' && x.tableId === tableId);
+    expect(eliminated).toHaveLength(1);
+    expect(eliminated[0]).toMatchObject({ position: 2 });
+    await expectCleanAudit(cagePool);
+    const { rows } = await db.owner.query('select auto_fold_count from game.tables where table_id = $1', [tableId]);
+    expect(rows[0].auto_fold_count).toBeGreaterThan(0);
+    await until(async () => (await state(tableId)) === 'closed', 'closed');
+  });
+});
