@@ -321,12 +321,14 @@ describe('withdraw', () => {
     expect((await m.withdraw(a.auth, { tableId })).body).toMatchObject({ amount: 100 });
   });
 
-  test('501 not_yet_cage with its phase for a payoutIntent', async () => {
+  test('a payoutIntent is the service key\'s alone: a JWT is 401 payout_requires_service_key, a cash table 400 not_a_tournament; nothing moves', async () => {
     const p = await m.player(500);
     const tableId = await m.table(p.auth);
     await sit(p, tableId, 0, 100);
     expect(await m.withdraw(p.auth, { tableId, payoutIntent: { position: 1, amount: 100 } }))
-      .toEqual({ status: 501, body: { error: 'not_yet_cage', phase: 'tournaments' } });
+      .toEqual({ status: 401, body: { error: 'payout_requires_service_key' } });
+    expect(await m.withdraw(m.service, { tableId, payoutIntent: { position: 1, amount: 100 } })).toEqual({ status: 400, body: { error: 'not_a_tournament' } });
+    expect((await m.withdraw(m.service, { tableId, payoutIntent: { position: 0, amount: -1 } })).body.error).toBe('bad_request');
     expect(await m.balance(p.auth)).toBe(400);
     expect(await seats(tableId)).toEqual([seat(p, 0, 100)]);
   });
@@ -528,26 +530,28 @@ describe('pending routes', () => {
     ['get', '/api/gas-tank', 'gas'],
     ['post', '/api/gas/deposit', 'gas'],
     ['post', '/api/gas/withdraw', 'gas'],
-    ['post', '/api/tournament/unregister', 'tournaments'],
   ])('%s %s: 501 not_yet_cage, phase %s', async (method, path, phase) => {
     const res = await call(`${m.cage}${path}`, method === 'post' ? { body: {} } : {});
     expect(res).toEqual({ status: 501, body: { error: 'not_yet_cage', phase } });
   });
 
-  test("a deposit or withdraw at an sng table: 501 not_yet_cage, phase 'tournaments'; nothing moves", async () => {
+  test('at a tournament table: a deposit is the entry fee (no cash buy-in); a withdraw, voluntary or forced, is refused; nothing moves', async () => {
     const p = await m.player(500);
-    const tableId = await m.table(p.auth);
-    await sit(p, tableId, 0, 100);
-    await db.owner.query("update game.tables set mode = 'sng' where table_id = $1", [tableId]);
-    const notYet = { status: 501, body: { error: 'not_yet_cage', phase: 'tournaments' } };
-    expect(await m.deposit(p.auth, { tableId, seatIndex: 0, amount: 50 })).toEqual(notYet);
-    expect(await m.withdraw(p.auth, { tableId })).toEqual(notYet);
-    expect(await forced(tableId, p.userId)).toEqual(notYet);
+    const tableId = await m.table(p.auth, {
+      mode: 'sng', seats: 2, entryFee: 100, startingStack: 1000, actionTimeoutSeconds: 3,
+      blindStructure: { startingSmallBlind: 10, increaseFactor: 2, levelDurationSeconds: 60, anteStartLevel: null, startingAnte: 0, anteIncreaseFactor: 1 },
+    });
+    expect(await m.deposit(p.auth, { tableId, seatIndex: 0, amount: 50 })).toEqual({ status: 400, body: { error: 'tournament_entry_fee_mismatch' } });
+    const refused = { status: 409, body: { error: 'stand_up_not_allowed_in_tournament' } };
+    expect(await m.withdraw(p.auth, { tableId })).toEqual(refused);
+    expect(await forced(tableId, p.userId)).toEqual(refused);
+    expect(await m.balance(p.auth)).toBe(500);
+    expect((await m.deposit(p.auth, { tableId, amount: 100 })).status).toBe(200);
+    expect(await m.withdraw(p.auth, { tableId })).toEqual(refused);
     expect(await m.balance(p.auth)).toBe(400);
-    expect(await seats(tableId)).toEqual([seat(p, 0, 100)]);
-    // back to cash, the seat leaves as usual
-    await db.owner.query("update game.tables set mode = 'cash' where table_id = $1", [tableId]);
-    expect((await m.withdraw(p.auth, { tableId })).body).toMatchObject({ amount: 100 });
+    // the refund path while it registers
+    expect((await call(`${m.cage}/api/tournament/unregister`, { headers: p.auth, body: { tableId } })).body).toMatchObject({ status: 'refunded', amount: '100' });
+    expect(await m.balance(p.auth)).toBe(500);
   });
 });
 

@@ -21,6 +21,7 @@ let db: TestDatabase;
 let m: Awaited<ReturnType<typeof startMoneyPlatform>>;
 let player: Awaited<ReturnType<typeof m.player>>;
 let tableId: string;
+let sngTableId: string;
 const counts = { messages: 0, frames: 0, errors: new Map<string, number>() };
 
 beforeAll(async () => {
@@ -29,6 +30,10 @@ beforeAll(async () => {
   m = await startMoneyPlatform(db, { env: { HAND_DELAY_MS: '0' } });
   player = await m.player(2000);
   tableId = await m.table(player.auth);
+  sngTableId = await m.table(player.auth, {
+    mode: 'sng', seats: 3, entryFee: 10, startingStack: 100, actionTimeoutSeconds: 3,
+    blindStructure: { startingSmallBlind: 1, increaseFactor: 2, levelDurationSeconds: 60, anteStartLevel: null, startingAnte: 0, anteIncreaseFactor: 1 },
+  });
 });
 afterAll(async () => {
   await m?.platform.stop();
@@ -60,7 +65,8 @@ function messages(): Record<string, Record<string, unknown[]>> {
     action: { tableId: table, seq: [0, 1, 2, -1, 1.5], action: ['fold', 'check', 'call', 'bet', 'raise', 'all_in'], amount: [2, '4', '0x10', 1e300] },
     sit_out: { tableId: table },
     sit_in: { tableId: table },
-    stand_up: { tableId: table },
+    stand_up: { tableId: [...table, sngTableId] },
+    register_for_tournament: { tableId: [...table, sngTableId], advisorAgentId: [undefined, null, 'x', '00000000-0000-0000-0000-000000000000'] },
   };
 }
 

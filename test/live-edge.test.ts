@@ -170,7 +170,7 @@ test('idle cash rooms unload and release their leases; a watched room and a runn
 });
 
 test('CLIENT_MESSAGE_TYPES lists what the handler dispatches: every listed type is handled, an unlisted one is unknown', async () => {
-  expect([...CLIENT_MESSAGE_TYPES].sort()).toEqual(['action', 'auth', 'join', 'leave', 'ping', 'sit', 'sit_in', 'sit_out', 'stand_up']);
+  expect([...CLIENT_MESSAGE_TYPES].sort()).toEqual(['action', 'auth', 'join', 'leave', 'ping', 'register_for_tournament', 'sit', 'sit_in', 'sit_out', 'stand_up']);
   const ws = await live.open();
   for (const type of CLIENT_MESSAGE_TYPES) {
     expect(await live.request(ws, { type })).not.toMatchObject({ code: 'unknown_message_type' });
