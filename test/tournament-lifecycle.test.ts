@@ -8,6 +8,7 @@ import { expectCleanAudit } from './helpers/cage.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { liveClient, until, type LiveClient, type Msg } from './helpers/live.ts';
 import { call, startMoneyPlatform } from './helpers/money.ts';
+import { SNG } from './helpers/tournament.ts';
 
 type Money = Awaited<ReturnType<typeof startMoneyPlatform>>;
 
@@ -27,13 +28,6 @@ afterAll(async () => {
   await m?.platform.stop();
   await expectCleanAudit(cagePool);
   await db.drop();
-});
-
-/** A fast tournament: 30 s levels, 3 s turns and the 3 s grace, all divided by the clock factor. */
-export const SNG = (over: Record<string, unknown> = {}) => ({
-  mode: 'sng', seats: 2, entryFee: 100, rakeFee: 10, startingStack: 1000,
-  blindStructure: { startingSmallBlind: 10, increaseFactor: 2, levelDurationSeconds: 30, anteStartLevel: null, startingAnte: 0, anteIncreaseFactor: 1 },
-  actionTimeoutSeconds: 3, clockFactor: 60, ...over,
 });
 
 const state = async (tableId: string) =>

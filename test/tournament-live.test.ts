@@ -1,0 +1,210 @@
+// Whole tournaments over real websockets against running roles (auth, game, cage, worker): ten
+// bots (humans registered over the websocket, agents through the internal route) play a 10-seat
+// tournament to the end on an accelerated clock; the events' order after busts; stand_up in each
+// state; the internal routes' codes; force-end and the operator's reads; a reserve expiring; and a
+// restart of the game role and of the worker in the middle of a level.
+import type pg from 'pg';
+import { expectCleanAudit } from './helpers/cage.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { liveClient, prng, until, type LiveClient, type LivePlayer, type Msg } from './helpers/live.ts';
+import { call, startMoneyPlatform } from './helpers/money.ts';
+import { startTestPlatform } from './helpers/platform.ts';
+import { expectBustOrder, playBot, SNG, tableMessages, tournamentBooks } from './helpers/tournament.ts';
+
+type Money = Awaited<ReturnType<typeof startMoneyPlatform>>;
+
+let db: TestDatabase;
+let cagePool: pg.Pool;
+let m: Money;
+let live: LiveClient;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  cagePool = db.pool('poker_cage');
+  m = await startMoneyPlatform(db, { alsoWorker: true, env: { HAND_DELAY_MS: '5' } });
+  live = liveClient(m, db);
+});
+afterAll(async () => {
+  await live?.closeAll();
+  await m?.platform.stop();
+  await expectCleanAudit(cagePool);
+  await db.drop();
+});
+
+const internal = (path: string, body: Record<string, unknown>) => call(`${m.game}${path}`, { headers: m.service, body });
+
+/** A human registered over the websocket and paid through the bank's deposit (its reserved seat named). */
+async function humanEntry(tableId: string, chips = 1000): Promise<LivePlayer> {
+  const p = await live.player(chips);
+  await live.join(p, tableId);
+  const r = await live.request(p.ws, { type: 'register_for_tournament', tableId });
+  if (r.type !== 'tournament_registered') throw new Error(`registration refused: ${JSON.stringify(r)}`);
+  const paid = await m.deposit(p.auth, { tableId, amount: 100, seatIndex: r.seatIndex });
+  if (paid.status !== 200) throw new Error(`entry refused: ${JSON.stringify(paid.body)}`);
+  return p;
+}
+
+/** An agent registered through the internal route (its owner pays), playing over its own connection. */
+async function agentEntry(tableId: string, chips = 1000): Promise<LivePlayer> {
+  const p = await live.player(chips, { agent: true });
+  const r = await internal('/internal/tournament-register', { tableId, agentId: p.agentId });
+  expect(r).toMatchObject({ status: 200, body: { ok: true, status: 'reserved', ownerUserId: p.userId } });
+  await live.join(p, tableId);
+  const paid = await m.deposit(p.auth, { tableId, amount: 100 });
+  if (paid.status !== 200) throw new Error(`entry refused: ${JSON.stringify(paid.body)}`);
+  return p;
+}
+
+test('ten bots play a 10-seat tournament to the end: closed, payouts summing to the pool, the house fee kept, the books clean, the events in order', async () => {
+  const host = await m.player();
+  // levels of 30 s at a clock factor of 300 (0.1 s: several levels even when the bots bust fast), turns of 300 s (1 s)
+  const tableId = await m.table(host.auth, SNG({
+    seats: 10, clockFactor: 300, actionTimeoutSeconds: 300,
+    blindStructure: { startingSmallBlind: 10, increaseFactor: 1.5, levelDurationSeconds: 30, anteStartLevel: 2, startingAnte: 5, anteIncreaseFactor: 1.5 },
+  }));
+  const spectator = await live.player(0);
+  await live.join(spectator, tableId);
+  const players: LivePlayer[] = [];
+  for (let i = 0; i < 7; i++) players.push(await humanEntry(tableId));
+  for (let i = 0; i < 3; i++) players.push(await agentEntry(tableId));
+  expect((await tournamentBooks(db.owner, tableId)).state).not.toBe('registering');
+
+  const stats = await Promise.all(players.map((p, i) => playBot(live, p, tableId, prng(1000 + i))));
+  const closed = await spectator.ws.next((x) => x.tableId === tableId && x.type === 'tournament_state_changed' && x.state === 'closed', 60_000);
+  expect(typeof closed.closedAt).toBe('number');
+
+  const books = await tournamentBooks(db.owner, tableId);
+  expect(books).toMatchObject({ state: 'closed', unconfirmed: 0, payouts: 900n, pool: 100n }); // (100 - 10) x 10 paid out, 10 x 10 kept
+  const balances = await Promise.all(players.map((p) => m.balance(p.auth)));
+  expect(balances.reduce((t, b) => t + b, 0)).toBe(10 * 1000 - 100 * 10 + 900);
+
+  const seen = tableMessages(spectator, tableId);
+  const ended = seen.find((x) => x.type === 'tournament_ended')!;
+  expect(ended.payouts.map((p: Msg) => p.position)).toEqual([1, 2, 3]);
+  expect(ended.payouts.reduce((t: bigint, p: Msg) => t + BigInt(p.amount), 0n)).toBe(900n);
+  expect(ended.finalStandings.map((s: Msg) => s.position)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  expect(seen.filter((x) => x.type === 'player_eliminated')).toHaveLength(9);
+  expect(expectBustOrder(seen)).toBeGreaterThan(0);
+  expect(seen.filter((x) => x.type === 'tournament_payout_settled').map((x) => x.position).sort()).toEqual([1, 2, 3]);
+  const states = seen.filter((x) => x.type === 'tournament_state_changed').map((x) => x.state);
+  expect(states).toEqual(['starting', 'playing', 'ended', 'settling', 'closed']);
+  expect(seen.some((x) => x.type === 'blind_level_changed' && x.currentLevel >= 1 && typeof x.levelEndsAt === 'number')).toBe(true);
+  // a player's view while it played
+  const view = players[0]!.ws.messages.find((x) => x.type === 'game_state' && x.tournamentMyView);
+  expect(view?.tournamentMyView).toMatchObject({ rank: expect.any(Number), stackInBigBlinds: expect.any(Number), mRatio: expect.any(Number) });
+  expect(stats.reduce((t, s) => t + s.actions, 0)).toBeGreaterThan(10);
+  await expectCleanAudit(cagePool);
+}, 90_000);
+
+test('stand_up: a refund while registering, refused once it starts; the internal routes answer every code', async () => {
+  const host = await m.player();
+  const tableId = await m.table(host.auth, SNG({ seats: 2, clockFactor: 1 }));
+  const cash = await m.table(host.auth);
+  const a = await humanEntry(tableId);
+  expect(await m.balance(a.auth)).toBe(900);
+  const left = await live.request(a.ws, { type: 'stand_up', tableId });
+  expect(left).toMatchObject({ type: 'tournament_unregistered', status: 'refunded', amount: '100' });
+  expect(await m.balance(a.auth)).toBe(1000);
+
+  const agent = await live.player(1000, { agent: true });
+  expect((await internal('/internal/tournament-register', { tableId: cash, agentId: agent.agentId })).body).toEqual({ error: 'not_a_tournament' });
+  expect((await internal('/internal/tournament-register', { tableId: 'no-such-table', agentId: agent.agentId })).body).toEqual({ error: 'table_not_found' });
+  expect((await internal('/internal/tournament-register', { tableId, agentId: '00000000-0000-4000-8000-000000000000' })).body).toEqual({ error: 'agent_not_found' });
+  expect((await internal('/internal/tournament-register', { tableId, agentId: agent.agentId })).status).toBe(200);
+  expect(await internal('/internal/tournament-register', { tableId, agentId: agent.agentId })).toEqual({ status: 409, body: { error: 'tournament_already_registered' } });
+  expect((await call(`${m.game}/internal/tournament-register`, { body: { tableId, agentId: agent.agentId } })).status).toBe(401);
+  expect((await internal('/internal/tournament-unregister', { tableId, agentId: agent.agentId })).body).toMatchObject({ ok: true, status: 'released' });
+  expect((await internal('/internal/tournament-register', { tableId, agentId: agent.agentId })).status).toBe(200);
+  expect((await m.deposit(agent.auth, { tableId, amount: 100 })).status).toBe(200);
+  expect(await internal('/internal/tournament-unregister', { tableId, agentId: agent.agentId })).toEqual({ status: 409, body: { error: 'paid_registration_use_refund_path' } });
+
+  const b = await humanEntry(tableId); // the field is full: starting
+  await b.ws.next((x) => x.type === 'tournament_state_changed' && x.state === 'starting', 5000);
+  expect(await live.request(b.ws, { type: 'stand_up', tableId })).toMatchObject({ type: 'error', code: 'stand_up_not_allowed_in_tournament' });
+  expect((await call(`${m.cage}/api/tournament/unregister`, { headers: b.auth, body: { tableId } })).body).toEqual({ error: 'tournament_not_in_registration' });
+  const other = await humanEntry(await m.table(host.auth, SNG({ seats: 3 })));
+  expect(await internal('/internal/tournament-register', { tableId, agentId: (await live.player(0, { agent: true })).agentId })).toEqual({ status: 409, body: { error: 'tournament_not_in_registration' } });
+  expect(other).toBeDefined();
+});
+
+test('force-end: 409 with the state outside playing; in play the live seats are ranked by stack and paid; the operator reads list and detail', async () => {
+  const host = await m.player();
+  const tableId = await m.table(host.auth, SNG({ seats: 2, clockFactor: 1, actionTimeoutSeconds: 300 }));
+  expect(await internal('/admin/force-end-tournament', { tableId })).toEqual({ status: 409, body: { error: "cannot force-end from state 'registering'" } });
+  const a = await humanEntry(tableId);
+  await humanEntry(tableId);
+  expect(await internal('/internal/force-end-tournament', { tableId })).toEqual({ status: 409, body: { error: "cannot force-end from state 'starting'" } });
+  await a.ws.next((x) => x.type === 'game_state' && x.handId && x.tournament?.state === 'playing', 10_000);
+  expect(await internal('/admin/force-end-tournament', { tableId })).toMatchObject({ status: 200, body: { ok: true, state: 'ended' } });
+  await a.ws.next((x) => x.type === 'tournament_state_changed' && x.state === 'closed', 20_000);
+  expect(await internal('/admin/force-end-tournament', { tableId })).toEqual({ status: 409, body: { error: "cannot force-end from state 'closed'" } });
+  const books = await tournamentBooks(db.owner, tableId);
+  expect(books).toMatchObject({ state: 'closed', payouts: 180n, pool: 20n });
+
+  const { auth } = await m.operator();
+  const list = await call(`${m.game}/admin/tournaments`, { headers: auth });
+  expect(list.status).toBe(200);
+  expect(list.body.tournaments.find((t: Msg) => t.tableId === tableId)).toMatchObject({ state: 'closed', seats: 2, entryFee: '100', registeredCount: 0 });
+  const detail = await call(`${m.game}/admin/tournaments/${tableId}`, { headers: auth });
+  // no hand finished (turns of 300 s): equal stacks at the force-end tie, and share 1st's prize
+  expect(detail.body).toMatchObject({
+    tableId, state: 'closed',
+    payouts: [{ position: 1, amount: '90', confirmedAt: expect.any(String) }, { position: 2, amount: '90', confirmedAt: expect.any(String) }],
+  });
+  expect(detail.body.entrants.map((e: Msg) => e.position).sort()).toEqual([1, 2]);
+  expect((await call(`${m.game}/admin/tournaments`, { headers: (await m.player()).auth })).status).toBe(403);
+  expect((await call(`${m.game}/admin/tournaments/${tableId}`)).status).toBe(401);
+  expect((await call(`${m.game}/admin/tournaments/no-such`, { headers: auth })).status).toBe(404);
+  await expectCleanAudit(cagePool);
+});
+
+test('an unpaid reserve self-releases after 120 s of the table\'s clock (a worker job)', async () => {
+  const host = await m.player();
+  const tableId = await m.table(host.auth, SNG({ seats: 3, clockFactor: 120 })); // 120 s = 1 s
+  const agent = await live.player(0, { agent: true });
+  expect((await internal('/internal/tournament-register', { tableId, agentId: agent.agentId })).status).toBe(200);
+  await until(async () => (await db.owner.query("select count(*)::int as n from game.table_players where table_id = $1 and status <> 'closed'", [tableId])).rows[0].n === 0,
+    'the reserve released', 10_000, 50);
+  // the seat is free again
+  expect((await internal('/internal/tournament-register', { tableId, agentId: agent.agentId })).status).toBe(200);
+});
+
+test('a restart of the game role and of the worker mid-level: the hand in flight replays from its start stacks, the timer is re-armed, no chip is lost', async () => {
+  const host = await m.player();
+  // turns of 300 s: nobody acts, so a hand is in flight when the game role stops
+  const tableId = await m.table(host.auth, SNG({ seats: 2, clockFactor: 10, actionTimeoutSeconds: 300 })); // 3 s levels
+  const a = await humanEntry(tableId);
+  await humanEntry(tableId);
+  const inFlight = await a.ws.next((x) => x.type === 'game_state' && x.handId && x.tournament?.state === 'playing', 10_000);
+  const gameUrl = m.game;
+  await m.platform.role('game').stop();
+  await m.platform.role('worker').stop();
+  const { rows: [abandoned] } = await db.owner.query('select status from game.hand_histories where hand_id = $1', [inFlight.handId]);
+  expect(abandoned.status).toBe('abandoned');
+  expect((await db.owner.query('select sum(tournament_stack)::int as s from game.table_players where table_id = $1', [tableId])).rows[0].s).toBe(2000);
+
+  // a level passes while both are down: its escalation fires as soon as the worker is back
+  await new Promise((r) => setTimeout(r, 3500));
+  const port = new URL(gameUrl).port;
+  const back = await startTestPlatform({
+    databaseUrl: db.url, roles: ['game', 'worker'],
+    env: {
+      GAME_PORT: port, HAND_DELAY_MS: '5', ENABLE_TEST_AUTH: 'true', AUTH_SECRET: 'cash-loop-test-secret-0123456789abcdef', AUTH_BASE_URL: 'https://auth.poker.test',
+      AUTH_JWKS_URL: `${m.platform.url('auth')}/api/auth/jwks`, AUTH_URL: m.platform.url('auth'), CAGE_URL: m.cage, GAME_URL: gameUrl,
+    },
+  });
+  try {
+    const watcher = await live.player(0);
+    await live.join(watcher, tableId);
+    const replayed = await watcher.ws.next((x) => x.type === 'game_state' && x.handId && x.handId !== inFlight.handId, 10_000);
+    expect(replayed.seats.map((s: Msg) => s.stack).sort()).not.toContain('0');
+    await watcher.ws.next((x) => x.type === 'blind_level_changed', 10_000);
+    // force-end to finish quickly: the payouts still flow through the cage
+    expect((await call(`${gameUrl}/admin/force-end-tournament`, { headers: m.service, body: { tableId } })).status).toBe(200);
+    await until(async () => (await tournamentBooks(db.owner, tableId)).state === 'closed', 'closed', 20_000, 50);
+    expect(await tournamentBooks(db.owner, tableId)).toMatchObject({ payouts: 180n, pool: 20n });
+    await expectCleanAudit(cagePool);
+  } finally {
+    await back.stop();
+  }
+}, 60_000);
