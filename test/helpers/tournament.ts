@@ -20,7 +20,9 @@ export interface BotStats {
  * act, the seeded random legal action of helpers/live.ts (bets and raises 20% of the time, all-ins
  * often). Actions the server refuses (a turn that timed out meanwhile) are counted, not fatal.
  */
-export async function playBot(live: LiveClient, p: LivePlayer, tableId: string, rng: () => number, timeoutMs = 120_000): Promise<BotStats> {
+export async function playBot(
+  live: LiveClient, p: LivePlayer, tableId: string, rng: () => number, policy: 'random' | 'calm' = 'random', timeoutMs = 120_000,
+): Promise<BotStats> {
   const stats = { actions: 0, refused: 0 };
   const answered = new Set<string>();
   for (;;) {
@@ -31,11 +33,27 @@ export async function playBot(live: LiveClient, p: LivePlayer, tableId: string, 
     const s = latestState(p.ws, tableId);
     if (!s?.legal || answered.has(`${s.legal.handId}:${s.legal.seq}`)) continue;
     answered.add(`${s.legal.handId}:${s.legal.seq}`);
-    const { action, amount } = randomAction(rng, s.legal);
+    const { action, amount } = policy === 'calm' ? calmAction(rng, s.legal) : randomAction(rng, s.legal);
     const r = await live.request(p.ws, { type: 'action', tableId, handId: s.legal.handId, seq: s.legal.seq, action, ...(amount ? { amount } : {}) });
     if (r.type === 'action_ack') stats.actions += 1;
     else stats.refused += 1;
   }
+}
+
+/**
+ * A calm policy: checks when it can; calls up to a tenth of what it still holds behind (a shove is
+ * called one time in four); min-raises one time in ten; else folds. Tournaments last longer with it,
+ * so the blind levels do the work.
+ */
+export function calmAction(rng: () => number, legal: Msg): { action: string; amount?: string } {
+  const actions: string[] = legal.actions;
+  const aggressive = actions.find((a) => a === 'bet' || a === 'raise');
+  if (aggressive && rng() < 0.1) return { action: aggressive, amount: String(legal.minRaiseTo) };
+  if (actions.includes('check')) return { action: 'check' };
+  const toCall = BigInt(legal.toCall ?? 0);
+  const behind = BigInt(legal.maxRaiseTo ?? 0);
+  if (actions.includes('call') && (toCall * 10n <= behind || rng() < 0.25)) return { action: 'call' };
+  return { action: actions.includes('fold') ? 'fold' : 'call' };
 }
 
 /** The messages of one table a connection received, in order. */
