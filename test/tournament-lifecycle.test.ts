@@ -9,6 +9,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { liveClient, until, type LiveClient, type Msg } from './helpers/live.ts';
 import { call, startMoneyPlatform } from './helpers/money.ts';
 import { SNG } from './helpers/tournament.ts';
+import { finishedSpans, installTelemetry, shutdownTelemetry } from '../server/telemetry/index.ts';
 
 type Money = Awaited<ReturnType<typeof startMoneyPlatform>>;
 
@@ -18,6 +19,7 @@ let m: Money;
 let live: LiveClient;
 
 beforeAll(async () => {
+  await installTelemetry({ serviceName: 'tournament-test', memory: true });
   db = await createTestDatabase();
   cagePool = db.pool('poker_cage');
   m = await startMoneyPlatform(db, { alsoWorker: true, env: { HAND_DELAY_MS: '5' } });
@@ -28,6 +30,7 @@ afterAll(async () => {
   await m?.platform.stop();
   await expectCleanAudit(cagePool);
   await db.drop();
+  await shutdownTelemetry();
 });
 
 const state = async (tableId: string) =>
@@ -125,5 +128,16 @@ describe('a whole tournament', () => {
     const { rows } = await db.owner.query('select auto_fold_count from game.tables where table_id = $1', [tableId]);
     expect(rows[0].auto_fold_count).toBeGreaterThan(0);
     await until(async () => (await state(tableId)) === 'closed', 'closed');
+
+    // its tournament.lifecycle span: a root, the configuration, a state_transition per move, the close's figures
+    const span = await until(() => finishedSpans().find((s) => s.name === 'tournament.lifecycle' && s.attributes['tournament.table_id'] === tableId), 'the lifecycle span');
+    expect(span.parentSpanId ?? span.parentSpanContext?.spanId).toBeUndefined();
+    expect(span.attributes).toMatchObject({
+      'tournament.seats': 2, 'tournament.entry_fee': 100, 'tournament.starting_stack': 1000, 'tournament.level_duration_seconds': 30,
+      'tournament.action_timeout_seconds': 3, 'tournament.prize_structure_summary': '1:100', 'tournament.actual_payouts': '1:180',
+    });
+    expect(span.attributes['tournament.duration_ms']).toBeGreaterThan(0);
+    expect(span.attributes['tournament.auto_fold_count']).toBe(rows[0].auto_fold_count);
+    expect(span.events.map((e) => e.attributes?.['tournament.to'])).toEqual(['starting', 'playing', 'ended', 'settling', 'closed']);
   });
 });

@@ -10,6 +10,7 @@ import { liveClient, prng, until, type LiveClient, type LivePlayer, type Msg } f
 import { call, startMoneyPlatform } from './helpers/money.ts';
 import { startTestPlatform } from './helpers/platform.ts';
 import { expectBustOrder, playBot, SNG, tableMessages, tournamentBooks } from './helpers/tournament.ts';
+import { finishedSpans, installTelemetry, shutdownTelemetry } from '../server/telemetry/index.ts';
 
 type Money = Awaited<ReturnType<typeof startMoneyPlatform>>;
 
@@ -19,6 +20,7 @@ let m: Money;
 let live: LiveClient;
 
 beforeAll(async () => {
+  await installTelemetry({ serviceName: 'tournament-live-test', memory: true });
   db = await createTestDatabase();
   cagePool = db.pool('poker_cage');
   m = await startMoneyPlatform(db, { alsoWorker: true, env: { HAND_DELAY_MS: '5' } });
@@ -29,6 +31,7 @@ afterAll(async () => {
   await m?.platform.stop();
   await expectCleanAudit(cagePool);
   await db.drop();
+  await shutdownTelemetry();
 });
 
 const internal = (path: string, body: Record<string, unknown>) => call(`${m.game}${path}`, { headers: m.service, body });
@@ -205,6 +208,17 @@ test('a restart of the game role and of the worker mid-level: the hand in flight
     await until(async () => (await tournamentBooks(db.owner, tableId)).state === 'closed', 'closed', 20_000, 50);
     expect(await tournamentBooks(db.owner, tableId)).toMatchObject({ payouts: 180n, pool: 20n });
     await expectCleanAudit(cagePool);
+    // the lifecycle span ended with the state reached at the stop; the new process continued it, linked
+    const spans = await until(() => {
+      const found = finishedSpans().filter((x) => x.name === 'tournament.lifecycle' && x.attributes['tournament.table_id'] === tableId);
+      return found.length === 2 ? found : undefined;
+    }, 'both lifecycle spans');
+    const [first, second] = spans;
+    expect(first!.attributes).toMatchObject({ 'tournament.suspended': true, 'tournament.state_reached': 'playing' });
+    // nobody acted (turns of 30 s on this clock): equal stacks at the force-end share the prize
+    expect(second!.attributes).toMatchObject({ 'tournament.continued': true, 'tournament.actual_payouts': '1:90,2:90' });
+    expect(second!.links[0]?.context.spanId).toBe(first!.spanContext().spanId);
+    expect(second!.events.map((e) => e.attributes?.['tournament.to'])).toEqual(['ended', 'settling', 'closed']);
   } finally {
     await back.stop();
   }

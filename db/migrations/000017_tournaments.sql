@@ -69,3 +69,7 @@ alter table cage.payout_intents enable row level security;
 
 -- table creation takes the mode and the kind (a new signature: the old one goes here, db/README)
 drop function if exists game.create_table(text, text, jsonb, text, uuid, integer, integer);
+
+-- The tournament.lifecycle span of the tournament (trace and span ids), so that a game process
+-- taking the table over after a restart opens a continuation span linked to it.
+alter table game.tables add column lifecycle_trace jsonb;

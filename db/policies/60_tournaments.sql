@@ -16,7 +16,8 @@ grant execute on function
   game.tournament_release_reserve(text, uuid, bigint),
   game.finish_tournament_hand(text, text, jsonb, integer, bigint),
   game.tournament_force_end(text),
-  game.tournament_payouts(text)
+  game.tournament_payouts(text),
+  game.set_tournament_trace(text, jsonb)
   to poker_game;
 
 grant usage on schema game to poker_worker;

@@ -450,3 +450,12 @@ begin
   return v_count;
 end;
 $$;
+
+-- The tournament.lifecycle span now recording this tournament (telemetry only: never a money step).
+create or replace function game.set_tournament_trace(p_table_id text, p_trace jsonb) returns void
+  language sql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  update game.tables t set lifecycle_trace = p_trace
+   where t.table_id = p_table_id and t.mode = 'sng' and jsonb_typeof(p_trace) = 'object' and length(p_trace::text) <= 1000
+$$;

@@ -10,6 +10,7 @@ import type { createHands } from '../hands/hands.ts';
 import type { GameProcess } from './lease.ts';
 import { Room, type RoomDeps, type RoomOptions, type TableRecord, type Watcher } from './room.ts';
 import { toJson } from './wire.ts';
+import { TournamentSpans } from '../../tournaments/lifecycle-span.ts';
 
 export interface RoomRegistryDeps {
   pool: pg.Pool;
@@ -50,11 +51,14 @@ export class RoomRegistry {
   /** When each loaded room was first seen idle (no entry: busy, or not seen idle yet). */
   private readonly idleSince = new Map<string, number>();
   private readonly timers: NodeJS.Timeout[];
+  /** The tournament.lifecycle spans of the tournaments this process runs. */
+  private readonly spans: TournamentSpans;
   stopping = false;
 
   constructor(deps: RoomRegistryDeps) {
     this.deps = deps;
     const { log } = deps;
+    this.spans = new TournamentSpans({ pool: deps.pool, log });
     this.timers = [
       every(log, 5_000, 'room tick', () => {
         for (const r of this.rooms.values()) void r.then((room) => room.tick()).catch((err) => log.error({ err }, 'room tick failed'));
@@ -80,6 +84,7 @@ export class RoomRegistry {
     try {
       const room = await r;
       await room.tournamentEvent(event);
+      await this.spans.observe(tableId, event);
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (code !== 'table_elsewhere') this.deps.log.warn({ err: (err as Error).message, tableId, type: event.type }, 'tournament event not relayed');
@@ -174,6 +179,7 @@ export class RoomRegistry {
     if (!r) return;
     this.rooms.delete(tableId);
     this.idleSince.delete(tableId);
+    this.spans.suspend(tableId);
     const room = await r.catch(() => null);
     if (!room) return;
     room.close();
@@ -203,14 +209,14 @@ export class RoomRegistry {
 
   /**
    * Whether a loaded room may unload: nothing holds it (no watcher, no hand, no waiting sit or
-   * stand-up, no step running) and, for a tournament table, the tournament is not registering or
-   * running (only ended or closed tournaments unload).
+   * stand-up, no step running) and, for a tournament table, the tournament is closed (a tournament
+   * keeps its room, and its lifecycle span, from registration to its last payout).
    */
   private async unloadable(room: Room): Promise<boolean> {
     if (!room.idle) return false;
     if (room.record.mode !== 'sng') return true;
     const { rows } = await this.deps.pool.query<{ s: string | null }>('select tournament_state as s from game.tables where table_id = $1', [room.tableId]);
-    return rows[0]?.s === 'ended' || rows[0]?.s === 'closed';
+    return rows[0]?.s === 'closed';
   }
 
   /** Unloads the rooms that stayed unloadable for the idle time (each checked again just before). */
