@@ -131,7 +131,7 @@ describe('a whole tournament', () => {
 
     // its tournament.lifecycle span: a root, the configuration, a state_transition per move, the close's figures
     const span = await until(() => finishedSpans().find((s) => s.name === 'tournament.lifecycle' && s.attributes['tournament.table_id'] === tableId), 'the lifecycle span');
-    expect(span.parentSpanId ?? span.parentSpanContext?.spanId).toBeUndefined();
+    expect(span.parentSpanContext?.spanId).toBeUndefined();
     expect(span.attributes).toMatchObject({
       'tournament.seats': 2, 'tournament.entry_fee': 100, 'tournament.starting_stack': 1000, 'tournament.level_duration_seconds': 30,
       'tournament.action_timeout_seconds': 3, 'tournament.prize_structure_summary': '1:100', 'tournament.actual_payouts': '1:180',
