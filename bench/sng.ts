@@ -102,7 +102,7 @@ export default async function sngBench(args: string[]): Promise<number> {
     log('');
     log(`live:   ${live.closed} tournaments closed in ${(live.seconds).toFixed(1)} s: ${live.perMinute.toFixed(1)} tournaments/min (${flags.parallel} at a time), ${live.hands} hands, ${(live.hands / live.seconds).toFixed(0)} hands/s`);
     log(`engine: the same ${engine.hands} hands replayed in ${(engine.seconds * 1000).toFixed(1)} ms: ${engine.perMinute.toFixed(0)} tournaments/min, ${(engine.hands / engine.seconds).toFixed(0)} hands/s`);
-    log(`ratio live / engine (tournaments per minute): ${fmtRatio(ratio)}`);
+    log(`ratio live / engine (tournaments per minute): ${ratio >= 0.01 ? fmtRatio(ratio) : `${ratio.toPrecision(3)}x`} (the engine is ${(1 / ratio).toFixed(0)}x faster: the live tournaments wait on their clocks, the database and the network)`);
     const total = live.dbMs + live.engineMs + live.fanoutMs;
     log(`game process time: database ${live.dbMs.toFixed(0)} ms (${pct(live.dbMs, total)}, wall time of the game pool's queries), engine ${live.engineMs.toFixed(0)} ms (${pct(live.engineMs, total)}, CPU), websocket fan-out ${live.fanoutMs.toFixed(0)} ms (${pct(live.fanoutMs, total)}, CPU); per hand ${(live.dbMs / live.hands).toFixed(2)} / ${(live.engineMs / live.hands).toFixed(3)} / ${(live.fanoutMs / live.hands).toFixed(3)} ms`);
     log(`latency, action sent -> next game_state (${live.latencies.length} actions, ${live.refused} refused after a timeout): p50 ${q(live.latencies, 0.5).toFixed(2)} ms, p99 ${q(live.latencies, 0.99).toFixed(2)} ms, max ${q(live.latencies, 1).toFixed(1)} ms`);
@@ -333,7 +333,7 @@ function calm(rng: () => number, legal: any): { action: string; amount?: string 
   const aggressive = actions.find((a) => a === 'bet' || a === 'raise');
   if (aggressive && rng() < 0.1) return { action: aggressive, amount: String(legal.minRaiseTo) };
   if (actions.includes('check')) return { action: 'check' };
-  if (actions.includes('call') && (BigInt(legal.toCall) * 10n <= BigInt(legal.maxRaiseTo) || rng() < 0.25)) return { action: 'call' };
+  if (actions.includes('call') && (BigInt(legal.toCall ?? 0) * 10n <= BigInt(legal.maxRaiseTo ?? 0) || rng() < 0.25)) return { action: 'call' };
   return { action: actions.includes('fold') ? 'fold' : 'call' };
 }
 
