@@ -148,7 +148,7 @@ test('force-end: 409 with the state outside playing; in play the live seats are 
   const { auth } = await m.operator();
   const list = await call(`${m.game}/admin/tournaments`, { headers: auth });
   expect(list.status).toBe(200);
-  expect(list.body.tournaments.find((t: Msg) => t.tableId === tableId)).toMatchObject({ state: 'closed', seats: 2, entryFee: '100', registeredCount: 0 });
+  expect(list.body.tournaments.find((t: Msg) => t.tableId === tableId)).toMatchObject({ state: 'closed', seats: 2, entryFee: '100', registeredCount: 0, forceEndAvailable: false });
   const detail = await call(`${m.game}/admin/tournaments/${tableId}`, { headers: auth });
   // no hand finished (turns of 300 s): equal stacks at the force-end tie, and share 1st's prize
   expect(detail.body).toMatchObject({
@@ -160,6 +160,27 @@ test('force-end: 409 with the state outside playing; in play the live seats are 
   expect((await call(`${m.game}/admin/tournaments/${tableId}`)).status).toBe(401);
   expect((await call(`${m.game}/admin/tournaments/no-such`, { headers: auth })).status).toBe(404);
   await expectCleanAudit(cagePool);
+});
+
+test('copilot tables: register_for_tournament names the player\'s own advisor agent; without one, or on another kind, the coded refusals', async () => {
+  const host = await m.player();
+  const copilot = await m.table(host.auth, SNG({ seats: 3, kind: 'copilot' }));
+  const open = await m.table(host.auth, SNG({ seats: 3 }));
+  const p = await live.player(1000);
+  const advisor = await live.createAgent(p.auth, 'advisor');
+  const strangers = await live.createAgent((await m.player()).auth, 'not-mine');
+  await live.join(p, copilot);
+  await live.join(p, open);
+  expect(await live.request(p.ws, { type: 'register_for_tournament', tableId: copilot })).toMatchObject({ type: 'error', code: 'advisor_required' });
+  expect(await live.request(p.ws, { type: 'register_for_tournament', tableId: copilot, advisorAgentId: strangers })).toMatchObject({ type: 'error', code: 'agent_not_found' });
+  expect(await live.request(p.ws, { type: 'register_for_tournament', tableId: open, advisorAgentId: advisor })).toMatchObject({ type: 'error', code: 'advisor_on_non_copilot_kind' });
+  expect(await live.request(p.ws, { type: 'register_for_tournament', tableId: copilot, advisorAgentId: advisor })).toMatchObject({ type: 'tournament_registered', registeredCount: 1 });
+  const { rows } = await db.owner.query("select copilot_advisor_agent_id from game.table_players where table_id = $1 and status <> 'closed'", [copilot]);
+  expect(rows).toEqual([{ copilot_advisor_agent_id: advisor }]);
+  expect(await live.request(p.ws, { type: 'register_for_tournament', tableId: copilot, advisorAgentId: advisor })).toMatchObject({ type: 'error', code: 'tournament_already_registered' });
+  const cash = await m.table(host.auth);
+  await live.join(p, cash);
+  expect(await live.request(p.ws, { type: 'register_for_tournament', tableId: cash })).toMatchObject({ type: 'error', code: 'not_a_tournament' });
 });
 
 test('an unpaid reserve self-releases after 120 s of the table\'s clock (a worker job)', async () => {

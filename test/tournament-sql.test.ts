@@ -266,6 +266,34 @@ describe('the blind deadline', () => {
   });
 });
 
+describe('the payout reconciler', () => {
+  test('payouts unconfirmed for more than 30 s are handed out again (failedAt cleared, submittedAt set); the task re-queues each and its own next run', async () => {
+    const tableId = await sngTable({ seats: 2 });
+    await fill(tableId, 2);
+    await play(tableId);
+    await game.query('select game.tournament_force_end($1)', [tableId]);
+    await worker.query('select cage.settle_tournament($1)', [tableId]);
+    const { rows: intents } = await db.owner.query('select position, amount from cage.payout_intents where table_id = $1 order by position', [tableId]);
+    await cage.query("select cage.mark_payout_failed($1, $2, 'the chain said no')", [tableId, intents[0].position]);
+    const due = async () => (await worker.query('select * from cage.payouts_to_repost(30, 100)')).rows.filter((r) => r.table_id === tableId);
+    expect(await due()).toEqual([]); // younger than 30 s
+    await db.owner.query("update cage.payout_intents set created_at = now() - interval '31 s' where table_id = $1", [tableId]);
+    const { createTournamentPayoutReconcileTask } = await import('../tasks/tournament_timers.ts');
+    const queued: { task: string; payload: unknown; spec: Record<string, unknown> }[] = [];
+    const helpers = { addJob: async (task: string, payload: unknown, spec: Record<string, unknown>) => void queued.push({ task, payload, spec }) };
+    const silent = { warn: () => undefined, info: () => undefined, error: () => undefined } as never;
+    await createTournamentPayoutReconcileTask({ pool: worker, log: silent, intervalSeconds: 30 })({}, helpers as never);
+    expect(queued.filter((j) => j.task === 'tournament_payout' && (j.payload as { tableId: string }).tableId === tableId).map((j) => j.payload)
+      .sort((a, b) => (a as { position: number }).position - (b as { position: number }).position))
+      .toEqual(intents.map((i) => ({ tableId, position: i.position, amount: String(i.amount) })));
+    expect(queued.at(-1)).toMatchObject({ task: 'tournament_payout_reconcile', spec: { jobKey: 'tournament_payout_reconcile' } });
+    const { rows: after } = await db.owner.query('select failed_at, submitted_at from cage.payout_intents where table_id = $1', [tableId]);
+    expect(after.every((r) => r.failed_at === null && r.submitted_at !== null)).toBe(true);
+    for (const p of intents) await cage.query('select * from cage.pay_tournament_payout($1, $2, $3)', [tableId, p.position, p.amount]);
+    expect(await due()).toEqual([]);
+  });
+});
+
 describe('the audit', () => {
   test('a pool moved by anything but entries, refunds and payouts, or holding other than it owes, is named', async () => {
     const tableId = await sngTable({ seats: 3 });

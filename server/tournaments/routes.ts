@@ -111,6 +111,9 @@ export function installTournamentRoutes(app: Express, deps: TournamentRouteDeps)
   installAdminReads(app, deps);
 }
 
+/** The admin UI offers force-end for a tournament playing whose level is over 5 minutes old (spec: Limits). */
+const FORCE_END_AVAILABLE = "(t.tournament_state = 'playing' and t.level_started_at < now() - interval '5 minutes')";
+
 function installAdminReads(app: Express, deps: TournamentRouteDeps) {
   const { pool } = deps;
   app.get('/admin/tournaments', deps.requireAdmin, async (_req, res) => {
@@ -118,7 +121,8 @@ function installAdminReads(app: Express, deps: TournamentRouteDeps) {
       `select t.table_id as "tableId", t.kind, t.tournament_state as state, t.current_level as "currentLevel",
               (t.settings ->> 'seats')::int as seats, t.settings ->> 'entryFee' as "entryFee",
               (select count(*)::int from game.table_players p where p.table_id = t.table_id and p.status <> 'closed') as "registeredCount",
-              t.created_at as "createdAt", t.play_started_at as "playStartedAt", t.ended_at as "endedAt", t.closed_at as "closedAt"
+              t.created_at as "createdAt", t.play_started_at as "playStartedAt", t.ended_at as "endedAt", t.closed_at as "closedAt",
+              ${FORCE_END_AVAILABLE} as "forceEndAvailable"
          from game.tables t where t.mode = 'sng' order by t.created_at desc limit 500`,
     );
     res.json({ tournaments: rows });
@@ -132,8 +136,9 @@ function installAdminReads(app: Express, deps: TournamentRouteDeps) {
       pool.query(
         `select table_id as "tableId", kind, money_kind as "moneyKind", tournament_state as state, current_level as "currentLevel",
                 level_started_at as "levelStartedAt", starts_at as "startsAt", play_started_at as "playStartedAt",
-                ended_at as "endedAt", closed_at as "closedAt", auto_fold_count as "autoFoldCount", settings
-           from game.tables where table_id = $1`, [id.data]),
+                ended_at as "endedAt", closed_at as "closedAt", auto_fold_count as "autoFoldCount", settings,
+                ${FORCE_END_AVAILABLE} as "forceEndAvailable"
+           from game.tables t where table_id = $1`, [id.data]),
       pool.query(
         `select user_id as "userId", agent_id as "agentId", seat_index as "seatIndex", entry_state as "entryState", status,
                 chip_balance::text as "entryClaim", tournament_stack::text as stack, elimination_order as position, tie_place as "tiedFrom",
