@@ -92,6 +92,42 @@ describe('registration and the entry fee', () => {
   });
 });
 
+describe('concurrency', () => {
+  test('concurrent deposits and websocket registrations for the last seat: exactly one wins; the others are refused and keep their chips', async () => {
+    const host = await m.player();
+    const tableId = await m.table(host.auth, SNG({ seats: 3, clockFactor: 1 }));
+    for (let i = 0; i < 2; i++) {
+      const early = await m.player(100);
+      expect((await m.deposit(early.auth, { tableId, amount: 100 })).status).toBe(200);
+    }
+    const racers = await Promise.all(Array.from({ length: 6 }, () => m.player(100)));
+    const answers = await Promise.all(racers.map((r) => m.deposit(r.auth, { tableId, amount: 100 })));
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
+    for (const a of answers.filter((x) => x.status !== 200)) {
+      expect(a.status).toBe(409);
+      expect(['tournament_full', 'tournament_not_in_registration']).toContain(a.body.error);
+    }
+    const balances = await Promise.all(racers.map((r) => m.balance(r.auth)));
+    expect(balances.sort()).toEqual([0, 100, 100, 100, 100, 100]);
+    expect(await pool(tableId)).toBe(300n);
+
+    // the same race over the websocket's registration (reserves, no money)
+    const other = await m.table(host.auth, SNG({ seats: 3, clockFactor: 1 }));
+    const first = await live.player(0);
+    const second = await live.player(0);
+    for (const p of [first, second]) {
+      await live.join(p, other);
+      expect((await live.request(p.ws, { type: 'register_for_tournament', tableId: other })).type).toBe('tournament_registered');
+    }
+    const wsRacers = await Promise.all(Array.from({ length: 5 }, () => live.player(0)));
+    await Promise.all(wsRacers.map((p) => live.join(p, other)));
+    const registered = await Promise.all(wsRacers.map((p) => live.request(p.ws, { type: 'register_for_tournament', tableId: other })));
+    expect(registered.filter((r) => r.type === 'tournament_registered')).toHaveLength(1);
+    expect(registered.filter((r) => r.type === 'error').map((r) => r.code)).toEqual(['tournament_full', 'tournament_full', 'tournament_full', 'tournament_full']);
+    await expectCleanAudit(cagePool);
+  });
+});
+
 describe('a whole tournament', () => {
   test('two players pay, the seats fill, the worker starts it, absent players are blinded out, it settles, pays and closes; the pool keeps the house fee', async () => {
     const host = await m.player();
