@@ -24,6 +24,26 @@ begin
 end;
 $$;
 
+-- A hand end's stacks: { positionId: integer 0..2^53-1 } (position ids as decimal keys).
+create or replace function game_private.stacks_valid(p_stacks jsonb) returns boolean
+  language sql immutable
+  set search_path = pg_catalog
+as $$
+  select p_stacks is not null and jsonb_typeof(p_stacks) = 'object'
+     and not exists (select from jsonb_each(p_stacks) e
+                      where jsonb_typeof(e.value) <> 'number' or e.key !~ '^[0-9]{1,18}$'
+                         or (e.value)::numeric < 0 or (e.value)::numeric > 9007199254740991
+                         or (e.value)::numeric <> trunc((e.value)::numeric))
+$$;
+
+-- The stacks of a valid hand end as rows.
+create or replace function game_private.stacks_of(p_stacks jsonb) returns table (player_id bigint, stack bigint)
+  language sql immutable
+  set search_path = pg_catalog
+as $$
+  select e.key::bigint, (e.value)::numeric::bigint from jsonb_each(p_stacks) e
+$$;
+
 -- Ends the hand: p_stacks maps position ids (table_players.id, as text) to their stacks after the
 -- hand. Chips are conserved: the listed positions' stacks before = after + p_rake. Returns the
 -- positions left with no chips (busted), for the bust settlement.
@@ -46,17 +66,13 @@ begin
   if p_hand_id is null or v_table.current_hand_id is distinct from p_hand_id then
     perform game_private.refuse('no_hand_in_progress', format('hand %s is not in progress', p_hand_id));
   end if;
-  if p_stacks is null or jsonb_typeof(p_stacks) <> 'object' or p_rake is null or p_rake < 0
-     or exists (select from jsonb_each(p_stacks) e
-                 where jsonb_typeof(e.value) <> 'number' or e.key !~ '^[0-9]{1,18}$'
-                    or (e.value)::numeric < 0 or (e.value)::numeric > 9007199254740991
-                    or (e.value)::numeric <> trunc((e.value)::numeric)) then
+  if not game_private.stacks_valid(p_stacks) or p_rake is null or p_rake < 0 then
     perform game_private.refuse('invalid_hand', 'stacks: { positionId: integer 0..2^53-1 }, rake >= 0');
   end if;
 
   select count(*), count(p.id), coalesce(sum(p.chip_balance), 0), coalesce(sum(h.stack), 0)
     into v_listed, v_found, v_before, v_after
-    from (select e.key::bigint as player_id, (e.value)::numeric::bigint as stack from jsonb_each(p_stacks) e) h
+    from game_private.stacks_of(p_stacks) h
     left join game.table_players p on p.id = h.player_id and p.table_id = p_table_id and p.status = 'seated';
   if v_found <> v_listed then
     perform game_private.refuse('invalid_hand', 'every listed position must be seated at this table');
@@ -66,7 +82,7 @@ begin
   end if;
 
   for r in select h.player_id, h.stack - p.chip_balance as delta
-             from (select e.key::bigint as player_id, (e.value)::numeric::bigint as stack from jsonb_each(p_stacks) e) h
+             from game_private.stacks_of(p_stacks) h
              join game.table_players p on p.id = h.player_id
             where h.stack <> p.chip_balance
             order by h.player_id

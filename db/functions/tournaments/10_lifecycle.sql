@@ -71,6 +71,15 @@ as $$
   select count(*)::integer from game.table_players p where p.table_id = p_table_id and p.status <> 'closed'
 $$;
 
+-- The registrants changed (a reserve, an entry, a release, a refund): the room shows the count.
+create or replace function game_private.registration_changed(p_table_id text) returns void
+  language sql volatile
+  set search_path = pg_catalog
+as $$
+  select game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'registration',
+    'registeredCount', game_private.registered_count(p_table_id)))
+$$;
+
 -- Reserves a server-assigned seat (uniformly random among the free ones) for a registrant: a human
 -- (p_agent_id null; on copilot tables with its advisor) or an agent of the user. The reserve holds
 -- the seat, without money, until its fee is paid (cage.open_tournament_entry) or it self-releases
@@ -131,8 +140,7 @@ begin
   perform graphile_worker.add_job('tournament_reserve_expiry',
     json_build_object('tableId', p_table_id, 'playerId', v_player.id::text),
     run_at => v_player.reserved_until, job_key => format('tournament_reserve:%s', v_player.id), max_attempts => 25);
-  perform game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'registration',
-    'registeredCount', game_private.registered_count(p_table_id)));
+  perform game_private.registration_changed(p_table_id);
   return query select v_player.id, v_player.seat_index, v_player.reserved_until, game_private.registered_count(p_table_id);
 end;
 $$;
@@ -172,8 +180,7 @@ begin
   end if;
   update game.table_players p set status = 'closed', closed_at = now() where p.id = v_player.id;
   perform graphile_worker.remove_job(format('tournament_reserve:%s', v_player.id));
-  perform game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'registration',
-    'registeredCount', game_private.registered_count(p_table_id)));
+  perform game_private.registration_changed(p_table_id);
   return true;
 end;
 $$;
@@ -339,16 +346,12 @@ begin
   if p_hand_id is null or v_table.current_hand_id is distinct from p_hand_id then
     perform game_private.refuse('no_hand_in_progress', format('hand %s is not in progress', p_hand_id));
   end if;
-  if p_stacks is null or jsonb_typeof(p_stacks) <> 'object' or p_auto_folds is null or p_auto_folds < 0
-     or exists (select from jsonb_each(p_stacks) e
-                 where jsonb_typeof(e.value) <> 'number' or e.key !~ '^[0-9]{1,18}$'
-                    or (e.value)::numeric < 0 or (e.value)::numeric > 9007199254740991
-                    or (e.value)::numeric <> trunc((e.value)::numeric)) then
+  if not game_private.stacks_valid(p_stacks) or p_auto_folds is null or p_auto_folds < 0 then
     perform game_private.refuse('invalid_hand', 'stacks: { positionId: integer 0..2^53-1 }, auto-folds >= 0');
   end if;
   select count(*), count(p.id), coalesce(sum(p.tournament_stack), 0), coalesce(sum(h.stack), 0)
     into v_listed, v_found, v_before, v_after
-    from (select e.key::bigint as player_id, (e.value)::numeric::bigint as stack from jsonb_each(p_stacks) e) h
+    from game_private.stacks_of(p_stacks) h
     left join game.table_players p on p.id = h.player_id and p.table_id = p_table_id and p.status = 'seated'
                                    and p.tournament_stack > 0;
   if v_found <> v_listed or v_before <> v_after then
@@ -358,11 +361,11 @@ begin
   select array_agg(p.id order by p.tournament_stack desc, p.seat_index), array_agg(p.tournament_stack order by p.tournament_stack desc, p.seat_index)
     into v_busted, v_keys
     from game.table_players p
-    join (select e.key::bigint as id, (e.value)::numeric::bigint as stack from jsonb_each(p_stacks) e) h on h.id = p.id
+    join game_private.stacks_of(p_stacks) h on h.player_id = p.id
    where h.stack = 0;
   update game.table_players p set tournament_stack = h.stack
-    from (select e.key::bigint as id, (e.value)::numeric::bigint as stack from jsonb_each(p_stacks) e) h
-   where p.id = h.id and p.tournament_stack <> h.stack;
+    from game_private.stacks_of(p_stacks) h
+   where p.id = h.player_id and p.tournament_stack <> h.stack;
   if v_busted is not null then
     perform game_private.assign_places(v_busted, v_keys, v_alive - cardinality(v_busted) + 1);
     v_alive := v_alive - cardinality(v_busted);

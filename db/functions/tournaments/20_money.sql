@@ -73,8 +73,7 @@ begin
     -- the overdraft releases the held seat; no money moves and no intent is written
     update game.table_players p set status = 'closed', closed_at = now() where p.id = v_player.id;
     perform graphile_worker.remove_job(format('tournament_reserve:%s', v_player.id));
-    perform game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'registration',
-      'registeredCount', game_private.registered_count(p_table_id)));
+    perform game_private.registration_changed(p_table_id);
     return query select null::text, 'insufficient'::text, v_player.seat_index, v_table.tournament_state, game_private.registered_count(p_table_id);
     return;
   end if;
@@ -94,8 +93,7 @@ begin
   if (select count(*) from game.table_players p where p.table_id = p_table_id and p.status <> 'closed' and p.entry_state = 'paid') >= v_seats then
     v_table := game_private.tournament_to_starting(p_table_id);
   else
-    perform game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'registration',
-      'registeredCount', game_private.registered_count(p_table_id)));
+    perform game_private.registration_changed(p_table_id);
   end if;
   select p.seat_index into v_player.seat_index from game.table_players p where p.id = v_player.id;
   return query select v_ref, 'paid'::text, v_player.seat_index, v_table.tournament_state, game_private.registered_count(p_table_id);
@@ -138,8 +136,7 @@ begin
   perform game_private.extend_chain(v_player.id, 'cash_out', -v_player.chip_balance, v_ref);
   update game.table_players p set chip_balance = 0, status = 'closed', closed_at = now(), closing_ref_id = v_ref
    where p.id = v_player.id;
-  perform game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'registration',
-    'registeredCount', game_private.registered_count(p_table_id)));
+  perform game_private.registration_changed(p_table_id);
   return query select 'refunded'::text, v_player.chip_balance, v_ref, game_private.registered_count(p_table_id);
 end;
 $$;
