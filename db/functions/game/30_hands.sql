@@ -44,6 +44,37 @@ as $$
   select e.key::bigint, (e.value)::numeric::bigint from jsonb_each(p_stacks) e
 $$;
 
+-- The table of a hand ending, locked, under the caller's lease, holding that hand (else refused).
+create or replace function game_private.lock_hand(p_table_id text, p_hand_id text, p_epoch bigint) returns game.tables
+  language plpgsql volatile
+  set search_path = pg_catalog
+as $$
+declare
+  v_table game.tables;
+begin
+  v_table := game_private.lock_table(p_table_id);
+  perform game_private.check_lease(p_table_id, p_epoch);
+  -- `is distinct from`: a null hand id must not slip through as "not unequal"
+  if p_hand_id is null or v_table.current_hand_id is distinct from p_hand_id then
+    perform game_private.refuse('no_hand_in_progress', format('hand %s is not in progress', p_hand_id));
+  end if;
+  return v_table;
+end;
+$$;
+
+-- The hand holding the table will not be played to its end: recorded as abandoned (the stacks of
+-- its start stand, as no stack is written before a hand's end) and the table released.
+create or replace function game_private.abandon_current_hand(v_table game.tables) returns void
+  language sql volatile
+  set search_path = pg_catalog
+as $$
+  insert into game.hand_histories (hand_id, table_id, hand_number, status, started_at, ended_at)
+  select v_table.current_hand_id, v_table.table_id, 0, 'abandoned', coalesce(v_table.current_hand_started_at, now()), now()
+   where v_table.current_hand_id is not null
+  on conflict (hand_id) do update set status = 'abandoned', ended_at = now();
+  update game.tables t set current_hand_id = null, current_hand_started_at = null where t.table_id = v_table.table_id;
+$$;
+
 -- Ends the hand: p_stacks maps position ids (table_players.id, as text) to their stacks after the
 -- hand. Chips are conserved: the listed positions' stacks before = after + p_rake. Returns the
 -- positions left with no chips (busted), for the bust settlement.
@@ -60,12 +91,7 @@ declare
   v_found int;
   r record;
 begin
-  v_table := game_private.lock_table(p_table_id);
-  perform game_private.check_lease(p_table_id, p_epoch);
-  -- `is distinct from`: a null hand id must not slip through as "not unequal"
-  if p_hand_id is null or v_table.current_hand_id is distinct from p_hand_id then
-    perform game_private.refuse('no_hand_in_progress', format('hand %s is not in progress', p_hand_id));
-  end if;
+  v_table := game_private.lock_hand(p_table_id, p_hand_id, p_epoch);
   if not game_private.stacks_valid(p_stacks) or p_rake is null or p_rake < 0 then
     perform game_private.refuse('invalid_hand', 'stacks: { positionId: integer 0..2^53-1 }, rake >= 0');
   end if;
@@ -180,10 +206,7 @@ begin
   if v_table.current_hand_id is null then
     return null;
   end if;
-  insert into game.hand_histories (hand_id, table_id, hand_number, status, started_at, ended_at)
-  values (v_table.current_hand_id, p_table_id, 0, 'abandoned', coalesce(v_table.current_hand_started_at, now()), now())
-  on conflict (hand_id) do update set status = 'abandoned', ended_at = now();
-  update game.tables t set current_hand_id = null, current_hand_started_at = null where t.table_id = p_table_id;
+  perform game_private.abandon_current_hand(v_table);
   return v_table.current_hand_id;
 end;
 $$;

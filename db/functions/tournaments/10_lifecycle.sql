@@ -341,10 +341,9 @@ declare
   v_busted bigint[];
   v_keys bigint[];
 begin
-  v_table := game_private.lock_tournament(p_table_id);
-  perform game_private.check_lease(p_table_id, p_epoch);
-  if p_hand_id is null or v_table.current_hand_id is distinct from p_hand_id then
-    perform game_private.refuse('no_hand_in_progress', format('hand %s is not in progress', p_hand_id));
+  v_table := game_private.lock_hand(p_table_id, p_hand_id, p_epoch);
+  if v_table.mode <> 'sng' then
+    perform game_private.refuse('not_a_tournament', format('table %s is a cash table', p_table_id));
   end if;
   if not game_private.stacks_valid(p_stacks) or p_auto_folds is null or p_auto_folds < 0 then
     perform game_private.refuse('invalid_hand', 'stacks: { positionId: integer 0..2^53-1 }, auto-folds >= 0');
@@ -403,10 +402,7 @@ begin
     perform game_private.refuse('cannot_force_end', v_table.tournament_state);
   end if;
   if v_table.current_hand_id is not null then
-    insert into game.hand_histories (hand_id, table_id, hand_number, status, started_at, ended_at)
-    values (v_table.current_hand_id, p_table_id, 0, 'abandoned', coalesce(v_table.current_hand_started_at, now()), now())
-    on conflict (hand_id) do update set status = 'abandoned', ended_at = now();
-    update game.tables t set current_hand_id = null, current_hand_started_at = null where t.table_id = p_table_id;
+    perform game_private.abandon_current_hand(v_table);
   end if;
   select array_agg(p.id order by p.tournament_stack desc, p.seat_index), array_agg(p.tournament_stack order by p.tournament_stack desc, p.seat_index)
     into v_alive, v_keys
