@@ -92,6 +92,26 @@ describe('registration and the entry fee', () => {
   });
 });
 
+describe('the lifecycle notices', () => {
+  test('a forged NOTIFY (any database role may send one) announces nothing the database does not hold', async () => {
+    const host = await m.player();
+    const tableId = await m.table(host.auth, SNG({ seats: 3, clockFactor: 1 }));
+    const watcher = await live.player(0);
+    await live.join(watcher, tableId);
+    const forge = (payload: Record<string, unknown>) =>
+      db.pool('poker_auth').query("select pg_notify('game_tournament', $1)", [JSON.stringify({ tableId, ...payload })]);
+    await forge({ type: 'tournament_state_changed', state: 'closed', closedAt: 1 });
+    await forge({ type: 'tournament_ended', finalStandings: [], payouts: [{ position: 1, userId: 'evil', amount: '999999' }] });
+    await forge({ type: 'blind_level_changed', currentLevel: 7 });
+    // a real move after the forgeries: its announcement arrives, and nothing forged came before it
+    const a = await m.player(100);
+    expect((await m.deposit(a.auth, { tableId, amount: 100 })).status).toBe(200);
+    await until(() => watcher.ws.messages.some((x) => x.type === 'game_state' && x.tournament?.registeredCount === 1), 'the registration shown');
+    const relayed = watcher.ws.messages.filter((x) => ['tournament_state_changed', 'tournament_ended', 'blind_level_changed'].includes(x.type));
+    expect(relayed).toEqual([]);
+  });
+});
+
 describe('concurrency', () => {
   test('concurrent deposits and websocket registrations for the last seat: exactly one wins; the others are refused and keep their chips', async () => {
     const host = await m.player();

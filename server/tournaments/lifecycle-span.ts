@@ -25,15 +25,13 @@ export class TournamentSpans {
     this.log = deps.log;
   }
 
-  /** A lifecycle move relayed by this process's room of the table. */
-  async observe(tableId: string, event: Record<string, unknown>): Promise<void> {
-    if (event.type !== 'tournament_state_changed' || typeof event.state !== 'string') return;
+  /** A lifecycle move this process's room of the table announced. */
+  async observe(tableId: string, state: string): Promise<void> {
     try {
-      const state = event.state;
       let open = this.open.get(tableId);
       if (!open) open = await this.start(tableId, state);
       if (!open) return;
-      open.span.addEvent('state_transition', { 'tournament.from': open.state, 'tournament.to': state, ...(event.forced ? { 'tournament.forced': true } : {}) });
+      open.span.addEvent('state_transition', { 'tournament.from': open.state, 'tournament.to': state });
       open.state = state;
       if (state === 'closed') await this.close(tableId, open);
     } catch (err) {

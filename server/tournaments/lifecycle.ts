@@ -64,7 +64,11 @@ export interface TournamentRow {
   tournament_state: string;
   current_level: number | null;
   level_started_at: Date | null;
+  starts_at: Date | null;
+  play_started_at: Date | null;
+  closed_at: Date | null;
   registered_count: number;
+  alive_count: number;
 }
 
 const levelWire = (l: Level, durationMs: number) => ({

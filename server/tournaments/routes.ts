@@ -23,8 +23,8 @@ export interface TournamentRouteDeps {
   requireAdmin: RequestHandler;
   /** Loads (or finds) the table's room: a registration reaches a live room even with no connection. */
   loadRoom: (tableId: string) => Promise<unknown>;
-  /** Relays a lifecycle event to the table's room, where this process runs it. */
-  relay: (event: Record<string, unknown>) => Promise<void>;
+  /** Tells the table's room (where this process runs it) that a place was paid. */
+  payoutSettled: (p: { tableId: string; position: number; userId: string; amount: string; txHash: string }) => Promise<void>;
 }
 
 const agentBody = z.object({ tableId, agentId: z.uuid() });
@@ -104,7 +104,7 @@ export function installTournamentRoutes(app: Express, deps: TournamentRouteDeps)
   app.post('/internal/payout-confirmed', service, async (req, res) => {
     const b = parse(payoutBody, req.body);
     await tournamentTable(pool, b.tableId);
-    await deps.relay({ type: 'tournament_payout_settled', tableId: b.tableId, position: b.position, userId: b.userId, amount: b.amount, txHash: b.txHash });
+    await deps.payoutSettled(b);
     res.json({ ok: true });
   });
 

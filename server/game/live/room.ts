@@ -15,6 +15,9 @@ import { isLeaseLost } from './lease.ts';
 import { chipAmount, handResult, stateWriter, stoodUp, historyJson, toJson, type SeatView, type TournamentState } from './wire.ts';
 import { actionMs, levelMs, levelOf, myView, storedSng, tournamentWire, type StoredSng, type TournamentRow } from '../../tournaments/lifecycle.ts';
 
+/** The tournament states in their order (spec: Tournament lifecycle). */
+const LIFECYCLE = ['registering', 'starting', 'playing', 'ended', 'settling', 'closed'];
+
 /** The longest turn a table may give (one hour): creation refuses more, and stored rows above it are clamped when a room loads. */
 export const MAX_TURN_TIME_SEC = 3600;
 
@@ -316,8 +319,10 @@ export class Room {
 
   private async reloadTournament(): Promise<void> {
     const { rows } = await this.deps.pool.query<TournamentRow>(
-      `select t.tournament_state, t.current_level, t.level_started_at,
-              (select count(*)::integer from game.table_players p where p.table_id = t.table_id and p.status <> 'closed') as registered_count
+      `select t.tournament_state, t.current_level, t.level_started_at, t.starts_at, t.play_started_at, t.closed_at,
+              (select count(*)::integer from game.table_players p where p.table_id = t.table_id and p.status <> 'closed') as registered_count,
+              (select count(*)::integer from game.table_players p
+                where p.table_id = t.table_id and p.entry_state = 'paid' and p.tournament_stack > 0) as alive_count
          from game.tables t where t.table_id = $1`,
       [this.tableId],
     );
@@ -345,31 +350,92 @@ export class Room {
     };
   }
 
+  /** What this room last told its connections of the lifecycle (a replayed or stale notice repeats nothing). */
+  // (registering is a tournament's birth state, never a move to announce)
+  private announced: { state: string; level: number | null; ended: boolean } = { state: 'registering', level: null, ended: false };
+
   /**
-   * A lifecycle event of this table (the SQL's NOTIFY, or the cage's payout confirmation), relayed
-   * to the room's connections; the room re-reads its seats and lifecycle row, and deals once the
-   * tournament plays. A force-end abandoned the hand in flight (its start stacks stand): dropped here.
+   * A lifecycle notice of this table (the SQL's NOTIFY game_tournament), relayed to the room's
+   * connections. The notice is only a trigger: the room re-reads its lifecycle row and seats and
+   * announces what the database holds (so nothing a notice carries reaches a client unchecked, and a
+   * repeated or stale notice announces nothing), then deals once the tournament plays. A force-end
+   * abandoned the hand in flight (its start stacks stand): dropped here. Resolves to the states announced.
    */
-  tournamentEvent(event: Record<string, unknown>): Promise<void> {
-    return this.serial(async () => {
-      if (this.closed || this.record.mode !== 'sng') return;
-      if (event.type === 'tournament_state_changed' && event.state === 'ended' && this.hand?.status === 'betting') {
-        if (this.turnTimer) clearTimeout(this.turnTimer);
-        this.turnTimer = null;
-        this.turnDeadline = null;
-        this.hand = null;
-        this.autoFolds = 0;
-      }
-      if (this.hand) await this.reloadTournament();
-      else await this.reloadSeats();
-      if (event.type !== 'registration') {
-        const extra = event.type === 'blind_level_changed' ? this.levelFields() : {};
-        const message = toJson({ ...event, ...extra, tableId: this.tableId });
-        for (const w of this.watchers) w.send(message);
-      }
-      this.broadcastState();
-      this.scheduleDeal();
+  tournamentEvent(event: Record<string, unknown>): Promise<string[]> {
+    return new Promise((resolve, reject) => {
+      this.serial(async () => {
+        if (this.closed || this.record.mode !== 'sng') return resolve([]);
+        if (this.hand) await this.reloadTournament();
+        if (this.tournament?.tournament_state !== 'playing' && this.hand?.status === 'betting') this.dropHand();
+        if (!this.hand) await this.reloadSeats();
+        const messages = await this.announcements(event.type, event.state);
+        for (const m of messages) {
+          const json = toJson({ ...m, tableId: this.tableId });
+          for (const w of this.watchers) w.send(json);
+        }
+        this.broadcastState();
+        this.scheduleDeal();
+        resolve(messages.filter((m) => m.type === 'tournament_state_changed').map((m) => String(m.state)));
+      }).catch(reject);
     });
+  }
+
+  private dropHand(): void {
+    if (this.turnTimer) clearTimeout(this.turnTimer);
+    this.turnTimer = null;
+    this.turnDeadline = null;
+    this.hand = null;
+    this.autoFolds = 0;
+  }
+
+  /** The lifecycle messages the database's state calls for, given what was announced already. */
+  private async announcements(type: unknown, claimed: unknown): Promise<Record<string, unknown>[]> {
+    const t = this.tournament;
+    if (!t) return [];
+    const out: Record<string, unknown>[] = [];
+    const ms = (d: Date | null) => (d ? d.getTime() : null);
+    // the state the notice names, when the database has reached it (a fast worker may be further on
+    // already: each move is still announced once, in order); otherwise the database's own
+    const order = (x: unknown) => LIFECYCLE.indexOf(x as string);
+    const state = order(claimed) >= 0 && order(claimed) <= order(t.tournament_state) ? String(claimed) : t.tournament_state;
+    if (type === 'tournament_state_changed' && order(state) > order(this.announced.state)) {
+      this.announced.state = state;
+      out.push({
+        type: 'tournament_state_changed', state,
+        ...(state === 'starting' ? { startsAt: ms(t.starts_at) } : {}),
+        ...(state === 'playing' ? { currentLevel: 0, levelStartedAt: ms(t.play_started_at) } : {}),
+        ...(state === 'ended' ? { forced: t.alive_count > 1 } : {}),
+        ...(state === 'closed' ? { closedAt: ms(t.closed_at) } : {}),
+      });
+      if (state === 'playing') this.announced.level = Math.max(this.announced.level ?? 0, 0);
+    }
+    if (type === 'blind_level_changed' && t.tournament_state === 'playing' && t.current_level !== null && t.current_level > (this.announced.level ?? -1)) {
+      this.announced.level = t.current_level;
+      out.push({ type: 'blind_level_changed', currentLevel: t.current_level, levelStartedAt: ms(t.level_started_at), ...this.levelFields() });
+    }
+    if (type === 'tournament_ended' && !this.announced.ended && (t.tournament_state === 'settling' || t.tournament_state === 'closed')) {
+      this.announced.ended = true;
+      out.push({ type: 'tournament_ended', ...(await this.standings()) });
+    }
+    return out;
+  }
+
+  /** The final standings and the payouts, as settlement wrote them. */
+  private async standings() {
+    const [{ rows: finalStandings }, { rows: payouts }] = await Promise.all([
+      this.deps.pool.query(
+        `select elimination_order as position, user_id as "userId", agent_id as "agentId", tie_place as "tiedFrom"
+           from game.table_players where table_id = $1 and entry_state = 'paid' and closing_ref_id = 'tournament:' || $1
+          order by elimination_order`, [this.tableId]),
+      this.deps.pool.query(`select position, user_id as "userId", amount::text from game.tournament_payouts($1)`, [this.tableId]),
+    ]);
+    return { finalStandings, payouts };
+  }
+
+  /** A payout the cage confirmed (its call to /internal/payout-confirmed, service key): relayed. */
+  payoutSettled(p: { position: number; userId: string; amount: string; txHash: string }): void {
+    const json = toJson({ type: 'tournament_payout_settled', tableId: this.tableId, ...p });
+    for (const w of this.watchers) w.send(json);
   }
 
   private levelFields() {

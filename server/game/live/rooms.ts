@@ -83,12 +83,19 @@ export class RoomRegistry {
     if (!r) return;
     try {
       const room = await r;
-      await room.tournamentEvent(event);
-      await this.spans.observe(tableId, event);
+      for (const state of await room.tournamentEvent(event)) await this.spans.observe(tableId, state);
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (code !== 'table_elsewhere') this.deps.log.warn({ err: (err as Error).message, tableId, type: event.type }, 'tournament event not relayed');
     }
+  };
+
+  /** A payout the cage confirmed: the table's room (if it runs here) tells its connections. */
+  payoutSettled = async (p: { tableId: string; position: number; userId: string; amount: string; txHash: string }): Promise<void> => {
+    const r = this.rooms.get(p.tableId);
+    if (!r) return;
+    const room = await r.catch(() => null);
+    room?.payoutSettled({ position: p.position, userId: p.userId, amount: p.amount, txHash: p.txHash });
   };
 
   /** At start: the tournaments starting or playing get their rooms (and their dealer) again. */
