@@ -103,7 +103,12 @@ export class RoomRegistry {
     const { rows } = await this.deps.pool.query<{ table_id: string }>(
       "select table_id from game.tables where mode = 'sng' and tournament_state in ('starting', 'playing') order by table_id",
     );
-    for (const r of rows) await this.room(r.table_id).catch((err) => this.deps.log.warn({ err: (err as Error).message, tableId: r.table_id }, 'tournament room not resumed'));
+    for (const r of rows) {
+      await this.room(r.table_id).catch((err: { code?: string; message: string }) => {
+        // another game process runs it: nothing to resume here
+        if (err.code !== 'table_elsewhere') this.deps.log.warn({ err: err.message, tableId: r.table_id }, 'tournament room not resumed');
+      });
+    }
     return rows.map((r) => r.table_id);
   };
 
