@@ -126,6 +126,17 @@ test('stand_up: a refund while registering, refused once it starts; the internal
   await b.ws.next((x) => x.type === 'tournament_state_changed' && x.state === 'starting', 5000);
   expect(await live.request(b.ws, { type: 'stand_up', tableId })).toMatchObject({ type: 'error', code: 'stand_up_not_allowed_in_tournament' });
   expect((await call(`${m.cage}/api/tournament/unregister`, { headers: b.auth, body: { tableId } })).body).toEqual({ error: 'tournament_not_in_registration' });
+  // the audience gates, on each path
+  const humansOnly = await m.table(host.auth, SNG({ seats: 3, kind: 'human_only' }));
+  const agentsOnly = await m.table(host.auth, SNG({ seats: 3, kind: 'agent' }));
+  const bot = await live.player(1000, { agent: true });
+  expect(await internal('/internal/tournament-register', { tableId: humansOnly, agentId: bot.agentId })).toEqual({ status: 403, body: { error: 'agent_not_allowed_at_human_table' } });
+  expect((await internal('/internal/tournament-register', { tableId: agentsOnly, agentId: bot.agentId })).status).toBe(200);
+  const human = await live.player(1000);
+  await live.join(human, agentsOnly);
+  expect(await live.request(human.ws, { type: 'register_for_tournament', tableId: agentsOnly })).toMatchObject({ type: 'error', code: 'humans_not_allowed_at_agent_table' });
+  expect((await m.deposit(human.auth, { tableId: agentsOnly, amount: 100 })).body).toEqual({ error: 'humans_not_allowed_at_agent_table' });
+  expect(await m.balance(human.auth)).toBe(1000);
   const other = await humanEntry(await m.table(host.auth, SNG({ seats: 3 })));
   expect(await internal('/internal/tournament-register', { tableId, agentId: (await live.player(0, { agent: true })).agentId })).toEqual({ status: 409, body: { error: 'tournament_not_in_registration' } });
   expect(other).toBeDefined();
