@@ -92,7 +92,11 @@ test('ten bots play a 10-seat tournament to the end: closed, payouts summing to 
   expect(seen.filter((x) => x.type === 'tournament_payout_settled').map((x) => x.position).sort()).toEqual([1, 2, 3]);
   const states = seen.filter((x) => x.type === 'tournament_state_changed').map((x) => x.state);
   expect(states).toEqual(['starting', 'playing', 'ended', 'settling', 'closed']);
-  expect(seen.some((x) => x.type === 'blind_level_changed' && x.currentLevel >= 1 && typeof x.levelEndsAt === 'number')).toBe(true);
+  // every level the database reached while it played was announced, in order, with its blinds
+  const levels = seen.filter((x) => x.type === 'blind_level_changed');
+  const reached = (await db.owner.query('select current_level from game.tables where table_id = $1', [tableId])).rows[0].current_level;
+  expect(levels.map((x) => x.currentLevel).at(-1) ?? 0).toBe(reached);
+  expect(levels.every((x, i) => (i === 0 || x.currentLevel > levels[i - 1]!.currentLevel) && typeof x.levelEndsAt === 'number' && BigInt(x.bigBlind) === 2n * BigInt(x.smallBlind))).toBe(true);
   // a player's view while it played
   const view = players[0]!.ws.messages.find((x) => x.type === 'game_state' && x.tournamentMyView);
   expect(view?.tournamentMyView).toMatchObject({ rank: expect.any(Number), stackInBigBlinds: expect.any(Number), mRatio: expect.any(Number) });
