@@ -95,7 +95,7 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
         installHandHistoryRoutes(app, { pool, jwt });
         installTournamentRoutes(app, {
           pool, log: roleLog, serviceKey: config.SERVICE_KEY, requireAdmin: jwt.requireAdmin,
-          loadRoom: (tableId) => live.registry.room(tableId), payoutSettled: live.registry.payoutSettled,
+          loadRoom: (tableId) => live.registry.room(tableId),
         });
 
         // the test harness's hand boundaries (the dealer's calls, driven by a test)

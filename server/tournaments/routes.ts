@@ -6,7 +6,7 @@
 //   POST /internal/force-end-tournament   x-service-key  { tableId }          -> the same (the service path)
 //   GET  /admin/tournaments               admin JWT      -> every tournament, newest first
 //   GET  /admin/tournaments/:tableId      admin JWT      -> one, with its entrants and payouts
-//   POST /internal/payout-confirmed       x-service-key  the cage paid a place -> tournament_payout_settled
+//   POST /internal/payout-confirmed       x-service-key  the cage paid a place -> tournament_payout_settled (NOTIFY)
 import type { Express, RequestHandler } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -23,8 +23,7 @@ export interface TournamentRouteDeps {
   requireAdmin: RequestHandler;
   /** Loads (or finds) the table's room: a registration reaches a live room even with no connection. */
   loadRoom: (tableId: string) => Promise<unknown>;
-  /** Tells the table's room (where this process runs it) that a place was paid. */
-  payoutSettled: (p: { tableId: string; position: number; userId: string; amount: string; txHash: string }) => Promise<void>;
+
 }
 
 const agentBody = z.object({ tableId, agentId: z.uuid() });
@@ -104,7 +103,9 @@ export function installTournamentRoutes(app: Express, deps: TournamentRouteDeps)
   app.post('/internal/payout-confirmed', service, async (req, res) => {
     const b = parse(payoutBody, req.body);
     await tournamentTable(pool, b.tableId);
-    await deps.payoutSettled(b);
+    // told to every game process (the cage's call lands on any of them); the one running the table
+    // announces it from the payout row, once
+    await pool.query("select pg_notify('game_tournament', $1)", [JSON.stringify({ tableId: b.tableId, type: 'tournament_payout_settled', position: b.position })]);
     res.json({ ok: true });
   });
 

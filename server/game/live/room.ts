@@ -368,7 +368,7 @@ export class Room {
         if (this.hand) await this.reloadTournament();
         if (this.tournament?.tournament_state !== 'playing' && this.hand?.status === 'betting') this.dropHand();
         if (!this.hand) await this.reloadSeats();
-        const messages = await this.announcements(event.type, event.state);
+        const messages = event.type === 'tournament_payout_settled' ? await this.payoutAnnouncement(event.position) : await this.announcements(event.type, event.state);
         for (const m of messages) {
           const json = toJson({ ...m, tableId: this.tableId });
           for (const w of this.watchers) w.send(json);
@@ -432,10 +432,18 @@ export class Room {
     return { finalStandings, payouts };
   }
 
-  /** A payout the cage confirmed (its call to /internal/payout-confirmed, service key): relayed. */
-  payoutSettled(p: { position: number; userId: string; amount: string; txHash: string }): void {
-    const json = toJson({ type: 'tournament_payout_settled', tableId: this.tableId, ...p });
-    for (const w of this.watchers) w.send(json);
+  /** The places whose payout this room announced. */
+  private readonly announcedPayouts = new Set<number>();
+
+  /** A payout the cage confirmed (its call to /internal/payout-confirmed): announced from the payout row, once. */
+  private async payoutAnnouncement(position: unknown): Promise<Record<string, unknown>[]> {
+    if (typeof position !== 'number' || this.announcedPayouts.has(position)) return [];
+    const { rows } = await this.deps.pool.query<{ user_id: string; amount: bigint; tx_hash: string }>(
+      'select user_id, amount, tx_hash from game.tournament_payouts($1) where position = $2 and confirmed_at is not null', [this.tableId, position],
+    );
+    if (!rows[0]) return [];
+    this.announcedPayouts.add(position);
+    return [{ type: 'tournament_payout_settled', position, userId: rows[0].user_id, amount: rows[0].amount, txHash: rows[0].tx_hash }];
   }
 
   private levelFields() {

@@ -90,14 +90,6 @@ export class RoomRegistry {
     }
   };
 
-  /** A payout the cage confirmed: the table's room (if it runs here) tells its connections. */
-  payoutSettled = async (p: { tableId: string; position: number; userId: string; amount: string; txHash: string }): Promise<void> => {
-    const r = this.rooms.get(p.tableId);
-    if (!r) return;
-    const room = await r.catch(() => null);
-    room?.payoutSettled({ position: p.position, userId: p.userId, amount: p.amount, txHash: p.txHash });
-  };
-
   /** At start: the tournaments starting or playing get their rooms (and their dealer) again. */
   resumeTournaments = async (): Promise<string[]> => {
     const { rows } = await this.deps.pool.query<{ table_id: string }>(
