@@ -110,6 +110,19 @@ describe('the lifecycle notices', () => {
     const relayed = watcher.ws.messages.filter((x) => ['tournament_state_changed', 'tournament_ended', 'blind_level_changed'].includes(x.type));
     expect(relayed).toEqual([]);
   });
+
+  test('a move whose notice was missed is announced when the room next looks (a refresh, or the next deal)', async () => {
+    const host = await m.player();
+    const tableId = await m.table(host.auth, SNG({ seats: 3, clockFactor: 1 }));
+    const watcher = await live.player(0);
+    await live.join(watcher, tableId);
+    // the move made without its notice (as if the game process was away when it was sent)
+    await db.owner.query("update game.tables set tournament_state = 'starting', starts_at = now() + interval '1 hour' where table_id = $1", [tableId]);
+    await db.owner.query("select pg_notify('game_seats', $1)", [tableId]);
+    const announced = await watcher.ws.next((x) => x.type === 'tournament_state_changed', 5000);
+    expect(announced).toMatchObject({ tableId, state: 'starting', startsAt: expect.any(Number) });
+    await db.owner.query("update game.tables set tournament_state = 'registering', starts_at = null where table_id = $1", [tableId]);
+  });
 });
 
 describe('concurrency', () => {

@@ -228,6 +228,8 @@ export class Room {
     return this.serial(async () => {
       if (this.hand) return; // seats cannot change while a hand holds the table; its end re-reads them
       await this.reloadSeats();
+      // a tournament catches up what its notices would have announced (one missed while away)
+      if (this.record.mode === 'sng') await this.catchUp();
       this.broadcastState();
       this.scheduleDeal();
     });
@@ -378,6 +380,19 @@ export class Room {
         resolve(messages.filter((m) => m.type === 'tournament_state_changed').map((m) => String(m.state)));
       }).catch(reject);
     });
+  }
+
+  /** The lifecycle moves the database made that this room has not announced yet, announced now. */
+  private async catchUp(): Promise<void> {
+    const messages = [
+      ...(await this.announcements('tournament_state_changed', null)),
+      ...(await this.announcements('blind_level_changed', null)),
+      ...(await this.announcements('tournament_ended', null)),
+    ];
+    for (const m of messages) {
+      const json = toJson({ ...m, tableId: this.tableId });
+      for (const w of this.watchers) w.send(json);
+    }
   }
 
   private dropHand(): void {
@@ -539,8 +554,10 @@ export class Room {
       this.deps.log.warn({ tableId: this.tableId, err: (err as Error).message }, 'hand not started');
       return;
     }
-    // the table is ours now: no seat changes until the hand ends; read the seats as they stand
+    // the table is ours now: no seat changes until the hand ends; read the seats as they stand (a
+    // tournament: its level too, and any move a missed notice did not announce)
     await this.reloadSeats();
+    if (this.record.mode === 'sng') await this.catchUp();
     const plan = this.plan();
     if (!plan) {
       // nobody left to deal to (they stood up or disconnected meanwhile): no hand, none recorded
