@@ -15,6 +15,16 @@ import { isLeaseLost } from './lease.ts';
 import { chipAmount, handResult, stateWriter, stoodUp, historyJson, toJson, type SeatView, type TournamentState } from './wire.ts';
 import { actionMs, levelMs, levelOf, myView, storedSng, tournamentWire, type StoredSng, type TournamentRow } from '../../tournaments/lifecycle.ts';
 
+/** A seat as the room reads it. */
+interface SeatRow {
+  id: string;
+  user_id: string;
+  agent_id: string | null;
+  seat_index: number;
+  chip_balance: string;
+  status: string;
+}
+
 /** The tournament states in their order (spec: Tournament lifecycle). */
 const LIFECYCLE = ['registering', 'starting', 'playing', 'ended', 'settling', 'closed'];
 
@@ -236,16 +246,11 @@ export class Room {
   }
 
   private async reloadSeats(): Promise<void> {
-    // a tournament's seats are its registrants, their stacks tournament chips (chip_balance is the entry claim)
-    const { rows } = await this.deps.pool.query<{ id: string; user_id: string; agent_id: string | null; seat_index: number; chip_balance: string; status: string }>(
-      this.record.mode === 'sng'
-        ? `select id::text, user_id, agent_id, seat_index, coalesce(tournament_stack, 0)::text as chip_balance, status from game.table_players
-            where table_id = $1 and status = 'seated' and entry_state is not null order by seat_index`
-        : `select id::text, user_id, agent_id, seat_index, chip_balance::text, status from game.table_players
-            where table_id = $1 and status = 'seated' order by seat_index`,
+    const rows = this.record.mode === 'sng' ? await this.readTournament() : (await this.deps.pool.query<SeatRow>(
+      `select id::text, user_id, agent_id, seat_index, chip_balance::text, status from game.table_players
+        where table_id = $1 and status = 'seated' order by seat_index`,
       [this.tableId],
-    );
-    if (this.record.mode === 'sng') await this.reloadTournament();
+    )).rows;
     const running = this.positions !== null;
     const next = new Map<number, Seat>();
     for (const r of rows) {
@@ -320,15 +325,28 @@ export class Room {
   private autoFolds = 0;
 
   private async reloadTournament(): Promise<void> {
-    const { rows } = await this.deps.pool.query<TournamentRow>(
+    await this.readTournament();
+  }
+
+  /**
+   * A tournament's lifecycle row and its seats in one query: its registrants (their stacks are
+   * tournament chips; chip_balance is the entry claim), the row repeated on each (one row with no
+   * seat when nobody registered).
+   */
+  private async readTournament(): Promise<SeatRow[]> {
+    const { rows } = await this.deps.pool.query<TournamentRow & Partial<SeatRow>>(
       `select t.tournament_state, t.current_level, t.level_started_at, t.starts_at, t.play_started_at, t.closed_at,
-              (select count(*)::integer from game.table_players p where p.table_id = t.table_id and p.status <> 'closed') as registered_count,
-              (select count(*)::integer from game.table_players p
-                where p.table_id = t.table_id and p.entry_state = 'paid' and p.tournament_stack > 0) as alive_count
-         from game.tables t where t.table_id = $1`,
+              (select count(*)::integer from game.table_players q where q.table_id = t.table_id and q.status <> 'closed') as registered_count,
+              (select count(*)::integer from game.table_players q
+                where q.table_id = t.table_id and q.entry_state = 'paid' and q.tournament_stack > 0) as alive_count,
+              p.id::text as id, p.user_id, p.agent_id, p.seat_index, coalesce(p.tournament_stack, 0)::text as chip_balance, p.status
+         from game.tables t
+         left join game.table_players p on p.table_id = t.table_id and p.status = 'seated' and p.entry_state is not null
+        where t.table_id = $1 order by p.seat_index`,
       [this.tableId],
     );
     this.tournament = rows[0] ?? null;
+    return rows.filter((r): r is TournamentRow & SeatRow => r.id !== null && r.id !== undefined);
   }
 
   /** game_state's tournament fields (absent in cash mode). */
