@@ -5,32 +5,19 @@
 // holding exactly the house fee, and the cage audit empty.
 import type pg from 'pg';
 import { expectCleanAudit } from './helpers/cage.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { liveClient, until, type LiveClient, type Msg } from './helpers/live.ts';
+import type { TestDatabase } from './helpers/db.ts';
+import { until, type LiveClient, type Msg } from './helpers/live.ts';
 import { call, startMoneyPlatform } from './helpers/money.ts';
-import { SNG } from './helpers/tournament.ts';
-import { finishedSpans, installTelemetry, shutdownTelemetry } from '../server/telemetry/index.ts';
+import { SNG, tournamentPlatform } from './helpers/tournament.ts';
+import { finishedSpans } from '../server/telemetry/index.ts';
 
-type Money = Awaited<ReturnType<typeof startMoneyPlatform>>;
-
+const t = tournamentPlatform('tournament-test');
 let db: TestDatabase;
 let cagePool: pg.Pool;
-let m: Money;
+let m: Awaited<ReturnType<typeof startMoneyPlatform>>;
 let live: LiveClient;
-
-beforeAll(async () => {
-  await installTelemetry({ serviceName: 'tournament-test', memory: true });
-  db = await createTestDatabase();
-  cagePool = db.pool('poker_cage');
-  m = await startMoneyPlatform(db, { alsoWorker: true, env: { HAND_DELAY_MS: '5' } });
-  live = liveClient(m, db);
-});
-afterAll(async () => {
-  await live?.closeAll();
-  await m?.platform.stop();
-  await expectCleanAudit(cagePool);
-  await db.drop();
-  await shutdownTelemetry();
+beforeAll(() => {
+  ({ db, cagePool, m, live } = t);
 });
 
 const state = async (tableId: string) =>

@@ -5,33 +5,20 @@
 // restart of the game role and of the worker in the middle of a level.
 import type pg from 'pg';
 import { expectCleanAudit } from './helpers/cage.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { liveClient, prng, until, type LiveClient, type LivePlayer, type Msg } from './helpers/live.ts';
+import type { TestDatabase } from './helpers/db.ts';
+import { prng, until, type LiveClient, type LivePlayer, type Msg } from './helpers/live.ts';
 import { call, startMoneyPlatform } from './helpers/money.ts';
 import { startTestPlatform } from './helpers/platform.ts';
-import { expectBustOrder, playBot, SNG, tableMessages, tournamentBooks } from './helpers/tournament.ts';
-import { finishedSpans, installTelemetry, shutdownTelemetry } from '../server/telemetry/index.ts';
+import { expectBustOrder, playBot, SNG, tableMessages, tournamentBooks, tournamentPlatform } from './helpers/tournament.ts';
+import { finishedSpans } from '../server/telemetry/index.ts';
 
-type Money = Awaited<ReturnType<typeof startMoneyPlatform>>;
-
+const t = tournamentPlatform('tournament-live-test');
 let db: TestDatabase;
 let cagePool: pg.Pool;
-let m: Money;
+let m: Awaited<ReturnType<typeof startMoneyPlatform>>;
 let live: LiveClient;
-
-beforeAll(async () => {
-  await installTelemetry({ serviceName: 'tournament-live-test', memory: true });
-  db = await createTestDatabase();
-  cagePool = db.pool('poker_cage');
-  m = await startMoneyPlatform(db, { alsoWorker: true, env: { HAND_DELAY_MS: '5' } });
-  live = liveClient(m, db);
-});
-afterAll(async () => {
-  await live?.closeAll();
-  await m?.platform.stop();
-  await expectCleanAudit(cagePool);
-  await db.drop();
-  await shutdownTelemetry();
+beforeAll(() => {
+  ({ db, cagePool, m, live } = t);
 });
 
 const internal = (path: string, body: Record<string, unknown>) => call(`${m.game}${path}`, { headers: m.service, body });

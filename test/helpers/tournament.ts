@@ -1,7 +1,11 @@
 // Tournament helpers for the live tests and the sng benchmark: fast settings (every duration divided
 // by the harness's clockFactor), a websocket bot with a fixed seeded policy, and the table's books.
 import type pg from 'pg';
-import { latestState, randomAction, type LiveClient, type LivePlayer, type Msg } from './live.ts';
+import { installTelemetry, shutdownTelemetry } from '../../server/telemetry/index.ts';
+import { expectCleanAudit } from './cage.ts';
+import { createTestDatabase, type TestDatabase } from './db.ts';
+import { latestState, liveClient, randomAction, type LiveClient, type LivePlayer, type Msg } from './live.ts';
+import { startMoneyPlatform } from './money.ts';
 
 /** A fast tournament: 30 s levels, 3 s turns and the 3 s grace, all divided by the clock factor. */
 export const SNG = (over: Record<string, unknown> = {}) => ({
@@ -99,4 +103,27 @@ export async function tournamentBooks(owner: pg.Pool, tableId: string) {
     [tableId],
   );
   return rows[0] as { state: string; level: number; autoFolds: number; pool: bigint; payouts: bigint; unconfirmed: number };
+}
+
+/**
+ * The running platform of a tournament test file (auth, game, cage and worker roles, HAND_DELAY_MS 5,
+ * spans kept in memory), started before its tests and stopped after them with the cage audit checked.
+ */
+export function tournamentPlatform(serviceName: string) {
+  const ctx = {} as { db: TestDatabase; cagePool: pg.Pool; m: Awaited<ReturnType<typeof startMoneyPlatform>>; live: LiveClient };
+  beforeAll(async () => {
+    await installTelemetry({ serviceName, memory: true });
+    ctx.db = await createTestDatabase();
+    ctx.cagePool = ctx.db.pool('poker_cage');
+    ctx.m = await startMoneyPlatform(ctx.db, { alsoWorker: true, env: { HAND_DELAY_MS: '5' } });
+    ctx.live = liveClient(ctx.m, ctx.db);
+  });
+  afterAll(async () => {
+    await ctx.live?.closeAll();
+    await ctx.m?.platform.stop();
+    if (ctx.cagePool) await expectCleanAudit(ctx.cagePool);
+    await ctx.db?.drop();
+    await shutdownTelemetry();
+  });
+  return ctx;
 }
