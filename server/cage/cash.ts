@@ -64,7 +64,6 @@ export function receiptJson(r: StoredReceipt) {
   };
 }
 
-
 export function installCashRoutes(app: Express, deps: CashDeps) {
   installDepositRoutes(app, deps);
   installWithdrawRoutes(app, deps);
@@ -156,7 +155,6 @@ function installDepositRoutes(app: Express, deps: CashDeps) {
           span.setAttribute('deposit.result', answer.replay ? 'replay_confirmed' : 'confirmed');
           return void res.json(answer);
         }
-        if (table.money_kind === 'real' && !deps.realMoneyEnabled) throw new ApiError(403, 'real_money_disabled');
         const { rows } = await pool.query<DepositIntent>(
           'select ref_id, status, error, amount, replayed from cage.open_deposit($1, $2, $3, $4, $5)',
           [userId, d.key, table.table_id, d.seatIndex, d.amount.toString()],

@@ -355,10 +355,8 @@ export class Room {
     if (!sng || !this.tournament) return undefined;
     const wire = tournamentWire(sng, this.tournament);
     const level = levelOf(sng, this.tournament.current_level ?? 0);
-    const stackOf = (seat: number) => {
-      const p = this.hand?.players.find((x) => x.seat === seat);
-      return p ? p.stack + p.bet : this.seats.get(seat)?.stack ?? 0n;
-    };
+    // stacks as of the hand's start (between hands: as they stand)
+    const stackOf = (seat: number) => this.seats.get(seat)?.stack ?? 0n;
     const alive = [...this.seats.values()].map((s) => stackOf(s.seat)).filter((x) => x > 0n);
     return {
       shared: wire,
@@ -370,8 +368,10 @@ export class Room {
     };
   }
 
-  /** What this room last told its connections of the lifecycle (a replayed or stale notice repeats nothing). */
-  // (registering is a tournament's birth state, never a move to announce)
+  /**
+   * What this room last told its connections of the lifecycle (a replayed or stale notice repeats
+   * nothing); registering is a tournament's birth state, never a move to announce.
+   */
   private announced: { state: string; level: number | null; ended: boolean } = { state: 'registering', level: null, ended: false };
 
   /**
@@ -501,14 +501,15 @@ export class Room {
       end = await this.deps.hands.finishTournament(this.tableId, hand.handId, stacks, this.autoFolds);
       this.finishAttempts = 0;
     } catch (err) {
-      if (isLeaseLost(err) || (err as { code?: string }).code === 'GMNHP') {
-        // the lease is gone, or a force-end abandoned this hand: its start stacks stand
+      // the lease is gone (the room stops), or a force-end abandoned this hand (its start stacks stand)
+      if (isLeaseLost(err)) {
         this.hand = null;
-        if (!isLeaseLost(err)) await this.reloadSeats();
-        if (isLeaseLost(err)) throw err;
-        return;
+        throw err;
       }
-      return this.retryFinish(hand, err);
+      if ((err as { code?: string }).code !== 'GMNHP') return this.retryFinish(hand, err);
+      this.hand = null;
+      await this.reloadSeats();
+      return;
     }
     this.autoFolds = 0;
     await this.recordHand(hand);
