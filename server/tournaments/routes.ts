@@ -79,7 +79,7 @@ export function installTournamentRoutes(app: Express, deps: TournamentRouteDeps)
       "select entry_state, agent_id from game.table_players where table_id = $1 and user_id = $2 and status <> 'closed'", [b.tableId, ownerUserId],
     );
     if (rows[0]?.entry_state === 'paid') throw new ApiError(409, 'paid_registration_use_refund_path');
-    if (rows[0] && rows[0].agent_id !== b.agentId) throw new ApiError(409, 'tournament_not_registered');
+    if (rows[0] && rows[0].agent_id !== b.agentId) throw new ApiError(404, 'tournament_not_registered');
     await pool.query('select game.tournament_release_reserve($1, $2, null)', [b.tableId, ownerUserId]);
     res.json({ ok: true, status: 'released', ownerUserId });
   });
