@@ -130,6 +130,10 @@ test('the worker role audits at startup, reports a divergence, and stops with no
     Number((await db.owner.query<{ n: string }>(
       "select count(*) as n from pg_stat_activity where datname = current_database() and application_name = 'worker'",
     )).rows[0]!.n);
+  // a job on the worker's own pool now, so that its connection is open (an idle one closes after 10 s,
+  // and a loaded machine can take that long over the audit)
+  const job = await runner.addJob('tournament_rearm', {}, { jobKey: 'audit-test-rearm' });
+  await waitForLine(lines, (l) => l.component === 'graphile-worker' && l.msg.startsWith(`Completed task ${job.id} (tournament_rearm`));
   expect(await connections()).toBeGreaterThan(0);
 
   await platform.stop();
