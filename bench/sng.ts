@@ -34,6 +34,7 @@ import { shuffledDeck } from '../server/game/poker/deck.ts';
 import { replay, type RecordedAction, type SeatInput } from '../server/game/poker/engine.ts';
 import type { Platform } from '../server/platform.ts';
 import { createLogger } from '../server/telemetry/index.ts';
+import { calmAction, prng } from '../test/helpers/live.ts';
 import { signInOperator } from '../test/helpers/operator.ts';
 import { benchDatabase, fmtRatio, numericFlags, UsageError } from './lib/harness.ts';
 import { call, databaseLine, describeAnswer as describe } from './lib/platform.ts';
@@ -317,26 +318,6 @@ async function check(owner: pg.Pool, cagePool: pg.Pool, tours: Tour[]): Promise<
 
 // ---- the bots (a worker thread) -------------------------------------------------------------
 
-function sfc(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function calm(rng: () => number, legal: any): { action: string; amount?: string } {
-  const actions: string[] = legal.actions;
-  const aggressive = actions.find((a) => a === 'bet' || a === 'raise');
-  if (aggressive && rng() < 0.1) return { action: aggressive, amount: String(legal.minRaiseTo) };
-  if (actions.includes('check')) return { action: 'check' };
-  if (actions.includes('call') && (BigInt(legal.toCall ?? 0) * 10n <= BigInt(legal.maxRaiseTo ?? 0) || rng() < 0.25)) return { action: 'call' };
-  return { action: actions.includes('fold') ? 'fold' : 'call' };
-}
-
 async function runBots(data: { wsUrl: string; tours: Tour[] }) {
   const latencies: number[] = [];
   let actions = 0;
@@ -346,7 +327,7 @@ async function runBots(data: { wsUrl: string; tours: Tour[] }) {
     const ws = new WebSocket(data.wsUrl, { headers: { authorization: `Bearer ${bot.token}` } });
     sockets.push(ws);
     await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
-    const rng = sfc(bot.seed);
+    const rng = prng(bot.seed);
     let sentAt: number | null = null;
     let answered = '';
     ws.on('message', (raw) => {
@@ -360,7 +341,7 @@ async function runBots(data: { wsUrl: string; tours: Tour[] }) {
         const legal = m.legal;
         if (!legal || answered === `${legal.handId}:${legal.seq}`) return;
         answered = `${legal.handId}:${legal.seq}`;
-        const { action, amount } = calm(rng, legal);
+        const { action, amount } = calmAction(rng, legal);
         sentAt = performance.now();
         actions += 1;
         ws.send(JSON.stringify({ type: 'action', tableId: tour.tableId, handId: legal.handId, seq: legal.seq, action, ...(amount ? { amount } : {}) }));

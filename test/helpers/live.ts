@@ -59,6 +59,22 @@ export function randomAction(rng: () => number, legal: Msg): { action: string; a
   return { action: 'call' };
 }
 
+/**
+ * A calm policy: checks when it can; calls up to a tenth of what it still holds behind (a shove is
+ * called one time in four); min-raises one time in ten; else folds. Tournaments last longer with it,
+ * so the blind levels do the work.
+ */
+export function calmAction(rng: () => number, legal: Msg): { action: string; amount?: string } {
+  const actions: string[] = legal.actions;
+  const aggressive = actions.find((a) => a === 'bet' || a === 'raise');
+  if (aggressive && rng() < 0.1) return { action: aggressive, amount: String(legal.minRaiseTo) };
+  if (actions.includes('check')) return { action: 'check' };
+  const toCall = BigInt(legal.toCall ?? 0);
+  const behind = BigInt(legal.maxRaiseTo ?? 0);
+  if (actions.includes('call') && (toCall * 10n <= behind || rng() < 0.25)) return { action: 'call' };
+  return { action: actions.includes('fold') ? 'fold' : 'call' };
+}
+
 export interface LivePlayer {
   userId: string;
   jwt: string;

@@ -4,7 +4,7 @@ import type pg from 'pg';
 import { installTelemetry, shutdownTelemetry } from '../../server/telemetry/index.ts';
 import { expectCleanAudit } from './cage.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
-import { latestState, liveClient, randomAction, type LiveClient, type LivePlayer, type Msg } from './live.ts';
+import { calmAction, latestState, liveClient, randomAction, type LiveClient, type LivePlayer, type Msg } from './live.ts';
 import { startMoneyPlatform } from './money.ts';
 
 /** A fast tournament: 30 s levels, 3 s turns and the 3 s grace, all divided by the clock factor. */
@@ -42,22 +42,6 @@ export async function playBot(
     if (r.type === 'action_ack') stats.actions += 1;
     else stats.refused += 1;
   }
-}
-
-/**
- * A calm policy: checks when it can; calls up to a tenth of what it still holds behind (a shove is
- * called one time in four); min-raises one time in ten; else folds. Tournaments last longer with it,
- * so the blind levels do the work.
- */
-export function calmAction(rng: () => number, legal: Msg): { action: string; amount?: string } {
-  const actions: string[] = legal.actions;
-  const aggressive = actions.find((a) => a === 'bet' || a === 'raise');
-  if (aggressive && rng() < 0.1) return { action: aggressive, amount: String(legal.minRaiseTo) };
-  if (actions.includes('check')) return { action: 'check' };
-  const toCall = BigInt(legal.toCall ?? 0);
-  const behind = BigInt(legal.maxRaiseTo ?? 0);
-  if (actions.includes('call') && (toCall * 10n <= behind || rng() < 0.25)) return { action: 'call' };
-  return { action: actions.includes('fold') ? 'fold' : 'call' };
 }
 
 /** The messages of one table a connection received, in order. */

@@ -324,10 +324,6 @@ export class Room {
   /** Turns of this hand that timed out (auto-folds), written with its end. */
   private autoFolds = 0;
 
-  private async reloadTournament(): Promise<void> {
-    await this.readTournament();
-  }
-
   /**
    * A tournament's lifecycle row and its seats in one query: its registrants (their stacks are
    * tournament chips; chip_balance is the entry claim), the row repeated on each (one row with no
@@ -385,7 +381,7 @@ export class Room {
     return new Promise((resolve, reject) => {
       this.serial(async () => {
         if (this.closed || this.record.mode !== 'sng') return resolve([]);
-        if (this.hand) await this.reloadTournament();
+        if (this.hand) await this.readTournament();
         if (this.tournament?.tournament_state !== 'playing' && this.hand?.status === 'betting') this.dropHand();
         if (!this.hand) await this.reloadSeats();
         const messages = event.type === 'tournament_payout_settled' ? await this.payoutAnnouncement(event.position) : await this.announcements(event.type, event.state);
