@@ -1,11 +1,15 @@
 // The admin role over real HTTP: PostGraphile 5 reads the cage books under row-level security.
-// The service key makes a request poker_admin (every row); no key or a wrong key leaves it
-// poker_anonymous (SELECT granted, no policy: no row). No mutation can write the cage.
+// An operator's access JWT makes a request poker_admin for that operator's live session (every row,
+// while the session lives); no credential, the service key, or a signed-out operator's token reads
+// no row, and a player's token is refused. No mutation can write the cage.
 import { jest } from '@jest/globals';
 import { createServer } from 'node:net';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { fund, refId, systemAccount, userAccount } from './helpers/cage.ts';
 import { startTestPlatform, TEST_SERVICE_KEY, type TestPlatform } from './helpers/platform.ts';
+import { bridgedUser } from './helpers/auth.ts';
+import { AUTH_SECRET, ISSUER } from './helpers/money.ts';
+import { signInOperator } from './helpers/operator.ts';
 import { captureLogger, LEVEL } from './helpers/logs.ts';
 
 let db: TestDatabase;
@@ -14,6 +18,8 @@ let admin: string;
 let user: { userId: string; id: bigint };
 let other: { userId: string; id: bigint };
 let grantSource: bigint;
+/** An operator's access JWT (its admin session live). */
+let operator: string;
 const fundings: string[] = [];
 const logs = captureLogger('info');
 
@@ -25,9 +31,10 @@ interface GraphQLResponse<T = Record<string, any>> {
 
 async function graphql<T = Record<string, any>>(
   query: string,
-  options: { key?: string; variables?: Record<string, unknown> } = {},
+  options: { token?: string; key?: string; variables?: Record<string, unknown> } = {},
 ): Promise<GraphQLResponse<T>> {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/graphql-response+json' };
+  if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
   if (options.key !== undefined) headers['x-service-key'] = options.key;
   const res = await fetch(`${admin}/graphql`, {
     method: 'POST',
@@ -55,8 +62,11 @@ beforeAll(async () => {
     const { rows } = await cage.query<{ ref_id: string }>('select ref_id from cage.cage_entries where id = $1', [entryId]);
     fundings.push(rows[0]!.ref_id);
   }
-  platform = await startTestPlatform({ databaseUrl: db.url, roles: ['admin'], log: logs.log });
+  platform = await startTestPlatform({
+    databaseUrl: db.url, roles: ['auth', 'admin'], log: logs.log, env: { AUTH_SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true' },
+  });
   admin = platform.url('admin');
+  operator = (await signInOperator(db.owner, platform.url('auth'))).auth.authorization!.slice('Bearer '.length);
 });
 
 afterAll(async () => {
@@ -64,9 +74,9 @@ afterAll(async () => {
   await db?.drop();
 });
 
-describe('reads with the service key', () => {
+describe('reads with an operator\'s access JWT', () => {
   test('returns the postings that were made, in the journal', async () => {
-    const res = await graphql(BOOKS, { key: TEST_SERVICE_KEY });
+    const res = await graphql(BOOKS, { token: operator });
     expect(res.status).toBe(200);
     expect(res.body.errors).toBeUndefined();
     const ledger = res.body.data!.allCageLedgers;
@@ -87,7 +97,7 @@ describe('reads with the service key', () => {
   });
 
   test('returns the balances: the projection and the account_balances view', async () => {
-    const res = await graphql(BOOKS, { key: TEST_SERVICE_KEY });
+    const res = await graphql(BOOKS, { token: operator });
     const accounts = res.body.data!.allCageAccounts.nodes;
     const byId = new Map(accounts.map((a: any) => [a.rowId, a]));
     expect(byId.get(String(user.id))).toEqual({
@@ -103,16 +113,16 @@ describe('reads with the service key', () => {
   test('a single account by id', async () => {
     const res = await graphql<{ cageAccountByRowId: { balance: string; userId: string } | null }>(
       'query ($id: BigInt!) { cageAccountByRowId(rowId: $id) { balance userId } }',
-      { key: TEST_SERVICE_KEY, variables: { id: String(user.id) } },
+      { token: operator, variables: { id: String(user.id) } },
     );
     expect(res.body.data!.cageAccountByRowId).toEqual({ balance: '260', userId: user.userId });
   });
 });
 
-test('the game schema: tables and seats are readable with the key, hidden without it', async () => {
+test('the game schema: tables and seats are readable by an operator, hidden without one', async () => {
   await db.owner.query("select game.create_table('admin-t1', 'poker', '{\"maxPlayers\": 6}', 'play', null)");
   const query = '{ allGameTables { totalCount nodes { tableId gameType status mode kind moneyKind } } allGameTablePlayers { totalCount } }';
-  const admin = await graphql(query, { key: TEST_SERVICE_KEY });
+  const admin = await graphql(query, { token: operator });
   expect(admin.body.errors).toBeUndefined();
   expect(admin.body.data!.allGameTables.nodes).toEqual([
     { tableId: 'admin-t1', gameType: 'poker', status: 'active', mode: 'cash', kind: 'open', moneyKind: 'play' },
@@ -120,18 +130,13 @@ test('the game schema: tables and seats are readable with the key, hidden withou
   const anonymous = await graphql(query, {});
   expect(anonymous.body.data!.allGameTables.totalCount).toBe(0);
   // the game functions that write are not in the admin schema
-  const mutation = await graphql('mutation { createTable(input: {}) { clientMutationId } }', { key: TEST_SERVICE_KEY });
+  const mutation = await graphql('mutation { createTable(input: {}) { clientMutationId } }', { token: operator });
   expect(mutation.body.errors).toBeDefined();
 });
 
-describe('reads without the service key', () => {
-  test.each([
-    ['no key', undefined],
-    ['a wrong key', 'not-the-service-key-0123456789abcdef'],
-    ['an empty key', ''],
-    ['the key with a different case', TEST_SERVICE_KEY.toUpperCase()],
-  ])('%s: the same query returns no row', async (_label, key) => {
-    const res = await graphql(BOOKS, { key });
+describe('reads without a live operator session', () => {
+  const expectNoRow = async (options: { token?: string; key?: string }) => {
+    const res = await graphql(BOOKS, options);
     expect(res.status).toBe(200);
     expect(res.body.errors).toBeUndefined();
     const data = res.body.data!;
@@ -139,9 +144,52 @@ describe('reads without the service key', () => {
       expect({ field, totalCount: data[field].totalCount, nodes: data[field].nodes }).toEqual({ field, totalCount: 0, nodes: [] });
     }
     const single = await graphql('query ($id: BigInt!) { cageAccountByRowId(rowId: $id) { balance } }', {
-      key, variables: { id: String(user.id) },
+      ...options, variables: { id: String(user.id) },
     });
     expect(single.body.data).toEqual({ cageAccountByRowId: null });
+  };
+  test.each([
+    ['no credential', {}],
+    ['the service key (no longer a credential here)', { key: TEST_SERVICE_KEY }],
+    ['a wrong key', { key: 'not-the-service-key-0123456789abcdef' }],
+  ])('%s: the same query returns no row', async (_label, options) => {
+    await expectNoRow(options);
+  });
+
+  test('a player\'s token is refused (403 admin_required), a token that is not one 401; nothing is read', async () => {
+    const player = await bridgedUser(db, { secret: AUTH_SECRET, issuer: ISSUER });
+    const res = await graphql(BOOKS, { token: player.jwt });
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({ error: 'admin_required' });
+    const forged = await graphql(BOOKS, { token: 'a.b.c' });
+    expect(forged.status).toBe(401);
+    expect(forged.body).toMatchObject({ error: 'invalid_token' });
+  });
+
+  test('an operator who signed out reads nothing with the token they still hold (the session is checked in SQL), and each request is logged with the admin', async () => {
+    const ops = await signInOperator(db.owner, platform!.url('auth'));
+    const token = ops.auth.authorization!.slice('Bearer '.length);
+    expect((await graphql('{ allCageAccounts { totalCount } }', { token })).body.data!.allCageAccounts.totalCount).toBeGreaterThan(0);
+    expect(logs.lines.some((l) => l.msg === 'admin GraphQL request' && l.adminId === ops.adminId)).toBe(true);
+    await db.owner.query('update auth_private.sessions set revoked_at = now() where user_id = $1', [ops.adminId]);
+    await expectNoRow({ token });
+  });
+
+  test('the GraphQL login, stolen, reads nothing as poker_admin without a live session handle', async () => {
+    const graphqlLogin = db.pool('poker_graphql' as never, 1);
+    const client = await graphqlLogin.connect();
+    try {
+      await client.query('begin');
+      await client.query('set local role poker_admin');
+      for (const sid of [null, 'not-a-uuid', '00000000-0000-4000-8000-000000000000']) {
+        if (sid !== null) await client.query("select set_config('poker.admin_sid', $1, true)", [sid]);
+        const { rows } = await client.query('select (select count(*) from cage.cage_accounts)::int as accounts, (select count(*) from cage.cage_ledger)::int as postings');
+        expect(rows[0]).toEqual({ accounts: 0, postings: 0 });
+      }
+      await client.query('rollback');
+    } finally {
+      client.release();
+    }
   });
 
   test('it is row-level security that hides the rows: the anonymous role holds SELECT', async () => {
@@ -161,10 +209,10 @@ describe('no mutation writes the cage', () => {
   const INTROSPECT = '{ __schema { mutationType { name fields { name } } } }';
 
   test.each([
-    ['with the service key', TEST_SERVICE_KEY],
-    ['without a key', undefined],
-  ])('the schema %s offers no cage mutation', async (_label, key) => {
-    const res = await graphql<{ __schema: { mutationType: { name: string; fields: { name: string }[] } | null } }>(INTROSPECT, { key });
+    ['for an operator', 'operator'],
+    ['without a credential', undefined],
+  ])('the schema %s offers no cage mutation', async (_label, who) => {
+    const res = await graphql<{ __schema: { mutationType: { name: string; fields: { name: string }[] } | null } }>(INTROSPECT, who ? { token: operator } : {});
     expect(res.status).toBe(200);
     const names = res.body.data!.__schema.mutationType?.fields.map((f) => f.name) ?? [];
     const forbidden = names.filter((n) =>
@@ -188,8 +236,8 @@ describe('no mutation writes the cage', () => {
     const consoleError = jest.spyOn(console, 'error').mockImplementation(() => {});
     try {
       for (const query of attempts) {
-        for (const key of [TEST_SERVICE_KEY, undefined]) {
-          const res = await graphql(query, { key });
+        for (const token of [operator, undefined]) {
+          const res = await graphql(query, { token });
           expect(res.status).toBe(400);
           expect(res.body.data ?? null).toBeNull();
           expect(res.body.errors?.map((e) => e.message)).toContain('This schema does not support mutation operations.');
@@ -243,7 +291,7 @@ describe('the HTTP surface', () => {
   ])('%s to /graphql is a 4xx JSON error, not a 500 or a stack', async (_label, body) => {
     const res = await fetch(`${admin}/graphql`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-service-key': TEST_SERVICE_KEY },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${operator}` },
       body,
     });
     expect(res.status).toBeGreaterThanOrEqual(400);
@@ -255,7 +303,7 @@ describe('the HTTP surface', () => {
   });
 
   test('a GraphQL syntax error is a 4xx GraphQL error', async () => {
-    const res = await graphql('{ allCageLedgers { totalCount ', { key: TEST_SERVICE_KEY });
+    const res = await graphql('{ allCageLedgers { totalCount ', { token: operator });
     expect(res.status).toBe(400);
     expect(res.body.errors?.[0]?.message).toMatch(/Syntax Error/);
   });
@@ -275,8 +323,8 @@ describe('the HTTP surface', () => {
     } finally {
       consoleError.mockRestore();
     }
-    // with the service key the same query runs: the books are clean
-    const ok = await graphql('{ audit { nodes { invariant } } }', { key: TEST_SERVICE_KEY });
+    // an operator's same query runs: the books are clean
+    const ok = await graphql('{ audit { nodes { invariant } } }', { token: operator });
     expect(ok.body).toEqual({ data: { audit: { nodes: [] } } });
   });
 
@@ -288,7 +336,10 @@ describe('the HTTP surface', () => {
 });
 
 test('in production the GraphiQL page is not served, and the API still is', async () => {
-  const production = await startTestPlatform({ databaseUrl: db.url, roles: ['admin'], env: { NODE_ENV: 'production' } });
+  const production = await startTestPlatform({
+    databaseUrl: db.url, roles: ['admin'],
+    env: { NODE_ENV: 'production', AUTH_BASE_URL: ISSUER, AUTH_JWKS_URL: `${platform!.url('auth')}/api/auth/jwks` },
+  });
   try {
     const url = production.url('admin');
     const page = await fetch(`${url}/`, { headers: { accept: 'text/html' } });
@@ -296,10 +347,17 @@ test('in production the GraphiQL page is not served, and the API still is', asyn
     await page.arrayBuffer();
     const res = await fetch(`${url}/graphql`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-service-key': TEST_SERVICE_KEY },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${operator}` },
       body: JSON.stringify({ query: '{ allCageLedgers { totalCount } }' }),
     });
     expect(await res.json()).toEqual({ data: { allCageLedgers: { totalCount: 6 } } });
+    // without an operator's token: 401, nothing planned
+    const anonymous = await fetch(`${url}/graphql`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'x-service-key': TEST_SERVICE_KEY },
+      body: JSON.stringify({ query: '{ allCageLedgers { totalCount } }' }),
+    });
+    expect(anonymous.status).toBe(401);
+    expect(await anonymous.json()).toMatchObject({ error: 'admin_token_required' });
   } finally {
     await production.stop();
   }

@@ -8,7 +8,7 @@ import { audit } from '../server/cage/ledger.ts';
 import { signerFromPrivateKey } from '../server/cage/receipts.ts';
 import { settlePosition } from '../server/cage/seams.ts';
 import { completeLostClaims } from '../tasks/claims_complete_lost.ts';
-import { expectCleanAudit } from './helpers/cage.ts';
+import { expectCleanAudit, fixtureOperatorSession } from './helpers/cage.ts';
 import { isoWeek, solanaAddress, specClaimId } from './helpers/claims.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { authUser, newKey, newTableId, openDeposit, POKER_SETTINGS, standUp, withdrawKey } from './helpers/game.ts';
@@ -18,13 +18,14 @@ let cage: pg.Pool;
 let game: pg.Pool;
 let worker: pg.Pool;
 let admin: string;
+let adminId: string;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   cage = db.pool('poker_cage', 2);
   game = db.pool('poker_game', 2);
   worker = db.pool('poker_worker', 2);
-  admin = (await db.owner.query('select auth.create_admin($1, $2) as id', [`ops-${randomUUID().slice(0, 8)}@example.com`, 'x'])).rows[0].id;
+  ({ adminId, sid: admin } = await fixtureOperatorSession(db.owner));
   await db.owner.query("select claims.set_board_settings($1, 'local', true, null)", [admin]);
 });
 afterAll(async () => {
@@ -80,7 +81,7 @@ test('an adjustment posted outside the correction function', async () => {
     detail: { ref_id: ref, kind: 'adjustment', problem: 'adjustment without a reversed deposit or a correction record' },
   }]);
   // an operator owns up to it: the record names them and the reason
-  await db.owner.query("insert into cage.operator_acts (admin_id, act, ref_id, reason) values ($1, 'correction', $2, 'test: owned up')", [admin, ref]);
+  await db.owner.query("insert into cage.operator_acts (admin_id, act, ref_id, reason) values ($1, 'correction', $2, 'test: owned up')", [adminId, ref]);
   await expectCleanAudit(cage);
 });
 

@@ -25,21 +25,23 @@ globalThis.fetch = async (input, init) => {
 
 let db: TestDatabase;
 let m: Money;
-/** The same database with REAL_MONEY_ENABLED: real chips and real tables come from here. */
-let real: Money;
 beforeAll(async () => {
   db = await createTestDatabase();
-  m = await startMoneyPlatform(db);
-  real = await startMoneyPlatform(db, { env: { REAL_MONEY_ENABLED: 'true' } });
+  // REAL_MONEY_ENABLED only seeds the switch of a new database: off here, and an operator sets it
+  m = await startMoneyPlatform(db, { env: { REAL_MONEY_ENABLED: 'false' } });
 });
 afterAll(async () => {
   await m?.platform.stop();
-  await real?.platform.stop();
   await expectCleanAudit(db.pool('poker_cage'));
   await db.drop();
   globalThis.fetch = realFetch;
 });
 
+/** The operators' real_money switch, set by an operator over HTTP (recorded with them). */
+const realMoney = async (enabled: boolean) => {
+  const r = await call(`${m.cage}/api/operator/switches`, { headers: (await m.operator()).auth, body: { name: 'real_money', enabled } });
+  if (r.status !== 200) throw new Error(`switch failed: ${r.status} ${JSON.stringify(r.body)}`);
+};
 const players = (...chips: number[]) => Promise.all(chips.map((c) => m.player(c)));
 const refused = (status: number, error: string): Answer => ({ status, body: { error } });
 const seats = async (tableId: string) => (await m.room(tableId)).body.seats as { seatIndex: number; userId: string; chipBalance: string }[];
@@ -193,19 +195,26 @@ describe('deposit', () => {
 
   test('403 real_money_disabled at a real table while real money is off; nothing moves', async () => {
     const p = await m.player(500);
-    await real.buy(p.userId, 300, 'real');
-    const tableId = await real.table(p.auth, POKER_SETTINGS, { moneyKind: 'real' });
-    expect(await m.deposit(p.auth, { tableId, seatIndex: 0, amount: 100 })).toEqual(refused(403, 'real_money_disabled'));
-    expect([await m.balance(p.auth, 'play'), await m.balance(p.auth, 'real')]).toEqual([500, 300]);
-    expect(await seats(tableId)).toEqual([]);
+    await realMoney(true);
+    await m.buy(p.userId, 300, 'real');
+    const tableId = await m.table(p.auth, POKER_SETTINGS, { moneyKind: 'real' });
     // a row made without the route is refused the same way
     const direct = `t-${randomUUID().slice(0, 12)}`;
     await db.owner.query("select game.create_table($1, 'poker', $2, 'real', $3)", [direct, JSON.stringify(POKER_SETTINGS), p.userId]);
+    await realMoney(false);
+    expect(await m.deposit(p.auth, { tableId, seatIndex: 0, amount: 100 })).toEqual(refused(403, 'real_money_disabled'));
+    expect([await m.balance(p.auth, 'play'), await m.balance(p.auth, 'real')]).toEqual([500, 300]);
+    expect(await seats(tableId)).toEqual([]);
     expect(await m.deposit(p.auth, { tableId: direct, seatIndex: 0, amount: 100 })).toEqual(refused(403, 'real_money_disabled'));
-    // switched on, the same deposit goes through in real chips, and back out
-    expect((await real.deposit(p.auth, { tableId, seatIndex: 0, amount: 100 })).status).toBe(200);
+    // ... and in SQL, whatever the route read: the cage login cannot open a real deposit either
+    await expect(db.pool('poker_cage').query("select * from cage.open_deposit($1, 'k-direct', $2, 0, 100)", [p.userId, direct]))
+      .rejects.toMatchObject({ code: 'CGRMD', message: 'real_money_disabled' });
+    // switched on, the same deposit goes through in real chips; switched off, it still goes back out
+    await realMoney(true);
+    expect((await m.deposit(p.auth, { tableId, seatIndex: 0, amount: 100 })).status).toBe(200);
+    await realMoney(false);
     expect([await m.balance(p.auth, 'play'), await m.balance(p.auth, 'real')]).toEqual([500, 200]);
-    expect((await real.withdraw(p.auth, { tableId })).body).toMatchObject({ status: 'confirmed', amount: 100 });
+    expect((await m.withdraw(p.auth, { tableId })).body).toMatchObject({ status: 'confirmed', amount: 100 });
     expect(await m.balance(p.auth, 'real')).toBe(300);
   });
 
@@ -438,9 +447,12 @@ describe('operator purchase and redemption', () => {
       .toEqual(refused(403, 'real_money_disabled'));
     expect(await m.balance(p.auth, 'real')).toBe(0);
     const realRef = `pay-${randomUUID()}`;
-    const bought = await op(real, 'purchase', { userId: p.userId, amount: 300, externalRef: realRef });
+    await realMoney(true);
+    const bought = await op(m, 'purchase', { userId: p.userId, amount: 300, externalRef: realRef });
     expect(bought.body).toMatchObject({ ok: true, moneyKind: 'real', amount: 300, balance: 300 });
-    expect((await op(real, 'purchase', { userId: p.userId, amount: 300, externalRef: realRef })).body).toMatchObject({ idempotent: true, balance: 300 });
+    await realMoney(false);
+    // a replay answers what was done, switched off or not
+    expect((await op(m, 'purchase', { userId: p.userId, amount: 300, externalRef: realRef })).body).toMatchObject({ idempotent: true, balance: 300 });
     expect(await m.balance(p.auth, 'real')).toBe(300);
 
     // switched off, real chips may still leave

@@ -251,26 +251,47 @@ describe('refusals', () => {
     expect(await tableCount()).toBe(before);
   });
 
-  test('moneyKind real: 403 real_money_disabled by default (nothing stored); created when REAL_MONEY_ENABLED', async () => {
+  test('moneyKind real: 403 real_money_disabled while the operators\' switch is off (nothing stored); created once an operator sets it on', async () => {
     const tableId = newId();
     expect(await create({ tableId, gameType: 'poker', settings: POKER_SETTINGS, moneyKind: 'real' }))
       .toEqual({ status: 403, body: { error: 'real_money_disabled' } });
     expect(await row(tableId)).toBeUndefined();
 
-    const real = await startMoneyPlatform(db, { env: { REAL_MONEY_ENABLED: 'true' } });
+    // REAL_MONEY_ENABLED seeds only a database that has no switch yet: this one keeps its own
+    const seeded = await startMoneyPlatform(db, { env: { REAL_MONEY_ENABLED: 'true' } });
     try {
-      const res = await create({ tableId, gameType: 'poker', settings: POKER_SETTINGS, moneyKind: 'real' }, p.auth, real.cage);
+      expect(await create({ tableId, gameType: 'poker', settings: POKER_SETTINGS, moneyKind: 'real' }, p.auth, seeded.cage))
+        .toEqual({ status: 403, body: { error: 'real_money_disabled' } });
+    } finally {
+      await seeded.platform.stop();
+    }
+    const operator = (await m.operator()).auth;
+    const setSwitch = (enabled: boolean, headers = operator) => call(`${m.cage}/api/operator/switches`, { headers, body: { name: 'real_money', enabled } });
+    // a player's token, no token and a bad body are refused; nothing changes
+    expect(await setSwitch(true, p.auth)).toEqual({ status: 403, body: { error: 'admin_required' } });
+    expect((await setSwitch(true, {})).status).toBe(401);
+    expect((await call(`${m.cage}/api/operator/switches`, { headers: operator, body: { name: 'everything', enabled: true } })).status).toBe(400);
+    expect((await call(`${m.cage}/api/operator/switches`, { headers: operator, method: 'GET' })).body)
+      .toMatchObject({ switches: [{ name: 'real_money', enabled: false }] });
+
+    expect((await setSwitch(true)).body).toMatchObject({ name: 'real_money', enabled: true, changed: true });
+    expect((await setSwitch(true)).body).toMatchObject({ name: 'real_money', enabled: true, changed: false });
+    const acts = await db.owner.query("select admin_id, change from cage.operator_acts where act = 'switch' order by id");
+    expect(acts.rows).toEqual([{ admin_id: (await m.operator()).adminId, change: { switch: 'real_money', enabled: true } }]);
+    try {
+      const res = await create({ tableId, gameType: 'poker', settings: POKER_SETTINGS, moneyKind: 'real' });
       expect(res).toEqual({ status: 200, body: { tableId, gameType: 'poker', status: 'active' } });
       expect(await row(tableId)).toMatchObject({ money_kind: 'real', status: 'active', mode: 'cash', kind: 'open' });
       expect((await m.room(tableId)).body).toMatchObject({ moneyKind: 'real' });
       // play stays the default there
       const playId = newId();
-      expect((await create({ tableId: playId, gameType: 'arena', settings: ARENA_SETTINGS }, p.auth, real.cage)).status).toBe(200);
+      expect((await create({ tableId: playId, gameType: 'arena', settings: ARENA_SETTINGS })).status).toBe(200);
       expect((await row(playId)).money_kind).toBe('play');
     } finally {
-      await real.platform.stop();
+      expect((await setSwitch(false)).body).toMatchObject({ enabled: false, changed: true });
     }
   });
+
 });
 
 describe('the admin.tables.create span', () => {

@@ -8,7 +8,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import type pg from 'pg';
 import { signerFromPrivateKey, type ReceiptSigner } from '../server/cage/receipts.ts';
 import { settlePosition } from '../server/cage/seams.ts';
-import { expectCleanAudit } from './helpers/cage.ts';
+import { expectCleanAudit, fixtureOperatorSession } from './helpers/cage.ts';
 import { specClaimId, solanaAddress } from './helpers/claims.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { authUser, newKey, newTableId, openDeposit, POKER_SETTINGS, standUp, withdrawKey } from './helpers/game.ts';
@@ -17,12 +17,13 @@ let db: TestDatabase;
 let cage: pg.Pool;
 let game: pg.Pool;
 let admin: string;
+let adminId: string;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   cage = db.pool('poker_cage', 4);
   game = db.pool('poker_game', 4);
-  admin = (await db.owner.query('select auth.create_admin($1, $2) as id', [`ops-${randomUUID().slice(0, 8)}@example.com`, 'x'])).rows[0].id;
+  ({ adminId, sid: admin } = await fixtureOperatorSession(db.owner));
   await db.owner.query("select claims.set_board_settings($1, 'local', true, null)", [admin]);
 });
 afterAll(async () => {
@@ -136,13 +137,13 @@ describe('the cage role', () => {
     const source = (await db.owner.query("select cage.ensure_account('grant_source', null, null, 'play') as id")).rows[0].id;
     const legs = [[String(source), String(account)], ['-70', '70']];
     expect(await code(cage.query('select * from cage.correct_books($1, $2, $3, $4, $5, $6)', [userId, 'fix-1', 'play', ...legs, 'a reason'])))
-      .toBe('CGADM admin_required');
+      .toBe('AUASR admin_session_required');
     expect(await code(cage.query('select * from cage.correct_books($1, $2, $3, $4, $5, $6)', [admin, 'fix-1', 'play', ...legs, ' '])))
       .toBe('CGBRQ bad_request');
     const { rows } = await cage.query('select * from cage.correct_books($1, $2, $3, $4, $5, $6)', [admin, 'fix-1', 'play', ...legs, 'lost purchase #12']);
     expect(rows[0]).toMatchObject({ ref_id: 'correction:fix-1', status: 'created' });
     const listed = await cage.query('select admin_id, reason, ref_id, amounts::text[] from cage.manual_corrections where ref_id = $1', ['correction:fix-1']);
-    expect(listed.rows).toEqual([{ admin_id: admin, reason: 'lost purchase #12', ref_id: 'correction:fix-1', amounts: ['-70', '70'] }]);
+    expect(listed.rows).toEqual([{ admin_id: adminId, reason: 'lost purchase #12', ref_id: 'correction:fix-1', amounts: ['-70', '70'] }]);
     await expectCleanAudit(cage);
   });
 });

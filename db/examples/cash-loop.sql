@@ -5,7 +5,9 @@
 -- An operator (made by `npm run admin:create`) and a player (made by the identity bridge), as the
 -- owner; their ids are kept in a session table the service roles may read (they cannot read auth).
 create temp table ids (operator uuid, player uuid, position bigint, head text);
-insert into ids select auth.create_admin('ops@example.com', 'example-password-hash'), null;
+-- (operator: the handle of the operator's live admin session, the sid their access JWT carries; the
+-- operator functions derive the operator from it)
+insert into ids select (select sid from auth.create_session(auth.create_admin('ops@example.com', 'example-password-hash'), sha256('example-session'), 3600)), null;
 select count(*) as invites from (select auth.mint_invite('inv_example')) m;
 update ids set player = (select user_id from auth.bridge_sign_in('oidc', 'player-1', 'player@example.com', 'inv_example'));
 grant select on ids to poker_cage, poker_game;

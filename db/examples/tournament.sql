@@ -5,7 +5,9 @@
 -- An operator and two players, as the owner; their ids are kept in a session table the service
 -- roles may read.
 create temp table ids (operator uuid, a uuid, b uuid, pos_a bigint, pos_b bigint);
-insert into ids select auth.create_admin('ops@example.com', 'example-password-hash'), null, null;
+-- (operator: the handle of the operator's live admin session, the sid their access JWT carries; the
+-- operator functions derive the operator from it)
+insert into ids select (select sid from auth.create_session(auth.create_admin('ops@example.com', 'example-password-hash'), sha256('example-session'), 3600)), null, null;
 select count(*) as invites from (select auth.mint_invite('inv_player_a') union all select auth.mint_invite('inv_player_b')) m;
 update ids set a = (select user_id from auth.bridge_sign_in('oidc', 'player-a', 'a@example.com', 'inv_player_a')),
                b = (select user_id from auth.bridge_sign_in('oidc', 'player-b', 'b@example.com', 'inv_player_b'));

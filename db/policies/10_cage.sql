@@ -26,6 +26,8 @@ grant execute on function
   cage.grant_play_chips(text, bigint, text, text, text),
   cage.exchange_chips(text, uuid, bigint, text, text, uuid),
   cage.correct_books(uuid, text, text, bigint[], bigint[], text),
+  cage.set_switch(uuid, text, boolean),
+  cage.switch_states(),
   cage.claim_custody(uuid, bigint),
   cage.store_receipt(text, uuid, text, text, bytea, bytea, bytea),
   cage.receipt_private_key(bytea),
@@ -50,7 +52,7 @@ grant execute on function cage.reconcile_rake(text), cage.tables_with_unreconcil
 -- row-level security, not a missing grant, is what shows it nothing.
 grant select on cage.cage_accounts, cage.cage_entries, cage.cage_ledger, cage.receipts, cage.account_balances,
   cage.deposit_intents, cage.withdraw_intents, cage.custody_entries, cage.rake_reconciliations,
-  cage.operator_acts, cage.manual_corrections
+  cage.operator_acts, cage.manual_corrections, cage.switches
   to poker_admin, poker_anonymous;
 grant execute on function cage.audit() to poker_admin;
 
@@ -72,3 +74,5 @@ drop policy if exists rake_reconciliations_read on cage.rake_reconciliations;
 create policy rake_reconciliations_read on cage.rake_reconciliations for select to poker_cage, poker_admin using (true);
 drop policy if exists operator_acts_read on cage.operator_acts;
 create policy operator_acts_read on cage.operator_acts for select to poker_cage, poker_admin using (true);
+drop policy if exists switches_read on cage.switches;
+create policy switches_read on cage.switches for select to poker_admin using (true);

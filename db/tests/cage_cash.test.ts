@@ -5,7 +5,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { createTestDatabase, type TestDatabase, waitForLockWait } from '../../test/helpers/db.ts';
-import { balanceOf, expectCleanAudit, fixtureOperator, fund, userAccount } from '../../test/helpers/cage.ts';
+import { balanceOf, expectCleanAudit, fixtureOperator, fund, setRealMoney, userAccount } from '../../test/helpers/cage.ts';
 import {
   POKER_SETTINGS, authUser, claimCustody, createTable, creditSeat, leave, newKey, openDeposit, settlePosition, sit, solanaAddress,
   standUp, TEST_RECEIPT_SIGNER, withdrawKey, type TableRow,
@@ -22,6 +22,8 @@ beforeAll(async () => {
   cage = db.pool('poker_cage', 25);
   game = db.pool('poker_game');
   worker = db.pool('poker_worker', 2);
+  // real chips come in only while the operators' switch is on (its refusals: test/cage-refusals.test.ts)
+  await setRealMoney(db.owner, true);
 });
 afterAll(async () => {
   await expectCleanAudit(cage);

@@ -4,6 +4,7 @@
 // seats are funded with keys the cage would have opened, so the escrow audit is not asserted here.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
+import { setRealMoney } from '../../test/helpers/cage.ts';
 import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
 import {
   POKER_SETTINGS, createTable, creditSeat, openDepositsAs, newKey, newTableId, standUp, verifyChain, type TableRow,
@@ -17,6 +18,7 @@ beforeAll(async () => {
   cage = db.pool('poker_cage');
   game = db.pool('poker_game');
   openDepositsAs(db.owner);
+  await setRealMoney(db.owner, true);
 });
 afterAll(async () => {
   await db.drop();

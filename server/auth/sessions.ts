@@ -37,7 +37,7 @@ export function trustedOrigin(settings: AuthSettings): RequestHandler {
   };
 }
 
-export type SessionReader = (req: Request) => Promise<{ token: string; user_id: string; email: string; expires_at: Date } | undefined>;
+export type SessionReader = (req: Request) => Promise<{ token: string; user_id: string; email: string; expires_at: Date; sid: string } | undefined>;
 
 /** The link flows' stricter form: the Origin header must be present, and trusted. */
 export function requireTrustedOrigin(settings: AuthSettings, req: Request) {
@@ -57,8 +57,8 @@ export function installSessionRoutes(
   const session: SessionReader = async (req) => {
     const token = sessionToken(req);
     if (!token) return undefined;
-    const { rows } = await pool.query<{ user_id: string; email: string; expires_at: Date }>(
-      'select user_id, email, expires_at from auth.session_for($1)', [hashToken(token)],
+    const { rows } = await pool.query<{ user_id: string; email: string; expires_at: Date; sid: string }>(
+      'select user_id, email, expires_at, sid from auth.session_for($1)', [hashToken(token)],
     );
     return rows[0] ? { token, ...rows[0] } : undefined;
   };
@@ -78,7 +78,7 @@ export function installSessionRoutes(
     }
     const token = randomBytes(32).toString('base64url');
     const { rows: created } = await pool.query<{ expires_at: Date }>(
-      'select auth.create_session($1, $2, $3) as expires_at', [rows[0].user_id, hashToken(token), SESSION_TTL_SECONDS],
+      'select expires_at from auth.create_session($1, $2, $3)', [rows[0].user_id, hashToken(token), SESSION_TTL_SECONDS],
     );
     res.set('set-cookie', cookie(token, SESSION_TTL_SECONDS));
     res.json({ token, user: { id: rows[0].user_id, email: body.email }, expiresAt: created[0]!.expires_at });
@@ -99,9 +99,13 @@ export function installSessionRoutes(
   app.get('/api/auth/token', async (req, res) => {
     const s = await session(req);
     if (!s) throw new ApiError(401, 'not signed in');
-    // a session exists only for an admin's credentials (the sign-in above): its token is an operator's
+    // a session exists only for an admin's credentials (the sign-in above): its token is an operator's,
+    // and carries the session's handle (sid): every operator act is checked in SQL against that live
+    // session (auth_private.admin_of_session), so signing out ends what the token may do
     res.json({
-      token: await keys.sign({ sub: s.user_id, email: s.email, walletAddress: await walletAddressClaim(pool, s.user_id), authMethod: 'email', role: 'admin' }),
+      token: await keys.sign({
+        sub: s.user_id, email: s.email, walletAddress: await walletAddressClaim(pool, s.user_id), authMethod: 'email', role: 'admin', sid: s.sid,
+      }),
     });
   });
 

@@ -19,6 +19,7 @@ import { errorCode, withSpan } from '../telemetry/index.ts';
 import type { ReceiptSigner, StoredReceipt } from './receipts.ts';
 import { payoutWithdraw, tournamentDeposit } from './tournaments.ts';
 import { deliverSettlement, depositKeyOf, fundSeat, settlePosition, type SettlementRow, withdrawKey } from './seams.ts';
+import { realMoneyOn } from './switches.ts';
 
 /** How long after a settlement a repeated withdraw (the seat now empty) answers with that settlement. */
 export const WITHDRAW_REPLAY_WINDOW_SECONDS = 15 * 60;
@@ -53,7 +54,6 @@ export interface CashDeps {
   signer: ReceiptSigner;
   jwt: JwtVerifier;
   serviceKey: string | undefined;
-  realMoneyEnabled: boolean;
 }
 
 export function receiptJson(r: StoredReceipt) {
@@ -149,7 +149,7 @@ function installDepositRoutes(app: Express, deps: CashDeps) {
         const d = parseDeposit(b, req.get('idempotency-key'), await isTournament(pool, b.tableId));
         span.setAttributes({ 'deposit.amount': d.amount.toString(), 'deposit.idempotency_key': d.key });
         const table = await readTable(pool, d.tableId);
-        if (table.money_kind === 'real' && !deps.realMoneyEnabled) throw new ApiError(403, 'real_money_disabled');
+        if (table.money_kind === 'real' && !(await realMoneyOn(pool))) throw new ApiError(403, 'real_money_disabled');
         if (table.mode === 'sng') {
           const answer = await tournamentDeposit(deps, { userId, tableId: table.table_id, amount: d.amount, key: d.key, body: b });
           span.setAttribute('deposit.result', answer.replay ? 'replay_confirmed' : 'confirmed');

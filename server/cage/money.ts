@@ -4,6 +4,8 @@
 //   POST /api/operator/purchase     chips bought outside come in (an operator's access JWT, replay-once)
 //   POST /api/operator/redemption   chips leave for the outside (an operator's access JWT, replay-once)
 //   POST /api/operator/correction   a manual correction of the books, with its reason (operator JWT)
+//   GET  /api/operator/switches     the operators' switches (real_money) as they stand (operator JWT)
+//   POST /api/operator/switches     sets one ({ name, enabled }), recorded with the operator (operator JWT)
 //   POST /api/custody/claim         a FREE custody entry to its owner's cage balance (JWT), + receipt
 //                                   signed in the claim's transaction
 //   GET  /api/cage/receipts         the caller's receipts (JWT)
@@ -15,7 +17,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { requireServiceKey } from '../http/service-key.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
-import type { JwtVerifier } from '../http/jwt.ts';
+import { operatorSession, type JwtVerifier } from '../http/jwt.ts';
 import { chips } from '../http/schemas.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { receiptJson } from './cash.ts';
@@ -52,7 +54,7 @@ function amountOf(value: unknown): bigint {
   return parsed.data;
 }
 
-type MoneyDeps = { pool: pg.Pool; log: Logger; signer: ReceiptSigner; jwt: JwtVerifier; serviceKey: string | undefined; realMoneyEnabled: boolean };
+type MoneyDeps = { pool: pg.Pool; log: Logger; signer: ReceiptSigner; jwt: JwtVerifier; serviceKey: string | undefined };
 
 export function installMoneyRoutes(app: Express, deps: MoneyDeps) {
   installGrantRoute(app, deps);
@@ -100,11 +102,11 @@ function installOperatorRoutes(app: Express, deps: MoneyDeps) {
     app.post(`/api/operator/${direction}`, operator, async (req, res) => {
       const b = parse(exchangeBody, req.body);
       const amount = amountOf(b.amount);
-      // switched off, real money may still leave (a redemption), never come in
-      if (b.moneyKind === 'real' && direction === 'purchase' && !deps.realMoneyEnabled) throw new ApiError(403, 'real_money_disabled');
+      // the operator is the admin of the token's live session, and real chips come in only while
+      // the operators' real_money switch is on: both checked in SQL (cage.exchange_chips)
       const adminId: string = res.locals.claims.sub;
       const { rows } = await pool.query('select ref_id, status, balance from cage.exchange_chips($1, $2, $3, $4, $5, $6)', [
-        direction, b.userId, amount.toString(), b.externalRef, b.moneyKind, adminId,
+        direction, b.userId, amount.toString(), b.externalRef, b.moneyKind, operatorSession(res),
       ]);
       const r = rows[0];
       if (r.status === 'created') log.info({ adminId, userId: b.userId, amount: amount.toString(), moneyKind: b.moneyKind, direction }, `chips ${direction}`);
@@ -119,11 +121,26 @@ function installOperatorRoutes(app: Express, deps: MoneyDeps) {
     const b = parse(correctionBody, req.body);
     const adminId: string = res.locals.claims.sub;
     const { rows } = await pool.query('select ref_id, entry_id, status from cage.correct_books($1, $2, $3, $4, $5, $6)', [
-      adminId, b.ref, b.moneyKind, b.legs.map((l) => l.accountId), b.legs.map((l) => l.amount), b.reason,
+      operatorSession(res), b.ref, b.moneyKind, b.legs.map((l) => l.accountId), b.legs.map((l) => l.amount), b.reason,
     ]);
     const r = rows[0];
     if (r.status === 'created') log.warn({ adminId, refId: r.ref_id, reason: b.reason }, 'books corrected by an operator');
     res.json({ ok: true, refId: r.ref_id, entryId: r.entry_id.toString(), ...(r.status === 'replayed' ? { idempotent: true } : {}) });
+  });
+
+  const switchJson = (r: { name: string; enabled: boolean; updated_at: Date | null }) => ({ name: r.name, enabled: r.enabled, updatedAt: r.updated_at });
+  app.get('/api/operator/switches', operator, async (_req, res) => {
+    const { rows } = await pool.query('select name, enabled, updated_at from cage.switch_states()');
+    res.json({ switches: rows.map(switchJson) });
+  });
+  app.post('/api/operator/switches', operator, async (req, res) => {
+    const b = parse(z.object({ name: z.enum(['real_money']), enabled: z.boolean() }).strict(), req.body);
+    const { rows } = await pool.query('select name, enabled, updated_at, changed from cage.set_switch($1, $2, $3)', [
+      operatorSession(res), b.name, b.enabled,
+    ]);
+    const r = rows[0];
+    if (r.changed) log.warn({ adminId: res.locals.claims.sub, switch: r.name, enabled: r.enabled }, 'switch set by an operator');
+    res.json({ ...switchJson(r), changed: r.changed });
   });
 }
 

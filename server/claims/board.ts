@@ -17,7 +17,7 @@ import { keccak256, toHex } from 'viem';
 import { z } from 'zod';
 import { requireServiceKey } from '../http/service-key.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
-import type { JwtVerifier } from '../http/jwt.ts';
+import { operatorSession, type JwtVerifier } from '../http/jwt.ts';
 import type { ServiceClient } from '../http/service-client.ts';
 import { withSpan } from '../telemetry/index.ts';
 
@@ -238,7 +238,8 @@ function installOperatorRoutes(app: Express, deps: ClaimRouteDeps) {
   // ---- the operator's catalog and settings (an operator's access JWT; each edit recorded with
   // the operator in claims.catalog_edits) -------------------------------------------------------
   const operator = jwt.requireAdmin;
-  const adminOf = (res: { locals: Record<string, any> }): string => res.locals.claims.sub;
+  /** The operator's live admin session (the token's sid): SQL derives the operator from it. */
+  const adminOf = operatorSession;
   /** The environment an operator's call names, or its default; SQL refuses one that is not (invalid_environment). */
   const environmentOf = (value: unknown, fallback: string) => {
     if (value === undefined) return fallback;

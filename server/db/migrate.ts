@@ -65,7 +65,11 @@ export interface MigrateResult {
 
 export async function migrate(
   connectionString: string,
-  options: { root?: string; log?: (msg: string) => void; /** DB_ROLE_SECRET, for the service logins' passwords */ roleSecret?: string } = {},
+  options: {
+    root?: string; log?: (msg: string) => void; /** DB_ROLE_SECRET, for the service logins' passwords */ roleSecret?: string;
+    /** Switches seeded from the environment when the database has none yet (REAL_MONEY_ENABLED); never changed after. */
+    seedSwitches?: { realMoney: boolean };
+  } = {},
 ): Promise<MigrateResult> {
   const root = options.root ?? DB_ROOT;
   const log = options.log ?? (() => {});
@@ -84,11 +88,30 @@ export async function migrate(
     // the service logins (cluster-wide; db/policies/00_roles.sql created them): LOGIN, their passwords
     const logins = await ensureRoleLogins(client, connectionString, options.roleSecret);
     if (logins.length) log(`service logins set: ${logins.join(', ')}`);
+    await lockDownDatabase(client);
+    if (options.seedSwitches) {
+      const { rowCount } = await client.query(
+        "insert into cage.switches (name, enabled) values ('real_money', $1) on conflict (name) do nothing", [options.seedSwitches.realMoney],
+      );
+      if (rowCount) log(`switch real_money seeded: ${options.seedSwitches.realMoney ? 'on' : 'off'}`);
+    }
   } finally {
     await client.query('select pg_advisory_unlock(hashtext($1))', [LOCK_KEY]).catch(() => undefined);
     await client.end();
   }
   return { applied, repeatablesApplied };
+}
+
+/**
+ * What the database itself grants every role (its ACL is per database and is not copied by CREATE
+ * DATABASE ... TEMPLATE, so it is set on every start): no TEMP for anyone but the owner, so no
+ * service login can make a temporary table that shadows a name a function resolves.
+ */
+export async function lockDownDatabase(client: pg.Client | pg.Pool) {
+  const { rows } = await client.query<{ db: string }>('select current_database() as db');
+  const db = pg.escapeIdentifier(rows[0]!.db);
+  await client.query(`revoke temporary on database ${db} from public`);
+  await client.query(`revoke temporary on database ${db} from poker_cage, poker_auth, poker_game, poker_worker, poker_graphql, poker_admin, poker_anonymous`);
 }
 
 /** The migrator's own bookkeeping: which numbered migrations ran, and the repeatables' hash. */

@@ -14,6 +14,8 @@ export interface AccessClaims extends JWTPayload {
   authMethod?: string;
   /** `admin` on an operator's token, minted only by the admin sign-in path (the session's /api/auth/token). */
   role?: 'admin';
+  /** On an operator's token: the handle of the admin session that minted it, which SQL checks is live on every operator act. */
+  sid?: string;
 }
 
 export interface JwtVerifier {
@@ -29,12 +31,17 @@ export function adminOnly(require: RequestHandler): RequestHandler {
   return (req, res, next) => require(req, res, (err?: unknown) => {
     if (err) return next(err);
     if (res.locals.claims?.role !== 'admin') return next(new ApiError(403, 'admin_required'));
+    // an operator's token names its session; SQL checks that it is live (admin_session_required)
+    if (typeof res.locals.claims.sid !== 'string' || !UUID.test(res.locals.claims.sid)) return next(new ApiError(403, 'admin_session_required'));
     next();
   });
 }
 
 /** How far in the future a token's `iat` may be (clock skew between the auth role and a verifier). */
 export const JWT_CLOCK_SKEW_SECONDS = 60;
+
+/** The admin session handle of a verified operator token (adminOnly checked its shape). */
+export const operatorSession = (res: { locals: Record<string, any> }): string => res.locals.claims.sid;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

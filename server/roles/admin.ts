@@ -1,8 +1,10 @@
 // The admin role: PostGraphile 5 over the cage, game and claims schemas, read-only, under row-level security.
-// A request that presents the service key (`x-service-key`) runs as poker_admin and sees the books;
-// any other request runs as poker_anonymous, for which no policy exists, so it sees no row.
-// (The operator's access JWT, which the cage's and the claim board's operator routes take, is not a
-// key here yet: the admin GraphQL reads only, and the service key stays its credential.)
+// An operator reads as themselves: a request with an operator's access JWT (Bearer, `role: admin`,
+// its admin session's `sid`) runs as poker_admin with `poker.admin_sid` set to that sid, and every
+// policy of poker_admin shows rows only while that session is live (auth.current_admin(), checked
+// in SQL: a signed-out or expired session reads nothing, whatever the token's exp). Each request is
+// logged with the admin's id. Any other request (no credential, a player's token, the service key)
+// runs as poker_anonymous, for which no policy exists, so it sees no row.
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
@@ -16,7 +18,8 @@ import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
 import { makePgService } from 'postgraphile/adaptors/pg';
 import { grafserv } from 'postgraphile/grafserv/express/v4';
 import { createApp, listen, mountedRoutes } from '../http/app.ts';
-import { secretMatches } from '../http/service-key.ts';
+import { bearerToken, lazyJwtVerifier, type AccessClaims, type JwtVerifier } from '../http/jwt.ts';
+import { authIssuer } from '../config/index.ts';
 import { createRolePool } from '../db/pools.ts';
 import type { Config } from '../config/index.ts';
 import type { RoleContext, StartedRole } from './types.ts';
@@ -24,8 +27,13 @@ import { judge, type QueryLimits } from '../admin/limits.ts';
 
 export const ADMIN_SCHEMAS = ['cage', 'game', 'claims'];
 
-export function adminRoleFor(req: IncomingMessage | undefined, serviceKey: string | undefined) {
-  return secretMatches(req?.headers['x-service-key'], serviceKey) ? 'poker_admin' : 'poker_anonymous';
+/** What the gate found on a request: the verified operator token's claims, if any. */
+const operators = new WeakMap<IncomingMessage, AccessClaims>();
+
+/** The database settings of a request: poker_admin with the operator's session handle, else poker_anonymous. */
+export function adminSettingsFor(req: IncomingMessage | undefined): Record<string, string> {
+  const claims = req ? operators.get(req) : undefined;
+  return claims?.sid ? { role: 'poker_admin', 'poker.admin_sid': claims.sid } : { role: 'poker_anonymous' };
 }
 
 /**
@@ -75,13 +83,27 @@ export function queryLimits(config: Config): QueryLimits {
  * 2. One transport: POST with a JSON body of GraphQL's shape (no GET, no application/graphql).
  * 3. The query's cost (limits.ts), before grafserv parses, validates and grafast plans it.
  */
-function graphqlGate(config: Config): RequestHandler {
+function graphqlGate(config: Config, jwt: JwtVerifier, log: Logger): RequestHandler {
   const limits = queryLimits(config);
   const refuse = (res: Parameters<RequestHandler>[1], status: number, error: string, message: string) =>
     void res.status(status).json({ error, errors: [{ message }] });
-  return (req, res, next) => {
-    if (config.NODE_ENV === 'production' && adminRoleFor(req, config.SERVICE_KEY) === 'poker_anonymous') {
-      return refuse(res, 401, 'admin_key_required', 'the admin GraphQL needs the service key');
+  return async (req, res, next) => {
+    // a Bearer token must be an operator's, with its session handle; anything else that presents
+    // one is refused (a token is never silently downgraded to anonymous)
+    const token = bearerToken(req);
+    if (token !== undefined || req.get('authorization') !== undefined) {
+      let claims: AccessClaims;
+      try {
+        if (!token) throw new Error('not a JWT');
+        claims = await jwt.verify(token);
+      } catch {
+        return refuse(res, 401, 'invalid_token', 'the access JWT is not valid');
+      }
+      if (claims.role !== 'admin' || typeof claims.sid !== 'string') return refuse(res, 403, 'admin_required', 'an operator\'s access JWT');
+      operators.set(req, claims);
+      log.info({ adminId: claims.sub, operationName: typeof req.body?.operationName === 'string' ? req.body.operationName.slice(0, 100) : undefined }, 'admin GraphQL request');
+    } else if (config.NODE_ENV === 'production') {
+      return refuse(res, 401, 'admin_token_required', 'the admin GraphQL needs an operator\'s access JWT');
     }
     if (req.method !== 'POST') return void res.set('allow', 'POST').status(405).json({ error: 'method_not_allowed' });
     if (!req.is('application/json')) return void res.status(415).json({ error: 'unsupported_media_type' });
@@ -114,8 +136,9 @@ function maskErrorWith(log: Logger) {
   };
 }
 
-export async function startAdmin({ config, databaseUrl, log }: RoleContext): Promise<StartedRole> {
+export async function startAdmin({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
   const roleLog = log.child({ role: 'admin' });
+  const jwt = lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') });
   // Connections start as poker_anonymous; each request switches (SET LOCAL) to the role it earned.
   const pool = createRolePool(databaseUrl, 'poker_anonymous', { max: 10, applicationName: 'admin', secret: config.DB_ROLE_SECRET });
   const preset: GraphileConfig.Preset = {
@@ -128,7 +151,7 @@ export async function startAdmin({ config, databaseUrl, log }: RoleContext): Pro
         schemas: ADMIN_SCHEMAS,
         // The schema shows what an admin may read (RBAC); what a request gets is decided per request.
         pgSettingsForIntrospection: { role: 'poker_admin' },
-        pgSettings: (ctx) => ({ role: adminRoleFor(ctx.expressv4?.req ?? ctx.node?.req, config.SERVICE_KEY) }),
+        pgSettings: (ctx) => adminSettingsFor(ctx.expressv4?.req ?? ctx.node?.req),
       }),
     ],
     grafserv: {
@@ -164,7 +187,7 @@ export async function startAdmin({ config, databaseUrl, log }: RoleContext): Pro
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
       routes: (app) => {
-        app.all('/graphql', graphqlGate(config));
+        app.all('/graphql', graphqlGate(config, jwt, roleLog));
         return serv.addTo(app, null, false);
       },
     });

@@ -60,7 +60,7 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
         app.get('/api/cage/receipt-key', (_req, res) => {
           res.json({ algorithm: RECEIPT_ALGORITHM, publicKey: signer.publicKeyHex });
         });
-        const common = { pool, log: roleLog, jwt, serviceKey: config.SERVICE_KEY, realMoneyEnabled: config.REAL_MONEY_ENABLED };
+        const common = { pool, log: roleLog, jwt, serviceKey: config.SERVICE_KEY };
         installTableRoutes(app, {
           ...common, requireJwt: jwt.require, testAuthPermitted: config.testAuthPermitted,
           creationLimit: { tables: config.TABLE_CREATE_LIMIT, windowSeconds: config.TABLE_CREATE_WINDOW_SECONDS },

@@ -19,21 +19,31 @@ export async function systemAccount(db: Queryable, type: 'grant_source' | 'outsi
   return ensureAccount(db, { type, moneyKind });
 }
 
-const operators = new WeakMap<Queryable, Promise<string>>();
+const operators = new WeakMap<Queryable, Promise<{ adminId: string; sid: string }>>();
 
 /**
- * An operator (admin) of this database that the fixtures' money acts name: made once per owner pool;
- * on a client (a test's transaction, rolled back after it) made each time, inside that transaction.
+ * An operator (admin) of this database and a live admin session of theirs, as the admin sign-in
+ * makes them: made once per owner pool; on a client (a test's transaction, rolled back after it)
+ * made each time, inside that transaction. Operator functions take the session's handle (sid).
  */
-export function fixtureOperator(owner: Queryable): Promise<string> {
+export function fixtureOperatorSession(owner: Queryable): Promise<{ adminId: string; sid: string }> {
   const pooled = 'totalCount' in owner;
-  let admin = pooled ? operators.get(owner) : undefined;
-  if (!admin) {
-    admin = owner.query<{ id: string }>('select auth.create_admin($1, $2) as id', [`fixtures-${randomUUID().slice(0, 8)}@example.com`, 'no-password'])
-      .then((r) => r.rows[0]!.id);
-    if (pooled) operators.set(owner, admin);
+  let made = pooled ? operators.get(owner) : undefined;
+  if (!made) {
+    made = (async () => {
+      const { rows } = await owner.query<{ id: string }>('select auth.create_admin($1, $2) as id', [`fixtures-${randomUUID().slice(0, 8)}@example.com`, 'no-password']);
+      const adminId = rows[0]!.id;
+      const session = await owner.query<{ sid: string }>('select sid from auth.create_session($1, sha256(gen_random_uuid()::text::bytea), 86400)', [adminId]);
+      return { adminId, sid: session.rows[0]!.sid };
+    })();
+    if (pooled) operators.set(owner, made);
   }
-  return admin;
+  return made;
+}
+
+/** The fixtures' operator session handle (what every operator function takes). */
+export async function fixtureOperator(owner: Queryable): Promise<string> {
+  return (await fixtureOperatorSession(owner)).sid;
 }
 
 /**
@@ -74,4 +84,9 @@ export async function expectCleanAudit(db: pg.Pool) {
 export async function expectBalancedBooks(db: pg.Pool) {
   const violations = (await audit(db)).filter((v) => v.invariant !== 'provenance');
   expect(violations).toEqual([]);
+}
+
+/** The operators' real_money switch, set by the fixtures' operator (cage.set_switch). */
+export async function setRealMoney(owner: Queryable, enabled: boolean) {
+  await owner.query('select * from cage.set_switch($1, $2, $3)', [await fixtureOperator(owner), 'real_money', enabled]);
 }

@@ -2,6 +2,7 @@
 // role and one as the owner. `drop()` ends every pool and drops the database.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { lockDownDatabase } from '../../server/db/migrate.ts';
 import { createOwnerPool, createRolePool, type DbRole } from '../../server/db/pools.ts';
 import { withDatabase } from './url.ts';
 
@@ -35,6 +36,8 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   }
   const url = withDatabase(serverUrl(), name);
   const owner = createOwnerPool(url, 5);
+  // what the migrator does on every start: a clone does not keep the template's database ACL
+  await lockDownDatabase(owner);
   const pools: pg.Pool[] = [owner];
   return {
     url,

@@ -3,7 +3,7 @@
 -- poker_refusals.codes); server/http/errors.ts maps it to its HTTP status from the same file.
 create or replace function auth_private.refuse(p_code text, p_detail text default null) returns void
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_state text;

@@ -80,7 +80,7 @@ $$;
 -- Read by the other domains' operator functions (the cage's money acts, the claim board's catalog).
 create or replace function auth_private.is_operator(p_user_id uuid) returns boolean
   language sql stable
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select p_user_id is not null and exists (select from auth_private.credentials c where c.user_id = p_user_id)
 $$;

@@ -4,7 +4,7 @@
 create or replace function auth_private.valid_wallet_address(p_address text, p_chain auth.wallet_chain, p_chain_id integer)
   returns boolean
   language sql immutable parallel safe
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select case p_chain
     when 'evm' then p_address ~ '^0x[0-9a-fA-F]{40}$' and p_chain_id > 0

@@ -7,32 +7,32 @@ as $$
   select c.user_id, c.password_hash from auth_private.credentials c where lower(c.email) = lower(p_email)
 $$;
 
+-- Returns the session's handle (sid, carried by the access JWTs minted for it) and its expiry.
 create or replace function auth.create_session(p_user_id uuid, p_token_hash bytea, p_ttl_seconds integer)
-  returns timestamptz
+  returns table (sid uuid, expires_at timestamptz)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
-declare
-  v_expires timestamptz;
+#variable_conflict use_column
 begin
   if p_token_hash is null or length(p_token_hash) <> 32 or p_ttl_seconds is null or p_ttl_seconds not between 60 and 2592000
      or not exists (select from auth_private.credentials c where c.user_id = p_user_id) then
     perform auth_private.refuse('invalid_session_request', 'an admin user, a 32-byte token hash, a ttl of 60 s..30 days');
   end if;
+  return query
   insert into auth_private.sessions as s (user_id, token_hash, expires_at)
   values (p_user_id, p_token_hash, now() + make_interval(secs => p_ttl_seconds))
-  returning s.expires_at into v_expires;
-  return v_expires;
+  returning s.sid, s.expires_at;
 end;
 $$;
 
 -- The live session of a token: not expired, not revoked.
 create or replace function auth.session_for(p_token_hash bytea)
-  returns table (user_id uuid, email text, expires_at timestamptz)
+  returns table (user_id uuid, email text, expires_at timestamptz, sid uuid)
   language sql stable security definer
   set search_path = pg_catalog, pg_temp
 as $$
-  select s.user_id, u.email, s.expires_at
+  select s.user_id, u.email, s.expires_at, s.sid
     from auth_private.sessions s join auth.users u on u.id = s.user_id
    where s.token_hash = p_token_hash and s.revoked_at is null and s.expires_at > now()
 $$;
@@ -45,4 +45,43 @@ begin
   update auth_private.sessions s set revoked_at = now() where s.token_hash = p_token_hash and s.revoked_at is null;
   return found;
 end;
+$$;
+
+-- The operator behind an act: the admin of the live session p_sid (the `sid` of the operator's
+-- access JWT), refused with admin_session_required unless that session exists, is an admin's
+-- (the account holds admin credentials), and is neither signed out nor expired. Every operator
+-- function of every domain derives its operator here, never from an id it is handed: no service
+-- login reads a session's handle, so a stolen login cannot act as an operator.
+create or replace function auth_private.admin_of_session(p_sid uuid) returns uuid
+  language plpgsql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_user uuid;
+begin
+  select s.user_id into v_user
+    from auth_private.sessions s
+    join auth_private.credentials c on c.user_id = s.user_id
+   where s.sid = p_sid and s.revoked_at is null and s.expires_at > now();
+  if v_user is null then
+    perform auth_private.refuse('admin_session_required', 'a live admin session (the sid of an operator''s access JWT)');
+  end if;
+  return v_user;
+end;
+$$;
+
+-- The operator the admin GraphQL reads as: the admin of the live session whose handle the request
+-- set (`poker.admin_sid`, from the sid of the operator's verified access JWT), else null. Every row
+-- poker_admin reads is behind it (db/policies/90_admin_reads.sql), so the GraphQL login, which may
+-- become poker_admin, reads nothing without a live operator session behind the request.
+create or replace function auth.current_admin() returns uuid
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select s.user_id
+    from auth_private.sessions s
+    join auth_private.credentials c on c.user_id = s.user_id
+   where pg_input_is_valid(coalesce(current_setting('poker.admin_sid', true), ''), 'uuid')
+     and s.sid = current_setting('poker.admin_sid', true)::uuid
+     and s.revoked_at is null and s.expires_at > now()
 $$;

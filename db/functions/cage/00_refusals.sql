@@ -3,7 +3,7 @@
 -- it to its HTTP status from the same file.
 create or replace function cage_private.refuse(p_code text, p_detail text default null) returns void
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_state text;
@@ -20,7 +20,7 @@ $$;
 -- The largest amount one posting may carry: 2^53 - 1, so every amount stays exact in a JSON number.
 create or replace function cage_private.max_amount() returns bigint
   language sql immutable parallel safe
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$ select 9007199254740991::bigint $$;
 
 -- What is wrong with a movement before any row is read, or null. Shared by the single and batch forms.
@@ -28,7 +28,7 @@ create or replace function cage_private.movement_problem(
   p_ref_id text, p_kind text, p_money_kind text, p_accounts bigint[], p_amounts bigint[], p_memo jsonb
 ) returns text
   language sql stable parallel safe
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select case
     when p_ref_id is null or length(p_ref_id) not between 1 and 200 then 'invalid_ref_id'

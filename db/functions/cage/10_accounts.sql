@@ -4,7 +4,7 @@ create or replace function cage_private.find_account(
   p_account_type cage.account_type, p_user_id uuid, p_scope text, p_money_kind cage.money_kind
 ) returns bigint
   language plpgsql stable
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 begin
   if p_user_id is not null then

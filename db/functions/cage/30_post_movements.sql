@@ -2,7 +2,7 @@
 -- back as +/- bigint max so the caller refuses them as out of range rather than failing the batch.
 create or replace function cage_private.json_bigints(p jsonb) returns bigint[]
   language sql immutable parallel safe
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select case
     when jsonb_typeof(p) <> 'array' then null
@@ -27,7 +27,7 @@ create or replace function cage_private.batch_shortfalls(
   p_items cage_private.batch_item[], p_ids bigint[], p_bal bigint[], p_types cage.account_type[]
 ) returns text[]
   language plpgsql immutable parallel safe
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_codes text[] := array_fill(null::text, array[cardinality(p_items)]);

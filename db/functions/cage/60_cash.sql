@@ -5,7 +5,7 @@
 -- The table as the cage sees it, or a refusal.
 create or replace function cage_private.table_for_money(p_table_id text, p_refuse_frozen boolean) returns game.tables
   language plpgsql stable
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_table game.tables;
@@ -53,6 +53,7 @@ begin
   select * into v_intent from cage.deposit_intents d where d.ref_id = v_ref;
   if v_intent.ref_id is null then
     v_table := cage_private.table_for_money(p_table_id, false);
+    perform cage_private.require_real_money(v_table.money_kind::text);
 
     -- Claim the key before judging the deposit on the table's state. Judged first, a twin under
     -- this key that commits after the read above (and whose seat the game funds meanwhile) would

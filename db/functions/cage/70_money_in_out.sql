@@ -6,7 +6,7 @@
 create or replace function cage_private.existing_entry(p_ref_id text, p_kind text, p_amount bigint, p_memo_match jsonb default '{}')
   returns cage.cage_entries
   language plpgsql stable
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_entry cage.cage_entries;
@@ -72,7 +72,7 @@ $$;
 -- The user id, refused unless it is a known account.
 create or replace function cage_private.known_user(p_user_id uuid) returns uuid
   language plpgsql stable
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 begin
   if p_user_id is null or not exists (select from auth.users u where u.id = p_user_id) then
@@ -82,36 +82,93 @@ begin
 end;
 $$;
 
--- The admin id, refused unless it is an operator (a user holding admin credentials).
-create or replace function cage_private.known_admin(p_admin_id uuid) returns uuid
+-- The operator of an act: the admin of the live session p_sid (the `sid` of their access JWT),
+-- refused (admin_session_required) for a signed-out, expired, player's or made-up session.
+create or replace function cage_private.operator_of(p_sid uuid) returns uuid
+  language sql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+  select auth_private.admin_of_session(p_sid)
+$$;
+
+-- Whether an operator switch is on (cage.switches; a missing row is off).
+create or replace function cage_private.switch_on(p_name text) returns boolean
+  language sql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+  select coalesce((select s.enabled from cage.switches s where s.name = p_name), false)
+$$;
+
+-- Real chips come in only while the operators' real_money switch is on (real_money_disabled).
+create or replace function cage_private.require_real_money(p_money_kind text) returns void
   language plpgsql stable
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 begin
-  if not auth_private.is_operator(p_admin_id) then
-    perform cage_private.refuse('admin_required', 'an operator');
+  if p_money_kind = 'real' and not cage_private.switch_on('real_money') then
+    perform cage_private.refuse('real_money_disabled', 'real money is switched off by the operators');
   end if;
-  return p_admin_id;
 end;
+$$;
+
+-- An operator sets a switch (p_sid: their live admin session); recorded in cage.operator_acts with
+-- the change, in its transaction. Setting a switch to what it is records nothing and answers it.
+create or replace function cage.set_switch(p_sid uuid, p_name text, p_enabled boolean)
+  returns table (name text, enabled boolean, updated_at timestamptz, changed boolean)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+  v_admin uuid := cage_private.operator_of(p_sid);
+  v_row cage.switches;
+begin
+  if p_name is null or p_name not in ('real_money') or p_enabled is null then
+    perform cage_private.refuse('bad_request', 'a known switch (real_money) and enabled true or false');
+  end if;
+  insert into cage.switches (name, enabled, updated_by) values (p_name, not p_enabled, null)
+  on conflict (name) do nothing;
+  select * into v_row from cage.switches s where s.name = p_name for update;
+  if v_row.enabled = p_enabled then
+    return query select v_row.name, v_row.enabled, v_row.updated_at, false;
+    return;
+  end if;
+  update cage.switches s set enabled = p_enabled, updated_at = now(), updated_by = v_admin
+   where s.name = p_name returning s.* into v_row;
+  insert into cage.operator_acts (admin_id, act, ref_id, change)
+  values (v_admin, 'switch', format('switch:%s:%s', p_name, gen_random_uuid()), jsonb_build_object('switch', p_name, 'enabled', p_enabled));
+  return query select v_row.name, v_row.enabled, v_row.updated_at, true;
+end;
+$$;
+
+-- The operators' switches, as they stand (a missing row is off).
+create or replace function cage.switch_states()
+  returns table (name text, enabled boolean, updated_at timestamptz)
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select n.name, coalesce(s.enabled, false), s.updated_at
+    from (values ('real_money')) n (name)
+    left join cage.switches s on s.name = n.name
 $$;
 
 -- Chips bought from outside (an operator's payment reference is the ref): outside -> user.
 -- p_direction 'purchase' brings chips in; 'redemption' takes them out (user -> outside), refused
--- with insufficient_cage_balance beyond the balance. The operator (p_admin_id, from their access
--- JWT) is recorded with the entry, in its transaction; a replay records nothing new.
+-- with insufficient_cage_balance beyond the balance. The operator (the admin of the live session
+-- p_sid, from their access JWT) is recorded with the entry, in its transaction; a replay records nothing new.
 create or replace function cage.exchange_chips(
-  p_direction text, p_user_id uuid, p_amount bigint, p_external_ref text, p_money_kind text, p_admin_id uuid
+  p_direction text, p_user_id uuid, p_amount bigint, p_external_ref text, p_money_kind text, p_sid uuid
 ) returns table (ref_id text, status text, balance bigint)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
+  v_admin uuid := cage_private.operator_of(p_sid);
   v_ref text;
   v_user_account bigint;
   v_outside bigint;
   v_result record;
 begin
-  perform cage_private.known_admin(p_admin_id);
   if p_direction is null or p_direction not in ('purchase', 'redemption')
      or p_external_ref is null or p_external_ref !~ '^[\x21-\x7e]{1,128}$'
      or p_money_kind is null or not pg_input_is_valid(p_money_kind, 'cage.money_kind') then
@@ -121,16 +178,19 @@ begin
     perform cage_private.refuse('invalid_amount', 'a positive whole number of chips');
   end if;
   v_ref := p_direction || ':' || p_external_ref;
-  perform cage_private.existing_entry(v_ref, p_direction, p_amount, jsonb_build_object('user_id', p_user_id));
+  -- switched off, real money may still leave (a redemption), never come in; a replay answers
+  if cage_private.existing_entry(v_ref, p_direction, p_amount, jsonb_build_object('user_id', p_user_id)) is null and p_direction = 'purchase' then
+    perform cage_private.require_real_money(p_money_kind);
+  end if;
   perform cage_private.known_user(p_user_id);
   v_user_account := cage.ensure_account('user', p_user_id, null, p_money_kind);
   v_outside := cage.ensure_account('outside', null, null, p_money_kind);
   select * into v_result from cage.post_movement(v_ref, p_direction, p_money_kind,
     array[v_outside, v_user_account],
     case p_direction when 'purchase' then array[-p_amount, p_amount] else array[p_amount, -p_amount] end,
-    jsonb_build_object('external_ref', p_external_ref, 'user_id', p_user_id, 'admin_id', p_admin_id));
+    jsonb_build_object('external_ref', p_external_ref, 'user_id', p_user_id, 'admin_id', v_admin));
   if v_result.status = 'created' then
-    insert into cage.operator_acts (admin_id, act, ref_id) values (p_admin_id, p_direction, v_ref);
+    insert into cage.operator_acts (admin_id, act, ref_id) values (v_admin, p_direction, v_ref);
   end if;
   return query select v_ref, v_result.status::text, (select a.balance from cage.cage_accounts a where a.id = v_user_account);
 end;
@@ -142,24 +202,24 @@ $$;
 -- only for a named operator. Replay-once on the ref: the same ref again with the same legs returns
 -- 'replayed'; with other legs ref_id_conflict.
 create or replace function cage.correct_books(
-  p_admin_id uuid, p_ref text, p_money_kind text, p_accounts bigint[], p_amounts bigint[], p_reason text
+  p_sid uuid, p_ref text, p_money_kind text, p_accounts bigint[], p_amounts bigint[], p_reason text
 ) returns table (ref_id text, entry_id bigint, status text)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
+  v_admin uuid := cage_private.operator_of(p_sid);
   v_ref text;
   v_result record;
 begin
-  perform cage_private.known_admin(p_admin_id);
   if p_ref is null or p_ref !~ '^[\x21-\x7e]{1,128}$' or p_reason is null or length(btrim(p_reason)) = 0 or length(p_reason) > 500 then
     perform cage_private.refuse('bad_request', 'ref: 1..128 printable characters; a reason of 1..500 characters');
   end if;
   v_ref := 'correction:' || p_ref;
   select * into v_result from cage.post_movement(v_ref, 'adjustment', p_money_kind, p_accounts, p_amounts,
-    jsonb_build_object('admin_id', p_admin_id, 'reason', p_reason));
+    jsonb_build_object('admin_id', v_admin, 'reason', p_reason));
   if v_result.status = 'created' then
-    insert into cage.operator_acts (admin_id, act, ref_id, reason) values (p_admin_id, 'correction', v_ref, p_reason);
+    insert into cage.operator_acts (admin_id, act, ref_id, reason) values (v_admin, 'correction', v_ref, p_reason);
   end if;
   return query select v_ref, v_result.entry_id, v_result.status::text;
 end;

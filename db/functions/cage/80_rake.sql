@@ -6,7 +6,7 @@
 
 create or replace function cage_private.rake_chain_genesis(p_table_id text) returns text
   language sql immutable parallel safe
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select encode(sha256(convert_to('rake:' || p_table_id, 'UTF8')), 'hex')
 $$;

@@ -3,7 +3,7 @@
 -- it to its HTTP status from the same file.
 create or replace function claims_private.refuse(p_code text, p_detail text default null) returns void
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_state text;
@@ -20,7 +20,7 @@ $$;
 -- A concrete deployment environment, or a refusal.
 create or replace function claims_private.deployment(p_environment text) returns text
   language plpgsql immutable
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 begin
   if p_environment is null or p_environment not in ('local', 'staging', 'production') then
@@ -34,7 +34,7 @@ $$;
 -- 2027-01-04 is 2027-W01).
 create or replace function claims.iso_week(p_at timestamptz) returns text
   language sql immutable parallel safe
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select to_char(p_at at time zone 'UTC', 'IYYY-"W"IW')
 $$;

@@ -29,25 +29,23 @@ as $$
 $$;
 
 -- An operator's edit of the catalog or the settings, recorded with the operator in the edit's
--- transaction (claims.catalog_edits). Refuses anyone but an operator (a user holding admin
--- credentials): the game role passes the admin id its route read from the operator's access JWT.
-create or replace function claims_private.record_edit(p_admin_id uuid, p_action text, p_environment text, p_key text, p_change jsonb)
+-- transaction (claims.catalog_edits). The operator is the admin of the live session p_sid (the
+-- `sid` of the operator's access JWT, which the game role's route passes on): a signed-out,
+-- expired, player's or made-up session is refused (admin_session_required).
+create or replace function claims_private.record_edit(p_sid uuid, p_action text, p_environment text, p_key text, p_change jsonb)
   returns void
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 begin
-  if not auth_private.is_operator(p_admin_id) then
-    perform claims_private.refuse('admin_required', 'an operator');
-  end if;
   insert into claims.catalog_edits (admin_id, action, environment, section_key, change)
-  values (p_admin_id, p_action, p_environment, p_key, coalesce(p_change, '{}'));
+  values (auth_private.admin_of_session(p_sid), p_action, p_environment, p_key, coalesce(p_change, '{}'));
 end;
 $$;
 
 -- Sets the game settings of an environment (null leaves a setting as it is).
 create or replace function claims.set_board_settings(
-  p_admin_id uuid, p_environment text, p_claim_board_enabled boolean, p_play_transfer_gate_enabled boolean
+  p_sid uuid, p_environment text, p_claim_board_enabled boolean, p_play_transfer_gate_enabled boolean
 )
   returns table (claim_board_enabled boolean, play_transfer_gate_enabled boolean)
   language plpgsql volatile security definer
@@ -60,7 +58,7 @@ begin
     set claim_board_enabled = coalesce(p_claim_board_enabled, s.claim_board_enabled),
         play_transfer_gate_enabled = coalesce(p_play_transfer_gate_enabled, s.play_transfer_gate_enabled),
         updated_at = now();
-  perform claims_private.record_edit(p_admin_id, 'set_settings', p_environment, null,
+  perform claims_private.record_edit(p_sid, 'set_settings', p_environment, null,
     jsonb_build_object('claimBoardEnabled', p_claim_board_enabled, 'playTransferGateEnabled', p_play_transfer_gate_enabled));
   return query select * from claims.board_settings(p_environment);
 end;
@@ -70,7 +68,7 @@ $$;
 -- changes them, or a row for the key that disagrees with another environment's, is refused.
 create or replace function claims_private.tg_kind_cadence_fixed() returns trigger
   language plpgsql
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 begin
   if tg_op = 'UPDATE' and (new.kind <> old.kind or new.cadence <> old.cadence or new.key <> old.key or new.environment <> old.environment) then
@@ -103,7 +101,7 @@ create trigger tg_claim_sections__kind_cadence_fixed before insert or update on 
 -- An amount from a JSON edit: a non-negative whole number, or invalid_amount.
 create or replace function claims_private.amount_of(p_value jsonb) returns bigint
   language plpgsql immutable
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 begin
   if jsonb_typeof(p_value) <> 'number' or (p_value::text)::numeric < 0
@@ -117,7 +115,7 @@ $$;
 -- An environment a catalog row may belong to (`all` or a deployment), or a refusal.
 create or replace function claims_private.catalog_environment(p_environment text) returns text
   language plpgsql immutable
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 begin
   if p_environment is null or p_environment not in ('all', 'local', 'staging', 'production') then
@@ -128,7 +126,7 @@ end;
 $$;
 
 -- Creates a section (the operator's POST). kind and cadence are chosen here, once.
-create or replace function claims.create_section(p_admin_id uuid, p_environment text, p_section jsonb) returns claims.claim_sections
+create or replace function claims.create_section(p_sid uuid, p_environment text, p_section jsonb) returns claims.claim_sections
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
@@ -157,7 +155,7 @@ begin
   if v_row.id is null then
     perform claims_private.refuse('section_exists', format('%s in %s', p_section ->> 'key', p_environment));
   end if;
-  perform claims_private.record_edit(p_admin_id, 'create_section', p_environment, v_row.key, p_section);
+  perform claims_private.record_edit(p_sid, 'create_section', p_environment, v_row.key, p_section);
   return v_row;
 exception
   when check_violation or invalid_text_representation or numeric_value_out_of_range then
@@ -169,7 +167,7 @@ $$;
 -- that differs from the key's is refused (409 kind_cadence_immutable). Editing a concrete
 -- environment where only the `all` row exists creates that environment's override from it (so
 -- `{ enabled:false }` hides the key there only).
-create or replace function claims.patch_section(p_admin_id uuid, p_environment text, p_key text, p_patch jsonb) returns claims.claim_sections
+create or replace function claims.patch_section(p_sid uuid, p_environment text, p_key text, p_patch jsonb) returns claims.claim_sections
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
@@ -221,10 +219,10 @@ begin
     if v_row.id is null then
       -- a concurrent edit created this environment's row after we looked: edit that row, as a
       -- patch made after it would (not a unique violation)
-      return claims.patch_section(p_admin_id, p_environment, p_key, p_patch);
+      return claims.patch_section(p_sid, p_environment, p_key, p_patch);
     end if;
   end if;
-  perform claims_private.record_edit(p_admin_id, 'patch_section', p_environment, p_key, p_patch);
+  perform claims_private.record_edit(p_sid, 'patch_section', p_environment, p_key, p_patch);
   return v_row;
 exception
   when check_violation or invalid_text_representation or numeric_value_out_of_range then
@@ -233,7 +231,7 @@ end;
 $$;
 
 -- Deletes a section row of one environment. Its claims stay in the ledger, and still block.
-create or replace function claims.delete_section(p_admin_id uuid, p_environment text, p_key text) returns claims.claim_sections
+create or replace function claims.delete_section(p_sid uuid, p_environment text, p_key text) returns claims.claim_sections
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
@@ -245,7 +243,7 @@ begin
   if v_row.id is null then
     perform claims_private.refuse('section_not_found', format('%s in %s', p_key, p_environment));
   end if;
-  perform claims_private.record_edit(p_admin_id, 'delete_section', p_environment, p_key, '{}');
+  perform claims_private.record_edit(p_sid, 'delete_section', p_environment, p_key, '{}');
   return v_row;
 end;
 $$;

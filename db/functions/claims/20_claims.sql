@@ -11,7 +11,7 @@
 -- The period a claim of this section falls in at p_now.
 create or replace function claims_private.period_of(p_cadence text, p_now timestamptz) returns text
   language sql immutable
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select case p_cadence when 'weekly' then claims.iso_week(p_now) else 'once' end
 $$;
@@ -254,7 +254,7 @@ $$;
 -- completes it from the grant.
 create or replace function claims_private.claim_timeout() returns interval
   language sql immutable parallel safe
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select interval '60 seconds'
 $$;
@@ -263,7 +263,7 @@ $$;
 -- runs (the worker completes lost claims every minute).
 create or replace function claims_private.claim_report_after() returns interval
   language sql immutable parallel safe
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select claims_private.claim_timeout() + interval '4 minutes'
 $$;

@@ -3,7 +3,7 @@
 -- it to its HTTP status from the same file.
 create or replace function game_private.refuse(p_code text, p_detail text default null) returns void
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_state text;
@@ -20,7 +20,7 @@ $$;
 -- The settings value as a bigint, or null.
 create or replace function game_private.setting_bigint(p_settings jsonb, p_key text) returns bigint
   language sql immutable parallel safe
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select case when jsonb_typeof(p_settings -> p_key) = 'number' then (p_settings ->> p_key)::numeric::bigint end
 $$;
@@ -31,7 +31,7 @@ $$;
 create or replace function game_private.buy_in_problem(p_settings jsonb, p_stack bigint, p_new_seat boolean, p_amount bigint)
   returns text
   language sql immutable parallel safe
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select case
     when p_amount is null or p_amount <= 0 then 'buy_in_out_of_range'
@@ -43,7 +43,7 @@ $$;
 -- The first hash of a position's chain: binds the table, the user and the position id.
 create or replace function game_private.chain_genesis(p_table_id text, p_user_id uuid, p_player_id bigint) returns text
   language sql immutable parallel safe
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select encode(sha256(convert_to(format('position:%s:%s:%s', p_table_id, p_user_id, p_player_id), 'UTF8')), 'hex')
 $$;
@@ -52,7 +52,7 @@ $$;
 create or replace function game_private.extend_chain(p_player_id bigint, p_event text, p_delta bigint, p_ref_id text)
   returns text
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_player game.table_players;

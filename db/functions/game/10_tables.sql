@@ -21,6 +21,8 @@ begin
      or p_kind is null or p_kind not in ('open', 'human_only', 'agent', 'copilot') then
     perform game_private.refuse('invalid_table', 'table id, game type, settings object, money kind, mode (sng: poker) and kind');
   end if;
+  -- a real-money table only while the operators' real_money switch is on
+  perform cage_private.require_real_money(p_money_kind);
   if p_limit is not null and p_created_by is not null then
     perform game_private.check_creation_limit(p_table_id, p_created_by, p_limit, p_window_seconds);
   end if;

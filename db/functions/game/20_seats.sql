@@ -5,7 +5,7 @@
 -- The table row, locked; refuses a missing table. Frozen and mid-hand are the caller's to judge.
 create or replace function game_private.lock_table(p_table_id text) returns game.tables
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_table game.tables;
@@ -22,7 +22,7 @@ $$;
 -- LISTENs on game_seats), whichever process the cage's call landed on. Sent at commit.
 create or replace function game_private.seats_changed(p_table_id text) returns void
   language sql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select pg_notify('game_seats', p_table_id)
 $$;
@@ -289,7 +289,7 @@ $$;
 -- cage.confirm_deposit, in its transaction: the game's table is written only by the game's SQL.
 create or replace function game_private.keep_credit(p_key text) returns boolean
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 begin
   -- locks the credit row: a concurrent game.cancel_credit either reverted it first (no row
@@ -314,7 +314,7 @@ $$;
 create or replace function game_private.tombstone_credit(p_key text, p_table_id text, p_user_id uuid, p_amount bigint)
   returns text
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_status text;

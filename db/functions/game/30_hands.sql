@@ -27,7 +27,7 @@ $$;
 -- A hand end's stacks: { positionId: integer 0..2^53-1 } (position ids as decimal keys).
 create or replace function game_private.stacks_valid(p_stacks jsonb) returns boolean
   language sql immutable
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select p_stacks is not null and jsonb_typeof(p_stacks) = 'object'
      and not exists (select from jsonb_each(p_stacks) e
@@ -39,7 +39,7 @@ $$;
 -- The stacks of a valid hand end as rows.
 create or replace function game_private.stacks_of(p_stacks jsonb) returns table (player_id bigint, stack bigint)
   language sql immutable
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select e.key::bigint, (e.value)::numeric::bigint from jsonb_each(p_stacks) e
 $$;
@@ -47,7 +47,7 @@ $$;
 -- The table of a hand ending, locked, under the caller's lease, holding that hand (else refused).
 create or replace function game_private.lock_hand(p_table_id text, p_hand_id text, p_epoch bigint) returns game.tables
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_table game.tables;
@@ -66,7 +66,7 @@ $$;
 -- its start stand, as no stack is written before a hand's end) and the table released.
 create or replace function game_private.abandon_current_hand(v_table game.tables) returns void
   language sql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   insert into game.hand_histories (hand_id, table_id, hand_number, status, started_at, ended_at)
   select v_table.current_hand_id, v_table.table_id, 0, 'abandoned', coalesce(v_table.current_hand_started_at, now()), now()
@@ -135,7 +135,7 @@ $$;
 create or replace function game_private.hand_positions(p_table_id text, p_history jsonb)
   returns table (seat_index integer, user_id uuid)
   language sql stable
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select (st ->> 'seat')::integer, p.user_id
     from jsonb_array_elements(p_history) e

@@ -10,7 +10,7 @@
 -- The first key of every presence lock ('game' in ASCII); the second is the process's lock_key.
 create or replace function game_private.presence_namespace() returns integer
   language sql immutable parallel safe
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select 1734438245
 $$;
@@ -18,7 +18,7 @@ $$;
 -- Whether the process holds its presence lock now (in this database).
 create or replace function game_private.process_present(p_process uuid) returns boolean
   language sql stable
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select exists (
     select from game.game_processes gp
@@ -31,7 +31,7 @@ $$;
 -- Whether a lease still binds its table: a present holder that has renewed in time.
 create or replace function game_private.lease_live(p_lease game.table_leases) returns boolean
   language sql stable
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select p_lease.holder is not null and p_lease.expires_at > now() and game_private.process_present(p_lease.holder)
 $$;
@@ -41,7 +41,7 @@ $$;
 -- null epoch. The caller holds the table row lock.
 create or replace function game_private.check_lease(p_table_id text, p_epoch bigint) returns void
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_epoch bigint;
@@ -64,7 +64,7 @@ $$;
 -- the abandoned hand. The caller holds the table row lock.
 create or replace function game_private.end_tenure(p_table_id text) returns text
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_lease game.table_leases;
@@ -82,7 +82,7 @@ $$;
 -- Returns the table as it now stands.
 create or replace function game_private.recover_orphaned_hand(p_table game.tables) returns game.tables
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_lease game.table_leases;

@@ -20,7 +20,7 @@ $$;
 -- The agent, locked, if p_user owns it; else agent_not_found (another user's agent is not shown).
 create or replace function game_private.owned_agent(p_user_id uuid, p_agent_id uuid) returns game.agents
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_agent game.agents;

@@ -8,7 +8,7 @@
 create or replace function game_private.unclaimed_rake(p_table_id text)
   returns table (money_kind text, unreconciled_rake bigint, amount bigint, hands integer, rows_digest text)
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_table game.tables;
@@ -27,7 +27,7 @@ $$;
 create or replace function game_private.claim_rake_rows(p_table_id text, p_reconciliation_id bigint, p_amount bigint)
   returns bigint
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_reconciled bigint;

@@ -12,7 +12,7 @@
 
 create or replace function game_private.sng_number(p_settings jsonb, p_key text) returns numeric
   language sql immutable parallel safe
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select case when jsonb_typeof(p_settings -> p_key) = 'number' then (p_settings ->> p_key)::numeric end
 $$;
@@ -20,7 +20,7 @@ $$;
 -- A duration of this table's clock: p_seconds of tournament time, divided by its clock factor.
 create or replace function game_private.sng_interval(p_settings jsonb, p_seconds numeric) returns interval
   language sql immutable parallel safe
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select make_interval(secs => (p_seconds / greatest(coalesce(game_private.sng_number(p_settings, 'clockFactor'), 1), 1))::double precision)
 $$;
@@ -28,14 +28,14 @@ $$;
 -- The level duration (the resolved settings carry the effective one at the top level).
 create or replace function game_private.sng_level_interval(p_settings jsonb) returns interval
   language sql immutable parallel safe
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select game_private.sng_interval(p_settings, coalesce(game_private.sng_number(p_settings, 'levelDurationSeconds'), 600))
 $$;
 
 create or replace function game_private.epoch_ms(p_at timestamptz) returns bigint
   language sql immutable parallel safe
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select (extract(epoch from p_at) * 1000)::bigint
 $$;
@@ -43,7 +43,7 @@ $$;
 -- A lifecycle event for the room (sent at commit; the payload carries the table id).
 create or replace function game_private.tournament_notify(p_table_id text, p_event jsonb) returns void
   language sql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select pg_notify('game_tournament', (jsonb_build_object('tableId', p_table_id) || p_event)::text)
 $$;
@@ -51,7 +51,7 @@ $$;
 -- The table row of a tournament, locked (one lock order: the table, then its seats).
 create or replace function game_private.lock_tournament(p_table_id text) returns game.tables
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_table game.tables;
@@ -66,7 +66,7 @@ $$;
 
 create or replace function game_private.registered_count(p_table_id text) returns integer
   language sql stable
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select count(*)::integer from game.table_players p where p.table_id = p_table_id and p.status <> 'closed'
 $$;
@@ -74,7 +74,7 @@ $$;
 -- The registrants changed (a reserve, an entry, a release, a refund): the room shows the count.
 create or replace function game_private.registration_changed(p_table_id text) returns void
   language sql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'registration',
     'registeredCount', game_private.registered_count(p_table_id)))
@@ -189,7 +189,7 @@ $$;
 -- shuffle (one statement; the one-seat rule is deferred to its end), the 3 s grace is armed.
 create or replace function game_private.tournament_to_starting(p_table_id text) returns game.tables
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_table game.tables;
@@ -213,7 +213,7 @@ $$;
 -- The blind timer of the current level: one absolute deadline (level_started_at + the duration).
 create or replace function game_private.arm_blind_timer(v_table game.tables) returns void
   language sql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   select graphile_worker.add_job('tournament_blinds',
     json_build_object('tableId', v_table.table_id, 'level', v_table.current_level),
@@ -292,7 +292,7 @@ $$;
 -- among them. Writes elimination_order (distinct places) and tie_place (the best place of its tie).
 create or replace function game_private.assign_places(p_ranked bigint[], p_keys bigint[], p_first integer) returns void
   language sql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   update game.table_players p
      set elimination_order = p_first + r.i - 1,
@@ -305,7 +305,7 @@ $$;
 -- playing -> ended: the survivor is 1st; settlement is queued.
 create or replace function game_private.tournament_to_ended(p_table_id text, p_forced boolean) returns game.tables
   language plpgsql volatile
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_table game.tables;

@@ -37,6 +37,9 @@ begin
   v_ref := format('deposit:%s:%s', p_user_id, p_idempotency_key);
   v_table := game_private.lock_tournament(p_table_id);
   select * into v_intent from cage.deposit_intents d where d.ref_id = v_ref;
+  if v_intent.ref_id is null then
+    perform cage_private.require_real_money(v_table.money_kind::text);
+  end if;
   if v_intent.ref_id is not null then
     if v_intent.table_id <> p_table_id or v_intent.amount <> p_amount then
       perform cage_private.refuse('idempotency_key_reused', 'this idempotency key was used for another deposit');
@@ -146,7 +149,7 @@ $$;
 create or replace function cage_private.place_amounts(p_settings jsonb, p_pool bigint)
   returns table (place integer, amount bigint)
   language sql immutable
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
   with bp as (
     select (e ->> 'position')::integer as place, round((e ->> 'percent')::numeric * 100)::bigint as points

@@ -10,6 +10,7 @@ import { MAX_TURN_TIME_SEC } from '../live/room.ts';
 import { ApiError, zodIssues } from '../../http/errors.ts';
 import { withSpan } from '../../telemetry/index.ts';
 import { resolvedSngSettingsSchema } from '../../tournaments/settings.ts';
+import { realMoneyOn } from '../../cage/switches.ts';
 
 const int = () => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const positive = () => int().min(1);
@@ -98,7 +99,7 @@ const envelope = z.object({
 export function installTableRoutes(
   app: Express,
   deps: {
-    pool: pg.Pool; log: Logger; requireJwt: RequestHandler; testAuthPermitted: boolean; realMoneyEnabled: boolean;
+    pool: pg.Pool; log: Logger; requireJwt: RequestHandler; testAuthPermitted: boolean;
     /** At most `tables` creations per user per `windowSeconds` (counted in SQL: 429 table_limit_reached). */
     creationLimit: { tables: number; windowSeconds: number };
   },
@@ -143,7 +144,7 @@ export function installTableRoutes(
       const { tableId, gameType, moneyKind } = parsedEnvelope.data;
       const mode = settings.mode === 'sng' ? 'sng' : 'cash';
       span.setAttribute('settings.max_players', Number(mode === 'sng' ? settings.seats : settings.maxPlayers));
-      if (moneyKind === 'real' && !deps.realMoneyEnabled) {
+      if (moneyKind === 'real' && !(await realMoneyOn(pool))) {
         span.setAttribute('result', 'real_money_disabled');
         throw new ApiError(403, 'real_money_disabled');
       }
