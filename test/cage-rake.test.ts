@@ -96,12 +96,12 @@ test('a reconciliation claims the house rows and links the rake chain; no chip m
   expect(second.hash).toBe(sha256(`${first.hash}|${t.tableId}|play|3|1|${sha256('h4=3')}`));
   expect((await rakeOf(t.tableId)).body.chain.map((x: { hash: string }) => x.hash)).toEqual([first.hash, second.hash]);
 
-  // the admin GraphQL reads the house rows and the chain with the service key, nothing without it
+  // the admin GraphQL reads the house rows and the chain for an operator, nothing without one
   const gql = async (headers: Record<string, string>) => call(`${m.platform.url('admin')}/graphql`, {
     headers: { ...headers, accept: 'application/graphql-response+json' },
     body: { query: '{ allGameRakeRows { nodes { handId tableId amount reconciliationId } } allRakeReconciliations { nodes { tableId amount hands hash } } }' },
   });
-  const admin = await gql(m.service);
+  const admin = await gql((await m.operator()).auth);
   expect(admin.body.errors).toBeUndefined();
   const ofTable = <T extends { tableId: string }>(nodes: T[]) => nodes.filter((n) => n.tableId === t.tableId);
   expect(ofTable(admin.body.data.allGameRakeRows.nodes).sort((x: any, y: any) => x.handId.localeCompare(y.handId))).toEqual([

@@ -69,8 +69,9 @@ async function play(tableId: string) {
 
 async function hand(tableId: string, stacks: Record<string, number>, autoFolds = 0) {
   const handId = `h-${randomUUID().slice(0, 8)}`;
-  await game.query('select game.begin_hand($1, $2, null)', [tableId, handId]);
-  const { rows } = await game.query('select * from game.finish_tournament_hand($1, $2, $3::jsonb, $4, null)', [tableId, handId, JSON.stringify(stacks), autoFolds]);
+  const epoch = await db.leaseEpoch(tableId);
+  await game.query('select game.begin_hand($1, $2, $3)', [tableId, handId, epoch]);
+  const { rows } = await game.query('select * from game.finish_tournament_hand($1, $2, $3::jsonb, $4, $5)', [tableId, handId, JSON.stringify(stacks), autoFolds, epoch]);
   return rows;
 }
 
@@ -197,7 +198,7 @@ describe('play, busts and settlement', () => {
     expect((err as { detail: string }).detail).toBe('registering');
     await fill(tableId, 2);
     await play(tableId);
-    await game.query("select game.begin_hand($1, 'flight-1', null)", [tableId]);
+    await game.query("select game.begin_hand($1, 'flight-1', $2)", [tableId, await db.leaseEpoch(tableId)]);
     await game.query('select game.tournament_force_end($1)', [tableId]);
     const t = await tableRow(tableId);
     expect(t).toMatchObject({ tournament_state: 'ended', current_hand_id: null });
@@ -214,9 +215,10 @@ describe('play, busts and settlement', () => {
     const users = await fill(tableId, 2);
     await play(tableId);
     const ps = await players(tableId);
-    await game.query("select game.begin_hand($1, 'cons-1', null)", [tableId]);
+    const epoch = await db.leaseEpoch(tableId);
+    await game.query("select game.begin_hand($1, 'cons-1', $2)", [tableId, epoch]);
     const finish = (stacks: Record<string, number>) =>
-      codeOf(game.query("select * from game.finish_tournament_hand($1, 'cons-1', $2::jsonb, 0, null)", [tableId, JSON.stringify(stacks)]));
+      codeOf(game.query("select * from game.finish_tournament_hand($1, 'cons-1', $2::jsonb, 0, $3)", [tableId, JSON.stringify(stacks), epoch]));
     expect(await finish({ [ps[0].id]: 1500, [ps[1].id]: 600 })).toBe('invalid_hand');
     expect(await finish({ [ps[0].id]: 2000, '999999': 0 })).toBe('invalid_hand');
     expect(await finish({ [ps[0].id]: 1000, [ps[1].id]: 1000 })).toBe('ok');

@@ -4,7 +4,7 @@
 
 -- An operator and two players, as the owner; their ids are kept in a session table the service
 -- roles may read.
-create temp table ids (operator uuid, a uuid, b uuid, pos_a bigint, pos_b bigint);
+create temp table ids (operator uuid, a uuid, b uuid, pos_a bigint, pos_b bigint, process uuid, epoch bigint);
 -- (operator: the handle of the operator's live admin session, the sid their access JWT carries; the
 -- operator functions derive the operator from it)
 insert into ids select (select sid from auth.create_session(auth.create_admin('ops@example.com', 'example-password-hash'), sha256('example-session'), 3600)), null, null;
@@ -52,11 +52,15 @@ select (select chip_balance from game.table_players where id = pos_a) as entry_c
 
 -- The dealer plays a hand: b is all in and loses. The hand's end writes the tournament stacks
 -- (conserved), places the bust, and with one player left ends the tournament.
+-- The game process that runs the table registers (its presence is this session's lock) and takes
+-- the table's lease: every hand boundary carries the lease's epoch (none, or another, is refused).
 set role poker_game;
-select (game.begin_hand('example-sng', 'example-hand-1', null)).current_hand_id as hand;
+update ids set process = (select process_id from game.register_process(null));
+update ids set epoch = (select epoch from game.take_lease('example-sng', (select process from ids), 60));
+select (game.begin_hand('example-sng', 'example-hand-1', (select epoch from ids))).current_hand_id as hand;
 select elimination_order, tie_place, state
   from game.finish_tournament_hand('example-sng', 'example-hand-1',
-         (select jsonb_build_object(pos_a::text, 2000, pos_b::text, 0) from ids), 0, null);
+         (select jsonb_build_object(pos_a::text, 2000, pos_b::text, 0) from ids), 0, (select epoch from ids));
 reset role;
 
 -- The worker settles it: the payout rows ((100 - 10) x 2 = 180, all to 1st), the entry claims closed.

@@ -103,9 +103,10 @@ async function headsUpBust(rake = 0n) {
   const b = await player(500n);
   const { seat: sa } = await sit(cage, game, a.userId, table.table_id, 0, 100n);
   const { seat: sb } = await sit(cage, game, b.userId, table.table_id, 1, 100n);
-  await game.query('select game.begin_hand($1, $2)', [table.table_id, 'h1']);
-  const { rows: busted } = await game.query('select * from game.finish_hand($1, $2, $3, $4)', [
-    table.table_id, 'h1', { [String(sa.player_id)]: 0, [String(sb.player_id)]: Number(200n - rake) }, String(rake),
+  const epoch = await db.leaseEpoch(table.table_id);
+  await game.query('select game.begin_hand($1, $2, $3)', [table.table_id, 'h1', epoch]);
+  const { rows: busted } = await game.query('select * from game.finish_hand($1, $2, $3, $4, $5)', [
+    table.table_id, 'h1', { [String(sa.player_id)]: 0, [String(sb.player_id)]: Number(200n - rake) }, String(rake), epoch,
   ]);
   return { table, a, b, sa, sb, busted };
 }

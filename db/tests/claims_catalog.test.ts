@@ -521,9 +521,20 @@ describe('grants', () => {
     }
   });
 
-  test('the game role reads the catalog; the admin reads it too; the anonymous role sees no row', async () => {
+  test('the game role reads the catalog; the admin reads it too as an operator\'s live session; the anonymous role sees no row', async () => {
     expect((await game.query('select count(*)::int as n from claims.claim_sections')).rows[0].n).toBeGreaterThanOrEqual(6);
-    expect((await db.pool('poker_admin', 1).query('select count(*)::int as n from claims.claim_sections')).rows[0].n).toBeGreaterThanOrEqual(6);
+    // the admin reads as an operator's live session (the admin GraphQL sets its handle), else nothing
+    const adminPool = db.pool('poker_admin', 1);
+    expect((await adminPool.query('select count(*)::int as n from claims.claim_sections')).rows[0].n).toBe(0);
+    const client = await adminPool.connect();
+    try {
+      await client.query('begin');
+      await client.query("select set_config('poker.admin_sid', $1, true)", [admin]);
+      expect((await client.query('select count(*)::int as n from claims.claim_sections')).rows[0].n).toBeGreaterThanOrEqual(6);
+      await client.query('rollback');
+    } finally {
+      client.release();
+    }
     expect((await db.pool('poker_anonymous', 1).query('select count(*)::int as n from claims.claim_sections')).rows[0].n).toBe(0);
   });
 });

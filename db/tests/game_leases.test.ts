@@ -143,12 +143,15 @@ test('fencing: hand boundaries under an epoch that is not the current one are re
   expect((await tableRow(tableId)).current_hand_id).toBe('h-3');
 });
 
-test('a table no room ever ran keeps its unfenced boundaries (the test harness)', async () => {
+test('a table no room has taken has no hand boundary: a null or made-up epoch is refused, nothing changes', async () => {
   const { tableId, a, b } = await seatedTable();
-  await expect(begin(tableId, 'h-x', 1n)).rejects.toMatchObject({ code: 'GMLSE' });
-  await begin(tableId, 'h-1', null);
-  await finish(tableId, 'h-1', { [String(a)]: 100, [String(b)]: 100 }, null);
+  for (const epoch of [null, 0n, 1n]) {
+    await expect(begin(tableId, 'h-x', epoch)).rejects.toMatchObject({ code: 'GMLSE', message: 'lease_lost' });
+    await expect(finish(tableId, 'h-x', { [String(a)]: 200, [String(b)]: 0 }, epoch)).rejects.toMatchObject({ code: 'GMLSE' });
+    await expect(abandon(tableId, epoch)).rejects.toMatchObject({ code: 'GMLSE' });
+  }
   expect((await tableRow(tableId)).current_hand_id).toBeNull();
+  expect(await lease(tableId)).toBeUndefined();
 });
 
 test('release lets the table go and abandons the hand in progress; a stale release changes nothing', async () => {
@@ -176,7 +179,8 @@ test('recovery at a start: hands under a lease whose holder is gone, or under no
   const h = (await take(alive, held.tableId)).epoch;
   await begin(orphan.tableId, 'h-orphan', e);
   await begin(held.tableId, 'h-held', h);
-  await begin(harness.tableId, 'h-harness', null);
+  // a hand under no lease (left by an older release that allowed one): the owner writes it
+  await db.owner.query("update game.tables set current_hand_id = 'h-harness', current_hand_started_at = now() where table_id = $1", [harness.tableId]);
   await dead.die();
 
   const { rows } = await game.query('select table_id, hand_id from game.recover_interrupted_hands()');

@@ -59,10 +59,12 @@ async function cageSettled(playerId: bigint, ref: string, settlement: 'cash_out'
 const cancel = async (key: string, tableId: string, userId: string, amount: bigint) =>
   (await game.query('select game.cancel_credit($1, $2, $3, $4) as answer', [key, tableId, userId, String(amount)])).rows[0].answer as string;
 
-const beginHand = (tableId: string, handId: string) => game.query('select * from game.begin_hand($1, $2)', [tableId, handId]);
+/** Hand boundaries under the table's lease, as a room sends them (every boundary needs one). */
+const beginHand = async (tableId: string, handId: string | null) =>
+  game.query('select * from game.begin_hand($1, $2, $3)', [tableId, handId, await db.leaseEpoch(tableId)]);
 const finishHand = async (tableId: string, handId: string | null, stacks: unknown, rake: bigint | number | null) =>
-  (await game.query<{ player_id: bigint; user_id: string }>('select * from game.finish_hand($1, $2, $3, $4)', [
-    tableId, handId, JSON.stringify(stacks), rake === null ? null : String(rake),
+  (await game.query<{ player_id: bigint; user_id: string }>('select * from game.finish_hand($1, $2, $3, $4, $5)', [
+    tableId, handId, JSON.stringify(stacks), rake === null ? null : String(rake), await db.leaseEpoch(tableId),
   ])).rows;
 
 describe('create_table', () => {

@@ -138,7 +138,6 @@ function maskErrorWith(log: Logger) {
 
 export async function startAdmin({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
   const roleLog = log.child({ role: 'admin' });
-  const jwt = lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') });
   // Connections start as poker_anonymous; each request switches (SET LOCAL) to the role it earned.
   const pool = createRolePool(databaseUrl, 'poker_anonymous', { max: 10, applicationName: 'admin', secret: config.DB_ROLE_SECRET });
   const preset: GraphileConfig.Preset = {
@@ -187,7 +186,7 @@ export async function startAdmin({ config, databaseUrl, log, peers }: RoleContex
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
       routes: (app) => {
-        app.all('/graphql', graphqlGate(config, jwt, roleLog));
+        app.all('/graphql', graphqlGate(config, lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') }), roleLog));
         return serv.addTo(app, null, false);
       },
     });

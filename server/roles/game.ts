@@ -99,7 +99,7 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
         });
 
         // the test harness's hand boundaries (the dealer's calls, driven by a test)
-        if (config.testAuthPermitted) installTestHandRoute(app, { hands, serviceKey: config.SERVICE_KEY });
+        if (config.testAuthPermitted) installTestHandRoute(app, { hands, serviceKey: config.SERVICE_KEY, process: gameProcess });
       },
     });
     const tables = await readyToServe(pool, environment, gameProcess, roleLog);

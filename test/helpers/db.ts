@@ -16,6 +16,12 @@ export interface TestDatabase {
    * ledger's primitives (post_movement, ...) are the owner's alone.
    */
   ownerPool(max?: number): pg.Pool;
+  /**
+   * The epoch of a lease on this table held by a live game process of the test's own (registered on
+   * a connection kept until drop(), as a game process keeps its presence), taken once per table:
+   * what a room's hand boundaries carry. Null for an unknown table (the boundary answers for it).
+   */
+  leaseEpoch(tableId: string): Promise<string | null>;
   drop(): Promise<void>;
 }
 
@@ -39,6 +45,14 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   // what the migrator does on every start: a clone does not keep the template's database ACL
   await lockDownDatabase(owner);
   const pools: pg.Pool[] = [owner];
+  let presence: Promise<{ client: pg.Client; process: string }> | undefined;
+  const epochs = new Map<string, Promise<string | null>>();
+  const gameProcess = () => (presence ??= (async () => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    const { rows } = await client.query<{ process_id: string }>("select process_id from game.register_process('http://test.invalid')");
+    return { client, process: rows[0]!.process_id };
+  })());
   return {
     url,
     name,
@@ -55,7 +69,22 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       pools.push(p);
       return p;
     },
+    leaseEpoch(tableId) {
+      let epoch = epochs.get(tableId);
+      if (!epoch) {
+        epoch = gameProcess().then(async ({ process }) => {
+          const known = await owner.query('select 1 from game.tables where table_id = $1', [tableId]);
+          if (!known.rowCount) return null;
+          const { rows } = await owner.query<{ granted: boolean; epoch: string }>('select granted, epoch::text from game.take_lease($1, $2, 3600)', [tableId, process]);
+          if (!rows[0]!.granted) throw new Error(`the test's process could not take table ${tableId}`);
+          return rows[0]!.epoch;
+        });
+        epochs.set(tableId, epoch);
+      }
+      return epoch;
+    },
     async drop() {
+      if (presence) await (await presence).client.end().catch(() => undefined);
       await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
       const c = new pg.Client({ connectionString: serverUrl() });
       await c.connect();

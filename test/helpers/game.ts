@@ -231,3 +231,4 @@ export function solanaAddress() {
   const alphabet = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
   return Array.from(randomBytes(44), (b) => alphabet[b % alphabet.length]).join('');
 }
+

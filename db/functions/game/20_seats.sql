@@ -31,6 +31,24 @@ $$;
 -- deposit's ledger ref id). A new seat is a new position (chain genesis + buy_in link); a player
 -- already seated tops up (top_up link). Idempotent per key: the same key again returns the seat as
 -- it is ('replayed'); a key cancelled before it arrived is refused (credit_cancelled).
+-- A cash move (a seat credit or its cancellation, a stand-up, a seat settlement, a cash hand end) is
+-- refused on a Sit-and-Go table: its chips are tournament chips, moved only by the tournament's own
+-- functions (entries, tournament hand ends, places and payouts). p_what names the move.
+create or replace function game_private.require_cash_table(v_table game.tables, p_what text) returns game.tables
+  language plpgsql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if v_table.mode = 'sng' then
+    if p_what = 'stand_up' then
+      perform game_private.refuse('stand_up_not_allowed_in_tournament', format('table %s is a tournament', v_table.table_id));
+    end if;
+    perform game_private.refuse('not_a_cash_table', format('%s on table %s, a tournament', p_what, v_table.table_id));
+  end if;
+  return v_table;
+end;
+$$;
+
 create or replace function game.credit_seat(
   p_key text, p_table_id text, p_user_id uuid, p_seat_index integer, p_amount bigint
 ) returns table (player_id bigint, seat_index integer, chip_balance bigint, history_hash text, status text)
@@ -49,7 +67,7 @@ begin
     perform game_private.refuse('invalid_credit', 'key (1..200 chars), user, seat index and a positive amount');
   end if;
   -- a hand left by a game process that is gone does not hold the table (35_leases.sql)
-  v_table := game_private.recover_orphaned_hand(game_private.lock_table(p_table_id));
+  v_table := game_private.recover_orphaned_hand(game_private.require_cash_table(game_private.lock_table(p_table_id), 'credit_seat'));
 
   select * into v_credit from game.seat_credits c where c.credit_key = p_key;
   if v_credit.credit_key is not null then
@@ -153,7 +171,7 @@ begin
   if p_key is null or length(p_key) not between 1 and 200 or p_user_id is null or p_amount is null or p_amount <= 0 then
     perform game_private.refuse('invalid_credit', 'key (1..200 chars), user and a positive amount');
   end if;
-  v_table := game_private.lock_table(p_table_id);
+  v_table := game_private.require_cash_table(game_private.lock_table(p_table_id), 'cancel_credit');
   select * into v_credit from game.seat_credits c where c.credit_key = p_key for update;
   if v_credit.credit_key is null then
     insert into game.seat_credits (credit_key, table_id, user_id, amount, status)
@@ -213,7 +231,7 @@ declare
   v_player game.table_players;
 begin
   -- a hand left by a game process that is gone does not hold the table (35_leases.sql)
-  v_table := game_private.recover_orphaned_hand(game_private.lock_table(p_table_id));
+  v_table := game_private.recover_orphaned_hand(game_private.require_cash_table(game_private.lock_table(p_table_id), 'stand_up'));
   select * into v_player from game.table_players p
    where p.table_id = p_table_id and p.user_id = p_user_id and p.status <> 'closed'
    for update;
@@ -254,7 +272,7 @@ begin
   if v_player.id is null then
     perform game_private.refuse('not_at_table');
   end if;
-  perform game_private.lock_table(v_player.table_id);
+  perform game_private.require_cash_table(game_private.lock_table(v_player.table_id), 'settle_seat');
   select * into v_player from game.table_players p where p.id = p_player_id for update;
   if v_player.status = 'closed' then
     if v_player.closing_ref_id is distinct from p_ledger_ref_id then

@@ -15,6 +15,10 @@ begin
   end if;
   v_table := game_private.lock_table(p_table_id);
   perform game_private.check_lease(p_table_id, p_epoch);
+  -- a tournament deals only while it is playing (a registering one has entry fees, no chips)
+  if v_table.mode = 'sng' and v_table.tournament_state is distinct from 'playing' then
+    perform game_private.refuse('tournament_not_playing', format('the tournament is %s', v_table.tournament_state));
+  end if;
   if v_table.current_hand_id is not null then
     perform game_private.refuse('hand_in_progress', format('hand %s', v_table.current_hand_id));
   end if;
@@ -91,7 +95,7 @@ declare
   v_found int;
   r record;
 begin
-  v_table := game_private.lock_hand(p_table_id, p_hand_id, p_epoch);
+  v_table := game_private.require_cash_table(game_private.lock_hand(p_table_id, p_hand_id, p_epoch), 'finish_hand');
   if not game_private.stacks_valid(p_stacks) or p_rake is null or p_rake < 0 then
     perform game_private.refuse('invalid_hand', 'stacks: { positionId: integer 0..2^53-1 }, rake >= 0');
   end if;

@@ -36,9 +36,9 @@ as $$
   select p_lease.holder is not null and p_lease.expires_at > now() and game_private.process_present(p_lease.holder)
 $$;
 
--- The fence. A table that some room has ever run has a lease row, and a hand boundary on it must
--- carry the lease's current epoch; a table no room ever ran (the test harness, SQL tests) takes a
--- null epoch. The caller holds the table row lock.
+-- The fence. A hand boundary must carry the current epoch of the table's lease: a table no room has
+-- taken (no lease row) and a null epoch are refused (lease_lost), so a service login cannot deal on
+-- a table no process runs. The caller holds the table row lock.
 create or replace function game_private.check_lease(p_table_id text, p_epoch bigint) returns void
   language plpgsql volatile
   set search_path = pg_catalog, pg_temp
@@ -46,14 +46,13 @@ as $$
 declare
   v_epoch bigint;
 begin
+  -- every hand boundary runs under a lease: a table nobody has taken has no hand to begin or end
+  -- (a null epoch is never a pass)
   select l.epoch into v_epoch from game.table_leases l where l.table_id = p_table_id;
   if not found then
-    if p_epoch is not null then
-      perform game_private.refuse('lease_lost', format('table %s has no lease', p_table_id));
-    end if;
-    return;
+    perform game_private.refuse('lease_lost', format('table %s has no lease', p_table_id));
   end if;
-  if p_epoch is distinct from v_epoch then
+  if p_epoch is null or p_epoch <> v_epoch then
     perform game_private.refuse('lease_lost', format('table %s is run under epoch %s, not %s', p_table_id, v_epoch, p_epoch));
   end if;
 end;
@@ -257,7 +256,9 @@ begin
     continue when v_table.current_hand_id is null or (v_lease.table_id is not null and game_private.lease_live(v_lease));
     table_id := v_id;
     if v_lease.table_id is null then
-      hand_id := game.abandon_hand(v_id, null);
+      -- a hand under no lease (none can begin now; one left by an older release): abandoned here
+      perform game_private.abandon_current_hand(v_table);
+      hand_id := v_table.current_hand_id;
     else
       hand_id := game_private.end_tenure(v_id);
     end if;

@@ -97,8 +97,10 @@ declare
   v_seat integer;
   v_player game.table_players;
 begin
-  if p_user_id is null or p_ttl_seconds is null or p_ttl_seconds not between 1 and 86400 then
-    perform game_private.refuse('invalid_table', 'a user and a reserve TTL of 1..86400 s');
+  -- an unpaid reserve holds a seat for the spec's 120 s at most (a registration that is paid for
+  -- at once): a login cannot hold the field's seats for longer
+  if p_user_id is null or p_ttl_seconds is null or p_ttl_seconds not between 1 and 120 then
+    perform game_private.refuse('invalid_table', 'a user and a reserve TTL of 1..120 s');
   end if;
   v_table := game_private.lock_tournament(p_table_id);
   if v_table.tournament_state <> 'registering' then

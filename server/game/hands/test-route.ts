@@ -1,10 +1,13 @@
 // POST /internal/test/hand (x-service-key; mounted only while the test harness is permitted): a
 // hand's boundaries as the dealer calls them, driven by a test: `begin`, or `finish` with the stacks
-// and the rake.
+// and the rake. Like a room, it runs a table under this process's lease (taken when this process
+// holds none; another process's live lease: 409 lease_lost): every hand boundary needs one.
 import type { Express } from 'express';
 import { z } from 'zod';
 import { tableId } from '../../http/schemas.ts';
 import { requireServiceKey } from '../../http/service-key.ts';
+import { ApiError } from '../../http/errors.ts';
+import type { GameProcess } from '../live/lease.ts';
 import type { createHands } from './hands.ts';
 
 const handBody = z.discriminatedUnion('action', [
@@ -18,9 +21,15 @@ const handBody = z.discriminatedUnion('action', [
   }),
 ]);
 
-export function installTestHandRoute(app: Express, deps: { hands: ReturnType<typeof createHands>; serviceKey: string | undefined }) {
+export function installTestHandRoute(
+  app: Express, deps: { hands: ReturnType<typeof createHands>; serviceKey: string | undefined; process: GameProcess },
+) {
   app.post('/internal/test/hand', requireServiceKey(deps.serviceKey), async (req, res) => {
     const b = handBody.parse(req.body ?? {});
+    if (deps.process.epochOf(b.tableId) === null) {
+      const taken = await deps.process.take(b.tableId, () => undefined);
+      if (!taken.granted) throw new ApiError(409, 'lease_lost');
+    }
     if (b.action === 'begin') {
       await deps.hands.begin(b.tableId, b.handId);
       return void res.json({ ok: true });
