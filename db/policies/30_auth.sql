@@ -37,9 +37,7 @@ create policy invite_codes_auth_read on auth.invite_codes for select to poker_au
 drop policy if exists wallets_auth_read on auth.wallets;
 create policy wallets_auth_read on auth.wallets for select to poker_auth using (true);
 
--- The attempt limiter's store (rate-limiter-flexible's queries): read, upsert the count, delete the
--- expired; nothing else, and nobody else.
+-- The attempt limiter's store: counted only through auth.count_attempt (no direct write by anyone
+-- but the owner); nobody else reads it.
 drop policy if exists attempt_limits_auth_all on auth.attempt_limits;
-create policy attempt_limits_auth_all on auth.attempt_limits for all to poker_auth using (true) with check (true);
-grant select, insert, delete on auth.attempt_limits to poker_auth;
-grant update (points, expire) on auth.attempt_limits to poker_auth;
+grant execute on function auth.count_attempt(text, integer) to poker_auth;

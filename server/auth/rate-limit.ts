@@ -1,17 +1,16 @@
 // Attempt limits of the auth role (issue 10). An attempt is counted BEFORE the work it guards (the
-// password check, the reset-token lookup), in Postgres (auth.attempt_limits, rate-limiter-flexible's
-// RateLimiterPostgres), so concurrent attempts cannot all slip under the limit and every auth
-// process counts into the same rows: the upsert increments one row under its row lock, so each
-// attempt sees a distinct count. Keys: the client address, and for sign-in (address, account);
+// password check, the reset-token lookup), in Postgres (auth.count_attempt over auth.attempt_limits,
+// the auth login's only way to touch the counters: it cannot reset one), so concurrent attempts
+// cannot all slip under the limit and every auth process counts into the same rows: the upsert
+// increments one row under its row lock, so each attempt sees a distinct count. Keys: the client address, and for sign-in (address, account);
 // never the account alone, which would let anyone lock an admin out. A fixed window per key.
 // The client address is Express's `req.ip`: the TCP peer unless TRUST_PROXY names the proxies
 // whose X-Forwarded-For is believed. An IPv6 client counts by its /64, the block one host holds.
 import { createHash } from 'node:crypto';
 import { isIP, isIPv6 } from 'node:net';
 import type { Request, Response } from 'express';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from 'pino';
-import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { ApiError } from '../http/errors.ts';
 
 export interface AttemptLimits {
@@ -27,12 +26,6 @@ export interface AttemptLimiter {
   /** Counts one password-recovery request of this client (request and reset share the budget). */
   recovery(req: Request, res: Response): Promise<void>;
 }
-
-// The library computes with `expire` (bigint epoch ms) as a number; our pools parse int8 as BigInt.
-const numericInt8 = {
-  getTypeParser: (oid: number, format?: 'text' | 'binary') =>
-    oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format),
-};
 
 /**
  * The address an attempt is counted against: IPv4 as is (also when IPv4-mapped), IPv6 by its /64,
@@ -54,13 +47,28 @@ export function clientKey(address: string | undefined): string {
 
 const accountKey = (email: string) => createHash('sha256').update(email.trim().toLowerCase()).digest('base64url');
 
-/** One counter over auth.attempt_limits: `points` attempts per key per window. */
-export function attemptCounter(pool: pg.Pool, keyPrefix: string, points: number, windowSeconds: number): RateLimiterPostgres {
-  const store = { query: (q: pg.QueryConfig) => pool.query({ ...q, types: numericInt8 }) };
-  return new RateLimiterPostgres({
-    storeClient: store, storeType: 'pool', schemaName: 'auth', tableName: 'attempt_limits', tableCreated: true,
-    keyPrefix, points, duration: windowSeconds,
-  });
+/** One attempt counted: whether it is within `points`, and when the window ends. */
+export interface Counted {
+  allowed: boolean;
+  points: number;
+  msBeforeNext: number;
+}
+
+/** One counter over auth.attempt_limits (auth.count_attempt): `points` attempts per key per window. */
+export interface AttemptCounter {
+  consume(key: string): Promise<Counted>;
+}
+
+export function attemptCounter(pool: pg.Pool, keyPrefix: string, points: number, windowSeconds: number): AttemptCounter {
+  return {
+    async consume(key) {
+      const { rows } = await pool.query<{ points: number; ms_before_next: bigint }>(
+        'select points, ms_before_next from auth.count_attempt($1, $2)', [`${keyPrefix}:${key}`.slice(0, 255), windowSeconds],
+      );
+      const r = rows[0]!;
+      return { allowed: r.points <= points, points: r.points, msBeforeNext: Number(r.ms_before_next) };
+    },
+  };
 }
 
 export function createAttemptLimiter(pool: pg.Pool, limits: AttemptLimits, log: Logger): AttemptLimiter {
@@ -69,15 +77,12 @@ export function createAttemptLimiter(pool: pg.Pool, limits: AttemptLimits, log: 
   const signInByAccount = limiter('sign-in:account', limits.signInPerAccount);
   const recoveryByPeer = limiter('recovery:peer', limits.recoveryPerPeer);
 
-  async function take(route: string, res: Response, counts: [RateLimiterPostgres, string][]) {
-    const results = await Promise.allSettled(counts.map(([l, key]) => l.consume(key)));
-    let waitMs = 0;
-    for (const r of results) {
-      if (r.status === 'fulfilled') continue;
-      if (!(r.reason instanceof RateLimiterRes)) throw r.reason; // the store failed: no attempt goes unchecked
-      waitMs = Math.max(waitMs, r.reason.msBeforeNext);
-    }
-    if (!results.some((r) => r.status === 'rejected')) return;
+  async function take(route: string, res: Response, counts: [AttemptCounter, string][]) {
+    // the store failing fails the request: no attempt goes unchecked
+    const results = await Promise.all(counts.map(([l, key]) => l.consume(key)));
+    const refused = results.filter((r) => !r.allowed);
+    if (refused.length === 0) return;
+    const waitMs = Math.max(...refused.map((r) => r.msBeforeNext));
     const retryAfter = Math.max(1, Math.ceil(waitMs / 1000));
     log.warn({ marker: 'auth.attempts.limited', route, retryAfter }, 'attempt refused: too many attempts');
     res.set('retry-after', String(retryAfter));
