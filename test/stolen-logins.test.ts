@@ -1,0 +1,272 @@
+// A stolen login proves no authority (issue 18): connected as each service login with its real
+// password, an attacker calls every function that login may execute (listed from the catalog, so a
+// new function without a case here fails the suite) with forged arguments: other users' ids,
+// made-up admin and session ids, zero, negative and huge amounts, null epochs, cash calls on
+// tournament tables. Each call must be refused, or move no money the audit does not name. The
+// first cases are the attacks found from outside; the catalog checks close the classes they came
+// from (a temporary schema that shadows, a direct table write).
+import { randomBytes, randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { loginUrl } from '../server/db/roles.ts';
+import { resolveSngSettings } from '../server/tournaments/settings.ts';
+import { fixtureOperatorSession, fund, userAccount } from './helpers/cage.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { createTable, creditSeat, openDeposit } from './helpers/game.ts';
+
+const LOGINS = ['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_graphql'] as const;
+type Login = (typeof LOGINS)[number];
+const SCHEMAS = ['cage', 'cage_private', 'auth', 'auth_private', 'game', 'game_private', 'claims', 'claims_private', 'poker_refusals'];
+
+let db: TestDatabase;
+const clients = new Map<Login, pg.Client>();
+let operator: { adminId: string; sid: string };
+/** The world the attacks aim at: a victim with chips at a cash table, a registering and a playing Sit-and-Go. */
+let world: { victim: string; attacker: string; cash: string; registering: string; playing: string; victimAccount: bigint; attackerAccount: bigint };
+
+const BLINDS = { startingSmallBlind: 10, increaseFactor: 2, levelDurationSeconds: 60, anteStartLevel: null, startingAnte: 0, anteIncreaseFactor: 1 };
+
+async function sngTable(seats = 2) {
+  const tableId = `stolen-${randomUUID().slice(0, 8)}`;
+  const settings = resolveSngSettings({ mode: 'sng', seats, entryFee: 100, rakeFee: 10, startingStack: 1000, blindStructure: BLINDS });
+  await db.owner.query("select game.create_table($1, 'poker', $2, 'play', null, null, null, 'sng', 'open')", [tableId, JSON.stringify(settings)]);
+  return tableId;
+}
+
+async function funded(chips = 1000) {
+  const u = await userAccount(db.owner);
+  await fund(db.owner, u.id, BigInt(chips));
+  return u;
+}
+
+const enter = (userId: string, tableId: string) =>
+  db.owner.query('select * from cage.open_tournament_entry($1, $2, $3, null, 100, 120)', [userId, `k-${randomUUID()}`, tableId]);
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  for (const login of LOGINS) {
+    const client = new pg.Client({ connectionString: loginUrl(db.url, login, undefined) });
+    await client.connect();
+    await client.query("set statement_timeout = '10s'");
+    clients.set(login, client);
+  }
+  operator = await fixtureOperatorSession(db.owner);
+  const victim = await funded(1000);
+  const attacker = await funded(200);
+  const cash = (await createTable(db.pool('poker_cage', 2))).table_id;
+  const deposit = await openDeposit(db.pool('poker_cage', 2), victim.userId, `sit-${randomUUID()}`, cash, 0, 200n);
+  await creditSeat(db.pool('poker_game', 2), deposit.ref_id, cash, victim.userId, 0, 200n);
+  await db.owner.query('select cage.confirm_deposit($1)', [deposit.ref_id]);
+  const registering = await sngTable(3);
+  await enter(victim.userId, registering);
+  const playing = await sngTable(2);
+  await enter(victim.userId, playing);
+  await enter(attacker.userId, playing);
+  await db.owner.query("update game.tables set starts_at = now() - interval '1 s' where table_id = $1", [playing]);
+  await db.owner.query('select game.tournament_begin_play($1)', [playing]);
+  world = {
+    victim: victim.userId, attacker: attacker.userId, cash, registering, playing, victimAccount: victim.id, attackerAccount: attacker.id,
+  };
+});
+afterAll(async () => {
+  for (const c of clients.values()) await c.end().catch(() => undefined);
+  await db?.drop();
+});
+
+const as = (login: Login) => clients.get(login)!;
+/** The refusal a call met (SQLSTATE and message), or 'ok'. */
+const outcome = (p: Promise<unknown>) => p.then(() => 'ok', (err: { code?: string; message?: string }) => `${err.code} ${err.message}`);
+const violations = async () => (await db.owner.query<{ invariant: string; subject: string }>('select invariant, subject from cage.audit()')).rows;
+/**
+ * What each user owns: their cage balances, their positions' chips (a seat's stack, a tournament
+ * entry's claim) and the unpaid prizes owed to them. A forged call that a login may make on a
+ * user's behalf (a refund of their own entry, say) leaves it as it was; one that mints, drains or
+ * strands changes it, and must then be named by the audit.
+ */
+async function books() {
+  const { rows } = await db.owner.query<{ fp: string }>(`
+    with owned as (
+      select a.user_id, a.money_kind::text as kind, a.balance as amount from cage.cage_accounts a where a.account_type = 'user'
+      union all
+      select p.user_id, t.money_kind::text, p.chip_balance from game.table_players p join game.tables t on t.table_id = p.table_id where p.status <> 'closed'
+      union all
+      select i.user_id, t.money_kind::text, i.amount from cage.payout_intents i join game.tables t on t.table_id = i.table_id where i.confirmed_at is null
+    )
+    select coalesce(string_agg(user_id || ':' || kind || ':' || total, ',' order by user_id, kind), '') as fp
+      from (select user_id, kind, sum(amount) as total from owned group by user_id, kind) o`);
+  return rows[0]!.fp;
+}
+
+describe('the attacks found from outside', () => {
+  test('cage: a purchase of 9e15 real chips naming an admin id read from the operator acts is refused (admin_session_required)', async () => {
+    await db.owner.query("insert into cage.switches (name, enabled) values ('real_money', true) on conflict (name) do update set enabled = true");
+    try {
+      for (const forged of [operator.adminId, randomUUID(), null]) {
+        expect(await outcome(as('poker_cage').query("select * from cage.exchange_chips('purchase', $1, 9000000000000000, $2, 'real', $3)", [
+          world.attacker, `pay-${randomUUID()}`, forged,
+        ]))).toBe('AUASR admin_session_required');
+      }
+    } finally {
+      await db.owner.query("update cage.switches set enabled = false where name = 'real_money'");
+    }
+    // the real operator's live session, with real money off: refused in SQL too
+    expect(await outcome(as('poker_cage').query("select * from cage.exchange_chips('purchase', $1, 5, $2, 'real', $3)", [
+      world.attacker, `pay-${randomUUID()}`, operator.sid,
+    ]))).toBe('CGRMD real_money_disabled');
+  });
+
+  test('cage: a correction draining a victim naming an admin id is refused; a signed-out or expired session too', async () => {
+    const legs = [[String(world.victimAccount), String(world.attackerAccount)], ['-500', '500']];
+    const { rows: [ended] } = await db.owner.query<{ sid: string }>(
+      'select sid from auth.create_session($1, sha256(gen_random_uuid()::text::bytea), 60)', [operator.adminId],
+    );
+    await db.owner.query("update auth_private.sessions set expires_at = now() - interval '1 s' where sid = $1", [ended!.sid]);
+    const { rows: [signedOut] } = await db.owner.query<{ sid: string }>(
+      'select sid from auth.create_session($1, sha256(gen_random_uuid()::text::bytea), 600)', [operator.adminId],
+    );
+    await db.owner.query('update auth_private.sessions set revoked_at = now() where sid = $1', [signedOut!.sid]);
+    for (const forged of [operator.adminId, world.victim, randomUUID(), ended!.sid, signedOut!.sid]) {
+      expect(await outcome(as('poker_cage').query('select * from cage.correct_books($1, $2, \'play\', $3, $4, \'x\')', [forged, `fix-${randomUUID()}`, ...legs])))
+        .toBe('AUASR admin_session_required');
+      expect(await outcome(as('poker_game').query("select * from claims.set_board_settings($1, 'local', true, false)", [forged])))
+        .toBe('AUASR admin_session_required');
+      expect(await outcome(as('poker_cage').query("select * from cage.set_switch($1, 'real_money', true)", [forged])))
+        .toBe('AUASR admin_session_required');
+    }
+  });
+
+  test('game: a cash hand on a registering Sit-and-Go (no lease, null epoch) is refused; a cash stand-up on a playing one too', async () => {
+    const before = await books();
+    const pos = (await db.owner.query('select id from game.table_players where table_id = $1', [world.registering])).rows.map((r) => String(r.id));
+    expect(await outcome(as('poker_game').query("select game.begin_hand($1, 'forged', null)", [world.registering]))).toBe('GMLSE lease_lost');
+    const epoch = await db.leaseEpoch(world.registering);
+    expect(await outcome(as('poker_game').query("select game.begin_hand($1, 'forged', $2)", [world.registering, epoch])))
+      .toBe('GMTNP tournament_not_playing');
+    expect(await outcome(as('poker_game').query("select * from game.finish_hand($1, 'forged', $2, 0, $3)", [
+      world.registering, JSON.stringify(Object.fromEntries(pos.map((p) => [p, 0]))), epoch,
+    ]))).toMatch(/^GM(NHP|NCT) /);
+    expect(await outcome(as('poker_game').query('select * from game.stand_up($1, $2)', [world.playing, world.victim])))
+      .toBe('GMSUT stand_up_not_allowed_in_tournament');
+    expect(await outcome(as('poker_game').query('select * from game.credit_seat($1, $2, $3, 1, 100)', [`k-${randomUUID()}`, world.playing, world.attacker])))
+      .toBe('GMNCT not_a_cash_table');
+    expect(await books()).toBe(before);
+  });
+
+  test('game: a reserve held for a day is refused (120 s at most, while registering)', async () => {
+    const u = await userAccount(db.owner);
+    expect(await outcome(as('poker_game').query('select * from game.tournament_reserve($1, $2, null, null, 86400)', [world.registering, u.userId])))
+      .toBe('GMTBL invalid_table');
+    expect((await db.owner.query('select tournament_state from game.tables where table_id = $1', [world.playing])).rows[0].tournament_state).toBe('playing');
+    expect(await outcome(as('poker_game').query('select * from game.tournament_reserve($1, $2, null, null, 120)', [world.playing, u.userId])))
+      .toBe('GMTNR tournament_not_in_registration');
+  });
+
+  test('no login makes a temporary table (so none shadows pg_locks for game.take_lease)', async () => {
+    for (const login of LOGINS) {
+      expect(await outcome(as(login).query('create temp table pg_locks (locktype text)'))).toBe(`42501 permission denied to create temporary tables in database "${db.name}"`);
+    }
+  });
+
+  test('no login writes auth.attempt_limits directly', async () => {
+    for (const sql of ["insert into auth.attempt_limits (key, points, expire) values ('x', 0, 0)", 'delete from auth.attempt_limits']) {
+      expect(await outcome(as('poker_auth').query(sql))).toMatch(/^42501 /);
+    }
+  });
+});
+
+describe('the catalog', () => {
+  test('no service login holds TEMP on the database', async () => {
+    const { rows } = await db.owner.query<{ login: string; temp: boolean }>(
+      'select l as login, has_database_privilege(l, current_database(), \'temporary\') as temp from unnest($1::text[]) l', [[...LOGINS]],
+    );
+    expect(rows.filter((r) => r.temp)).toEqual([]);
+  });
+
+  test('every function of ours pins its search_path with pg_temp last', async () => {
+    const { rows } = await db.owner.query<{ fn: string; config: string[] | null }>(`
+      select p.oid::regprocedure::text as fn, p.proconfig as config
+        from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+       where n.nspname = any($1) and p.prokind = 'f'`, [SCHEMAS]);
+    const wrong = rows.filter((r) => !(r.config ?? []).some((c) => /^search_path=.*pg_temp$/.test(c)));
+    expect(wrong.map((r) => `${r.fn} ${JSON.stringify(r.config)}`)).toEqual([]);
+    expect(rows.length).toBeGreaterThan(100);
+  });
+
+  test('no service login may INSERT, UPDATE or DELETE any table outside graphile_worker\'s own', async () => {
+    const { rows } = await db.owner.query<{ login: string; tbl: string; priv: string }>(`
+      select l as login, c.oid::regclass::text as tbl, priv
+        from pg_class c join pg_namespace n on n.oid = c.relnamespace
+        cross join unnest($1::text[]) l
+        cross join unnest(array['insert', 'update', 'delete']) priv
+       where c.relkind in ('r', 'p', 'v') and n.nspname not in ('pg_catalog', 'information_schema', 'graphile_worker', 'pg_toast')
+         and (has_table_privilege(l, c.oid, priv) or (priv = 'update' and has_any_column_privilege(l, c.oid, 'update')))`, [[...LOGINS, 'poker_admin', 'poker_anonymous']]);
+    expect(rows).toEqual([]);
+  });
+});
+
+/**
+ * Every function each login may execute, with what a forged call of it must meet. 'forged' runs the
+ * generic forged calls below (refused, or the books unchanged with an empty audit); a function this
+ * list does not name fails the suite, so a new grant comes with its case.
+ */
+async function executable(login: Login) {
+  const { rows } = await db.owner.query<{ fn: string; oid: number; types: string[] }>(`
+    select p.oid::regprocedure::text as fn, p.oid::int as oid,
+           array(select format_type(t, null) from unnest(p.proargtypes) t) as types
+      from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+     where n.nspname = any($2) and p.prokind = 'f' and has_function_privilege($1, p.oid, 'execute')
+     order by 1`, [login === 'poker_graphql' ? 'poker_admin' : login, SCHEMAS]);
+  return rows;
+}
+
+/** Forged values by type: other users' ids and made-up ones, victim tables, zero, negative and huge amounts, nulls. */
+function forgedValues(type: string): unknown[] {
+  switch (type) {
+    case 'uuid': return [world.victim, randomUUID(), operator.adminId, null];
+    case 'text': return [world.cash, world.playing, world.registering, `ref-${randomUUID()}`, null];
+    case 'bigint': return ['9000000000000000', '-5', '0', '1', null];
+    case 'integer': return [0, -1, 86400, 1, null];
+    case 'boolean': return [true, false, null];
+    case 'jsonb': return ['{}', JSON.stringify({ '1': 9000000000000000 }), null];
+    case 'bigint[]': return [[String(world.victimAccount), String(world.attackerAccount)], null];
+    case 'text[]': return [[world.cash], null];
+    case 'uuid[]': return [[world.victim], null];
+    case 'bytea': return [randomBytes(32), null];
+    case 'timestamp with time zone': return [new Date(), null];
+    default: return [null];
+  }
+}
+
+/**
+ * Functions whose forged call may change what users own because the change is derived from state
+ * the login cannot forge: the redistribution a tournament's places decide (an ended tournament's
+ * settlement turns entry claims into prizes, checked by the audit's tournament books).
+ */
+const DERIVED: Record<string, string> = {
+  'cage.settle_tournament(text)': 'an ended tournament\'s places, computed in SQL',
+};
+
+test.each(LOGINS)('%s: every function it may execute refuses forged calls or moves nothing unnamed', async (login) => {
+  const fns = await executable(login);
+  expect(fns.length).toBeGreaterThan(0);
+  const unsafe: string[] = [];
+  for (const f of fns) {
+    // graphile-worker's own functions are the queue's (its jobs re-read what they act on)
+    for (let round = 0; round < 4; round++) {
+      const args = f.types.map((t, i) => { const v = forgedValues(t); return v[(round + i) % v.length]; });
+      const before = await books();
+      const placeholders = args.map((_, i) => `$${i + 1}`).join(', ');
+      const client = as(login);
+      const sql = login === 'poker_graphql'
+        ? `select * from ${f.fn.slice(0, f.fn.indexOf('('))}(${placeholders})`
+        : `select * from ${f.fn.slice(0, f.fn.indexOf('('))}(${placeholders})`;
+      if (login === 'poker_graphql') await client.query('begin; set local role poker_admin');
+      const result = await outcome(client.query(sql, args));
+      if (login === 'poker_graphql') await client.query('rollback');
+      expect(result).not.toMatch(/^XX000 /); // an unregistered refusal is a bug
+      if (result !== 'ok') continue;
+      if (DERIVED[f.fn]) continue;
+      if ((await books()) !== before && (await violations()).length === 0) unsafe.push(`${f.fn} ${JSON.stringify(args)}`);
+    }
+  }
+  expect(unsafe).toEqual([]);
+});
