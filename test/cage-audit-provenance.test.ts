@@ -92,15 +92,23 @@ describe('grants and claims', () => {
     await db.owner.query("select * from auth.link_wallet($1, $2, 'solana', 0)", [userId, wallet]);
     return { userId, wallet };
   }
-  /** A claim-board grant whose claim row never came, minted `minutesAgo` minutes ago. */
+  /** A claim whose process died after its grant: its intent opened and its grant minted `minutesAgo` minutes ago. */
   async function lostGrant(wallet: string, userId: string, section: string, period: string, amount: number, minutesAgo: number) {
     const id = specClaimId(userId, section, period);
+    await db.owner.query(
+      "insert into claims.claim_intents (claim_id, user_id, section_key, period, amount, kind, opened_at, recipient) values ($1, $2, $3, $4, $5, $6, now() - make_interval(mins => $7), $8)",
+      [id, userId, section, period, amount, period === 'once' ? 'unlock' : 'baseline', minutesAgo, wallet],
+    );
     await cage.query('select * from cage.grant_play_chips($1, $2, $3, $4, $5)', [wallet, amount, id, section, period]);
     await asOwnerWithoutTriggers("update cage.cage_entries set created_at = now() - make_interval(mins => $2) where ref_id = $1", [id, minutesAgo]);
     return id;
   }
+  const age = async (id: string, minutes: number) => {
+    await asOwnerWithoutTriggers("update cage.cage_entries set created_at = now() - make_interval(mins => $2) where ref_id = $1", [id, minutes]);
+    await db.owner.query('update claims.claim_intents set opened_at = now() - make_interval(mins => $2) where claim_id = $1', [id, minutes]);
+  };
 
-  test('a grant whose claim row never came is completed from the grant; named only if it stays incomplete', async () => {
+  test('a claim whose ledger row never came is completed from its grant; named only if it stays incomplete', async () => {
     const { userId, wallet } = await claimant();
     const period = isoWeek(new Date());
     // young: the claim may still be finishing; neither completed nor named
@@ -108,13 +116,14 @@ describe('grants and claims', () => {
     expect((await completeLostClaims(worker)).completed).toEqual([]);
     expect(await provenance()).toEqual([]);
     // past the claim's timeout: the reconciler writes the row from the grant
-    await asOwnerWithoutTriggers("update cage.cage_entries set created_at = now() - interval '2 minutes' where ref_id = $1", [young]);
+    await age(young, 2);
     const run = await completeLostClaims(worker);
     expect(run.completed.map((r) => [r.claim_id, r.section_key, r.period, r.amount])).toEqual([[young, 'weekly_baseline', period, 500n]]);
     const row = await db.owner.query('select user_id, section_key, period, amount from claims.claim_ledger where claim_id = $1', [young]);
     expect(row.rows).toEqual([{ user_id: userId, section_key: 'weekly_baseline', period, amount: 500n }]);
     expect((await db.owner.query('select state, period from claims.user_claim_sections where user_id = $1 and section_key = $2', [userId, 'weekly_baseline'])).rows[0])
       .toEqual({ state: 'claimed', period });
+    expect((await db.owner.query('select status from claims.claim_intents where claim_id = $1', [young])).rows[0].status).toBe('claimed');
     await expectCleanAudit(cage);
 
     // a grant for an unlock that was never lit is not due: left incomplete, and named once old enough
@@ -126,6 +135,36 @@ describe('grants and claims', () => {
     // lit after all (the condition's delivery was late): the next run completes it
     await game.query("select * from claims.mark_condition_met('local', $1, 'wallet_linked', null)", [userId]);
     expect((await completeLostClaims(worker)).completed.map((r) => r.claim_id)).toEqual([undue]);
+    await expectCleanAudit(cage);
+  });
+
+  test('a claim no grant came for is abandoned (the user may claim again); a grant no claim backs is named at once and never completed', async () => {
+    const { userId } = await claimant();
+    const id = specClaimId(userId, 'weekly_baseline', '2021-W01');
+    await db.owner.query(
+      "insert into claims.claim_intents (claim_id, user_id, section_key, period, amount, kind, opened_at) values ($1, $2, 'weekly_baseline', '2021-W01', 500, 'baseline', now() - interval '2 minutes')",
+      [id, userId],
+    );
+    expect((await completeLostClaims(worker)).abandoned.map((r) => r.claim_id)).toContain(id);
+    expect((await db.owner.query('select status from claims.claim_intents where claim_id = $1', [id])).rows[0].status).toBe('abandoned');
+    // the owner's own grant (what a stolen key minted before intents): named at once, never made a claim
+    const forged = `0x${'e'.repeat(64)}`;
+    await db.owner.query(
+      `select cage.post_movement($1, 'grant', 'play',
+         array[cage.ensure_account('grant_source', null, null, 'play'), cage.ensure_account('user', $2::uuid, null, 'play')],
+         array[-500::bigint, 500::bigint], jsonb_build_object('recipient', 'x', 'user_id', $2::text, 'section_key', 'weekly_baseline', 'period', '2021-W02'))`,
+      [forged, userId],
+    );
+    expect(await provenance()).toEqual([{
+      invariant: 'provenance', subject: `entry:${await entryId(forged)}`, detail: { ref_id: forged, kind: 'grant', problem: 'grant without its claim intent' },
+    }]);
+    await age(forged, 10);
+    const run = await completeLostClaims(worker);
+    expect([...run.completed, ...run.undue].map((r) => r.claim_id)).not.toContain(forged);
+    expect((await db.owner.query('select count(*)::int as n from claims.claim_ledger where claim_id = $1', [forged])).rows[0].n).toBe(0);
+    // (the owner writes the claim that would back it, so the books are clean for the file's other tests)
+    await db.owner.query('insert into claims.claim_intents (claim_id, user_id, section_key, period, amount, kind, status) values ($1, $2, \'weekly_baseline\', \'2021-W02\', 500, \'baseline\', \'claimed\')', [forged, userId]);
+    await db.owner.query("insert into claims.claim_ledger (user_id, section_key, period, amount, claim_id) values ($1, 'weekly_baseline', '2021-W02', 500, $2)", [userId, forged]);
     await expectCleanAudit(cage);
   });
 

@@ -385,6 +385,12 @@ describe('withdraw', () => {
 });
 
 describe('grant', () => {
+  const newClaimId = () => `0x${randomBytes(32).toString('hex')}`;
+  let periods = 0;
+  const openIntent = (claimId: string, userId: string, amount: number, recipient: string) => db.owner.query(
+    "insert into claims.claim_intents (claim_id, user_id, section_key, period, amount, kind, recipient) values ($1, $2, 'weekly_baseline', $3, $4, 'baseline', $5)",
+    [claimId, userId, `test-${++periods}`, amount, recipient],
+  );
   const grant = (body: Record<string, unknown>, headers: Record<string, string> = m.service) => call(`${m.cage}/api/grant`, { headers, body });
   const solanaAddress = () => base58.encode(randomBytes(32));
 
@@ -392,7 +398,12 @@ describe('grant', () => {
     const p = await m.player();
     const recipient = solanaAddress();
     await db.owner.query("select * from auth.link_wallet($1, $2, 'solana', 0)", [p.userId, recipient]);
-    const claimId = `claim-${randomUUID()}`;
+    // a grant pays an open claim (claims.open_claim opens one; here the owner writes it): no claim, no grant
+    const claimId = newClaimId();
+    expect(await grant({ recipient, amount: 500, claimId })).toEqual(refused(409, 'grant_not_backed'));
+    await openIntent(claimId, p.userId, 500, recipient);
+    expect(await grant({ recipient, amount: 499, claimId })).toEqual(refused(409, 'grant_not_backed'));
+    expect(await grant({ recipient, amount: 500, claimId, sectionKey: 'weekly_baseline', period: 'other' })).toEqual(refused(409, 'grant_not_backed'));
     expect(await grant({ recipient, amount: 500, claimId })).toEqual({ status: 200, body: { ok: true, claimId, userId: p.userId, amount: 500, txHash: claimId } });
     expect(await m.balance(p.auth)).toBe(500);
     expect(await grant({ recipient, amount: 500, claimId })).toEqual({ status: 200, body: { ok: true, idempotent: true, claimId, amount: 500, txHash: claimId } });
@@ -406,8 +417,12 @@ describe('grant', () => {
     await db.owner.query("select * from auth.link_wallet($1, $2, 'solana', 0)", [other.userId, otherWallet]);
     expect(await grant({ recipient: otherWallet, amount: 500, claimId })).toEqual({ status: 409, body: { error: 'ref_id_conflict', original } });
     expect(await m.balance(other.auth)).toBe(0);
+    // an open claim of another user: its claim id does not pay this recipient
+    const otherClaim = newClaimId();
+    await openIntent(otherClaim, other.userId, 500, otherWallet);
+    expect(await grant({ recipient, amount: 500, claimId: otherClaim })).toEqual(refused(409, 'grant_not_backed'));
 
-    expect(await grant({ recipient: solanaAddress(), amount: 500, claimId: `claim-${randomUUID()}` })).toEqual(refused(404, 'recipient_not_found'));
+    expect(await grant({ recipient: solanaAddress(), amount: 500, claimId: newClaimId() })).toEqual(refused(404, 'recipient_not_found'));
     for (const amount of [0, -1, 1.5, 'x', '1.5', '', null, 2 ** 53]) {
       expect([amount, await grant({ recipient, amount, claimId: `claim-${randomUUID()}` })]).toEqual([amount, refused(400, 'invalid_amount')]);
     }

@@ -1,9 +1,9 @@
 // The claim board over real HTTP against running auth, game and cage roles: the caller's board,
-// every claim outcome with its status and span, the kill switch, the wallet read and the grant
-// failing (nothing committed, the retry credits once), conditions met over the internal route and
-// from the agent registry, and the operator's catalog and settings. Every grant goes through a
-// fault-injecting proxy in front of the cage (BANK_URL); a second game role reads wallets from a
-// dead auth address (AUTH_URL). The cage audit closes the file.
+// every claim outcome with its status and span, the kill switch, no wallet and the grant failing
+// (nothing claimed, the retry credits once), conditions met over the internal route and from the
+// agent registry, and the operator's catalog and settings. Every grant goes through a
+// fault-injecting proxy in front of the cage (BANK_URL); a second game role has no auth role to
+// reach (the claim reads the wallet in SQL). The cage audit closes the file.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { finishedSpans, installTelemetry, resetSpans, shutdownTelemetry } from '../server/telemetry/index.ts';
@@ -14,7 +14,6 @@ import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { captureLogger, type LogLine } from './helpers/logs.ts';
 import { AUTH_SECRET, call, ISSUER, startMoneyPlatform } from './helpers/money.ts';
 import { startTestPlatform, type TestPlatform } from './helpers/platform.ts';
-import { freePort } from './helpers/ports.ts';
 
 const NOW = '2026-03-04T12:00:00.000Z'; // a Wednesday
 const PERIOD = '2026-W10';
@@ -39,12 +38,12 @@ beforeAll(async () => {
   logLines = captured.lines;
   m = await startMoneyPlatform(db, { env: { BANK_URL: bankProxy.url, GAME_CALL_TIMEOUT_MS: '3000' }, log: captured.log });
   cageUrl = m.cage;
-  // a second game role on the same database whose wallet reads go to a port nobody listens on
+  // a second game role on the same database, alone: no auth role of its own beside it
   deadAuthGame = await startTestPlatform({
     databaseUrl: db.url,
     roles: ['game'],
     env: {
-      AUTH_SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true', AUTH_URL: `http://127.0.0.1:${await freePort()}`,
+      AUTH_SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true',
       AUTH_JWKS_URL: `${m.platform.url('auth')}/api/auth/jwks`, BANK_URL: m.cage, GAME_CALL_TIMEOUT_MS: '3000',
     },
   });
@@ -258,7 +257,7 @@ test('board off: the state is empty, the claim is 503 claim_board_disabled and c
   expect(sectionOf((await c.state(p.auth, NOW)).body, 'inspect_decision')).toMatchObject({ state: 'locked', claimable: false });
 });
 
-test('no linked wallet: 409 wallet_not_linked, nothing committed, nothing minted; linking and retrying credits', async () => {
+test('no linked wallet: 409 wallet_not_linked, nothing claimed, nothing minted; linking and retrying credits', async () => {
   const p = await m.player();
   await c.light(p.userId, 'hand_flagged');
   const baselineId = specClaimId(p.userId, 'weekly_baseline', PERIOD);
@@ -269,7 +268,9 @@ test('no linked wallet: 409 wallet_not_linked, nothing committed, nothing minted
     expect(r.span.attributes['error.code']).toBe('wallet_not_linked');
   }
   expect(await rec.ledger(p.userId)).toEqual([]);
+  // no wallet, no claim: nothing opened
   expect(await rec.userSection(p.userId, 'weekly_baseline')).toBeUndefined();
+  expect((await db.owner.query('select status from claims.claim_intents where user_id = $1', [p.userId])).rows).toEqual([]);
   expect(await rec.userSection(p.userId, 'inspect_decision')).toMatchObject({ state: 'lit', claimed_at: null, claim_id: null });
   expect(await rec.entries(baselineId)).toBe(0);
   expect(await rec.entries(unlockId)).toBe(0);
@@ -284,28 +285,21 @@ test('no linked wallet: 409 wallet_not_linked, nothing committed, nothing minted
   expect(await m.balance(p.auth)).toBe(1500);
 });
 
-test('the wallet read failing (auth unreachable): 503 wallet_lookup_failed, nothing committed; the claim stays retryable', async () => {
+test('a game role with no auth role beside it pays claims: the recipient wallet is read with the claim, in SQL', async () => {
   const p = await m.player();
-  await linkSolana(db, p.userId);
+  const wallet = await linkSolana(db, p.userId);
   await c.light(p.userId, 'hand_flagged');
-  const dead = claimsClient(m, deadAuthGame.url('game'));
-  expect((await dead.state(p.auth, NOW)).status).toBe(200);
+  const alone = claimsClient(m, deadAuthGame.url('game'));
+  expect((await alone.state(p.auth, NOW)).status).toBe(200);
   for (const sectionKey of ['weekly_baseline', 'inspect_decision']) {
-    expect(await dead.claim(p.auth, { sectionKey }, NOW)).toEqual({ status: 503, body: { error: 'wallet_lookup_failed' } });
+    expect((await alone.claim(p.auth, { sectionKey }, NOW)).body).toMatchObject({ outcome: 'credited' });
   }
-  expect(await rec.ledger(p.userId)).toEqual([]);
-  expect(await rec.userSection(p.userId, 'weekly_baseline')).toBeUndefined();
-  expect(await rec.userSection(p.userId, 'inspect_decision')).toMatchObject({ state: 'lit', claim_id: null });
-  expect(await rec.entries(specClaimId(p.userId, 'weekly_baseline', PERIOD))).toBe(0);
-  expect(await rec.entries(specClaimId(p.userId, 'inspect_decision', 'once'))).toBe(0);
-  expect(await m.balance(p.auth)).toBe(0);
-  // through the healthy game role the same claims go through
-  expect((await c.claim(p.auth, { sectionKey: 'weekly_baseline' }, NOW)).body).toMatchObject({ outcome: 'credited' });
-  expect((await c.claim(p.auth, { sectionKey: 'inspect_decision' }, NOW)).body).toMatchObject({ outcome: 'credited' });
   expect(await m.balance(p.auth)).toBe(1500);
+  const { rows } = await db.owner.query('select distinct recipient, status from claims.claim_intents where user_id = $1', [p.userId]);
+  expect(rows).toEqual([{ recipient: wallet, status: 'claimed' }]);
 });
 
-test('a grant dropped before the cage: 502 grant_failed, nothing committed; after healing the retry credits once', async () => {
+test('a grant dropped before the cage: 502 grant_failed, nothing claimed; after healing the retry credits once', async () => {
   const p = await m.player();
   await linkSolana(db, p.userId);
   const id = specClaimId(p.userId, 'weekly_baseline', PERIOD);
@@ -320,7 +314,10 @@ test('a grant dropped before the cage: 502 grant_failed, nothing committed; afte
   }
   expect(bankProxy.counts['/api/grant']!.drop).toBe(before + 1);
   expect(await rec.ledger(p.userId)).toEqual([]);
+  // the claim's intent stays open (a retry takes it up; the worker abandons it if none comes)
   expect(await rec.userSection(p.userId, 'weekly_baseline')).toBeUndefined();
+  expect((await db.owner.query('select status from claims.claim_intents where user_id = $1 and section_key = $2', [p.userId, 'weekly_baseline'])).rows)
+    .toEqual([{ status: 'open' }]);
   expect(await rec.entries(id)).toBe(0);
   expect(await m.balance(p.auth)).toBe(0);
   expect(sectionOf((await c.state(p.auth, NOW)).body, 'weekly_baseline')).toMatchObject({ claimable: true });

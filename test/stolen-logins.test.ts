@@ -11,7 +11,7 @@ import { loginUrl } from '../server/db/roles.ts';
 import { resolveSngSettings } from '../server/tournaments/settings.ts';
 import { fixtureOperatorSession, fund, userAccount } from './helpers/cage.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { createTable, creditSeat, openDeposit } from './helpers/game.ts';
+import { authUser, createTable, creditSeat, openDeposit, solanaAddress } from './helpers/game.ts';
 
 const LOGINS = ['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_graphql'] as const;
 type Login = (typeof LOGINS)[number];
@@ -148,6 +148,17 @@ describe('the attacks found from outside', () => {
       .toBe('GMSUT stand_up_not_allowed_in_tournament');
     expect(await outcome(as('poker_game').query('select * from game.credit_seat($1, $2, $3, 1, 100)', [`k-${randomUUID()}`, world.playing, world.attacker])))
       .toBe('GMNCT not_a_cash_table');
+    expect(await books()).toBe(before);
+  });
+
+  test('cage (the service key\'s grant): a claim id no open claim backs mints nothing (grant_not_backed), whatever the amount', async () => {
+    const wallet = solanaAddress();
+    await db.owner.query("select * from auth.link_wallet($1, $2, 'solana', 0)", [await authUser(db.owner), wallet]);
+    const before = await books();
+    for (const amount of ['1', '500', '4503599627370496']) {
+      expect(await outcome(as('poker_cage').query('select * from cage.grant_play_chips($1, $2, $3, null, null)', [wallet, amount, `0x${randomBytes(32).toString('hex')}`])))
+        .toBe('CGGNB grant_not_backed');
+    }
     expect(await books()).toBe(before);
   });
 

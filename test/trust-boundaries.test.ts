@@ -158,96 +158,93 @@ describe('claim-once in claims.finish_claim', () => {
   }
   const now = new Date('2026-11-23T12:00:00Z');
 
-  /** The claim board's transaction: begin, the grant as the cage makes it, then `finish` as given. */
-  async function claimWith(userId: string, wallet: string, section: string, finish: (c: pg.PoolClient, step: { period: string; amount: bigint; id: string }) => Promise<unknown>) {
-    const client = await game.connect();
-    try {
-      await client.query('begin');
-      const { rows } = await client.query('select * from claims.begin_claim($1, $2, $3, $4)', ['local', userId, section, now]);
-      const step = rows[0];
-      const id = specClaimId(userId, section, step.period ?? 'once');
-      if (step.outcome === 'proceed') {
-        await cage.query('select * from cage.grant_play_chips($1, $2, $3, $4, $5)', [wallet, String(step.amount), id, section, step.period]);
-      }
-      const result = await code(finish(client, { period: step.period, amount: step.amount, id }));
-      await client.query(result === 'no error' ? 'commit' : 'rollback');
-      return { outcome: step.outcome as string, result, id };
-    } finally {
-      client.release();
+  const openSql = 'select * from claims.open_claim($1, $2, $3, $4, $5)';
+  const open = (userId: string, section: string) =>
+    game.query(openSql, ['local', userId, section, now, JSON.stringify({ once: specClaimId(userId, section, 'once'), '2026-W48': specClaimId(userId, section, '2026-W48') })]);
+
+  /** The claim board's steps: the intent opened, the grant as the cage makes it, then `finish` as given. */
+  async function claimWith(userId: string, wallet: string, section: string, finish: (step: { period: string; amount: bigint; id: string }) => Promise<unknown>) {
+    const { rows } = await open(userId, section);
+    const step = rows[0];
+    const id = step.claim_id ?? specClaimId(userId, section, step.period ?? 'once');
+    if (step.outcome === 'proceed') {
+      await cage.query('select * from cage.grant_play_chips($1, $2, $3, $4, $5)', [wallet, String(step.amount), id, section, step.period]);
     }
+    const result = await code(finish({ period: step.period, amount: step.amount, id }));
+    return { outcome: step.outcome as string, result, id };
   }
   const finishSql = 'select claims.finish_claim($1, $2, $3, $4, $5, $6)';
 
-  test('refuses a finish without its begin in this transaction, for another period or amount, or twice', async () => {
+  test('refuses a finish without its open intent, for another period or amount, or twice', async () => {
     const { userId, wallet } = await claimant(true);
-    // no begin at all (its own transaction)
+    // no intent at all
     expect(await code(game.query(finishSql, [userId, 'connect_wallet', 'once', 500, specClaimId(userId, 'connect_wallet', 'once'), null])))
       .toBe('CLNBG claim_not_begun');
-    // begun in this transaction, finished for another period, another amount, another section
+    // opened, finished for another period, another amount, another section
     const wrong = [
-      (c: pg.PoolClient, s: { id: string }) => c.query(finishSql, [userId, 'connect_wallet', '2026-W48', 500, s.id, null]),
-      (c: pg.PoolClient, s: { id: string }) => c.query(finishSql, [userId, 'connect_wallet', 'once', 5000, s.id, null]),
-      (c: pg.PoolClient, s: { id: string }) => c.query(finishSql, [userId, 'weekly_baseline', '2026-W48', 500, s.id, null]),
+      (s: { id: string }) => game.query(finishSql, [userId, 'connect_wallet', '2026-W48', 500, s.id, null]),
+      (s: { id: string }) => game.query(finishSql, [userId, 'connect_wallet', 'once', 5000, s.id, null]),
+      (s: { id: string }) => game.query(finishSql, [userId, 'weekly_baseline', '2026-W48', 500, s.id, null]),
     ];
     const results = [];
     for (const finish of wrong) results.push((await claimWith(userId, wallet, 'connect_wallet', finish)).result);
     expect(results).toEqual(['CLNBG claim_not_begun', 'CLAMM claim_amount_mismatch', 'CLNBG claim_not_begun']);
     // the right finish
-    const ok = await claimWith(userId, wallet, 'connect_wallet', (c, s) => c.query(finishSql, [userId, 'connect_wallet', s.period, String(s.amount), s.id, s.id]));
+    const ok = await claimWith(userId, wallet, 'connect_wallet', (s) => game.query(finishSql, [userId, 'connect_wallet', s.period, String(s.amount), s.id, s.id]));
     expect(ok.result).toBe('no error');
-    // paid once: a later claim does not proceed, and a finish of another period in a transaction
-    // that began it is refused as already claimed
-    const again = await claimWith(userId, wallet, 'connect_wallet', (c) => c.query(finishSql, [userId, 'connect_wallet', 'once', 500, specClaimId(userId, 'connect_wallet', 'x'), null]));
+    // paid once: a later claim does not proceed, a second finish of the same claim is already_claimed,
+    // and a finish under another claim id is not begun
+    expect(await code(game.query(finishSql, [userId, 'connect_wallet', 'once', 500, ok.id, ok.id]))).toBe('CLACL already_claimed');
+    const again = await claimWith(userId, wallet, 'connect_wallet', () => game.query(finishSql, [userId, 'connect_wallet', 'once', 500, specClaimId(userId, 'connect_wallet', 'x'), null]));
     expect(again).toMatchObject({ outcome: 'already_claimed', result: 'CLNBG claim_not_begun' });
     const ledger = await db.owner.query('select count(*)::int as n from claims.claim_ledger where user_id = $1', [userId]);
     expect(ledger.rows[0].n).toBe(1);
     await expectCleanAudit(cage);
   });
 
-  test("on a retry after a lost grant, the amount is the grant's; a grant of another claim is not this one's", async () => {
+  test("on a retry after a lost grant, the amount is the open intent's (the grant's); a grant of another claim is not this one's", async () => {
     const { userId, wallet } = await claimant(true);
-    const id = specClaimId(userId, 'connect_wallet', 'once');
-    // an earlier attempt minted 450 (the catalog said so then) and lost its answer
+    // an earlier attempt opened its claim when the catalog said 450, was granted, and lost its answer
+    const first = (await open(userId, 'connect_wallet')).rows[0];
+    await db.owner.query('update claims.claim_intents set amount = 450 where claim_id = $1', [first.claim_id]);
+    const id = first.claim_id as string;
     await cage.query('select * from cage.grant_play_chips($1, 450, $2, $3, $4)', [wallet, id, 'connect_wallet', 'once']);
-    const client = await game.connect();
-    try {
-      await client.query('begin');
-      const { rows } = await client.query('select * from claims.begin_claim($1, $2, $3, $4)', ['local', userId, 'connect_wallet', now]);
-      expect(rows[0]).toMatchObject({ outcome: 'proceed', amount: 500n });
-      await client.query('savepoint s');
-      expect(await code(client.query(finishSql, [userId, 'connect_wallet', 'once', 500, id, id]))).toBe('CLAMM claim_amount_mismatch');
-      await client.query('rollback to savepoint s');
-      // the baseline's claim id names another section's grant: not this claim's
-      const baseline = specClaimId(userId, 'weekly_baseline', '2026-W48');
-      await cage.query('select * from cage.grant_play_chips($1, 500, $2, $3, $4)', [wallet, baseline, 'weekly_baseline', '2026-W48']);
-      expect(await code(client.query(finishSql, [userId, 'connect_wallet', 'once', 500, baseline, baseline]))).toBe('CLGNF grant_not_found');
-      await client.query('rollback to savepoint s');
-      await client.query(finishSql, [userId, 'connect_wallet', 'once', 450, id, id]);
-      await client.query('commit');
-    } finally {
-      client.release();
-    }
-    const { rows } = await db.owner.query('select amount, claim_id from claims.claim_ledger where user_id = $1', [userId]);
+    // the retry takes the open intent up: its amount, its claim id
+    expect((await open(userId, 'connect_wallet')).rows[0]).toMatchObject({ outcome: 'proceed', amount: 450n, claim_id: id });
+    expect(await code(game.query(finishSql, [userId, 'connect_wallet', 'once', 500, id, id]))).toBe('CLAMM claim_amount_mismatch');
+    // the baseline's claim names another claim: not this one's
+    const baseline = (await open(userId, 'weekly_baseline')).rows[0];
+    await cage.query('select * from cage.grant_play_chips($1, 500, $2, $3, $4)', [wallet, baseline.claim_id, 'weekly_baseline', baseline.period]);
+    expect(await code(game.query(finishSql, [userId, 'connect_wallet', 'once', 500, baseline.claim_id, baseline.claim_id]))).toBe('CLNBG claim_not_begun');
+    await game.query(finishSql, [userId, 'connect_wallet', 'once', 450, id, id]);
+    await game.query(finishSql, [userId, 'weekly_baseline', baseline.period, 500, baseline.claim_id, baseline.claim_id]);
+    const { rows } = await db.owner.query("select amount, claim_id from claims.claim_ledger where user_id = $1 and section_key = 'connect_wallet'", [userId]);
     expect(rows).toEqual([{ amount: 450n, claim_id: id }]);
+    await expectCleanAudit(cage);
   });
 
   test('refuses a locked unlock and a paid claim without its grant', async () => {
     const { userId, wallet } = await claimant(false);
-    const locked = await claimWith(userId, wallet, 'connect_wallet', (c) => c.query(finishSql, [userId, 'connect_wallet', 'once', 500, specClaimId(userId, 'connect_wallet', 'once'), null]));
+    const locked = await claimWith(userId, wallet, 'connect_wallet', () => game.query(finishSql, [userId, 'connect_wallet', 'once', 500, specClaimId(userId, 'connect_wallet', 'once'), null]));
     expect(locked).toMatchObject({ outcome: 'locked', result: 'CLNBG claim_not_begun' });
-    // the baseline, begun, finished with no grant behind it
-    const client = await game.connect();
-    try {
-      await client.query('begin');
-      const { rows } = await client.query('select * from claims.begin_claim($1, $2, $3, $4)', ['local', userId, 'weekly_baseline', now]);
-      expect(rows[0].outcome).toBe('proceed');
-      expect(await code(client.query(finishSql, [userId, 'weekly_baseline', rows[0].period, 500, specClaimId(userId, 'weekly_baseline', rows[0].period), null])))
-        .toBe('CLGNF grant_not_found');
-    } finally {
-      await client.query('rollback');
-      client.release();
-    }
+    // the baseline, opened, finished with no grant behind it
+    const { rows } = await open(userId, 'weekly_baseline');
+    expect(rows[0].outcome).toBe('proceed');
+    expect(await code(game.query(finishSql, [userId, 'weekly_baseline', rows[0].period, 500, rows[0].claim_id, null]))).toBe('CLGNF grant_not_found');
     expect((await db.owner.query('select count(*)::int as n from claims.claim_ledger where user_id = $1', [userId])).rows[0].n).toBe(0);
+  });
+
+  test('the service key alone mints nothing: a grant with no open claim, another amount or another recipient is refused (grant_not_backed)', async () => {
+    const { userId, wallet } = await claimant(true);
+    for (const id of [`0x${randomUUID().replace(/-/g, '').padEnd(64, '0')}`, specClaimId(userId, 'connect_wallet', 'once')]) {
+      expect(await code(cage.query('select * from cage.grant_play_chips($1, 500, $2, null, null)', [wallet, id]))).toBe('CGGNB grant_not_backed');
+    }
+    const step = (await open(userId, 'connect_wallet')).rows[0];
+    expect(await code(cage.query('select * from cage.grant_play_chips($1, 499, $2, null, null)', [wallet, step.claim_id]))).toBe('CGGNB grant_not_backed');
+    const other = await claimant(true);
+    expect(await code(cage.query('select * from cage.grant_play_chips($1, 500, $2, null, null)', [other.wallet, step.claim_id]))).toBe('CGGNB grant_not_backed');
+    expect((await db.owner.query("select count(*)::int as n from cage.cage_entries where kind = 'grant' and ref_id = $1", [step.claim_id])).rows[0].n).toBe(0);
+    await expectCleanAudit(cage);
   });
 });
 

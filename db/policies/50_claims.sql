@@ -9,7 +9,7 @@ revoke all on all functions in schema claims, claims_private from poker_cage, po
 alter default privileges in schema claims, claims_private revoke execute on functions from public;
 
 grant usage on schema claims to poker_game, poker_admin, poker_anonymous;
-grant select on claims.claim_sections, claims.settings, claims.user_claim_sections, claims.claim_ledger, claims.condition_events,
+grant select on claims.claim_sections, claims.settings, claims.user_claim_sections, claims.claim_ledger, claims.claim_intents, claims.condition_events,
   claims.catalog_edits
   to poker_game, poker_admin, poker_anonymous;
 grant execute on function
@@ -22,7 +22,7 @@ grant execute on function
   claims.delete_section(uuid, text, text),
   claims.board(text, uuid, timestamptz),
   claims.mark_condition_met(text, uuid, text, text),
-  claims.begin_claim(text, uuid, text, timestamptz),
+  claims.open_claim(text, uuid, text, timestamptz, jsonb),
   claims.finish_claim(uuid, text, text, bigint, text, text)
   to poker_game;
 
@@ -30,7 +30,7 @@ do $$
 declare
   t text;
 begin
-  foreach t in array array['claim_sections', 'settings', 'user_claim_sections', 'claim_ledger', 'condition_events', 'catalog_edits'] loop
+  foreach t in array array['claim_sections', 'settings', 'user_claim_sections', 'claim_ledger', 'claim_intents', 'condition_events', 'catalog_edits'] loop
     execute format('drop policy if exists %I on claims.%I', t || '_read', t);
     execute format('create policy %I on claims.%I for select to poker_game, poker_admin using (true)', t || '_read', t);
   end loop;

@@ -5,7 +5,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { createTestDatabase, type TestDatabase, waitForLockWait } from '../../test/helpers/db.ts';
-import { balanceOf, expectCleanAudit, fixtureOperator, fund, setRealMoney, userAccount } from '../../test/helpers/cage.ts';
+import { balanceOf, expectCleanAudit, fixtureOperator, fund, openClaimIntent, setRealMoney, userAccount } from '../../test/helpers/cage.ts';
 import {
   POKER_SETTINGS, authUser, claimCustody, createTable, creditSeat, leave, newKey, openDeposit, settlePosition, sit, solanaAddress,
   standUp, TEST_RECEIPT_SIGNER, withdrawKey, type TableRow,
@@ -612,14 +612,16 @@ describe('grant_play_chips', () => {
   const grant = async (recipient: string, amount: bigint, claimId: string) =>
     (await cage.query('select * from cage.grant_play_chips($1, $2, $3)', [recipient, String(amount), claimId])).rows[0];
 
-  test('mints play chips to the owner of the linked Solana wallet, once per claim id', async () => {
-    const claimId = newKey('claim');
+  test('mints play chips to the owner of the linked Solana wallet, once per claim id, only for the open claim behind it', async () => {
+    const claimId = await openClaimIntent(db.owner, userId, 250n, wallet);
+    const intent = (await db.owner.query('select section_key, period from claims.claim_intents where claim_id = $1', [claimId])).rows[0];
     expect(await grant(wallet, 250n, claimId)).toEqual({ user_id: userId, amount: 250n, ref_id: claimId, status: 'created' });
     const account = await userAccount(db.owner, 'play', userId);
     expect(await balanceOf(cage, account.id)).toBe(250n);
     const source = await systemOf('grant_source');
     expect(await entries(claimId)).toEqual([expect.objectContaining({
-      kind: 'grant', money_kind: 'play', accounts: [source, account.id], amounts: [-250n, 250n], memo: { recipient: wallet, user_id: userId },
+      kind: 'grant', money_kind: 'play', accounts: [source, account.id], amounts: [-250n, 250n],
+      memo: { recipient: wallet, user_id: userId, section_key: intent.section_key, period: intent.period },
     })]);
 
     const n = await entryCount();
@@ -627,6 +629,9 @@ describe('grant_play_chips', () => {
     expect(await entryCount()).toBe(n);
     expect(await balanceOf(cage, account.id)).toBe(250n);
     await expect(grant(wallet, 251n, claimId)).rejects.toMatchObject({ code: 'CGREF', message: 'ref_id_conflict' });
+    // no open claim under the id, or one of another amount: nothing minted
+    await expect(grant(wallet, 250n, newKey('claim'))).rejects.toMatchObject({ code: 'CGGNB', message: 'grant_not_backed' });
+    await expect(grant(wallet, 251n, await openClaimIntent(db.owner, userId, 250n, wallet))).rejects.toMatchObject({ code: 'CGGNB' });
     await expectCleanAudit(cage);
   });
 
@@ -856,7 +861,7 @@ describe('concurrency', () => {
     await expectCleanAudit(cage);
   });
 
-  test('grant_play_chips: a twin under the claim id that commits first replays only for the same recipient', async () => {
+  test('grant_play_chips: a twin under the claim id that commits first replays only for the same recipient (another is refused)', async () => {
     const userId = await authUser(db.owner);
     const [w1, w2] = [solanaAddress(), solanaAddress()];
     for (const w of [w1, w2]) await db.owner.query('select * from auth.link_wallet($1, $2, $3, $4)', [userId, w, 'solana', 0]);
@@ -877,12 +882,23 @@ describe('concurrency', () => {
         holder.release();
       }
     }
-    const same = newKey('claim');
+    const same = await openClaimIntent(db.owner, userId, 500, w1);
     expect(await race(same, w1)).toEqual({ user_id: userId, amount: 500n, ref_id: same, status: 'replayed' });
-    // another wallet of the same user: the legs are the same, the grant is not
-    const other = newKey('claim');
-    expect(await race(other, w2)).toMatchObject({ code: 'CGREF', message: 'ref_id_conflict' });
-    expect(await entries(other)).toEqual([expect.objectContaining({ memo: { recipient: w1, user_id: userId } })]);
+    // another wallet of the same user: the legs are the same, the grant is not; the claim names its
+    // recipient, so the other wallet is refused at once, whether the twin has committed or not
+    const other = await openClaimIntent(db.owner, userId, 500, w1);
+    const holder = await cage.connect();
+    try {
+      await holder.query('begin');
+      await holder.query(grant, [w1, '500', other]);
+      await expect(cage.query(grant, [w2, '500', other])).rejects.toMatchObject({ code: 'CGGNB', message: 'grant_not_backed' });
+      await holder.query('commit');
+    } finally {
+      await holder.query('rollback').catch(() => undefined);
+      holder.release();
+    }
+    await expect(cage.query(grant, [w2, '500', other])).rejects.toMatchObject({ code: 'CGREF', message: 'ref_id_conflict' });
+    expect(await entries(other)).toEqual([expect.objectContaining({ memo: expect.objectContaining({ recipient: w1, user_id: userId }) })]);
     expect(await balanceOf(cage, account.id)).toBe(1000n);
     await expectCleanAudit(cage);
   });

@@ -470,7 +470,7 @@ describe('grants', () => {
     ["select * from claims.delete_section(gen_random_uuid(), 'all', 'connect_wallet')"],
     ["select * from claims.board('local', gen_random_uuid(), now())"],
     ["select * from claims.mark_condition_met('local', gen_random_uuid(), 'wallet_linked', 'k')"],
-    ["select * from claims.begin_claim('local', gen_random_uuid(), 'weekly_baseline', now())"],
+    ["select * from claims.open_claim('local', gen_random_uuid(), 'weekly_baseline', now(), '{}')"],
     [`select * from claims.finish_claim(gen_random_uuid(), 'weekly_baseline', '2026-W01', 500, '0x${'a'.repeat(64)}', 'tx')`],
     ["select claims.iso_week(now())"],
     ["select * from game.create_agent(gen_random_uuid(), 'bot')"],

@@ -1,13 +1,14 @@
 // The claim board per user: conditions met (markConditionMet), the claim done as the game role's
-// HTTP layer does it (begin, claims.begin_claim, the grant, claims.finish_claim, commit, on one
-// client), every row of the spec's claim section state table, the weekly baseline across ISO
+// HTTP layer does it (claims.open_claim, the grant, claims.finish_claim, each in its own short
+// transaction), every row of the spec's claim section state table, the weekly baseline across ISO
 // weeks, claim-once under concurrency and below the functions, the append-only ledger, and the
 // agent registry whose events are the unlock conditions. Called as the game role.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { keccak256, toHex } from 'viem';
 import { fixtureOperator } from '../../test/helpers/cage.ts';
-import { createTestDatabase, type TestDatabase, waitForLockWait } from '../../test/helpers/db.ts';
+import { ensureClaimant, isoWeek } from '../../test/helpers/claims.ts';
+import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
 import { createTable } from '../../test/helpers/game.ts';
 
 let db: TestDatabase;
@@ -41,9 +42,17 @@ interface Mark { section_key: string; state: string; newly_lit: boolean; replaye
 const mark = async (userId: string, conditionKey: string, idempotencyKey: string | null = randomUUID(), env = ENV) =>
   (await game.query<Mark>('select * from claims.mark_condition_met($1, $2, $3, $4)', [env, userId, conditionKey, idempotencyKey])).rows;
 
-interface Step { outcome: string; amount: bigint | null; period: string | null; kind: string | null }
-const beginClaim = async (c: pg.PoolClient | pg.Pool, userId: string, key: string | null, now: Date = NOW, env = ENV) =>
-  (await c.query<Step>('select * from claims.begin_claim($1, $2, $3, $4)', [env, userId, key, now])).rows[0]!;
+interface Step { outcome: string; amount: bigint | null; period: string | null; kind: string | null; claim_id?: string | null }
+/** claims.open_claim with the claim ids of the periods a claim at `now` can fall in (as the game computes them). */
+const beginClaim = async (c: pg.PoolClient | pg.Pool, userId: string, key: string | null, now: Date = NOW, env = ENV) => {
+  await ensureClaimant(db.owner, userId); // the claim pays the user's linked Solana wallet
+  const ids = { once: claimIdOf(userId, key ?? '', 'once'), [isoWeek(now)]: claimIdOf(userId, key ?? '', isoWeek(now)) };
+  const { claim_id: claimId, recipient: _recipient, ...step } = (await c.query<Step & { recipient?: string | null }>('select * from claims.open_claim($1, $2, $3, $4, $5)', [env, userId, key, now, JSON.stringify(ids)])).rows[0]!;
+  // the claim id the intent names (the one computed here unless a forged intent came first), kept out of the step's shape
+  if (claimId) opened.set(step, claimId);
+  return step as Step;
+};
+const opened = new WeakMap<object, string>();
 /**
  * The cage's grant of a claim (what POST /api/grant posts, committed before the claim's finish), as
  * the owner: finish_claim writes a paid row only with its grant behind it. Replays are no-ops.
@@ -56,31 +65,18 @@ const mintGrant = async (userId: string, key: string, period: string, amount: bi
        jsonb_build_object('recipient', 'test-wallet', 'user_id', $2::text, 'section_key', $4::text, 'period', $5::text))`,
     [id, userId, String(amount), key, period],
   );
-const finishClaim = async (c: pg.PoolClient | pg.Pool, userId: string, key: string, step: Step, id = claimIdOf(userId, key, step.period!)) => {
+const finishClaim = async (c: pg.PoolClient | pg.Pool, userId: string, key: string, step: Step, id = opened.get(step) ?? claimIdOf(userId, key, step.period!)) => {
   if (step.amount && step.amount > 0n) await mintGrant(userId, key, step.period!, step.amount, id);
   return (await c.query('select * from claims.finish_claim($1, $2, $3, $4, $5, $6)', [userId, key, step.period, String(step.amount), id, `tx:${id}`])).rows[0];
 };
 
-/** The claim as server/claims/board.ts does it: one transaction held open around the grant. */
+/** The claim as server/claims/board.ts does it: the intent opened, the grant, the finish; no transaction held across them. */
 async function claim(userId: string, key: string, now: Date = NOW, env = ENV) {
-  const c = await game.connect();
-  try {
-    await c.query('begin');
-    const step = await beginClaim(c, userId, key, now, env);
-    if (step.outcome !== 'proceed') {
-      await c.query('rollback');
-      return { outcome: step.outcome, step };
-    }
-    // (the wallet read and the grant happen here, over HTTP)
-    const entry = await finishClaim(c, userId, key, step);
-    await c.query('commit');
-    return { outcome: 'credited', step, entry };
-  } catch (err) {
-    await c.query('rollback');
-    throw err;
-  } finally {
-    c.release();
-  }
+  const step = await beginClaim(game, userId, key, now, env);
+  if (step.outcome !== 'proceed') return { outcome: step.outcome, step };
+  // (the wallet read and the grant happen here, over HTTP)
+  const entry = await finishClaim(game, userId, key, step);
+  return { outcome: 'credited', step, entry };
 }
 
 const userRow = async (userId: string, key: string) =>
@@ -137,10 +133,12 @@ describe('markConditionMet', () => {
     expect(await mark(a, 'wallet_linked', key)).toEqual([{ section_key: 'connect_wallet', state: 'lit', newly_lit: false, replayed: true }]);
   });
 
-  test('a section already holding a locked row (left by a committed begin_claim) becomes lit, and says so', async () => {
+  test('a section already holding a locked row becomes lit, and says so; a locked claim writes no row', async () => {
     const u = user();
-    // a caller that commits a `locked` outcome leaves the locked row behind
     expect(await beginClaim(game, u, 'seat_agent')).toMatchObject({ outcome: 'locked' });
+    expect(await userRow(u, 'seat_agent')).toBeUndefined();
+    // a locked row (as an older release left behind a locked claim)
+    await db.owner.query("insert into claims.user_claim_sections (user_id, section_key) values ($1, 'seat_agent')", [u]);
     expect(await userRow(u, 'seat_agent')).toMatchObject({ state: 'locked', lit_at: null });
     expect(await mark(u, 'agent_seated')).toEqual([{ section_key: 'seat_agent', state: 'lit', newly_lit: true, replayed: false }]);
     expect(await userRow(u, 'seat_agent')).toMatchObject({ state: 'lit', lit_at: expect.any(Date) });
@@ -369,62 +367,63 @@ describe('the claim (state table)', () => {
     expect((await boardOf(u, W03))[0]).toMatchObject({ state: 'lit', claimable: true, period: '2026-W03' });
   });
 
-  test('begin_claim refuses a missing user or clock and an invalid environment', async () => {
-    await expect(game.query('select * from claims.begin_claim($1, $2, $3, $4)', [ENV, null, 'weekly_baseline', NOW]))
+  test('open_claim refuses a missing user or clock, an invalid environment, and no claim id for the period', async () => {
+    await expect(game.query("select * from claims.open_claim($1, $2, $3, $4, '{}')", [ENV, null, 'weekly_baseline', NOW]))
       .rejects.toMatchObject({ code: 'CLCLM', message: 'invalid_claim' });
-    await expect(game.query('select * from claims.begin_claim($1, $2, $3, $4)', [ENV, user(), 'weekly_baseline', null]))
+    await expect(game.query("select * from claims.open_claim($1, $2, $3, $4, '{}')", [ENV, user(), 'weekly_baseline', null]))
       .rejects.toMatchObject({ code: 'CLCLM', message: 'invalid_claim' });
     await expect(beginClaim(game, user(), 'weekly_baseline', NOW, 'all')).rejects.toMatchObject({ code: 'CLENV' });
+    // claim ids for other periods only (or malformed): refused, no intent
+    const u = user();
+    await ensureClaimant(db.owner, u);
+    for (const ids of [{}, { once: claimIdOf(u, 'weekly_baseline', 'once') }, { '2026-W02': 'not-a-claim-id' }, []]) {
+      await expect(game.query('select * from claims.open_claim($1, $2, $3, $4, $5)', [ENV, u, 'weekly_baseline', NOW, JSON.stringify(ids)]))
+        .rejects.toMatchObject({ code: 'CLCLM', message: 'invalid_claim' });
+    }
+    expect((await db.owner.query('select count(*)::int as n from claims.claim_intents where user_id = $1', [u])).rows[0].n).toBe(0);
+  });
+
+  test('a claim id already another claim\'s is refused; an intent already open answers with its own claim id', async () => {
+    const a = user();
+    const b = user();
+    const taken = await beginClaim(game, a, 'weekly_baseline');
+    await ensureClaimant(db.owner, b);
+    const ids = { [isoWeek(NOW)]: opened.get(taken) };
+    await expect(game.query('select * from claims.open_claim($1, $2, $3, $4, $5)', [ENV, b, 'weekly_baseline', NOW, JSON.stringify(ids)]))
+      .rejects.toMatchObject({ code: 'CLCLM', message: 'invalid_claim' });
+    // a (forged) first intent under a made-up claim id: the real claim takes it up, one grant at most
+    const c = user();
+    await ensureClaimant(db.owner, c);
+    const forged = `0x${'d'.repeat(64)}`;
+    await game.query('select * from claims.open_claim($1, $2, $3, $4, $5)', [ENV, c, 'weekly_baseline', NOW, JSON.stringify({ [isoWeek(NOW)]: forged })]);
+    expect(await claim(c, 'weekly_baseline')).toMatchObject({ outcome: 'credited', entry: { claim_id: forged } });
   });
 });
 
 describe('claim once', () => {
-  async function race(userId: string, key: string, firstCommits = true) {
-    const a = await game.connect();
-    const b = await game.connect();
-    try {
-      await a.query('begin');
-      await b.query('begin');
-      const first = await beginClaim(a, userId, key);
-      expect(first.outcome).toBe('proceed');
-      let settled = false;
-      const second = beginClaim(b, userId, key).finally(() => { settled = true; });
-      await waitForLockWait(db.owner, 'poker_game');
-      expect(settled).toBe(false);
-      if (firstCommits) {
-        await finishClaim(a, userId, key, first);
-        await a.query('commit');
-      } else {
-        await a.query('rollback'); // the grant failed
-      }
-      const step = await second;
-      if (step.outcome === 'proceed') await finishClaim(b, userId, key, step);
-      await b.query('commit');
-      return step;
-    } catch (err) {
-      await a.query('rollback').catch(() => undefined);
-      await b.query('rollback').catch(() => undefined);
-      throw err;
-    } finally {
-      a.release();
-      b.release();
-    }
+  /** Two claims at once: both open (one intent between them); the first finishes (or its grant failed and it never does), then the second. */
+  async function race(userId: string, key: string, firstCommits = true): Promise<Step> {
+    const [first, second] = await Promise.all([beginClaim(game, userId, key), beginClaim(game, userId, key)]);
+    expect(first.outcome).toBe('proceed');
+    expect(second).toEqual(first); // the same intent: the same claim id and amount, so one grant at most
+    if (firstCommits) await finishClaim(game, userId, key, first);
+    return finishClaim(game, userId, key, second).then(() => second, (err: { message: string }) => ({ ...second, outcome: err.message }));
   }
 
-  test('two claims of a lit unlock at once: the second waits on the row lock, then is already_claimed', async () => {
+  test('two claims of a lit unlock at once: one intent, the second finish is already_claimed', async () => {
     const u = user();
     await mark(u, 'hand_flagged');
     expect(await race(u, 'inspect_decision')).toMatchObject({ outcome: 'already_claimed' });
     expect(await ledger(u)).toEqual([expect.objectContaining({ section_key: 'inspect_decision', amount: 1000n })]);
   });
 
-  test('two first claims of the baseline at once (no user row yet): the second waits, then is already_claimed', async () => {
+  test('two first claims of the baseline at once (no user row yet): one intent, the second finish is already_claimed', async () => {
     const u = user();
     expect(await race(u, 'weekly_baseline')).toMatchObject({ outcome: 'already_claimed' });
     expect(await ledger(u)).toEqual([expect.objectContaining({ section_key: 'weekly_baseline', period: '2026-W02' })]);
   });
 
-  test('the first rolls back (the grant failed): the second proceeds and credits once', async () => {
+  test('the first never finishes (the grant failed): the second takes its intent up and credits once', async () => {
     const u = user();
     await mark(u, 'agent_version_republished');
     expect(await race(u, 'tune_republish', false)).toMatchObject({ outcome: 'proceed', amount: 2500n });
@@ -459,7 +458,7 @@ describe('claim once', () => {
     }
     await expect(finishClaim(game, u, 'connect_wallet', { ...step, amount: -1n })).rejects.toMatchObject({ code: 'CLCLM' });
     await expect(finishClaim(game, u, 'connect_wallet', { ...step, period: null })).rejects.toMatchObject({ code: 'CLCLM' });
-    // no begin_claim in this transaction
+    // no claim intent opened
     await expect(finishClaim(game, u, 'connect_wallet', step)).rejects.toMatchObject({ code: 'CLNBG', message: 'claim_not_begun' });
     expect(await ledger(u)).toEqual([]);
   });

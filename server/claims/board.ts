@@ -1,6 +1,7 @@
 // The claim board (spec: "Claim board"): the caller's board, the claim, conditions met, and the
-// operator's catalog and settings. The rules are SQL (db/functions/claims); this file holds the
-// claim's transaction open around step 5 (the wallet read and the grant, over HTTP).
+// operator's catalog and settings. The rules are SQL (db/functions/claims); this file makes the
+// claim's calls in order (open the claim intent, which reads the recipient wallet; ask the cage
+// for the grant over HTTP; finish the claim), holding no transaction across them.
 //
 // The operator's routes (/admin/claim-sections, /admin/claim-settings) take an operator's access
 // JWT (the spec's "operator" auth), never the service key.
@@ -8,8 +9,7 @@
 // Outcomes and their HTTP statuses (the spec shows only the outcome values):
 //   credited 200 · already_claimed 409 · locked 409 · forged 403 (a body naming another user, or a
 //   section that is not live here) · board off 503 claim_board_disabled · no linked Solana wallet
-//   409 wallet_not_linked · wallet read failed 503 wallet_lookup_failed · grant failed 502
-//   grant_failed (nothing committed: retry).
+//   409 wallet_not_linked · grant failed 502 grant_failed (nothing claimed: retry).
 import type { Express, Request } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -30,7 +30,6 @@ export interface ClaimBoardDeps {
   environment: Environment;
   /** The process clock; tests inject another (the harness also takes `x-test-clock`). */
   clock: () => Date;
-  auth: ServiceClient;
   bank: ServiceClient;
 }
 
@@ -39,16 +38,18 @@ export function claimId(userId: string, sectionKey: string, period: string): `0x
   return keccak256(toHex(`${userId}:${sectionKey}:${period}`));
 }
 
-/** The claim's recipient: the user's linked Solana wallet, read from the auth role. */
-async function solanaRecipient(deps: ClaimBoardDeps, userId: string): Promise<string> {
-  const wallets = await deps.auth.get<{ wallets: { address: string }[] }>(`/api/internal/user-wallets-solana/${userId}`);
-  if (!wallets.ok) {
-    deps.log.warn({ userId, status: wallets.status }, 'claim: the wallet read failed; nothing committed');
-    throw new ApiError(503, 'wallet_lookup_failed');
-  }
-  const recipient = wallets.body.wallets[0]?.address;
-  if (!recipient) throw new ApiError(409, 'wallet_not_linked');
-  return recipient;
+/** The ISO-8601 week `YYYY-Www` (UTC) of an instant: the period of a weekly section (claims.iso_week in SQL). */
+export function isoWeekOf(at: Date): string {
+  const d = new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()));
+  d.setUTCDate(d.getUTCDate() + 4 - (d.getUTCDay() || 7)); // the Thursday of this ISO week decides its year
+  const week = Math.ceil(((d.getTime() - Date.UTC(d.getUTCFullYear(), 0, 1)) / 86400_000 + 1) / 7);
+  return `${d.getUTCFullYear()}-W${String(week).padStart(2, '0')}`;
+}
+
+/** The claim ids of the periods a claim at `now` can fall in (SQL picks the one of the section's cadence). */
+export function claimIdsAt(userId: string, sectionKey: string, now: Date): Record<string, string> {
+  const week = isoWeekOf(now);
+  return { once: claimId(userId, sectionKey, 'once'), [week]: claimId(userId, sectionKey, week) };
 }
 
 /**
@@ -118,45 +119,30 @@ export function createClaimBoard(deps: ClaimBoardDeps) {
     };
   }
 
-  /** The six-step claim (db/functions/claims/20_claims.sql), in one transaction held around the grant. */
+  /**
+   * The six-step claim (db/functions/claims/20_claims.sql), no transaction held across the calls:
+   * the claim intent opened with its recipient wallet (steps 1-4 and the wallet read), the grant (5,
+   * which the cage makes only for that open intent and recipient), the ledger row written and the intent closed (6). A failure between
+   * leaves the intent open: a retry takes it up again, and the worker finishes it from its grant or
+   * abandons it when none came.
+   */
   async function claim(userId: string, sectionKey: string, now: Date) {
-    const client = await pool.connect();
-    let open = false;
-    try {
-      await client.query('begin');
-      open = true;
-      // the claim's timeout (claims_private.claim_timeout): a transaction left idle past it (a call
-      // that hangs) is ended by the server, its locks released; a grant it made is completed by the
-      // worker from the grant
-      await client.query("select set_config('idle_in_transaction_session_timeout', '60s', true)");
-      const { rows } = await client.query<{ outcome: string; amount: bigint | null; period: string | null; kind: string | null }>(
-        'select outcome, amount, period, kind from claims.begin_claim($1, $2, $3, $4)', [environment, userId, sectionKey, now],
-      );
-      const step = rows[0]!;
-      if (step.outcome === 'disabled') throw new ApiError(503, 'claim_board_disabled');
-      if (step.outcome !== 'proceed') {
-        await client.query('rollback');
-        open = false;
-        return { outcome: step.outcome as Outcome, sectionKey, ...(step.period ? { period: step.period } : {}) };
-      }
-      const id = claimId(userId, sectionKey, step.period!);
-      // 5. the recipient (the user's linked Solana wallet), then the grant; any failure rolls back
-      const recipient = await solanaRecipient(deps, userId);
-      const { amount, grantTx, replayedGrant } = await grantFor(deps, { userId, sectionKey, period: step.period!, amount: step.amount!, id, recipient });
-      // 6. the ledger row and the claimed state (a zero-amount section is credited, nothing minted)
-      await client.query('select claims.finish_claim($1, $2, $3, $4, $5, $6)', [
-        userId, sectionKey, step.period, amount.toString(), id, grantTx,
-      ]);
-      await client.query('commit');
-      open = false;
-      log.info({ userId, sectionKey, amount: amount.toString(), period: step.period, replayedGrant }, 'claim credited');
-      return {
-        outcome: 'credited' as Outcome, sectionKey, amount: Number(amount), period: step.period!, claimId: id, grantTx,
-      };
-    } finally {
-      if (open) await client.query('rollback').catch(() => undefined);
-      client.release();
-    }
+    const { rows } = await pool.query<{ outcome: string; amount: bigint | null; period: string | null; claim_id: string | null; recipient: string | null }>(
+      'select outcome, amount, period, claim_id, recipient from claims.open_claim($1, $2, $3, $4, $5)',
+      [environment, userId, sectionKey, now, JSON.stringify(claimIdsAt(userId, sectionKey, now))],
+    );
+    const step = rows[0]!;
+    if (step.outcome === 'disabled') throw new ApiError(503, 'claim_board_disabled');
+    if (step.outcome === 'no_wallet') throw new ApiError(409, 'wallet_not_linked');
+    if (step.outcome !== 'proceed') return { outcome: step.outcome as Outcome, sectionKey, ...(step.period ? { period: step.period } : {}) };
+    const id = step.claim_id!;
+    // 5. the grant to the recipient the intent names (the user's linked Solana wallet, read with the
+    //    claim); a failure leaves the intent open
+    const { amount, grantTx, replayedGrant } = await grantFor(deps, { userId, sectionKey, period: step.period!, amount: step.amount!, id, recipient: step.recipient! });
+    // 6. the ledger row, the claimed state, the intent closed (a zero-amount section: nothing minted)
+    await pool.query('select claims.finish_claim($1, $2, $3, $4, $5, $6)', [userId, sectionKey, step.period, amount.toString(), id, grantTx]);
+    log.info({ userId, sectionKey, amount: amount.toString(), period: step.period, replayedGrant }, 'claim credited');
+    return { outcome: 'credited' as Outcome, sectionKey, amount: Number(amount), period: step.period!, claimId: id, grantTx };
   }
 
   return { enabled, markConditionMet, board, claim };

@@ -95,7 +95,6 @@ const schema = z.object({
   // the deployment environment of the claim board's catalog and settings
   DEPLOY_ENVIRONMENT: optionalString.pipe(z.enum(['local', 'staging', 'production']).optional()),
   // the auth role's internal address, for the game role's wallet reads (default: this process's)
-  AUTH_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // the cage role's internal address, for the worker's reconciler (default: this process's cage)
   CAGE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // the bank (cage) the game role reports busts to

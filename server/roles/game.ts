@@ -22,12 +22,11 @@ import { installTableReadRoute } from '../game/tables/read.ts';
 import { installTestHandRoute } from '../game/hands/test-route.ts';
 
 
-/** The bank (the cage) and the auth role, reached through the roles' one client. */
+/** The bank (the cage), reached through the roles' one client. */
 function peerClients(config: RoleContext['config'], peers: RoleContext['peers']) {
   const client = (baseUrl: () => string) => createServiceClient({ baseUrl, serviceKey: config.SERVICE_KEY, timeoutMs: config.GAME_CALL_TIMEOUT_MS });
   return {
     bank: client(() => config.BANK_URL ?? peers?.get('cage') ?? `http://${config.HOST}:${config.CAGE_PORT}`),
-    auth: client(() => config.AUTH_URL ?? peers?.get('auth') ?? `http://${config.HOST}:${config.PORT}`),
   };
 }
 
@@ -54,7 +53,7 @@ async function readyToServe(pool: pg.Pool, environment: string, gameProcess: Gam
 export async function startGame({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
   const roleLog = log.child({ role: 'game' });
   const pool = createRolePool(databaseUrl, 'poker_game', { max: 20, applicationName: 'game', secret: config.DB_ROLE_SECRET });
-  const { bank, auth } = peerClients(config, peers);
+  const { bank } = peerClients(config, peers);
   // this process's presence, before anything else: the leases of the tables it will run hang on it
   const gameProcess = await startGameProcess({
     databaseUrl, pool, log: roleLog, ttlSeconds: config.GAME_LEASE_TTL_SECONDS, url: config.GAME_PUBLIC_URL, dbRoleSecret: config.DB_ROLE_SECRET,
@@ -66,7 +65,7 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
   const jwt = lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') });
   const environment = deploymentEnvironment(config);
   const clock = () => new Date();
-  const board = createClaimBoard({ pool, log: roleLog, environment, clock, auth, bank });
+  const board = createClaimBoard({ pool, log: roleLog, environment, clock, bank });
   const live = createLiveTables({
     pool, log: roleLog, jwt, hands, board,
     options: { handDelayMs: config.HAND_DELAY_MS, timeoutsBeforeSitOut: config.TIMEOUTS_BEFORE_SIT_OUT, idleKickMs: config.IDLE_KICK_SECONDS * 1000 },

@@ -90,3 +90,17 @@ export async function expectBalancedBooks(db: pg.Pool) {
 export async function setRealMoney(owner: Queryable, enabled: boolean) {
   await owner.query('select * from cage.set_switch($1, $2, $3)', [await fixtureOperator(owner), 'real_money', enabled]);
 }
+
+let intents = 0;
+/**
+ * An open claim intent for `userId` of `amount` to `recipient` (what claims.open_claim opens; written here by the
+ * owner, for tests of the grant itself): the cage grants only under such a claim id. Returns it.
+ */
+export async function openClaimIntent(owner: Queryable, userId: string, amount: bigint | number, recipient: string, sectionKey = 'weekly_baseline'): Promise<string> {
+  const claimId = `0x${randomUUID().replace(/-/g, '')}${randomUUID().replace(/-/g, '')}`;
+  await owner.query(
+    "insert into claims.claim_intents (claim_id, user_id, section_key, period, amount, kind, recipient) values ($1, $2, $3, $4, $5, 'baseline', $6)",
+    [claimId, userId, sectionKey, `t-${process.pid % 1000}-${++intents}`.slice(0, 16), String(amount), recipient],
+  );
+  return claimId;
+}

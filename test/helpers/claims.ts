@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { base58 } from '@scure/base';
 import { keccak256, stringToHex } from 'viem';
+import type pg from 'pg';
 import type { TestDatabase } from './db.ts';
 import { call, type startMoneyPlatform } from './money.ts';
 
@@ -103,4 +104,32 @@ export async function eventually<T>(check: () => T | undefined | Promise<T | und
     if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/**
+ * The user `userId` as the bridge would have made them, with a linked Solana wallet (the claim
+ * pays the user's first linked Solana wallet, read with the claim): for SQL tests that pick their
+ * own user ids. Idempotent per pool and user.
+ */
+const walleted = new WeakMap<object, Set<string>>();
+export async function ensureClaimant(owner: pg.Pool, userId: string): Promise<void> {
+  const done = walleted.get(owner) ?? new Set<string>();
+  walleted.set(owner, done);
+  if (done.has(userId)) return;
+  const client = await owner.connect();
+  try {
+    await client.query('begin');
+    await client.query("select set_config('auth.user_creation_path', 'bridge', true)");
+    await client.query('insert into auth.users (id) values ($1) on conflict do nothing', [userId]);
+    if (!(await client.query("select 1 from auth.wallets where user_id = $1 and chain = 'solana'", [userId])).rowCount) {
+      await client.query("select * from auth.link_wallet($1, $2, 'solana', 0)", [userId, solanaAddress()]);
+    }
+    await client.query('commit');
+  } catch (err) {
+    await client.query('rollback');
+    throw err;
+  } finally {
+    client.release();
+  }
+  done.add(userId);
 }

@@ -138,12 +138,23 @@ begin
      and not exists (select from cage.deposit_intents d where d.reversal_ref_id = e.ref_id and d.status = 'failed')
      and not exists (select from cage.operator_acts a where a.ref_id = e.ref_id and a.act = 'correction')
   union all
-  --    A grant: its claim-ledger row (same claim id, user and amount), once the claim's process had
+  --    A grant: the claim intent that backed it (same claim id, user and amount), at once: a grant
+  --    nothing backs is never completed into a claim, it is named here and left to an operator.
+  select 'provenance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'grant without its claim intent')
+    from cage.cage_entries e
+   where e.kind = 'grant'
+     and not exists (select from claims.claim_intents i
+                      where i.claim_id = e.ref_id and i.user_id::text = e.memo ->> 'user_id' and i.amount = e.amounts[2])
+  union all
+  --    ... and its claim-ledger row (same claim id, user and amount), once the claim's process had
   --    its time to write it and the reconciler its time to complete it (claims.complete_lost_claims).
   select 'provenance', 'entry:' || e.id,
          jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'grant without its claim')
     from cage.cage_entries e
    where e.kind = 'grant' and e.created_at < now() - claims_private.claim_report_after()
+     and exists (select from claims.claim_intents i
+                  where i.claim_id = e.ref_id and i.user_id::text = e.memo ->> 'user_id' and i.amount = e.amounts[2])
      and not exists (select from claims.claim_ledger l
                       where l.claim_id = e.ref_id and l.user_id::text = e.memo ->> 'user_id' and l.amount = e.amounts[2])
   union all

@@ -22,10 +22,13 @@ end;
 $$;
 
 -- Play chips to the owner of the linked Solana wallet p_recipient; ref id = the claim id. A replay
--- returns status 'replayed' (the route answers { idempotent: true }) and mints nothing. The claim
--- board names the claim's section and period: they are kept in the entry's memo, so the claim's
--- ledger row can be checked against its grant (claims.finish_claim, the audit) and completed from
--- it when the claim's process died between the two (claims.complete_lost_claims).
+-- returns status 'replayed' (the route answers { idempotent: true }) and mints nothing. A new grant
+-- is made only for the claim that backs it: an open claim intent (claims.open_claim) of this claim
+-- id, of this amount, whose user owns the recipient wallet, and of the section and period named
+-- when they are (grant_not_backed otherwise): the service key alone mints nothing. The claim's
+-- section and period are kept in the entry's memo, so the claim's ledger row can be checked against
+-- its grant (claims.finish_claim, the audit) and completed from it when the claim's process died
+-- between the two (claims.complete_lost_claims).
 create or replace function cage.grant_play_chips(
   p_recipient text, p_amount bigint, p_claim_id text, p_section_key text default null, p_period text default null
 ) returns table (user_id uuid, amount bigint, ref_id text, status text)
@@ -37,6 +40,7 @@ declare
   v_user uuid;
   v_result record;
   v_match jsonb;
+  v_intent claims.claim_intents;
 begin
   if p_claim_id is null or length(p_claim_id) not between 1 and 200 or p_recipient is null or length(p_recipient) not between 1 and 128
      or (p_section_key is null) <> (p_period is null) or length(p_section_key) > 64 or length(p_period) > 16 then
@@ -56,6 +60,14 @@ begin
   if v_user is null then
     perform cage_private.refuse('recipient_not_found', 'no account has linked this wallet');
   end if;
+  -- the claim behind it, held (for share) so the lost-claim reconciler cannot abandon it meanwhile
+  select * into v_intent from claims.claim_intents i where i.claim_id = p_claim_id for share;
+  if v_intent.claim_id is null or v_intent.status <> 'open' or v_intent.amount <> p_amount or v_intent.user_id <> v_user
+     or v_intent.recipient is distinct from p_recipient
+     or (p_section_key is not null and (p_section_key <> v_intent.section_key or p_period <> v_intent.period)) then
+    perform cage_private.refuse('grant_not_backed', 'no open claim of this claim id, amount and recipient');
+  end if;
+  v_match := jsonb_build_object('recipient', p_recipient, 'section_key', v_intent.section_key, 'period', v_intent.period);
   select * into v_result from cage.post_movement(p_claim_id, 'grant', 'play',
     array[cage.ensure_account('grant_source', null, null, 'play'), cage.ensure_account('user', v_user, null, 'play')],
     array[-p_amount, p_amount], v_match || jsonb_build_object('user_id', v_user));
