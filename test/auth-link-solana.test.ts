@@ -87,10 +87,10 @@ test('bad base58, wrong key or signature length, another key\'s signature, repla
   // the nonce is still there (a 400 comes before it is taken); another key's signature spends it
   const forged = await post('/api/link-wallet/solana', user.headers, { address: w.address, message, signature: sign(other.secret, message) });
   expect(forged.status).toBe(401);
-  expect(await forged.json()).toEqual({ error: 'invalid signature' });
+  expect(await forged.json()).toEqual({ error: 'invalid signature', code: 'invalid_signature' });
   const replay = await post('/api/link-wallet/solana', user.headers, { address: w.address, message, signature: sign(w.secret, message) });
   expect(replay.status).toBe(401);
-  expect(await replay.json()).toEqual({ error: 'no nonce' });
+  expect(await replay.json()).toEqual({ error: 'no nonce', code: 'no_nonce' });
 });
 
 test('Solana addresses are unique case-sensitively: another user cannot take it', async () => {

@@ -75,7 +75,7 @@ test('a contract wallet signature from a key that does not own it -> 401 invalid
   const stranger = privateKeyToAccount(generatePrivateKey());
   const res = await post(withRpc, '/api/link-wallet', user.headers, await signedLink(withRpc, user.headers, contractWallet, stranger, anvil.chainId));
   expect(res.status).toBe(401);
-  expect(await res.json()).toEqual({ error: 'invalid signature' });
+  expect(await res.json()).toEqual({ error: 'invalid signature', code: 'invalid_signature' });
 });
 
 test('a contract wallet on a chain the RPC does not serve, or with no RPC configured -> 401 invalid signature', async () => {
@@ -84,7 +84,7 @@ test('a contract wallet on a chain the RPC does not serve, or with no RPC config
   expect(otherChain.status).toBe(401);
   const noRpc = await post(withoutRpc, '/api/link-wallet', user.headers, await signedLink(withoutRpc, user.headers, contractWallet, owner, anvil.chainId));
   expect(noRpc.status).toBe(401);
-  expect(await noRpc.json()).toEqual({ error: 'invalid signature' });
+  expect(await noRpc.json()).toEqual({ error: 'invalid signature', code: 'invalid_signature' });
 });
 
 test('an unreachable RPC is a 503 for a contract wallet, while EOA links (checked offline) still work', async () => {

@@ -70,7 +70,7 @@ test('1: no session -> 401 not signed in; no trusted Origin -> 403', async () =>
   const w = privateKeyToAccount(generatePrivateKey());
   const res = await post('/api/link-wallet', { 'content-type': 'application/json', origin: ORIGIN }, { message: 'x', signature: '0x00', walletAddress: w.address, chainId: 1 });
   expect(res.status).toBe(401);
-  expect(await res.json()).toEqual({ error: 'not signed in' });
+  expect(await res.json()).toEqual({ error: 'not signed in', code: 'not_signed_in' });
   const user = await pokerUser();
   for (const origin of [undefined, 'null', 'http://poker.test', 'https://poker.test.evil.test']) {
     const headers = { ...user.headers };
@@ -85,7 +85,7 @@ test('2: a bad address -> 400 invalid walletAddress', async () => {
   for (const walletAddress of ['0x123', 'not-an-address', '0x' + 'g'.repeat(40)]) {
     const res = await post('/api/link-wallet', user.headers, { message: 'm', signature: '0x00', walletAddress, chainId: 1 });
     expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ error: 'invalid walletAddress' });
+    expect(await res.json()).toEqual({ error: 'invalid walletAddress', code: 'invalid_wallet_address' });
   }
 });
 
@@ -93,15 +93,15 @@ test('3: no nonce, a replayed nonce, a nonce for another chain -> 401 no nonce',
   const user = await pokerUser();
   const w = privateKeyToAccount(generatePrivateKey());
   const never = await post('/api/link-wallet', user.headers, await linkBody(w, 'abcdefgh12345678'));
-  expect(await never.json()).toEqual({ error: 'no nonce' });
+  expect(await never.json()).toEqual({ error: 'no nonce', code: 'no_nonce' });
   const nonce = await nonceFor(user.headers, w.address);
   const body = await linkBody(w, nonce);
   expect((await post('/api/link-wallet', user.headers, body)).status).toBe(200);
   const replay = await post('/api/link-wallet', user.headers, body);
   expect(replay.status).toBe(401);
-  expect(await replay.json()).toEqual({ error: 'no nonce' });
+  expect(await replay.json()).toEqual({ error: 'no nonce', code: 'no_nonce' });
   const otherChain = await nonceFor(user.headers, w.address, 137);
-  expect(await (await post('/api/link-wallet', user.headers, await linkBody(w, otherChain))).json()).toEqual({ error: 'no nonce' });
+  expect(await (await post('/api/link-wallet', user.headers, await linkBody(w, otherChain))).json()).toEqual({ error: 'no nonce', code: 'no_nonce' });
 });
 
 test('4: a message without the issued nonce -> 401, and the nonce is spent', async () => {
@@ -110,8 +110,8 @@ test('4: a message without the issued nonce -> 401, and the nonce is spent', asy
   const nonce = await nonceFor(user.headers, w.address);
   const res = await post('/api/link-wallet', user.headers, await linkBody(w, 'someothernonce123'));
   expect(res.status).toBe(401);
-  expect(await res.json()).toEqual({ error: 'message does not contain issued nonce' });
-  expect(await (await post('/api/link-wallet', user.headers, await linkBody(w, nonce))).json()).toEqual({ error: 'no nonce' });
+  expect(await res.json()).toEqual({ error: 'message does not contain issued nonce', code: 'nonce_not_in_message' });
+  expect(await (await post('/api/link-wallet', user.headers, await linkBody(w, nonce))).json()).toEqual({ error: 'no nonce', code: 'no_nonce' });
 });
 
 test.each([
@@ -125,19 +125,19 @@ test.each([
   const w = privateKeyToAccount(generatePrivateKey());
   const res = await post('/api/link-wallet', user.headers, await linkBody(w, await nonceFor(user.headers, w.address), overrides));
   expect(res.status).toBe(401);
-  expect(await res.json()).toEqual({ error: 'invalid signature' });
+  expect(await res.json()).toEqual({ error: 'invalid signature', code: 'invalid_signature' });
 });
 
 test('5: another key\'s signature -> 401 invalid signature, logged at warn; a valid signature over a non-SIWE message is 400 invalid message', async () => {
   const user = await pokerUser();
   const [w, thief] = [privateKeyToAccount(generatePrivateKey()), privateKeyToAccount(generatePrivateKey())];
   const res = await post('/api/link-wallet', user.headers, await linkBody(w, await nonceFor(user.headers, w.address), {}, thief));
-  expect(await res.json()).toEqual({ error: 'invalid signature' });
+  expect(await res.json()).toEqual({ error: 'invalid signature', code: 'invalid_signature' });
   const nonce = await nonceFor(user.headers, w.address);
   const plain = `please link ${nonce}`;
   const res2 = await post('/api/link-wallet', user.headers, { message: plain, signature: await w.signMessage({ message: plain }), walletAddress: w.address, chainId: 1 });
   expect(res2.status).toBe(400);
-  expect(await res2.json()).toEqual({ error: 'invalid message' });
+  expect(await res2.json()).toEqual({ error: 'invalid message', code: 'invalid_message' });
   expect(lines.some((l) => l.level === 40 && l.marker === 'auth.wallet.signature_failed')).toBe(true);
 });
 
@@ -147,7 +147,7 @@ test('6: a wallet linked to another account -> 409, logged at warn', async () =>
   expect((await post('/api/link-wallet', alice.headers, await linkBody(w, await nonceFor(alice.headers, w.address)))).status).toBe(200);
   const res = await post('/api/link-wallet', bob.headers, await linkBody(w, await nonceFor(bob.headers, w.address)));
   expect(res.status).toBe(409);
-  expect(await res.json()).toEqual({ error: 'wallet already linked to another account' });
+  expect(await res.json()).toEqual({ error: 'wallet already linked to another account', code: 'wallet_already_linked' });
   expect(lines.some((l) => l.level === 40 && l.marker === 'auth.wallet.sybil')).toBe(true);
 });
 
@@ -183,7 +183,7 @@ test.each([
   const message = rawSiwe({ address: w.address, nonce, ...fields });
   const res = await post('/api/link-wallet', user.headers, { message, signature: await w.signMessage({ message }), walletAddress: w.address, chainId: 1 });
   expect(res.status).toBe(400);
-  expect(await res.json()).toEqual({ error: 'invalid message' });
+  expect(await res.json()).toEqual({ error: 'invalid message', code: 'invalid_message' });
   // the nonce still stands: a proper message under it links
   const proper = rawSiwe({ address: w.address, nonce, uri: `https://${DOMAIN}/` });
   const linked = await post('/api/link-wallet', user.headers, { message: proper, signature: await w.signMessage({ message: proper }), walletAddress: w.address, chainId: 1 });

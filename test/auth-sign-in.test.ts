@@ -57,7 +57,7 @@ test('sign in, read the session by cookie and by Bearer, get a JWT for it, sign 
   expect(await (await fetch(`${role.url}/api/auth/get-session`, { headers: { cookie } })).json()).toBeNull();
   const after = await fetch(`${role.url}/api/auth/token`, { headers: { cookie } });
   expect(after.status).toBe(401);
-  expect(await after.json()).toEqual({ error: 'not signed in' });
+  expect(await after.json()).toEqual({ error: 'not signed in', code: 'not_signed_in' });
 });
 
 test('an unknown email and a wrong password get the same answer', async () => {

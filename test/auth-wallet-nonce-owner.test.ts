@@ -61,9 +61,9 @@ describe('SIWE', () => {
     const signedByAlice = await signedLink(wallet, await nonceFor(alice.headers, wallet.address));
     const stolen = await post('/api/link-wallet', mallory.headers, signedByAlice);
     expect(stolen.status).toBe(401);
-    expect(await stolen.json()).toEqual({ error: 'message does not contain issued nonce' });
+    expect(await stolen.json()).toEqual({ error: 'message does not contain issued nonce', code: 'nonce_not_in_message' });
     const again = await post('/api/link-wallet', mallory.headers, signedByAlice);
-    expect(await again.json()).toEqual({ error: 'no nonce' });
+    expect(await again.json()).toEqual({ error: 'no nonce', code: 'no_nonce' });
     expect(await walletsOf(mallory.userId)).toEqual([]);
     // Alice's nonce survived the attempt: her own submission links the wallet to her
     const own = await post('/api/link-wallet', alice.headers, signedByAlice);
@@ -104,9 +104,9 @@ describe('Solana', () => {
     const signedByAlice = signed(w, await challenge(alice.headers, w.address));
     const stolen = await post('/api/link-wallet/solana', mallory.headers, signedByAlice);
     expect(stolen.status).toBe(401);
-    expect(await stolen.json()).toEqual({ error: 'message does not contain issued nonce' });
+    expect(await stolen.json()).toEqual({ error: 'message does not contain issued nonce', code: 'nonce_not_in_message' });
     const again = await post('/api/link-wallet/solana', mallory.headers, signedByAlice);
-    expect(await again.json()).toEqual({ error: 'no nonce' });
+    expect(await again.json()).toEqual({ error: 'no nonce', code: 'no_nonce' });
     expect(await walletsOf(mallory.userId)).toEqual([]);
     const own = await post('/api/link-wallet/solana', alice.headers, signedByAlice);
     expect(own.status).toBe(200);

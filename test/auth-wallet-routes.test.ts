@@ -75,7 +75,7 @@ test('no session and no valid JWT: 401 not signed in', async () => {
   for (const headers of [{} as Record<string, string>, { authorization: 'Bearer nonsense' }, { authorization: `Bearer ${other}` }, { cookie: 'poker_session=' + 'x'.repeat(43) }]) {
     const res = await call('GET', '/api/wallets', headers);
     expect(res.status).toBe(401);
-    expect(await res.json()).toEqual({ error: 'not signed in' });
+    expect(await res.json()).toEqual({ error: 'not signed in', code: 'not_signed_in' });
   }
 });
 

@@ -613,7 +613,12 @@ describe('the HTTP envelope', () => {
       }
       for (const origin of ['https://evil.test', 'http://poker.test', 'https://poker.test.evil.test']) {
         const bad = await preflight(origin);
-        expect([origin, bad.status, bad.headers.get('access-control-allow-origin')]).toEqual([origin, 403, null]);
+        expect([origin, bad.status, bad.headers.get('access-control-allow-origin'), await bad.json()]).toEqual([origin, 403, null, { error: 'origin_not_allowed' }]);
+      }
+      // no Origin at all: a coded JSON refusal too, on every browser route
+      for (const path of ['/api/deposit', '/api/withdraw', '/api/tables', '/api/cage/balances', '/api/custody/claim', '/api/tournament/unregister']) {
+        const r = await fetch(`${cors.cage}${path}`, { method: 'OPTIONS' });
+        expect([path, r.status, r.headers.get('content-type')?.startsWith('application/json'), await r.json()]).toEqual([path, 403, true, { error: 'origin_required' }]);
       }
       // where no UI origin is configured, no origin is allowed
       const none = await preflight('https://poker.test', m.cage);

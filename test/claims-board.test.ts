@@ -250,11 +250,24 @@ test('board off: the state is empty, the claim is 503 claim_board_disabled and c
             (select count(*)::int from claims.condition_events where user_id = $1) as events`,
     [p.userId],
   );
-  expect(written.rows[0]).toEqual({ states: 0, ledger: 0, events: 0 });
+  // switched back on: what follows from state is evaluated for everyone it holds for (the wallet
+  // linked while the board was off lights connect_wallet); nothing else was written
+  expect(written.rows[0]).toEqual({ states: 1, ledger: 0, events: 0 });
   expect(await rec.entries(specClaimId(p.userId, 'weekly_baseline', PERIOD))).toBe(0);
   expect(await m.balance(p.auth)).toBe(0);
-  // back on: the condition met while off did not count
-  expect(sectionOf((await c.state(p.auth, NOW)).body, 'inspect_decision')).toMatchObject({ state: 'locked', claimable: false });
+  const back = (await c.state(p.auth, NOW)).body;
+  expect(sectionOf(back, 'connect_wallet')).toMatchObject({ state: 'lit', claimable: true });
+  // the condition reported while off did not count (nor does it hold: no decision was flagged)
+  expect(sectionOf(back, 'inspect_decision')).toMatchObject({ state: 'locked', claimable: false });
+});
+
+test('a known condition lights only while it holds in the platform\'s state: a forged report (or job) lights nothing', async () => {
+  const p = await m.player();
+  for (const conditionKey of ['wallet_linked', 'hand_flagged', 'agent_seated', 'agent_version_published', 'agent_version_republished']) {
+    expect(await c.light(p.userId, conditionKey, false)).toEqual({ status: 409, body: { error: 'condition_not_met' } });
+  }
+  expect((await db.owner.query('select count(*)::int as n from claims.user_claim_sections where user_id = $1', [p.userId])).rows[0].n).toBe(0);
+  expect((await c.light(p.userId, 'hand_flagged')).body).toMatchObject({ ok: true, active: true, lit: ['inspect_decision'] });
 });
 
 test('no linked wallet: 409 wallet_not_linked, nothing claimed, nothing minted; linking and retrying credits', async () => {

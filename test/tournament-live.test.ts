@@ -136,14 +136,14 @@ test('stand_up: a refund while registering, refused once it starts; the internal
 test('force-end: 409 with the state outside playing; in play the live seats are ranked by stack and paid; the operator reads list and detail', async () => {
   const host = await m.player();
   const tableId = await m.table(host.auth, SNG({ seats: 2, clockFactor: 1, actionTimeoutSeconds: 300 }));
-  expect(await internal('/admin/force-end-tournament', { tableId })).toEqual({ status: 409, body: { error: "cannot force-end from state 'registering'" } });
+  expect(await internal('/admin/force-end-tournament', { tableId })).toEqual({ status: 409, body: { error: "cannot force-end from state 'registering'", code: 'cannot_force_end', state: 'registering' } });
   const a = await humanEntry(tableId);
   await humanEntry(tableId);
-  expect(await internal('/internal/force-end-tournament', { tableId })).toEqual({ status: 409, body: { error: "cannot force-end from state 'starting'" } });
+  expect(await internal('/internal/force-end-tournament', { tableId })).toEqual({ status: 409, body: { error: "cannot force-end from state 'starting'", code: 'cannot_force_end', state: 'starting' } });
   await a.ws.next((x) => x.type === 'game_state' && x.handId && x.tournament?.state === 'playing', 10_000);
   expect(await internal('/admin/force-end-tournament', { tableId })).toMatchObject({ status: 200, body: { ok: true, state: 'ended' } });
   await a.ws.next((x) => x.type === 'tournament_state_changed' && x.state === 'closed', 20_000);
-  expect(await internal('/admin/force-end-tournament', { tableId })).toEqual({ status: 409, body: { error: "cannot force-end from state 'closed'" } });
+  expect(await internal('/admin/force-end-tournament', { tableId })).toEqual({ status: 409, body: { error: "cannot force-end from state 'closed'", code: 'cannot_force_end', state: 'closed' } });
   const books = await tournamentBooks(db.owner, tableId);
   expect(books).toMatchObject({ state: 'closed', payouts: 180n, pool: 20n });
 

@@ -45,15 +45,24 @@ describe('parametric levels, each from level 0', () => {
     expect(parametricLevel(s, 100)).toEqual({ level: 100, smallBlind: BigInt(SMALL_BLIND_CAP), bigBlind: 2n * BigInt(SMALL_BLIND_CAP), ante: 0n });
     expect(parametricLevel(s, 10_000).smallBlind).toBe(BigInt(SMALL_BLIND_CAP));
   });
-  test('never shrinks from one level to the next (any structure, seeded)', () => {
+  test('level 0 is startingSmallBlind as given; a derived level never shrinks from the one before (any structure, seeded)', () => {
     fc.assert(fc.property(
-      fc.integer({ min: 1, max: 10_000 }), fc.double({ min: 1.01, max: 3, noNaN: true }), fc.integer({ min: 0, max: 200 }),
+      fc.integer({ min: 1, max: 10_000 }), fc.double({ min: 1.01, max: 3, noNaN: true }), fc.integer({ min: 1, max: 200 }),
       (sb0, factor, n) => {
         const s = structure({ startingSmallBlind: sb0, increaseFactor: factor });
         const [a, b] = [parametricLevel(s, n), parametricLevel(s, n + 1)];
-        return b.smallBlind >= a.smallBlind && a.bigBlind === 2n * a.smallBlind && a.smallBlind >= 1n;
+        return parametricLevel(s, 0).smallBlind === BigInt(sb0)
+          && b.smallBlind >= a.smallBlind && a.bigBlind === 2n * a.smallBlind && a.smallBlind >= 1n;
       },
     ), { seed: 13, numRuns: 500 });
+  });
+
+  test('level 0 and the ante level are not snapped: 7 plays 7/14, 35 plays 35/70, an ante of 7 is 7 (derived levels are)', () => {
+    expect(parametricLevel(structure({ startingSmallBlind: 7, increaseFactor: 2 }), 0)).toMatchObject({ smallBlind: 7n, bigBlind: 14n });
+    expect(parametricLevel(structure({ startingSmallBlind: 35, increaseFactor: 2 }), 0)).toMatchObject({ smallBlind: 35n, bigBlind: 70n });
+    expect(parametricLevel(structure({ startingSmallBlind: 7, increaseFactor: 2 }), 1)).toMatchObject({ smallBlind: 15n, bigBlind: 30n });
+    const antes = structure({ startingSmallBlind: 10, increaseFactor: 2, anteStartLevel: 2, startingAnte: 7, anteIncreaseFactor: 2 });
+    expect([1, 2, 3].map((n) => parametricLevel(antes, n).ante)).toEqual([0n, 7n, 15n]);
   });
 });
 

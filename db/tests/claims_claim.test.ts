@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { keccak256, toHex } from 'viem';
 import { fixtureOperator } from '../../test/helpers/cage.ts';
-import { ensureClaimant, isoWeek } from '../../test/helpers/claims.ts';
+import { ensureClaimant, holdCondition, isoWeek } from '../../test/helpers/claims.ts';
 import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
 import { createTable } from '../../test/helpers/game.ts';
 
@@ -39,8 +39,11 @@ const W05 = new Date('2026-01-28T10:00:00Z');
 const NOW = W02;
 
 interface Mark { section_key: string; state: string; newly_lit: boolean; replayed: boolean }
-const mark = async (userId: string, conditionKey: string, idempotencyKey: string | null = randomUUID(), env = ENV) =>
-  (await game.query<Mark>('select * from claims.mark_condition_met($1, $2, $3, $4)', [env, userId, conditionKey, idempotencyKey])).rows;
+/** A condition met, made to hold in the platform's state first (a known condition lights only while it holds). */
+const mark = async (userId: string, conditionKey: string, idempotencyKey: string | null = randomUUID(), env = ENV) => {
+  if (userId) await holdCondition(db.owner, userId, conditionKey);
+  return (await game.query<Mark>('select * from claims.mark_condition_met($1, $2, $3, $4)', [env, userId, conditionKey, idempotencyKey])).rows;
+};
 
 interface Step { outcome: string; amount: bigint | null; period: string | null; kind: string | null; claim_id?: string | null }
 /** claims.open_claim with the claim ids of the periods a claim at `now` can fall in (as the game computes them). */

@@ -33,7 +33,8 @@ const entryBody = z.object({
 /**
  * The sng branch of the deposit, after the common fields were read (amount and key). Answers the
  * spec's success body (`status: 'confirmed'`, txHash = the entry's ledger ref) with the seat and the
- * tournament's state; a replay answers `replay: true`.
+ * tournament's state; a replay answers `replay: true`, and `status: 'refunded'` (with the refund's
+ * ledger ref) when the entry was refunded since.
  */
 export async function tournamentDeposit(
   deps: Pick<TournamentCageDeps, 'pool' | 'log'>,
@@ -48,10 +49,13 @@ export async function tournamentDeposit(
   const r = rows[0]!;
   if (r.outcome === 'insufficient') throw new ApiError(402, 'insufficient_cage_balance', undefined, { seatReleased: true });
   if (r.outcome === 'paid') deps.log.info({ userId: d.userId, tableId: d.tableId, seatIndex: r.seat_index, state: r.tournament_state }, 'tournament entry paid');
+  // a replay of an entry refunded since answers that (what is true now), as a replay
+  const refunded = r.outcome === 'replayed_refunded';
   return {
-    status: 'confirmed', txHash: r.ref_id, idempotencyKey: d.key, seatIndex: r.seat_index,
+    status: refunded ? 'refunded' : 'confirmed', txHash: r.ref_id, idempotencyKey: d.key, seatIndex: refunded ? null : r.seat_index,
     tournamentState: r.tournament_state, registeredCount: r.registered_count,
-    ...(r.outcome === 'replayed' ? { replay: true } : {}),
+    ...(r.outcome === 'replayed' || refunded ? { replay: true } : {}),
+    ...(refunded ? { refundTxHash: `tournament-refund:${r.ref_id}` } : {}),
   };
 }
 

@@ -97,8 +97,31 @@ export function zodIssues(error: z.ZodError) {
   return error.issues.map((i) => ({ path: i.path.map(String), message: i.message, code: i.code }));
 }
 
+/**
+ * The spec gives some refusals as sentences (`{ error: 'invalid signature' }`): the sentence stays
+ * the `error`, as the spec shows it, and a code sits beside it (`code`), so every refusal carries one.
+ */
+const SENTENCE_CODES: Record<string, string> = {
+  'invalid walletAddress': 'invalid_wallet_address',
+  'no nonce': 'no_nonce',
+  'invalid signature': 'invalid_signature',
+  'message does not contain issued nonce': 'nonce_not_in_message',
+  'not signed in': 'not_signed_in',
+  'invalid message': 'invalid_message',
+  'wallet already linked to another account': 'wallet_already_linked',
+};
+export const codeOfSentence = (sentence: string) =>
+  SENTENCE_CODES[sentence] ?? sentence.toLowerCase().replace(/'[^']*'/g, '').replace(/[^a-z0-9]+/g, '_').replace(/^_+|_+$/g, '');
+const coded = (body: ErrorBody['body']): ErrorBody['body'] =>
+  (body.code === undefined && /\s/.test(body.error) ? { ...body, code: codeOfSentence(body.error) } : body);
+
 /** Maps any thrown value to the response a client sees. */
 export function toErrorBody(err: unknown): ErrorBody {
+  const answer = rawErrorBody(err);
+  return { status: answer.status, body: coded(answer.body) };
+}
+
+function rawErrorBody(err: unknown): ErrorBody {
   if (err instanceof ApiError) {
     return { status: err.status, body: { ...err.extra, error: err.code, ...(err.issues ? { issues: err.issues } : {}) } };
   }

@@ -34,7 +34,11 @@ function uiCors(origins: Set<string>): RequestHandler {
     } else if (origin) {
       res.vary('Origin');
     }
-    if (req.method === 'OPTIONS') return void res.status(origin && origins.has(origin) ? 204 : 403).end();
+    if (req.method === 'OPTIONS') {
+      if (origin && origins.has(origin)) return void res.status(204).end();
+      // a preflight from no origin or another one: refused with a code, like every refusal
+      return void res.status(403).json({ error: origin ? 'origin_not_allowed' : 'origin_required' });
+    }
     next();
   };
 }

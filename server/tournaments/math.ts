@@ -62,12 +62,18 @@ export interface Level {
   ante: bigint;
 }
 
-/** Level n of a parametric structure, from level 0 (never from the previous level). */
+/**
+ * Level n of a parametric structure, from level 0 (never from the previous level). Level 0 is the
+ * structure's own startingSmallBlind and the ante level is its own startingAnte, as given; only the
+ * levels derived from them are snapped (spec: "Each derived level is snapped").
+ */
 export function parametricLevel(s: BlindStructure, n: number): Level {
-  const smallBlind = wholeChips(s.startingSmallBlind * s.increaseFactor ** n);
+  const smallBlind = n === 0 ? BigInt(s.startingSmallBlind) : wholeChips(s.startingSmallBlind * s.increaseFactor ** n);
   const ante = s.anteStartLevel === null || n < s.anteStartLevel || s.startingAnte === 0
     ? 0n
-    : wholeChips(s.startingAnte * s.anteIncreaseFactor ** (n - s.anteStartLevel));
+    : n === s.anteStartLevel
+      ? BigInt(s.startingAnte)
+      : wholeChips(s.startingAnte * s.anteIncreaseFactor ** (n - s.anteStartLevel));
   return { level: n, smallBlind, bigBlind: 2n * smallBlind, ante };
 }
 

@@ -91,7 +91,8 @@ export function installTournamentRoutes(app: Express, deps: TournamentRouteDeps)
       await pool.query('select game.tournament_force_end($1)', [b.tableId]);
     } catch (err) {
       const e = err as { code?: string; detail?: string };
-      if (e.code === 'GMCFE') throw new ApiError(409, `cannot force-end from state '${e.detail}'`);
+      // the spec's sentence as the error, the registry's code and the state beside it
+      if (e.code === 'GMCFE') throw new ApiError(409, `cannot force-end from state '${e.detail}'`, undefined, { code: 'cannot_force_end', state: e.detail });
       throw err;
     }
     log.warn({ tableId: b.tableId }, 'tournament force-ended');

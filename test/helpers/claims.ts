@@ -41,11 +41,13 @@ export function claimsClient(m: Money, game = m.game) {
     claim: (auth: Headers, body: unknown, clock?: string) =>
       call(`${game}/claim-board/claim`, { headers: { ...auth, ...clockHeader(clock) }, body }),
     conditionMet: (body: unknown, headers: Headers = m.service) => call(`${game}/internal/claim-board/condition-met`, { headers, body }),
-    /** condition-met with a fresh idempotency key. */
-    light: (userId: string, conditionKey: string) =>
-      call(`${game}/internal/claim-board/condition-met`, {
+    /** condition-met with a fresh idempotency key, the condition made to hold first (holdCondition). */
+    light: async (userId: string, conditionKey: string, holds = true) => {
+      if (holds) await holdCondition(m.db.owner, userId, conditionKey);
+      return call(`${game}/internal/claim-board/condition-met`, {
         headers: m.service, body: { userId, conditionKey, idempotencyKey: `k-${randomBytes(8).toString('hex')}` },
-      }),
+      });
+    },
     // the operator's routes: an operator's access JWT unless the caller gives other headers
     settings: async (body?: Record<string, unknown>, headers?: Headers) => {
       const h = headers ?? (await m.operator()).auth;
@@ -132,4 +134,35 @@ export async function ensureClaimant(owner: pg.Pool, userId: string): Promise<vo
     client.release();
   }
   done.add(userId);
+}
+
+/**
+ * Makes a condition the platform knows hold for `userId` in the state it is read from (the claim
+ * board lights a known condition only while it holds: claims_private.condition_holds), as the owner:
+ * a linked Solana wallet, an agent with one or two published versions, a seat an agent of theirs
+ * played, a decision they flagged. A key the platform does not know needs nothing.
+ */
+export async function holdCondition(owner: pg.Pool, userId: string, conditionKey: string): Promise<void> {
+  const agent = async (versions: number) => {
+    const { rows } = await owner.query<{ id: string }>("insert into game.agents (owner_user_id, name) values ($1, 'condition agent') returning id", [userId]);
+    for (let v = 1; v <= versions; v++) await owner.query('insert into game.agent_versions (agent_id, version) values ($1, $2)', [rows[0]!.id, v]);
+    return rows[0]!.id;
+  };
+  switch (conditionKey) {
+    case 'wallet_linked': return ensureClaimant(owner, userId);
+    case 'agent_version_published': await agent(1); return;
+    case 'agent_version_republished': await agent(2); return;
+    case 'hand_flagged': await owner.query("insert into game.agent_flags (agent_id, version, flagged_by) values ($1, 1, $2)", [await agent(1), userId]); return;
+    case 'agent_seated': {
+      const agentId = await agent(1);
+      const tableId = `cond-${randomBytes(6).toString('hex')}`;
+      await owner.query("select game.create_table($1, 'poker', '{\"smallBlind\":1,\"bigBlind\":2,\"minBuyIn\":40,\"maxBuyIn\":200,\"maxPlayers\":6}', 'play', null)", [tableId]);
+      await owner.query(
+        "insert into game.table_players (table_id, user_id, seat_index, chip_balance, status, history_hash, agent_id, closed_at) values ($1, $2, 0, 0, 'closed', '', $3, now())",
+        [tableId, userId, agentId],
+      );
+      return;
+    }
+    default:
+  }
 }

@@ -56,6 +56,7 @@ export function moneyClient(db: TestDatabase, platform: TestPlatform) {
   let operator: Promise<{ adminId: string; auth: Record<string, string> }> | undefined;
   const client = {
     platform,
+    db,
     cage,
     game: platform.url('game'),
     service,

@@ -51,6 +51,8 @@ create or replace function claims.set_board_settings(
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
+declare
+  v_was boolean := (select b.claim_board_enabled from claims.board_settings(p_environment) b);
 begin
   insert into claims.settings as s (environment, claim_board_enabled, play_transfer_gate_enabled)
   values (claims_private.deployment(p_environment), coalesce(p_claim_board_enabled, false), coalesce(p_play_transfer_gate_enabled, true))
@@ -60,6 +62,10 @@ begin
         updated_at = now();
   perform claims_private.record_edit(p_sid, 'set_settings', p_environment, null,
     jsonb_build_object('claimBoardEnabled', p_claim_board_enabled, 'playTransferGateEnabled', p_play_transfer_gate_enabled));
+  -- switched on: the conditions that follow from state are evaluated for everyone they hold for
+  if p_claim_board_enabled and not coalesce(v_was, false) then
+    perform claims_private.light_from_state(p_environment);
+  end if;
   return query select * from claims.board_settings(p_environment);
 end;
 $$;

@@ -46,6 +46,71 @@ as $$
    order by (s.kind = 'baseline') desc, s."order", s.key
 $$;
 
+-- Whether a condition the platform itself knows holds for a user, read from the state that makes it
+-- true (so a forged report, or a forged job naming another user, lights nothing): a linked Solana
+-- wallet (auth), an agent of theirs with a published version, two versions, a seat it played, a
+-- decision they flagged (game). Null for a key the platform does not know (an operator's own
+-- condition, reported by a service with the service key).
+create or replace function claims_private.condition_holds(p_user_id uuid, p_condition_key text) returns boolean
+  language sql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+  select case p_condition_key
+    when 'wallet_linked' then exists (select from auth.wallets w where w.user_id = p_user_id and w.chain = 'solana')
+    when 'agent_version_published' then exists (
+      select from game.agent_versions v join game.agents a on a.id = v.agent_id where a.owner_user_id = p_user_id)
+    when 'agent_version_republished' then exists (
+      select from game.agent_versions v join game.agents a on a.id = v.agent_id where a.owner_user_id = p_user_id
+       group by v.agent_id having count(*) >= 2)
+    when 'agent_seated' then exists (
+      select from game.table_players p join game.agents a on a.id = p.agent_id where a.owner_user_id = p_user_id)
+    when 'hand_flagged' then exists (select from game.agent_flags f where f.flagged_by = p_user_id)
+  end
+$$;
+
+-- The users for whom a known condition holds now (claims_private.condition_holds, set-wise).
+create or replace function claims_private.condition_holders(p_condition_key text) returns setof uuid
+  language sql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+  select w.user_id from auth.wallets w where p_condition_key = 'wallet_linked' and w.chain = 'solana'
+  union
+  select a.owner_user_id from game.agent_versions v join game.agents a on a.id = v.agent_id where p_condition_key = 'agent_version_published'
+  union
+  select a.owner_user_id from game.agent_versions v join game.agents a on a.id = v.agent_id
+   where p_condition_key = 'agent_version_republished' group by a.owner_user_id, v.agent_id having count(*) >= 2
+  union
+  select a.owner_user_id from game.table_players p join game.agents a on a.id = p.agent_id where p_condition_key = 'agent_seated'
+  union
+  select f.flagged_by from game.agent_flags f where p_condition_key = 'hand_flagged'
+$$;
+
+-- When the board is switched on: every condition that follows from state is evaluated for everyone
+-- it holds for (a user who linked a wallet while the board was off gets connect_wallet lit).
+-- Returns the sections lit.
+create or replace function claims_private.light_from_state(p_environment text) returns integer
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_lit integer;
+begin
+  with bound as (
+    select s.key, s.condition_key from claims.resolved_sections(p_environment) s
+     where s.kind = 'unlock' and s.condition_key in ('wallet_linked', 'agent_version_published', 'agent_version_republished', 'agent_seated', 'hand_flagged')
+  ),
+  lit as (
+    insert into claims.user_claim_sections as u (user_id, section_key, state, lit_at)
+    select h.holder, b.key, 'lit', now()
+      from bound b cross join lateral claims_private.condition_holders(b.condition_key) h (holder)
+    on conflict (user_id, section_key) do update set state = 'lit', lit_at = now() where u.state = 'locked'
+    returning 1
+  )
+  select count(*) into v_lit from lit;
+  return v_lit;
+end;
+$$;
+
 -- A condition met for a user: every live, enabled unlock section bound to the key becomes lit
 -- (locked -> lit, lit_at set); lit or claimed sections are unchanged. Idempotent; a replayed
 -- idempotency key lights nothing new (it reports the sections as they stand), and the same key
@@ -66,6 +131,10 @@ begin
   end if;
   if not (select b.claim_board_enabled from claims.board_settings(p_environment) b) then
     perform claims_private.refuse('claim_board_disabled');
+  end if;
+  -- a condition the platform knows must hold in its state (a forged report lights nothing)
+  if claims_private.condition_holds(p_user_id, p_condition_key) is false then
+    perform claims_private.refuse('condition_not_met', format('%s does not hold for this user', p_condition_key));
   end if;
   if p_idempotency_key is not null then
     if length(p_idempotency_key) not between 1 and 200 then

@@ -85,6 +85,23 @@ $$;
 -- the seat, without money, until its fee is paid (cage.open_tournament_entry) or it self-releases
 -- at reserved_until. Concurrent registrations serialise on the table's lock: for the last seat,
 -- exactly one wins and the others are refused tournament_full.
+-- A registration is taken only while the tournament registers: one whose field filled (starting,
+-- the last seat taken by a concurrent registrant) is tournament_full, any later state
+-- tournament_not_in_registration.
+create or replace function game_private.require_registering(v_table game.tables) returns void
+  language plpgsql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if v_table.tournament_state = 'starting' then
+    perform game_private.refuse('tournament_full', 'the field filled: the tournament is starting');
+  end if;
+  if v_table.tournament_state is distinct from 'registering' then
+    perform game_private.refuse('tournament_not_in_registration', format('the tournament is %s', v_table.tournament_state));
+  end if;
+end;
+$$;
+
 create or replace function game.tournament_reserve(
   p_table_id text, p_user_id uuid, p_agent_id uuid, p_advisor_agent_id uuid, p_ttl_seconds integer
 ) returns table (player_id bigint, seat_index integer, reserved_until timestamptz, registered_count integer)
@@ -103,9 +120,7 @@ begin
     perform game_private.refuse('invalid_table', 'a user and a reserve TTL of 1..120 s');
   end if;
   v_table := game_private.lock_tournament(p_table_id);
-  if v_table.tournament_state <> 'registering' then
-    perform game_private.refuse('tournament_not_in_registration', format('the tournament is %s', v_table.tournament_state));
-  end if;
+  perform game_private.require_registering(v_table);
   if p_agent_id is null and v_table.kind = 'agent' then
     perform game_private.refuse('humans_not_allowed_at_agent_table');
   end if;

@@ -44,15 +44,16 @@ begin
     if v_intent.table_id <> p_table_id or v_intent.amount <> p_amount then
       perform cage_private.refuse('idempotency_key_reused', 'this idempotency key was used for another deposit');
     end if;
-    return query select v_ref, 'replayed'::text, v_intent.seat_index, v_table.tournament_state, game_private.registered_count(p_table_id);
+    -- a replay answers what is true now: the entry stands, or it was refunded
+    return query select v_ref,
+      case when exists (select from cage.cage_entries e where e.ref_id = 'tournament-refund:' || v_ref) then 'replayed_refunded' else 'replayed' end,
+      v_intent.seat_index, v_table.tournament_state, game_private.registered_count(p_table_id);
     return;
   end if;
   if v_table.status = 'frozen' then
     perform cage_private.refuse('table_frozen');
   end if;
-  if v_table.tournament_state <> 'registering' then
-    perform game_private.refuse('tournament_not_in_registration', format('the tournament is %s', v_table.tournament_state));
-  end if;
+  perform game_private.require_registering(v_table);
   if p_amount <> game_private.setting_bigint(v_table.settings, 'entryFee') then
     perform game_private.refuse('tournament_entry_fee_mismatch', format('the entry fee is %s', v_table.settings ->> 'entryFee'));
   end if;
