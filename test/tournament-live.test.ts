@@ -79,10 +79,17 @@ test('ten bots play a 10-seat tournament to the end: closed, payouts summing to 
   expect(seen.filter((x) => x.type === 'tournament_payout_settled').map((x) => x.position).sort()).toEqual([1, 2, 3]);
   const states = seen.filter((x) => x.type === 'tournament_state_changed').map((x) => x.state);
   expect(states).toEqual(['starting', 'playing', 'ended', 'settling', 'closed']);
+  // closed comes after every payout is settled, and the standings before them
+  const at = (pred: (x: Msg) => boolean) => seen.findIndex(pred);
+  const closedAt = at((x) => x.type === 'tournament_state_changed' && x.state === 'closed');
+  expect(seen.map((x, i) => [x.type, i]).filter(([type]) => type === 'tournament_payout_settled').every(([, i]) => (i as number) < closedAt)).toBe(true);
+  expect(at((x) => x.type === 'tournament_ended')).toBeLessThan(at((x) => x.type === 'tournament_payout_settled'));
   // every level the database reached while it played was announced, in order, with its blinds
   const levels = seen.filter((x) => x.type === 'blind_level_changed');
   const reached = (await db.owner.query('select current_level from game.tables where table_id = $1', [tableId])).rows[0].current_level;
   expect(levels.map((x) => x.currentLevel).at(-1) ?? 0).toBe(reached);
+  // each level once, none skipped
+  expect(levels.map((x) => x.currentLevel)).toEqual(Array.from({ length: reached }, (_, i) => i + 1));
   expect(levels.every((x, i) => (i === 0 || x.currentLevel > levels[i - 1]!.currentLevel) && typeof x.levelEndsAt === 'number' && BigInt(x.bigBlind) === 2n * BigInt(x.smallBlind))).toBe(true);
   // a player's view while it played
   const view = players[0]!.ws.messages.find((x) => x.type === 'game_state' && x.tournamentMyView);
@@ -129,7 +136,14 @@ test('stand_up: a refund while registering, refused once it starts; the internal
   expect((await m.deposit(human.auth, { tableId: agentsOnly, amount: 100 })).body).toEqual({ error: 'humans_not_allowed_at_agent_table' });
   expect(await m.balance(human.auth)).toBe(1000);
   const other = await humanEntry(await m.table(host.auth, SNG({ seats: 3 })));
-  expect(await internal('/internal/tournament-register', { tableId, agentId: (await live.player(0, { agent: true })).agentId })).toEqual({ status: 409, body: { error: 'tournament_not_in_registration' } });
+  // the field filled (starting: tournament_full) or play began (tournament_not_in_registration)
+  const late = await internal('/internal/tournament-register', { tableId, agentId: (await live.player(0, { agent: true })).agentId });
+  expect(late.status).toBe(409);
+  expect(['tournament_full', 'tournament_not_in_registration']).toContain(late.body.error);
+  // the operator sees what became of each registration: a refunded human, a released agent
+  const detail = await call(`${m.game}/admin/tournaments/${tableId}`, { headers: (await m.operator()).auth });
+  expect(detail.body.entrants.map((e: Msg) => e.registration).sort()).toEqual(['paid', 'paid', 'refunded', 'released']);
+  expect(detail.body.registeredCount).toBe(2);
   expect(other).toBeDefined();
 });
 
@@ -150,7 +164,8 @@ test('force-end: 409 with the state outside playing; in play the live seats are 
   const { auth } = await m.operator();
   const list = await call(`${m.game}/admin/tournaments`, { headers: auth });
   expect(list.status).toBe(200);
-  expect(list.body.tournaments.find((t: Msg) => t.tableId === tableId)).toMatchObject({ state: 'closed', seats: 2, entryFee: '100', registeredCount: 0, forceEndAvailable: false });
+  // the field that played is counted once the tournament is over
+  expect(list.body.tournaments.find((t: Msg) => t.tableId === tableId)).toMatchObject({ state: 'closed', seats: 2, entryFee: '100', registeredCount: 2, forceEndAvailable: false });
   const detail = await call(`${m.game}/admin/tournaments/${tableId}`, { headers: auth });
   // no hand finished (turns of 300 s): equal stacks at the force-end tie, and share 1st's prize
   expect(detail.body).toMatchObject({
@@ -158,6 +173,8 @@ test('force-end: 409 with the state outside playing; in play the live seats are 
     payouts: [{ position: 1, amount: '90', confirmedAt: expect.any(String) }, { position: 2, amount: '90', confirmedAt: expect.any(String) }],
   });
   expect(detail.body.entrants.map((e: Msg) => e.position).sort()).toEqual([1, 2]);
+  expect(detail.body).toMatchObject({ registeredCount: 2 });
+  expect(detail.body.entrants.map((e: Msg) => e.registration)).toEqual(['played', 'played']);
   expect((await call(`${m.game}/admin/tournaments`, { headers: (await m.player()).auth })).status).toBe(403);
   expect((await call(`${m.game}/admin/tournaments/${tableId}`)).status).toBe(401);
   expect((await call(`${m.game}/admin/tournaments/no-such`, { headers: auth })).status).toBe(404);
@@ -242,6 +259,16 @@ test('a restart of the game role and of the worker mid-level: the hand in flight
     expect(second!.attributes).toMatchObject({ 'tournament.continued': true, 'tournament.actual_payouts': '1:90,2:90' });
     expect(second!.links[0]?.context.spanId).toBe(first!.spanContext().spanId);
     expect(second!.events.map((e) => e.attributes?.['tournament.to'])).toEqual(['ended', 'settling', 'closed']);
+    // what the stopped process announced is not announced again (no second `playing`); what came after
+    // is, each move once and in order, the payouts before closed
+    const told = tableMessages(watcher, tableId);
+    expect(told.filter((x) => x.type === 'tournament_state_changed').map((x) => x.state)).toEqual(['ended', 'settling', 'closed']);
+    const closedIndex = told.findIndex((x) => x.type === 'tournament_state_changed' && x.state === 'closed');
+    expect(told.slice(0, closedIndex).filter((x) => x.type === 'tournament_payout_settled').map((x) => x.position).sort()).toEqual([1, 2]);
+    const levelsTold = told.filter((x) => x.type === 'blind_level_changed').map((x) => x.currentLevel);
+    expect(new Set(levelsTold).size).toBe(levelsTold.length);
+    const { rows: [recorded] } = await db.owner.query('select announced_state, announced_level, current_level, announced_payouts from game.tables where table_id = $1', [tableId]);
+    expect(recorded).toMatchObject({ announced_state: 'closed', announced_level: recorded.current_level, announced_payouts: [1, 2] });
   } finally {
     await back.stop();
   }

@@ -17,7 +17,8 @@ grant execute on function
   game.finish_tournament_hand(text, text, jsonb, integer, bigint),
   game.tournament_force_end(text),
   game.tournament_payouts(text),
-  game.set_tournament_trace(text, jsonb)
+  game.set_tournament_trace(text, jsonb),
+  game.record_tournament_announced(text, text, integer, integer[])
   to poker_game;
 
 grant usage on schema game to poker_worker;

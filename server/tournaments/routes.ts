@@ -115,6 +115,21 @@ export function installTournamentRoutes(app: Express, deps: TournamentRouteDeps)
 
 /** The admin UI offers force-end for a tournament playing whose level is over 5 minutes old (spec: Limits). */
 const FORCE_END_AVAILABLE = "(t.tournament_state = 'playing' and t.level_started_at < now() - interval '5 minutes')";
+/**
+ * The field's count: the live registrations while registering; from the start on, the entrants who
+ * played (paid and not refunded), whatever their rows became after settlement.
+ */
+const REGISTERED_COUNT = `(case when t.tournament_state = 'registering'
+    then (select count(*)::int from game.table_players p where p.table_id = t.table_id and p.status <> 'closed')
+    else (select count(*)::int from game.table_players p where p.table_id = t.table_id and p.entry_state = 'paid'
+                                                            and coalesce(p.closing_ref_id, '') not like 'tournament-refund:%') end)`;
+/** What became of a registration: reserved or paid while it stands; refunded, released (by its owner) or expired once closed; played after the tournament. */
+const REGISTRATION = `(case
+    when p.status <> 'closed' then p.entry_state
+    when p.closing_ref_id like 'tournament-refund:%' then 'refunded'
+    when p.entry_state = 'reserved' and p.reserved_until <= p.closed_at then 'expired'
+    when p.entry_state = 'reserved' then 'released'
+    else 'played' end)`;
 
 function installAdminReads(app: Express, deps: TournamentRouteDeps) {
   const { pool } = deps;
@@ -122,7 +137,7 @@ function installAdminReads(app: Express, deps: TournamentRouteDeps) {
     const { rows } = await pool.query(
       `select t.table_id as "tableId", t.kind, t.tournament_state as state, t.current_level as "currentLevel",
               (t.settings ->> 'seats')::int as seats, t.settings ->> 'entryFee' as "entryFee",
-              (select count(*)::int from game.table_players p where p.table_id = t.table_id and p.status <> 'closed') as "registeredCount",
+              ${REGISTERED_COUNT} as "registeredCount",
               t.created_at as "createdAt", t.play_started_at as "playStartedAt", t.ended_at as "endedAt", t.closed_at as "closedAt",
               ${FORCE_END_AVAILABLE} as "forceEndAvailable"
          from game.tables t where t.mode = 'sng' order by t.created_at desc limit 500`,
@@ -139,13 +154,15 @@ function installAdminReads(app: Express, deps: TournamentRouteDeps) {
         `select table_id as "tableId", kind, money_kind as "moneyKind", tournament_state as state, current_level as "currentLevel",
                 level_started_at as "levelStartedAt", starts_at as "startsAt", play_started_at as "playStartedAt",
                 ended_at as "endedAt", closed_at as "closedAt", auto_fold_count as "autoFoldCount", settings,
-                ${FORCE_END_AVAILABLE} as "forceEndAvailable"
+                ${REGISTERED_COUNT} as "registeredCount", ${FORCE_END_AVAILABLE} as "forceEndAvailable"
            from game.tables t where table_id = $1`, [id.data]),
       pool.query(
-        `select user_id as "userId", agent_id as "agentId", seat_index as "seatIndex", entry_state as "entryState", status,
-                chip_balance::text as "entryClaim", tournament_stack::text as stack, elimination_order as position, tie_place as "tiedFrom",
-                reserved_until as "reservedUntil"
-           from game.table_players where table_id = $1 and entry_state is not null order by elimination_order nulls first, seat_index`, [id.data]),
+        `select p.user_id as "userId", p.agent_id as "agentId", p.seat_index as "seatIndex", p.entry_state as "entryState",
+                ${REGISTRATION} as registration, p.status,
+                p.chip_balance::text as "entryClaim", p.tournament_stack::text as stack, p.elimination_order as position, p.tie_place as "tiedFrom",
+                p.reserved_until as "reservedUntil", p.closed_at as "closedAt"
+           from game.table_players p where p.table_id = $1 and p.entry_state is not null
+          order by (${REGISTRATION} in ('refunded', 'released', 'expired')), p.elimination_order nulls first, p.seat_index`, [id.data]),
       pool.query(
         `select position, user_id as "userId", amount::text, submitted_at as "submittedAt", confirmed_at as "confirmedAt",
                 failed_at as "failedAt", tx_hash as "txHash" from game.tournament_payouts($1)`, [id.data]),

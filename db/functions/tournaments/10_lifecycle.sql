@@ -475,3 +475,25 @@ as $$
   update game.tables t set lifecycle_trace = p_trace
    where t.table_id = p_table_id and t.mode = 'sng' and jsonb_typeof(p_trace) = 'object' and length(p_trace::text) <= 1000
 $$;
+
+-- What a room announced of a tournament's lifecycle (its connections were told): the state and level
+-- move only forward, the payouts only grow. Bookkeeping of the announcements; no chip moves.
+create or replace function game.record_tournament_announced(p_table_id text, p_state text, p_level integer, p_payouts integer[])
+  returns void
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_order text[] := array['registering', 'starting', 'playing', 'ended', 'settling', 'closed'];
+begin
+  if p_state is not null and array_position(v_order, p_state) is null then
+    perform game_private.refuse('invalid_table', 'a lifecycle state');
+  end if;
+  update game.tables t
+     set announced_state = case when coalesce(array_position(v_order, p_state), 0) > coalesce(array_position(v_order, t.announced_state), 0)
+                                then p_state else t.announced_state end,
+         announced_level = greatest(t.announced_level, p_level),
+         announced_payouts = (select coalesce(array_agg(distinct x order by x), '{}') from unnest(t.announced_payouts || coalesce(p_payouts, '{}')) x)
+   where t.table_id = p_table_id and t.mode = 'sng';
+end;
+$$;

@@ -78,6 +78,8 @@ export interface RoomDeps {
   standUp: (seat: { userId: string; token: string | null }) => Promise<BankAnswer>;
   /** An agent took a seat: its claim-board condition, met in the transaction that stores the seat's agent. */
   agentSeated: (client: pg.PoolClient, userId: string, agentId: string) => Promise<void>;
+  /** Lifecycle states this room announced on its own (a catch-up, not a notice): the tournament's span follows them. */
+  lifecycleStates?: (states: string[]) => Promise<void>;
 }
 
 /** What the bank answered a seat request (a deposit or a withdraw). */
@@ -332,6 +334,7 @@ export class Room {
   private async readTournament(): Promise<SeatRow[]> {
     const { rows } = await this.deps.pool.query<TournamentRow & Partial<SeatRow>>(
       `select t.tournament_state, t.current_level, t.level_started_at, t.starts_at, t.play_started_at, t.closed_at,
+              t.announced_state, t.announced_level, t.announced_payouts,
               (select count(*)::integer from game.table_players q where q.table_id = t.table_id and q.status <> 'closed') as registered_count,
               (select count(*)::integer from game.table_players q
                 where q.table_id = t.table_id and q.entry_state = 'paid' and q.tournament_stack > 0) as alive_count,
@@ -342,6 +345,17 @@ export class Room {
       [this.tableId],
     );
     this.tournament = rows[0] ?? null;
+    // what the rooms before this one announced (a restart, another process): not announced again
+    if (!this.announcedLoaded && this.tournament) {
+      this.announcedLoaded = true;
+      const t = this.tournament as TournamentRow & { announced_state: string | null; announced_level: number | null; announced_payouts: number[] };
+      if (t.announced_state) {
+        this.announced = {
+          state: t.announced_state, level: t.announced_level, ended: LIFECYCLE.indexOf(t.announced_state) >= LIFECYCLE.indexOf('settling'),
+        };
+      }
+      for (const position of t.announced_payouts ?? []) this.announcedPayouts.add(position);
+    }
     return rows.filter((r): r is TournamentRow & SeatRow => r.id !== null && r.id !== undefined);
   }
 
@@ -369,6 +383,7 @@ export class Room {
    * nothing); registering is a tournament's birth state, never a move to announce.
    */
   private announced: { state: string; level: number | null; ended: boolean } = { state: 'registering', level: null, ended: false };
+  private announcedLoaded = false;
 
   /**
    * A lifecycle notice of this table (the SQL's NOTIFY game_tournament), relayed to the room's
@@ -384,14 +399,14 @@ export class Room {
         if (this.hand) await this.readTournament();
         if (this.tournament?.tournament_state !== 'playing' && this.hand?.status === 'betting') this.dropHand();
         if (!this.hand) await this.reloadSeats();
-        const messages = event.type === 'tournament_payout_settled' ? await this.payoutAnnouncement(event.position) : await this.announcements(event.type, event.state);
-        for (const m of messages) {
-          const json = toJson({ ...m, tableId: this.tableId });
-          for (const w of this.watchers) w.send(json);
-        }
+        // a payout is announced after the moves before it (settling, the standings): never ahead of them
+        const messages = event.type === 'tournament_payout_settled'
+          ? [...(await this.announcements('tournament_state_changed', 'settling')), ...(await this.payoutAnnouncement(event.position))]
+          : await this.announcements(event.type, event.state);
+        const states = await this.publish(messages);
         this.broadcastState();
         this.scheduleDeal();
-        resolve(messages.filter((m) => m.type === 'tournament_state_changed').map((m) => String(m.state)));
+        resolve(states);
       }).catch(reject);
     });
   }
@@ -403,10 +418,24 @@ export class Room {
       ...(await this.announcements('blind_level_changed', null)),
       ...(await this.announcements('tournament_ended', null)),
     ];
+    const states = await this.publish(messages);
+    if (states.length) await this.deps.lifecycleStates?.(states);
+  }
+
+  /**
+   * Lifecycle messages sent to the room's connections, then recorded as announced (so the room that
+   * runs the table next announces none of them again). Resolves to the states announced, in order.
+   */
+  private async publish(messages: Record<string, unknown>[]): Promise<string[]> {
+    if (messages.length === 0) return [];
     for (const m of messages) {
       const json = toJson({ ...m, tableId: this.tableId });
       for (const w of this.watchers) w.send(json);
     }
+    await this.deps.pool.query('select game.record_tournament_announced($1, $2, $3, $4)', [
+      this.tableId, this.announced.state, this.announced.level, [...this.announcedPayouts],
+    ]).catch((err: Error) => this.deps.log.warn({ tableId: this.tableId, err: err.message }, 'announcements not recorded'));
+    return messages.filter((m) => m.type === 'tournament_state_changed').map((m) => String(m.state));
   }
 
   private dropHand(): void {
@@ -417,34 +446,79 @@ export class Room {
     this.autoFolds = 0;
   }
 
-  /** The lifecycle messages the database's state calls for, given what was announced already. */
+  /**
+   * The lifecycle messages the database's state calls for, given what was announced already: every
+   * move in order (none skipped, also when notices were missed or the room was away), the final
+   * standings right after `settling`, every confirmed payout before `closed`, and every level reached.
+   */
   private async announcements(type: unknown, claimed: unknown): Promise<Record<string, unknown>[]> {
     const t = this.tournament;
     if (!t) return [];
     const out: Record<string, unknown>[] = [];
     const ms = (d: Date | null) => (d ? d.getTime() : null);
     // the state the notice names, when the database has reached it (a fast worker may be further on
-    // already: each move is still announced once, in order); otherwise the database's own
+    // already); otherwise the database's own
     const order = (x: unknown) => LIFECYCLE.indexOf(x as string);
-    const state = order(claimed) >= 0 && order(claimed) <= order(t.tournament_state) ? String(claimed) : t.tournament_state;
-    if (type === 'tournament_state_changed' && order(state) > order(this.announced.state)) {
-      this.announced.state = state;
-      out.push({
-        type: 'tournament_state_changed', state,
-        ...(state === 'starting' ? { startsAt: ms(t.starts_at) } : {}),
-        ...(state === 'playing' ? { currentLevel: 0, levelStartedAt: ms(t.play_started_at) } : {}),
-        ...(state === 'ended' ? { forced: t.alive_count > 1 } : {}),
-        ...(state === 'closed' ? { closedAt: ms(t.closed_at) } : {}),
-      });
-      if (state === 'playing') this.announced.level = Math.max(this.announced.level ?? 0, 0);
+    const target = order(claimed) >= 0 && order(claimed) <= order(t.tournament_state) ? String(claimed) : t.tournament_state;
+    if (type === 'tournament_state_changed') {
+      for (let i = order(this.announced.state) + 1; i <= order(target); i++) {
+        const state = LIFECYCLE[i]!;
+        // a level reached while playing is announced before the play ends
+        if (state === 'ended' && this.announced.state === 'playing') out.push(...this.levelAnnouncements());
+        if (state === 'closed') out.push(...(await this.pendingPayouts()));
+        this.announced.state = state;
+        out.push({
+          type: 'tournament_state_changed', state,
+          ...(state === 'starting' ? { startsAt: ms(t.starts_at) } : {}),
+          ...(state === 'playing' ? { currentLevel: 0, levelStartedAt: ms(t.play_started_at) } : {}),
+          ...(state === 'ended' ? { forced: t.alive_count > 1 } : {}),
+          ...(state === 'closed' ? { closedAt: ms(t.closed_at) } : {}),
+        });
+        if (state === 'playing') this.announced.level = Math.max(this.announced.level ?? 0, 0);
+        if (state === 'settling' && !this.announced.ended) {
+          this.announced.ended = true;
+          out.push({ type: 'tournament_ended', ...(await this.standings()) });
+        }
+      }
     }
-    if (type === 'blind_level_changed' && t.tournament_state === 'playing' && t.current_level !== null && t.current_level > (this.announced.level ?? -1)) {
-      this.announced.level = t.current_level;
-      out.push({ type: 'blind_level_changed', currentLevel: t.current_level, levelStartedAt: ms(t.level_started_at), ...this.levelFields() });
-    }
-    if (type === 'tournament_ended' && !this.announced.ended && (t.tournament_state === 'settling' || t.tournament_state === 'closed')) {
+    if (type === 'blind_level_changed' && t.tournament_state === 'playing') out.push(...this.levelAnnouncements());
+    if (type === 'tournament_ended' && !this.announced.ended && order(this.announced.state) >= order('settling')) {
       this.announced.ended = true;
       out.push({ type: 'tournament_ended', ...(await this.standings()) });
+    }
+    return out;
+  }
+
+  /** Every level the tournament reached that was not announced yet, in order (each with the time it began). */
+  private levelAnnouncements(): Record<string, unknown>[] {
+    const t = this.tournament;
+    if (!t || t.current_level === null || this.announced.state !== 'playing') return [];
+    const out: Record<string, unknown>[] = [];
+    const duration = levelMs(this.sng!);
+    const current = t.current_level;
+    for (let level = (this.announced.level ?? 0) + 1; level <= current; level++) {
+      const startedAt = t.level_started_at ? t.level_started_at.getTime() - (current - level) * duration : null;
+      const l = levelOf(this.sng!, level);
+      out.push({
+        type: 'blind_level_changed', currentLevel: level, levelStartedAt: startedAt,
+        smallBlind: l.smallBlind, bigBlind: l.bigBlind, ...(l.ante > 0n ? { ante: l.ante } : {}),
+        levelEndsAt: startedAt === null ? null : startedAt + duration,
+      });
+      this.announced.level = level;
+    }
+    return out;
+  }
+
+  /** The payouts confirmed that this room has not announced (one whose confirmation call is still on its way), in place order. */
+  private async pendingPayouts(): Promise<Record<string, unknown>[]> {
+    const { rows } = await this.deps.pool.query<{ position: number; user_id: string; amount: bigint; tx_hash: string }>(
+      'select position, user_id, amount, tx_hash from game.tournament_payouts($1) where confirmed_at is not null order by position', [this.tableId],
+    );
+    const out: Record<string, unknown>[] = [];
+    for (const r of rows) {
+      if (this.announcedPayouts.has(r.position)) continue;
+      this.announcedPayouts.add(r.position);
+      out.push({ type: 'tournament_payout_settled', position: r.position, userId: r.user_id, amount: r.amount, txHash: r.tx_hash });
     }
     return out;
   }
@@ -473,16 +547,6 @@ export class Room {
     if (!rows[0]) return [];
     this.announcedPayouts.add(position);
     return [{ type: 'tournament_payout_settled', position, userId: rows[0].user_id, amount: rows[0].amount, txHash: rows[0].tx_hash }];
-  }
-
-  private levelFields() {
-    const sng = this.sng!;
-    const level = levelOf(sng, this.tournament?.current_level ?? 0);
-    const started = this.tournament?.level_started_at?.getTime() ?? null;
-    return {
-      smallBlind: level.smallBlind, bigBlind: level.bigBlind, ...(level.ante > 0n ? { ante: level.ante } : {}),
-      levelEndsAt: started === null ? null : started + levelMs(sng),
-    };
   }
 
   /**

@@ -156,6 +156,9 @@ export class RoomRegistry {
     const { pool, log, hands, options, board } = this.deps;
     return {
       pool, log, hands, options,
+      lifecycleStates: async (states) => {
+        for (const state of states) await this.spans.observe(tableId, state);
+      },
       agentSeated: async (client, userId, agentId) => {
         await board.markConditionMet(userId, 'agent_seated', `agent_seated:${agentId}:${tableId}`, client);
       },
