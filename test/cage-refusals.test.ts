@@ -5,7 +5,7 @@
 // other included) is recorded: none may be a 5xx other than the 501 not_yet_cage of pending routes.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { base58 } from '@scure/base';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { createTestDatabase, playerGrant, type TestDatabase } from './helpers/db.ts';
 import { expectCleanAudit } from './helpers/cage.ts';
 import { call, POKER_SETTINGS, startMoneyPlatform, type Answer } from './helpers/money.ts';
 import { TEST_SERVICE_KEY } from './helpers/platform.ts';
@@ -207,7 +207,7 @@ describe('deposit', () => {
     expect(await seats(tableId)).toEqual([]);
     expect(await m.deposit(p.auth, { tableId: direct, seatIndex: 0, amount: 100 })).toEqual(refused(403, 'real_money_disabled'));
     // ... and in SQL, whatever the route read: the cage login cannot open a real deposit either
-    await expect(db.pool('poker_cage').query("select * from cage.open_deposit($1, 'k-direct', $2, 0, 100)", [p.userId, direct]))
+    await expect(db.pool('poker_cage').query("select * from cage.open_deposit($1, 'k-direct', $2, 0, 100)", [await playerGrant(db.owner, p.userId), direct]))
       .rejects.toMatchObject({ code: 'CGRMD', message: 'real_money_disabled' });
     // switched on, the same deposit goes through in real chips; switched off, it still goes back out
     await realMoney(true);

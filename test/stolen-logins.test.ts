@@ -10,7 +10,7 @@ import pg from 'pg';
 import { loginUrl } from '../server/db/roles.ts';
 import { resolveSngSettings } from '../server/tournaments/settings.ts';
 import { fixtureOperatorSession, fund, userAccount } from './helpers/cage.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { createTestDatabase, playerGrant, type TestDatabase } from './helpers/db.ts';
 import { authUser, createTable, creditSeat, openDeposit, solanaAddress } from './helpers/game.ts';
 
 const LOGINS = ['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_graphql'] as const;
@@ -39,7 +39,7 @@ async function funded(chips = 1000) {
 }
 
 const enter = (userId: string, tableId: string) =>
-  db.owner.query('select * from cage.open_tournament_entry($1, $2, $3, null, 100, 120)', [userId, `k-${randomUUID()}`, tableId]);
+  playerGrant(db.owner, userId).then((sid) => db.owner.query('select * from cage.open_tournament_entry($1, $2, $3, null, 100, 120)', [sid, `k-${randomUUID()}`, tableId]));
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -158,6 +158,23 @@ describe('the attacks found from outside', () => {
     for (const amount of ['1', '500', '4503599627370496']) {
       expect(await outcome(as('poker_cage').query('select * from cage.grant_play_chips($1, $2, $3, null, null)', [wallet, amount, `0x${randomBytes(32).toString('hex')}`])))
         .toBe('CGGNB grant_not_backed');
+    }
+    expect(await books()).toBe(before);
+  });
+
+  test('cage: acting in a player\'s name needs their token\'s grant: a user id, a made-up or expired handle is refused (session_required)', async () => {
+    const before = await books();
+    const expired = await playerGrant(db.owner, world.victim);
+    await db.owner.query("update auth_private.access_grants set expires_at = now() - interval '1 s' where sid = $1", [expired]);
+    for (const forged of [world.victim, randomUUID(), expired, null]) {
+      for (const [sql, args] of [
+        ['select * from cage.refund_tournament_entry($1, $2)', [forged, world.registering]],
+        ['select * from cage.open_deposit($1, $2, $3, 1, 100)', [forged, `k-${randomUUID()}`, world.cash]],
+        ['select * from cage.open_tournament_entry($1, $2, $3, null, 100, 120)', [forged, `k-${randomUUID()}`, world.registering]],
+        ['select * from cage.claim_custody($1, 1)', [forged]],
+      ] as const) {
+        expect(await outcome(as('poker_cage').query(sql, [...args]))).toBe('AUSES session_required');
+      }
     }
     expect(await books()).toBe(before);
   });

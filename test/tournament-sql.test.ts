@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { correct, expectCleanAudit, fund, userAccount } from './helpers/cage.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { createTestDatabase, playerGrant, type TestDatabase } from './helpers/db.ts';
 import { audit } from '../server/cage/ledger.ts';
 import { resolveSngSettings } from '../server/tournaments/settings.ts';
 import { placeAmounts, storedSng } from '../server/tournaments/lifecycle.ts';
@@ -51,7 +51,7 @@ async function fill(tableId: string, n: number, fee = 100) {
   const users: string[] = [];
   for (let i = 0; i < n; i++) {
     const u = await funded();
-    await cage.query('select * from cage.open_tournament_entry($1, $2, $3, null, $4, 120)', [u.userId, `k-${randomUUID()}`, tableId, fee]);
+    await cage.query('select * from cage.open_tournament_entry($1, $2, $3, null, $4, 120)', [await playerGrant(cage, u.userId), `k-${randomUUID()}`, tableId, fee]);
     users.push(u.userId);
   }
   return users;
@@ -111,7 +111,7 @@ describe('registration', () => {
     await fill(tableId, 2);
     const contenders = await Promise.all(Array.from({ length: 6 }, () => funded()));
     const results = await Promise.all(contenders.map((u) => codeOf(
-      cage.query('select * from cage.open_tournament_entry($1, $2, $3, null, 100, 120)', [u.userId, `race-${randomUUID()}`, tableId]),
+      playerGrant(cage, u.userId).then((sid) => cage.query('select * from cage.open_tournament_entry($1, $2, $3, null, 100, 120)', [sid, `race-${randomUUID()}`, tableId])),
     )));
     expect(results.filter((r) => r === 'ok')).toHaveLength(1);
     expect(results.filter((r) => r !== 'ok')).toEqual(Array(5).fill('tournament_full'));
@@ -131,9 +131,9 @@ describe('registration', () => {
     expect((await worker.query('select game.tournament_release_reserve($1, null, $2) as r', [tableId, reserved.id])).rows[0].r).toBe(true);
     expect(await codeOf(game.query('select game.tournament_release_reserve($1, $2, null)', [tableId, u.userId]))).toBe('tournament_not_registered');
 
-    await cage.query('select * from cage.open_tournament_entry($1, $2, $3, null, 100, 120)', [u.userId, `k-${randomUUID()}`, tableId]);
+    await cage.query('select * from cage.open_tournament_entry($1, $2, $3, null, 100, 120)', [await playerGrant(cage, u.userId), `k-${randomUUID()}`, tableId]);
     expect(await codeOf(game.query('select game.tournament_release_reserve($1, $2, null)', [tableId, u.userId]))).toBe('paid_registration_use_refund_path');
-    const { rows: [refund] } = await cage.query('select * from cage.refund_tournament_entry($1, $2)', [u.userId, tableId]);
+    const { rows: [refund] } = await cage.query('select * from cage.refund_tournament_entry($1, $2)', [await playerGrant(cage, u.userId), tableId]);
     expect(refund).toMatchObject({ outcome: 'refunded', amount: 100n });
     expect((await db.owner.query("select balance from cage.cage_accounts where account_type = 'tournament_pool' and scope = $1", [tableId])).rows[0].balance).toBe(0n);
     await expectCleanAudit(cage);

@@ -4,12 +4,15 @@
 
 -- An operator (made by `npm run admin:create`) and a player (made by the identity bridge), as the
 -- owner; their ids are kept in a session table the service roles may read (they cannot read auth).
-create temp table ids (operator uuid, player uuid, position bigint, head text);
+create temp table ids (operator uuid, player uuid, position bigint, head text, player_sid uuid);
 -- (operator: the handle of the operator's live admin session, the sid their access JWT carries; the
 -- operator functions derive the operator from it)
 insert into ids select (select sid from auth.create_session(auth.create_admin('ops@example.com', 'example-password-hash'), sha256('example-session'), 3600)), null;
 select count(*) as invites from (select auth.mint_invite('inv_example')) m;
 update ids set player = (select user_id from auth.bridge_sign_in('oidc', 'player-1', 'player@example.com', 'inv_example'));
+-- (player_sid: the grant of the player's access JWT, as minting it writes: the cage acts for the
+-- player only through their token's handle)
+update ids set player_sid = auth.grant_access(player, 3600);
 grant select on ids to poker_cage, poker_game;
 
 -- The operator's purchase brings 1000 play chips in from outside, recorded with the operator.
@@ -26,7 +29,7 @@ select table_id, money_kind, status from game.create_table('example-table', 'pok
 
 -- The deposit: the cage posts the buy-in (user -> table escrow) and opens the intent ...
 select ref_id, status, amount, replayed
-  from cage.open_deposit((select player from ids), 'sit-1', 'example-table', 0, 150);
+  from cage.open_deposit((select player_sid from ids), 'sit-1', 'example-table', 0, 150);
 reset role;
 
 -- ... the game funds the seat, only for that live deposit (a made-up key is refused) ...

@@ -4,13 +4,16 @@
 
 -- An operator and two players, as the owner; their ids are kept in a session table the service
 -- roles may read.
-create temp table ids (operator uuid, a uuid, b uuid, pos_a bigint, pos_b bigint, process uuid, epoch bigint);
+create temp table ids (operator uuid, a uuid, b uuid, pos_a bigint, pos_b bigint, process uuid, epoch bigint, a_sid uuid, b_sid uuid);
 -- (operator: the handle of the operator's live admin session, the sid their access JWT carries; the
 -- operator functions derive the operator from it)
 insert into ids select (select sid from auth.create_session(auth.create_admin('ops@example.com', 'example-password-hash'), sha256('example-session'), 3600)), null, null;
 select count(*) as invites from (select auth.mint_invite('inv_player_a') union all select auth.mint_invite('inv_player_b')) m;
 update ids set a = (select user_id from auth.bridge_sign_in('oidc', 'player-a', 'a@example.com', 'inv_player_a')),
                b = (select user_id from auth.bridge_sign_in('oidc', 'player-b', 'b@example.com', 'inv_player_b'));
+-- (a_sid, b_sid: the grants of the players' access JWTs, as minting them writes: the cage acts for
+-- a player only through their token's handle)
+update ids set a_sid = auth.grant_access(a, 3600), b_sid = auth.grant_access(b, 3600);
 grant select, update on ids to poker_cage, poker_game, poker_worker;
 
 -- 500 play chips each, bought through the operator.
@@ -34,10 +37,10 @@ reset role;
 
 -- The bank's deposit pays the fee (amount = entryFee): the tournament_entry debit into the pool.
 set role poker_cage;
-select * from cage.open_tournament_entry((select a from ids), 'entry-a', 'example-sng', null, 99, 120);
-select outcome, tournament_state, registered_count from cage.open_tournament_entry((select a from ids), 'entry-a', 'example-sng', null, 100, 120);
+select * from cage.open_tournament_entry((select a_sid from ids), 'entry-a', 'example-sng', null, 99, 120);
+select outcome, tournament_state, registered_count from cage.open_tournament_entry((select a_sid from ids), 'entry-a', 'example-sng', null, 100, 120);
 -- b has no reserve: the deposit reserves a seat and pays it; the field is full: starting.
-select outcome, tournament_state, registered_count from cage.open_tournament_entry((select b from ids), 'entry-b', 'example-sng', null, 100, 120);
+select outcome, tournament_state, registered_count from cage.open_tournament_entry((select b_sid from ids), 'entry-b', 'example-sng', null, 100, 120);
 reset role;
 
 -- (the 3 s grace elapses; the worker's tournament_start job runs)

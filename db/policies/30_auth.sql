@@ -21,6 +21,7 @@ grant execute on function
   auth.signing_keys(integer),
   auth.admin_credentials(text),
   auth.create_session(uuid, bytea, integer),
+  auth.grant_access(uuid, integer),
   auth.session_for(bytea),
   auth.revoke_session(bytea),
   auth.request_password_reset(text, bytea, integer),

@@ -4,7 +4,7 @@
 // ends with a clean audit, and so does the file.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { createTestDatabase, type TestDatabase, waitForLockWait } from '../../test/helpers/db.ts';
+import { createTestDatabase, playerGrant, type TestDatabase, waitForLockWait } from '../../test/helpers/db.ts';
 import { balanceOf, expectCleanAudit, fixtureOperator, fund, openClaimIntent, setRealMoney, userAccount } from '../../test/helpers/cage.ts';
 import {
   POKER_SETTINGS, authUser, claimCustody, createTable, creditSeat, leave, newKey, openDeposit, settlePosition, sit, solanaAddress,
@@ -741,7 +741,7 @@ describe('claim_custody', () => {
     await sit(cage, game, a.userId, t.table_id, 0, 100n);
     const { settled } = await leave(cage, game, t.table_id, a.userId, 'custody');
     await db.owner.query("update cage.custody_entries set status = 'disputed' where id = $1", [String(settled.custody_entry_id)]);
-    await expect(cage.query('select * from cage.claim_custody($1, $2)', [a.userId, String(settled.custody_entry_id)]))
+    await expect(cage.query('select * from cage.claim_custody($1, $2)', [await playerGrant(cage, a.userId), String(settled.custody_entry_id)]))
       .rejects.toMatchObject({ code: 'CGCNC', message: 'custody_not_claimable' });
     await db.owner.query("update cage.custody_entries set status = 'free' where id = $1", [String(settled.custody_entry_id)]);
     await claimCustody(cage, a.userId, settled.custody_entry_id!);
@@ -786,7 +786,7 @@ describe('concurrency', () => {
     const key = newKey('twin');
     const ref = `deposit:${a.userId}:${key}`;
     const open = 'select * from cage.open_deposit($1, $2, $3, $4, $5)';
-    const args = [a.userId, key, t.table_id, 0, '150'];
+    const args = [await playerGrant(cage, a.userId), key, t.table_id, 0, '150'];
     const result = await twinCommitsAfterKeyRead(
       `select * from cage.open_deposit(null, 'k', 'x', 0, 1)`,
       (c) => c.query(open, args),

@@ -11,6 +11,7 @@ import { JWT_CLOCK_SKEW_SECONDS } from '../http/jwt.ts';
 export const ACCESS_TOKEN_TTL_SECONDS = 15 * 60;
 /** Clock skew a verifier may allow, and so how long past a token's lifetime its key stays published. */
 export const CLOCK_SKEW_SECONDS = JWT_CLOCK_SKEW_SECONDS;
+const USER_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const HKDF_SALT = 'poker-platform/auth/signing-keys';
 const HKDF_INFO = 'aes-256-gcm v1';
@@ -107,12 +108,19 @@ export function createKeyStore(db: pg.Pool, options: { secret: string; issuer: s
       const key = await active();
       const privateKey = await importJWK(openPrivateKey(options.secret, key.kid, key.private_key_encrypted), 'EdDSA');
       const now = signOptions.now ?? Math.floor(Date.now() / 1000);
-      return new SignJWT(claims)
+      const ttl = signOptions.ttlSeconds ?? ACCESS_TOKEN_TTL_SECONDS;
+      // every token names its grant (an operator's: their admin session): the SQL that acts for the
+      // user derives them from it, never from an id a service passes
+      // (a subject that is not a user id gets none: no verifier accepts its token anyway)
+      const sid = typeof claims.sid === 'string' ? claims.sid
+        : USER_ID.test(claims.sub) ? (await db.query<{ sid: string }>('select auth.grant_access($1, $2) as sid', [claims.sub, Math.min(86400, Math.max(1, ttl + CLOCK_SKEW_SECONDS))])).rows[0]!.sid
+          : undefined;
+      return new SignJWT(sid === undefined ? claims : { ...claims, sid })
         .setProtectedHeader({ alg: 'EdDSA', kid: key.kid, typ: 'JWT' })
         .setIssuer(options.issuer)
         .setAudience(options.issuer)
         .setIssuedAt(now)
-        .setExpirationTime(now + (signOptions.ttlSeconds ?? ACCESS_TOKEN_TTL_SECONDS))
+        .setExpirationTime(now + ttl)
         .sign(privateKey);
     },
   };

@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { requireServiceKey, secretMatches } from '../http/service-key.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
-import type { JwtVerifier } from '../http/jwt.ts';
+import { playerSession, type JwtVerifier } from '../http/jwt.ts';
 import { chips, idempotencyKey, tableId } from '../http/schemas.ts';
 import type { ServiceClient } from '../http/service-client.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
@@ -151,13 +151,13 @@ function installDepositRoutes(app: Express, deps: CashDeps) {
         const table = await readTable(pool, d.tableId);
         if (table.money_kind === 'real' && !(await realMoneyOn(pool))) throw new ApiError(403, 'real_money_disabled');
         if (table.mode === 'sng') {
-          const answer = await tournamentDeposit(deps, { userId, tableId: table.table_id, amount: d.amount, key: d.key, body: b });
+          const answer = await tournamentDeposit(deps, { userId, sid: playerSession(res), tableId: table.table_id, amount: d.amount, key: d.key, body: b });
           span.setAttribute('deposit.result', answer.replay ? 'replay_confirmed' : 'confirmed');
           return void res.json(answer);
         }
         const { rows } = await pool.query<DepositIntent>(
           'select ref_id, status, error, amount, replayed from cage.open_deposit($1, $2, $3, $4, $5)',
-          [userId, d.key, table.table_id, d.seatIndex, d.amount.toString()],
+          [playerSession(res), d.key, table.table_id, d.seatIndex, d.amount.toString()],
         );
         const intent = rows[0]!;
         if (intent.replayed) {

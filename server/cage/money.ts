@@ -17,7 +17,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { requireServiceKey } from '../http/service-key.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
-import { operatorSession, type JwtVerifier } from '../http/jwt.ts';
+import { operatorSession, playerSession, type JwtVerifier } from '../http/jwt.ts';
 import { chips } from '../http/schemas.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { receiptJson } from './cash.ts';
@@ -153,7 +153,7 @@ function installPlayerRoutes(app: Express, deps: MoneyDeps) {
     // the claim and its receipt in one transaction: a claim never exists without its receipt
     const { c, receipt } = await inTransaction(pool, async (client) => {
       const { rows } = await client.query('select entry_id, ref_id, amount, money_kind, table_id, replayed from cage.claim_custody($1, $2)', [
-        userId, b.entryId,
+        playerSession(res), b.entryId,
       ]);
       const c = rows[0];
       const receipt: StoredReceipt = await issueReceipt(client, deps.signer, {

@@ -14,7 +14,7 @@ import { ApiError, zodIssues } from '../http/errors.ts';
 import { secretMatches } from '../http/service-key.ts';
 import { idempotencyKey, tableId } from '../http/schemas.ts';
 import type { ServiceClient } from '../http/service-client.ts';
-import type { JwtVerifier } from '../http/jwt.ts';
+import { playerSession, type JwtVerifier } from '../http/jwt.ts';
 import { RESERVE_TTL_SECONDS } from '../tournaments/lifecycle.ts';
 
 interface TournamentCageDeps {
@@ -38,13 +38,13 @@ const entryBody = z.object({
  */
 export async function tournamentDeposit(
   deps: Pick<TournamentCageDeps, 'pool' | 'log'>,
-  d: { userId: string; tableId: string; amount: bigint; key: string; body: Record<string, unknown> },
+  d: { userId: string; sid: string | null; tableId: string; amount: bigint; key: string; body: Record<string, unknown> },
 ) {
   const parsed = entryBody.safeParse(d.body);
   if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
   const { rows } = await deps.pool.query<{ ref_id: string | null; outcome: string; seat_index: number; tournament_state: string; registered_count: number }>(
     'select ref_id, outcome, seat_index, tournament_state, registered_count from cage.open_tournament_entry($1, $2, $3, $4, $5, $6)',
-    [d.userId, d.key, d.tableId, parsed.data.seatIndex ?? null, d.amount.toString(), RESERVE_TTL_SECONDS],
+    [d.sid, d.key, d.tableId, parsed.data.seatIndex ?? null, d.amount.toString(), RESERVE_TTL_SECONDS],
   );
   const r = rows[0]!;
   if (r.outcome === 'insufficient') throw new ApiError(402, 'insufficient_cage_balance', undefined, { seatReleased: true });
@@ -109,7 +109,7 @@ export function installTournamentCageRoutes(app: Express, deps: TournamentCageDe
     if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
     const userId: string = res.locals.claims.sub;
     const { rows } = await deps.pool.query<{ outcome: string; amount: bigint; ref_id: string | null; registered_count: number }>(
-      'select outcome, amount, ref_id, registered_count from cage.refund_tournament_entry($1, $2)', [userId, parsed.data.tableId],
+      'select outcome, amount, ref_id, registered_count from cage.refund_tournament_entry($1, $2)', [playerSession(res), parsed.data.tableId],
     );
     const r = rows[0]!;
     deps.log.info({ userId, tableId: parsed.data.tableId, outcome: r.outcome, amount: r.amount.toString() }, 'tournament registration withdrawn');

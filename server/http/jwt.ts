@@ -43,6 +43,14 @@ export const JWT_CLOCK_SKEW_SECONDS = 60;
 /** The admin session handle of a verified operator token (adminOnly checked its shape). */
 export const operatorSession = (res: { locals: Record<string, any> }): string => res.locals.claims.sid;
 
+/**
+ * The grant handle of a verified access JWT (its `sid`): what the SQL that acts for the player takes,
+ * deriving the player from it (auth_private.user_of_sid). A token without one (or not a uuid) is
+ * passed as null, which SQL refuses (401 session_required).
+ */
+export const playerSession = (res: { locals: Record<string, any> }): string | null =>
+  typeof res.locals.claims?.sid === 'string' && UUID.test(res.locals.claims.sid) ? res.locals.claims.sid : null;
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**

@@ -25,6 +25,19 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/** The owner pool of each role pool a test database made (playerGrant mints through it). */
+const ownerOf = new WeakMap<pg.Pool, pg.Pool>();
+
+/**
+ * A live grant for `userId`, as minting their access JWT makes one (auth.grant_access): its handle
+ * is the `sid` the cage's player functions take. Made through the owner of `pool`'s database.
+ */
+export async function playerGrant(pool: pg.Pool | pg.PoolClient, userId: string): Promise<string> {
+  const owner = ('totalCount' in pool ? ownerOf.get(pool) : undefined) ?? pool;
+  const { rows } = await owner.query<{ sid: string }>('select auth.grant_access($1, 3600) as sid', [userId]);
+  return rows[0]!.sid;
+}
+
 export function serverUrl() {
   const url = process.env.TEST_SERVER_URL;
   if (!url) throw new Error('TEST_SERVER_URL is not set: run the tests through `npm test`');
@@ -60,6 +73,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     pool(role, max = 10) {
       const p = createRolePool(url, role, { max });
       pools.push(p);
+      ownerOf.set(p, owner);
       return p;
     },
     ownerPool(max = 10) {

@@ -7,6 +7,7 @@ import { issueReceipt, signerFromPrivateKey } from '../../server/cage/receipts.t
 import { settlePosition as settleWithReceipt } from '../../server/cage/seams.ts';
 import { inTransaction } from '../../server/db/transaction.ts';
 import { keccak256, stringToBytes } from 'viem';
+import { playerGrant } from './db.ts';
 
 export type MoneyKind = 'play' | 'real';
 
@@ -58,8 +59,9 @@ export interface DepositRow {
 export async function openDeposit(
   cage: pg.Pool, userId: string, key: string, tableId: string, seatIndex: number, amount: bigint,
 ): Promise<DepositRow> {
+  // the player's access grant (the sid of their JWT): the cage derives the player from it
   const { rows } = await cage.query<DepositRow>('select * from cage.open_deposit($1, $2, $3, $4, $5)', [
-    userId, key, tableId, seatIndex, String(amount),
+    await playerGrant(cage, userId), key, tableId, seatIndex, String(amount),
   ]);
   return rows[0]!;
 }
@@ -159,7 +161,7 @@ export async function settlePosition(
 /** A custody claim with its receipt, in one transaction (as the cage's route writes it). */
 export async function claimCustody(cage: pg.Pool, userId: string, entryId: bigint | string) {
   return inTransaction(cage, async (client) => {
-    const { rows } = await client.query('select * from cage.claim_custody($1, $2)', [userId, String(entryId)]);
+    const { rows } = await client.query('select * from cage.claim_custody($1, $2)', [await playerGrant(cage, userId), String(entryId)]);
     const c = rows[0];
     await issueReceipt(client, TEST_RECEIPT_SIGNER, {
       v: 1, kind: 'custody_claim', ledgerRefId: c.ref_id, userId, tableId: c.table_id ?? undefined,

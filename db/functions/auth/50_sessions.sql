@@ -85,3 +85,46 @@ as $$
      and s.sid = current_setting('poker.admin_sid', true)::uuid
      and s.revoked_at is null and s.expires_at > now()
 $$;
+
+-- The grant of a player's access JWT being minted (KeyStore.sign): its handle (the token's `sid`)
+-- and expiry (the token's own, plus the clock skew a verifier allows). Grants expired a day ago are
+-- swept now and then.
+create or replace function auth.grant_access(p_user_id uuid, p_ttl_seconds integer) returns uuid
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_sid uuid;
+begin
+  if p_user_id is null or p_ttl_seconds is null or p_ttl_seconds not between 1 and 86400 then
+    perform auth_private.refuse('invalid_session_request', 'a user and a ttl of 1 s..1 day');
+  end if;
+  if random() < 0.01 then
+    delete from auth_private.access_grants g where g.expires_at < now() - interval '1 day';
+  end if;
+  insert into auth_private.access_grants (user_id, expires_at) values (p_user_id, now() + make_interval(secs => p_ttl_seconds))
+  returning sid into v_sid;
+  return v_sid;
+end;
+$$;
+
+-- The user a service acts for: the user of the live grant or admin session p_sid (the `sid` of the
+-- access JWT the service verified), refused (session_required) for a made-up, expired or
+-- signed-out handle. Every function a service login executes for a player derives the player here.
+create or replace function auth_private.user_of_sid(p_sid uuid) returns uuid
+  language plpgsql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_user uuid;
+begin
+  select g.user_id into v_user from auth_private.access_grants g where g.sid = p_sid and g.expires_at > now();
+  if v_user is null then
+    select s.user_id into v_user from auth_private.sessions s where s.sid = p_sid and s.revoked_at is null and s.expires_at > now();
+  end if;
+  if v_user is null then
+    perform auth_private.refuse('session_required', 'the live grant of an access JWT (its sid)');
+  end if;
+  return v_user;
+end;
+$$;

@@ -26,13 +26,15 @@ $$;
 -- Replay-once per (user, idempotency key): the same key again returns the intent as it stands
 -- (replayed = true), whatever its status; with another table, seat or amount it is refused.
 create or replace function cage.open_deposit(
-  p_user_id uuid, p_idempotency_key text, p_table_id text, p_seat_index integer, p_amount bigint
+  p_sid uuid, p_idempotency_key text, p_table_id text, p_seat_index integer, p_amount bigint
 ) returns table (ref_id text, status text, error text, amount bigint, table_id text, seat_index integer,
                  money_kind text, replayed boolean, created_at timestamptz)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
+  -- the player: the user of the access JWT's live grant (never an id the caller names)
+  v_user uuid := auth_private.user_of_sid(p_sid);
   v_ref text;
   v_intent cage.deposit_intents;
   v_table game.tables;
@@ -41,14 +43,14 @@ declare
   v_user_account bigint;
   v_escrow bigint;
 begin
-  if p_user_id is null or p_idempotency_key is null or p_idempotency_key !~ '^[\x21-\x7e]{1,128}$'
+  if v_user is null or p_idempotency_key is null or p_idempotency_key !~ '^[\x21-\x7e]{1,128}$'
      or p_seat_index is null or p_seat_index not between 0 and 9 then
     perform cage_private.refuse('bad_request', 'idempotency key: 1..128 printable characters; seat index 0..9');
   end if;
   if p_amount is null or p_amount <= 0 or p_amount > cage_private.max_amount() then
     perform cage_private.refuse('invalid_amount', 'a positive whole number of chips');
   end if;
-  v_ref := format('deposit:%s:%s', p_user_id, p_idempotency_key);
+  v_ref := format('deposit:%s:%s', v_user, p_idempotency_key);
 
   select * into v_intent from cage.deposit_intents d where d.ref_id = v_ref;
   if v_intent.ref_id is null then
@@ -60,7 +62,7 @@ begin
     -- have this call refused on the state the twin made (a top-up past maxBuyIn, say) instead of
     -- replayed. A refusal below rolls the claim back.
     insert into cage.deposit_intents as d (ref_id, idempotency_key, user_id, table_id, seat_index, amount, money_kind)
-    values (v_ref, p_idempotency_key, p_user_id, p_table_id, p_seat_index, p_amount, v_table.money_kind)
+    values (v_ref, p_idempotency_key, v_user, p_table_id, p_seat_index, p_amount, v_table.money_kind)
     on conflict on constraint deposit_intents_pkey do nothing
     returning d.* into v_intent;
     if v_intent.ref_id is not null then
@@ -68,7 +70,7 @@ begin
         perform cage_private.refuse('table_frozen');
       end if;
       select p.chip_balance into v_stack from game.table_players p
-       where p.table_id = p_table_id and p.user_id = p_user_id and p.status <> 'closed';
+       where p.table_id = p_table_id and p.user_id = v_user and p.status <> 'closed';
       v_problem := game_private.buy_in_problem(v_table.settings, coalesce(v_stack, 0), v_stack is null, p_amount);
       if v_problem is not null then
         perform cage_private.refuse(v_problem, 'a buy-in is within minBuyIn..maxBuyIn; a top-up keeps the stack at most maxBuyIn');
@@ -77,7 +79,7 @@ begin
         perform cage_private.refuse('invalid_seat_index', 'seats are 0..maxPlayers-1');
       end if;
 
-      v_user_account := cage.ensure_account('user', p_user_id, null, v_table.money_kind::text);
+      v_user_account := cage.ensure_account('user', v_user, null, v_table.money_kind::text);
       v_escrow := cage.ensure_account('table_escrow', null, p_table_id, v_table.money_kind::text);
       perform cage.post_movement(v_ref, 'table_buy_in', v_table.money_kind::text,
         array[v_user_account, v_escrow], array[-p_amount, p_amount],

@@ -239,18 +239,20 @@ $$;
 
 -- A FREE custody entry claimed by its owner: custody -> the owner's cage balance (custody_claim),
 -- replay-once on the entry (a second claim returns the first).
-create or replace function cage.claim_custody(p_user_id uuid, p_entry_id bigint)
+create or replace function cage.claim_custody(p_sid uuid, p_entry_id bigint)
   returns table (entry_id bigint, ref_id text, amount bigint, money_kind text, table_id text, replayed boolean)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
+  -- the player: the user of the access JWT's live grant (never an id the caller names)
+  v_user uuid := auth_private.user_of_sid(p_sid);
   v_entry cage.custody_entries;
   v_ref text;
   v_chips bigint;
 begin
   select * into v_entry from cage.custody_entries c where c.id = p_entry_id for update;
-  if v_entry.id is null or v_entry.user_id is distinct from p_user_id then
+  if v_entry.id is null or v_entry.user_id is distinct from v_user then
     perform cage_private.refuse('custody_entry_not_found');
   end if;
   v_chips := v_entry.amount / 1000000;
@@ -264,7 +266,7 @@ begin
   v_ref := 'custody-claim:' || v_entry.ref_id;
   perform cage.post_movement(v_ref, 'custody_claim', v_entry.money_kind::text,
     array[cage.ensure_account('custody', null, null, v_entry.money_kind::text),
-          cage.ensure_account('user', p_user_id, null, v_entry.money_kind::text)],
+          cage.ensure_account('user', v_user, null, v_entry.money_kind::text)],
     array[-v_chips, v_chips], jsonb_build_object('custody_entry', v_entry.id, 'table_id', v_entry.table_id));
   update cage.custody_entries c set status = 'claimed', claim_ref_id = v_ref, claimed_at = now() where c.id = v_entry.id;
   return query select v_entry.id, v_ref, v_chips, v_entry.money_kind::text, v_entry.table_id, false;

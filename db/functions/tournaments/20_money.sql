@@ -13,12 +13,14 @@
 -- returns instead of raising so that the release commits. A paid entry completing the field moves
 -- the tournament to starting.
 create or replace function cage.open_tournament_entry(
-  p_user_id uuid, p_idempotency_key text, p_table_id text, p_seat_index integer, p_amount bigint, p_reserve_ttl_seconds integer
+  p_sid uuid, p_idempotency_key text, p_table_id text, p_seat_index integer, p_amount bigint, p_reserve_ttl_seconds integer
 ) returns table (ref_id text, outcome text, seat_index integer, tournament_state text, registered_count integer)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
+  -- the player: the user of the access JWT's live grant (never an id the caller names)
+  v_user uuid := auth_private.user_of_sid(p_sid);
   v_ref text;
   v_intent cage.deposit_intents;
   v_table game.tables;
@@ -27,14 +29,14 @@ declare
   v_pool bigint;
   v_seats integer;
 begin
-  if p_user_id is null or p_idempotency_key is null or p_idempotency_key !~ '^[\x21-\x7e]{1,128}$'
+  if v_user is null or p_idempotency_key is null or p_idempotency_key !~ '^[\x21-\x7e]{1,128}$'
      or (p_seat_index is not null and p_seat_index not between 0 and 9) then
     perform cage_private.refuse('bad_request', 'idempotency key: 1..128 printable characters; seat index 0..9');
   end if;
   if p_amount is null or p_amount <= 0 or p_amount > cage_private.max_amount() then
     perform cage_private.refuse('invalid_amount', 'a positive whole number of chips');
   end if;
-  v_ref := format('deposit:%s:%s', p_user_id, p_idempotency_key);
+  v_ref := format('deposit:%s:%s', v_user, p_idempotency_key);
   v_table := game_private.lock_tournament(p_table_id);
   select * into v_intent from cage.deposit_intents d where d.ref_id = v_ref;
   if v_intent.ref_id is null then
@@ -58,21 +60,21 @@ begin
     perform game_private.refuse('tournament_entry_fee_mismatch', format('the entry fee is %s', v_table.settings ->> 'entryFee'));
   end if;
   select * into v_player from game.table_players p
-   where p.table_id = p_table_id and p.user_id = p_user_id and p.status <> 'closed' for update;
+   where p.table_id = p_table_id and p.user_id = v_user and p.status <> 'closed' for update;
   if v_player.entry_state = 'paid' then
     perform game_private.refuse('tournament_already_registered');
   end if;
   if v_player.id is null then
     -- no reserve yet: one now, for a human (an agent registers through the internal route first)
-    perform game.tournament_reserve(p_table_id, p_user_id, null, null, p_reserve_ttl_seconds);
+    perform game.tournament_reserve(p_table_id, v_user, null, null, p_reserve_ttl_seconds);
     select * into v_player from game.table_players p
-     where p.table_id = p_table_id and p.user_id = p_user_id and p.status <> 'closed' for update;
+     where p.table_id = p_table_id and p.user_id = v_user and p.status <> 'closed' for update;
   end if;
   if p_seat_index is not null and p_seat_index <> v_player.seat_index then
     perform game_private.refuse('invalid_seat_index', format('the reserved seat is %s (or omit seatIndex)', v_player.seat_index));
   end if;
 
-  v_user_account := cage.ensure_account('user', p_user_id, null, v_table.money_kind::text);
+  v_user_account := cage.ensure_account('user', v_user, null, v_table.money_kind::text);
   if (select a.balance from cage.cage_accounts a where a.id = v_user_account) < p_amount then
     -- the overdraft releases the held seat; no money moves and no intent is written
     update game.table_players p set status = 'closed', closed_at = now() where p.id = v_player.id;
@@ -83,7 +85,7 @@ begin
   end if;
   v_pool := cage.ensure_account('tournament_pool', null, p_table_id, v_table.money_kind::text);
   insert into cage.deposit_intents (ref_id, idempotency_key, user_id, table_id, seat_index, amount, money_kind, status, credited_at)
-  values (v_ref, p_idempotency_key, p_user_id, p_table_id, v_player.seat_index, p_amount, v_table.money_kind, 'confirmed', now());
+  values (v_ref, p_idempotency_key, v_user, p_table_id, v_player.seat_index, p_amount, v_table.money_kind, 'confirmed', now());
   perform cage.post_movement(v_ref, 'tournament_entry', v_table.money_kind::text,
     array[v_user_account, v_pool], array[-p_amount, p_amount],
     jsonb_build_object('table_id', p_table_id, 'player_id', v_player.id));
@@ -107,19 +109,21 @@ $$;
 -- The bank's POST /api/tournament/unregister: a registrant leaves while the tournament registers.
 -- A paid entry is refunded (tournament_refund, pool -> user, ref `tournament-refund:{entry ref}`)
 -- and its position closed; an unpaid reserve is released. Anything later: not in registration.
-create or replace function cage.refund_tournament_entry(p_user_id uuid, p_table_id text)
+create or replace function cage.refund_tournament_entry(p_sid uuid, p_table_id text)
   returns table (outcome text, amount bigint, ref_id text, registered_count integer)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
+  -- the player: the user of the access JWT's live grant (never an id the caller names)
+  v_user uuid := auth_private.user_of_sid(p_sid);
   v_table game.tables;
   v_player game.table_players;
   v_ref text;
 begin
   v_table := game_private.lock_tournament(p_table_id);
   select * into v_player from game.table_players p
-   where p.table_id = p_table_id and p.user_id = p_user_id and p.status <> 'closed' for update;
+   where p.table_id = p_table_id and p.user_id = v_user and p.status <> 'closed' for update;
   if v_player.id is null then
     perform game_private.refuse('tournament_not_registered');
   end if;
@@ -127,14 +131,14 @@ begin
     perform game_private.refuse('tournament_not_in_registration', format('the tournament is %s', v_table.tournament_state));
   end if;
   if v_player.entry_state = 'reserved' then
-    perform game.tournament_release_reserve(p_table_id, p_user_id, null);
+    perform game.tournament_release_reserve(p_table_id, v_user, null);
     return query select 'released'::text, 0::bigint, null::text, game_private.registered_count(p_table_id);
     return;
   end if;
   v_ref := 'tournament-refund:' || v_player.entry_ref_id;
   perform cage.post_movement(v_ref, 'tournament_refund', v_table.money_kind::text,
     array[cage.ensure_account('tournament_pool', null, p_table_id, v_table.money_kind::text),
-          cage.ensure_account('user', p_user_id, null, v_table.money_kind::text)],
+          cage.ensure_account('user', v_user, null, v_table.money_kind::text)],
     array[-v_player.chip_balance, v_player.chip_balance],
     jsonb_build_object('table_id', p_table_id, 'player_id', v_player.id, 'refunds', v_player.entry_ref_id));
   perform game_private.extend_chain(v_player.id, 'cash_out', -v_player.chip_balance, v_ref);
