@@ -162,7 +162,7 @@ describe('the attacks found from outside', () => {
     expect(await books()).toBe(before);
   });
 
-  test('cage: acting in a player\'s name needs their token\'s grant: a user id, a made-up or expired handle is refused (session_required)', async () => {
+  test('cage and game: acting in a player\'s name needs their token\'s grant: a user id, a made-up or expired handle is refused (session_required)', async () => {
     const before = await books();
     const expired = await playerGrant(db.owner, world.victim);
     await db.owner.query("update auth_private.access_grants set expires_at = now() - interval '1 s' where sid = $1", [expired]);
@@ -174,6 +174,15 @@ describe('the attacks found from outside', () => {
         ['select * from cage.claim_custody($1, 1)', [forged]],
       ] as const) {
         expect(await outcome(as('poker_cage').query(sql, [...args]))).toBe('AUSES session_required');
+      }
+      // ... and the game login's: a claim, the agent registry
+      for (const [sql, args] of [
+        ["select * from claims.open_claim('local', $1, 'weekly_baseline', now(), '{}')", [forged]],
+        ["select * from game.create_agent($1, 'forged')", [forged]],
+        ['select * from game.publish_agent_version($1, $2, null)', [forged, randomUUID()]],
+        ["select * from game.flag_agent_decision($1, $2, 'h', null)", [forged, randomUUID()]],
+      ] as const) {
+        expect(await outcome(as('poker_game').query(sql, [...args]))).toBe('AUSES session_required');
       }
     }
     expect(await books()).toBe(before);

@@ -10,7 +10,7 @@ import { signerFromPrivateKey, type ReceiptSigner } from '../server/cage/receipt
 import { settlePosition } from '../server/cage/seams.ts';
 import { expectCleanAudit, fixtureOperatorSession } from './helpers/cage.ts';
 import { specClaimId, solanaAddress } from './helpers/claims.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { createTestDatabase, playerGrant, type TestDatabase } from './helpers/db.ts';
 import { authUser, newKey, newTableId, openDeposit, POKER_SETTINGS, standUp, withdrawKey } from './helpers/game.ts';
 
 let db: TestDatabase;
@@ -159,8 +159,8 @@ describe('claim-once in claims.finish_claim', () => {
   const now = new Date('2026-11-23T12:00:00Z');
 
   const openSql = 'select * from claims.open_claim($1, $2, $3, $4, $5)';
-  const open = (userId: string, section: string) =>
-    game.query(openSql, ['local', userId, section, now, JSON.stringify({ once: specClaimId(userId, section, 'once'), '2026-W48': specClaimId(userId, section, '2026-W48') })]);
+  const open = async (userId: string, section: string) =>
+    game.query(openSql, ['local', await playerGrant(db.owner, userId), section, now, JSON.stringify({ once: specClaimId(userId, section, 'once'), '2026-W48': specClaimId(userId, section, '2026-W48') })]);
 
   /** The claim board's steps: the intent opened, the grant as the cage makes it, then `finish` as given. */
   async function claimWith(userId: string, wallet: string, section: string, finish: (step: { period: string; amount: bigint; id: string }) => Promise<unknown>) {

@@ -8,7 +8,7 @@ import type pg from 'pg';
 import { keccak256, toHex } from 'viem';
 import { fixtureOperator } from '../../test/helpers/cage.ts';
 import { ensureClaimant, holdCondition, isoWeek } from '../../test/helpers/claims.ts';
-import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
+import { createTestDatabase, playerGrant, type TestDatabase } from '../../test/helpers/db.ts';
 import { createTable } from '../../test/helpers/game.ts';
 
 let db: TestDatabase;
@@ -50,7 +50,7 @@ interface Step { outcome: string; amount: bigint | null; period: string | null; 
 const beginClaim = async (c: pg.PoolClient | pg.Pool, userId: string, key: string | null, now: Date = NOW, env = ENV) => {
   await ensureClaimant(db.owner, userId); // the claim pays the user's linked Solana wallet
   const ids = { once: claimIdOf(userId, key ?? '', 'once'), [isoWeek(now)]: claimIdOf(userId, key ?? '', isoWeek(now)) };
-  const { claim_id: claimId, recipient: _recipient, ...step } = (await c.query<Step & { recipient?: string | null }>('select * from claims.open_claim($1, $2, $3, $4, $5)', [env, userId, key, now, JSON.stringify(ids)])).rows[0]!;
+  const { claim_id: claimId, recipient: _recipient, ...step } = (await c.query<Step & { recipient?: string | null }>('select * from claims.open_claim($1, $2, $3, $4, $5)', [env, await playerGrant(db.owner, userId), key, now, JSON.stringify(ids)])).rows[0]!;
   // the claim id the intent names (the one computed here unless a forged intent came first), kept out of the step's shape
   if (claimId) opened.set(step, claimId);
   return step as Step;
@@ -372,15 +372,17 @@ describe('the claim (state table)', () => {
 
   test('open_claim refuses a missing user or clock, an invalid environment, and no claim id for the period', async () => {
     await expect(game.query("select * from claims.open_claim($1, $2, $3, $4, '{}')", [ENV, null, 'weekly_baseline', NOW]))
-      .rejects.toMatchObject({ code: 'CLCLM', message: 'invalid_claim' });
-    await expect(game.query("select * from claims.open_claim($1, $2, $3, $4, '{}')", [ENV, user(), 'weekly_baseline', null]))
+      .rejects.toMatchObject({ code: 'AUSES', message: 'session_required' });
+    await expect(game.query("select * from claims.open_claim($1, $2, $3, $4, '{}')", [ENV, user(), 'weekly_baseline', NOW]))
+      .rejects.toMatchObject({ code: 'AUSES', message: 'session_required' });
+    await expect(game.query("select * from claims.open_claim($1, $2, $3, $4, '{}')", [ENV, await playerGrant(db.owner, user()), 'weekly_baseline', null]))
       .rejects.toMatchObject({ code: 'CLCLM', message: 'invalid_claim' });
     await expect(beginClaim(game, user(), 'weekly_baseline', NOW, 'all')).rejects.toMatchObject({ code: 'CLENV' });
     // claim ids for other periods only (or malformed): refused, no intent
     const u = user();
     await ensureClaimant(db.owner, u);
     for (const ids of [{}, { once: claimIdOf(u, 'weekly_baseline', 'once') }, { '2026-W02': 'not-a-claim-id' }, []]) {
-      await expect(game.query('select * from claims.open_claim($1, $2, $3, $4, $5)', [ENV, u, 'weekly_baseline', NOW, JSON.stringify(ids)]))
+      await expect(game.query('select * from claims.open_claim($1, $2, $3, $4, $5)', [ENV, await playerGrant(db.owner, u), 'weekly_baseline', NOW, JSON.stringify(ids)]))
         .rejects.toMatchObject({ code: 'CLCLM', message: 'invalid_claim' });
     }
     expect((await db.owner.query('select count(*)::int as n from claims.claim_intents where user_id = $1', [u])).rows[0].n).toBe(0);
@@ -392,13 +394,13 @@ describe('the claim (state table)', () => {
     const taken = await beginClaim(game, a, 'weekly_baseline');
     await ensureClaimant(db.owner, b);
     const ids = { [isoWeek(NOW)]: opened.get(taken) };
-    await expect(game.query('select * from claims.open_claim($1, $2, $3, $4, $5)', [ENV, b, 'weekly_baseline', NOW, JSON.stringify(ids)]))
+    await expect(game.query('select * from claims.open_claim($1, $2, $3, $4, $5)', [ENV, await playerGrant(db.owner, b), 'weekly_baseline', NOW, JSON.stringify(ids)]))
       .rejects.toMatchObject({ code: 'CLCLM', message: 'invalid_claim' });
     // a (forged) first intent under a made-up claim id: the real claim takes it up, one grant at most
     const c = user();
     await ensureClaimant(db.owner, c);
     const forged = `0x${'d'.repeat(64)}`;
-    await game.query('select * from claims.open_claim($1, $2, $3, $4, $5)', [ENV, c, 'weekly_baseline', NOW, JSON.stringify({ [isoWeek(NOW)]: forged })]);
+    await game.query('select * from claims.open_claim($1, $2, $3, $4, $5)', [ENV, await playerGrant(db.owner, c), 'weekly_baseline', NOW, JSON.stringify({ [isoWeek(NOW)]: forged })]);
     expect(await claim(c, 'weekly_baseline')).toMatchObject({ outcome: 'credited', entry: { claim_id: forged } });
   });
 });
@@ -484,11 +486,11 @@ describe('claim once', () => {
 
 describe('agents', () => {
   const createAgent = async (owner: string, name: string | null) =>
-    (await game.query('select * from game.create_agent($1, $2)', [owner, name])).rows[0];
+    (await game.query('select * from game.create_agent($1, $2)', [await playerGrant(db.owner, owner), name])).rows[0];
   const publish = async (userId: string, agentId: string, manifest: unknown = null) =>
-    (await game.query('select * from game.publish_agent_version($1, $2, $3)', [userId, agentId, manifest === null ? null : JSON.stringify(manifest)])).rows[0];
+    (await game.query('select * from game.publish_agent_version($1, $2, $3)', [await playerGrant(db.owner, userId), agentId, manifest === null ? null : JSON.stringify(manifest)])).rows[0];
   const flag = async (userId: string, agentId: string, handId: string | null = 'hand-1', note: string | null = null) =>
-    (await game.query('select * from game.flag_agent_decision($1, $2, $3, $4)', [userId, agentId, handId, note])).rows[0];
+    (await game.query('select * from game.flag_agent_decision($1, $2, $3, $4)', [await playerGrant(db.owner, userId), agentId, handId, note])).rows[0];
   /** A hand stored by the live tables with these agents dealt in (hand ids are made unique per test run). */
   const played = async (agents: string[], handId = `hand-${randomUUID()}`) => {
     const table = await createTable(db.owner);
@@ -502,7 +504,7 @@ describe('agents', () => {
     for (const name of ['', '   ', 'x'.repeat(65), null]) {
       await expect(createAgent(u, name)).rejects.toMatchObject({ code: 'GMAGT', message: 'invalid_agent' });
     }
-    await expect(game.query('select * from game.create_agent($1, $2)', [null, 'x'])).rejects.toMatchObject({ code: 'GMAGT' });
+    await expect(game.query('select * from game.create_agent($1, $2)', [null, 'x'])).rejects.toMatchObject({ code: 'AUSES' });
   });
 
   test('publish: the first version fires agent_version_published, the next none, one after a flag agent_version_republished', async () => {

@@ -17,7 +17,7 @@ import { keccak256, toHex } from 'viem';
 import { z } from 'zod';
 import { requireServiceKey } from '../http/service-key.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
-import { operatorSession, type JwtVerifier } from '../http/jwt.ts';
+import { operatorSession, playerSession, type JwtVerifier } from '../http/jwt.ts';
 import type { ServiceClient } from '../http/service-client.ts';
 import { withSpan } from '../telemetry/index.ts';
 
@@ -126,10 +126,10 @@ export function createClaimBoard(deps: ClaimBoardDeps) {
    * leaves the intent open: a retry takes it up again, and the worker finishes it from its grant or
    * abandons it when none came.
    */
-  async function claim(userId: string, sectionKey: string, now: Date) {
+  async function claim(userId: string, sid: string | null, sectionKey: string, now: Date) {
     const { rows } = await pool.query<{ outcome: string; amount: bigint | null; period: string | null; claim_id: string | null; recipient: string | null }>(
       'select outcome, amount, period, claim_id, recipient from claims.open_claim($1, $2, $3, $4, $5)',
-      [environment, userId, sectionKey, now, JSON.stringify(claimIdsAt(userId, sectionKey, now))],
+      [environment, sid, sectionKey, now, JSON.stringify(claimIdsAt(userId, sectionKey, now))],
     );
     const step = rows[0]!;
     if (step.outcome === 'disabled') throw new ApiError(503, 'claim_board_disabled');
@@ -196,7 +196,7 @@ function installPlayerRoutes(app: Express, deps: ClaimRouteDeps) {
       if (named.length) {
         result = { outcome: 'forged' as Outcome, sectionKey: body.sectionKey };
       } else {
-        result = await board.claim(userId, body.sectionKey, nowOf(req));
+        result = await board.claim(userId, playerSession(res), body.sectionKey, nowOf(req));
       }
       span.setAttribute('claim.outcome', result.outcome);
       const status = OUTCOME_STATUS[result.outcome];

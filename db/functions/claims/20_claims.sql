@@ -190,13 +190,15 @@ $$;
 -- One intent per claim (user, section, period): a claim already in flight (a retry, a twin) answers
 -- with the open intent, whatever claim id it names, so no second grant can be backed; an intent the
 -- reconciler abandoned (no grant came) is opened again.
-create or replace function claims.open_claim(p_environment text, p_user_id uuid, p_section_key text, p_now timestamptz, p_claim_ids jsonb)
+create or replace function claims.open_claim(p_environment text, p_sid uuid, p_section_key text, p_now timestamptz, p_claim_ids jsonb)
   returns table (outcome text, amount bigint, period text, kind text, claim_id text, recipient text)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
+  -- the player: the user of the access JWT's live grant (never an id the caller names)
+  v_user uuid := auth_private.user_of_sid(p_sid);
   v_section claims.claim_sections;
   v_period text;
   v_row claims.user_claim_sections;
@@ -204,7 +206,7 @@ declare
   v_intent claims.claim_intents;
   v_recipient text;
 begin
-  if p_user_id is null or p_now is null then
+  if v_user is null or p_now is null then
     perform claims_private.refuse('invalid_claim', 'a user and a clock');
   end if;
   -- 1. the kill switch and the live section, read now
@@ -224,9 +226,9 @@ begin
   --    makes two first claims one), then the ledger: the claim of this period, or for an unlock any
   --    claim of the key ever (it pays once, even after a delete-and-recreate that changed its cadence)
   select * into v_row from claims.user_claim_sections u
-   where u.user_id = p_user_id and u.section_key = v_section.key for update;
+   where u.user_id = v_user and u.section_key = v_section.key for update;
   if exists (select from claims.claim_ledger l
-              where l.user_id = p_user_id and l.section_key = v_section.key
+              where l.user_id = v_user and l.section_key = v_section.key
                 and (v_section.kind = 'unlock' or l.period = v_period)) then
     return query select 'already_claimed'::text, v_section.amount, v_period, v_section.kind, null::text, null::text;
     return;
@@ -243,7 +245,7 @@ begin
   -- 5a. the recipient: the user's first linked Solana wallet (read here, with the claim, from the
   --     identity tables this definer function may read; no wallet: nothing is opened)
   select w.address into v_recipient from auth.wallets w
-   where w.user_id = p_user_id and w.chain = 'solana' order by w.created_at, w.id limit 1;
+   where w.user_id = v_user and w.chain = 'solana' order by w.created_at, w.id limit 1;
   if v_recipient is null then
     return query select 'no_wallet'::text, v_section.amount, v_period, v_section.kind, null::text, null::text;
     return;
@@ -254,10 +256,10 @@ begin
     perform claims_private.refuse('invalid_claim', format('a claim id (0x + 64 hex) for period %s', v_period));
   end if;
   insert into claims.claim_intents (claim_id, user_id, section_key, period, amount, kind, recipient)
-  values (v_id, p_user_id, v_section.key, v_period, v_section.amount, v_section.kind, v_recipient)
+  values (v_id, v_user, v_section.key, v_period, v_section.amount, v_section.kind, v_recipient)
   on conflict do nothing;
   select * into v_intent from claims.claim_intents i
-   where i.user_id = p_user_id and i.section_key = v_section.key and i.period = v_period;
+   where i.user_id = v_user and i.section_key = v_section.key and i.period = v_period;
   if v_intent.claim_id is null then
     perform claims_private.refuse('invalid_claim', format('claim id %s belongs to another claim', v_id));
   end if;

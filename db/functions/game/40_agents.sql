@@ -2,17 +2,19 @@
 -- events it produces (first version, republish after a flag, a flagged decision) are the claim
 -- board's conditions; the game role reports them (markConditionMet).
 
-create or replace function game.create_agent(p_owner_user_id uuid, p_name text) returns game.agents
+create or replace function game.create_agent(p_sid uuid, p_name text) returns game.agents
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
+  -- the player: the user of the access JWT's live grant (never an id the caller names)
+  v_user uuid := auth_private.user_of_sid(p_sid);
   v_agent game.agents;
 begin
-  if p_owner_user_id is null or p_name is null or length(btrim(p_name)) not between 1 and 64 then
+  if v_user is null or p_name is null or length(btrim(p_name)) not between 1 and 64 then
     perform game_private.refuse('invalid_agent', 'a name of 1..64 characters');
   end if;
-  insert into game.agents (owner_user_id, name) values (p_owner_user_id, btrim(p_name)) returning * into v_agent;
+  insert into game.agents (owner_user_id, name) values (v_user, btrim(p_name)) returning * into v_agent;
   return v_agent;
 end;
 $$;
@@ -36,17 +38,19 @@ $$;
 -- Publishes the next version. event: 'agent_version_published' for the first version,
 -- 'agent_version_republished' for a version published after a decision of the agent was flagged
 -- (since the previous version), else null.
-create or replace function game.publish_agent_version(p_user_id uuid, p_agent_id uuid, p_manifest jsonb)
+create or replace function game.publish_agent_version(p_sid uuid, p_agent_id uuid, p_manifest jsonb)
   returns table (agent_id uuid, version integer, published_at timestamptz, event text)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
+  -- the player: the user of the access JWT's live grant (never an id the caller names)
+  v_user uuid := auth_private.user_of_sid(p_sid);
   v_previous game.agent_versions;
   v_version game.agent_versions;
   v_event text;
 begin
-  perform game_private.owned_agent(p_user_id, p_agent_id);
+  perform game_private.owned_agent(v_user, p_agent_id);
   if p_manifest is not null and (jsonb_typeof(p_manifest) <> 'object' or length(p_manifest::text) > 16384) then
     perform game_private.refuse('invalid_agent', 'manifest: an object of at most 16 KiB');
   end if;
@@ -66,16 +70,18 @@ $$;
 -- Flags a decision of the agent's current version (its owner inspecting a hand): the hand must be
 -- one the agent was dealt into (hand_not_found otherwise, so a flag, a claim-board condition,
 -- always names a decision the agent made).
-create or replace function game.flag_agent_decision(p_user_id uuid, p_agent_id uuid, p_hand_id text, p_note text)
+create or replace function game.flag_agent_decision(p_sid uuid, p_agent_id uuid, p_hand_id text, p_note text)
   returns game.agent_flags
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
+  -- the player: the user of the access JWT's live grant (never an id the caller names)
+  v_user uuid := auth_private.user_of_sid(p_sid);
   v_version integer;
   v_flag game.agent_flags;
 begin
-  perform game_private.owned_agent(p_user_id, p_agent_id);
+  perform game_private.owned_agent(v_user, p_agent_id);
   select max(v.version) into v_version from game.agent_versions v where v.agent_id = p_agent_id;
   if v_version is null then
     perform game_private.refuse('invalid_agent', 'publish a version first');
@@ -87,7 +93,7 @@ begin
     perform game_private.refuse('hand_not_found', format('agent %s was not dealt into a hand %s', p_agent_id, p_hand_id));
   end if;
   insert into game.agent_flags (agent_id, version, hand_id, note, flagged_by)
-  values (p_agent_id, v_version, p_hand_id, p_note, p_user_id)
+  values (p_agent_id, v_version, p_hand_id, p_note, v_user)
   returning * into v_flag;
   return v_flag;
 end;

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { inTransaction } from '../../db/transaction.ts';
 import { ApiError, zodIssues } from '../../http/errors.ts';
-import type { JwtVerifier } from '../../http/jwt.ts';
+import { playerSession, type JwtVerifier } from '../../http/jwt.ts';
 import type { ClaimBoard } from '../../claims/board.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -56,7 +56,7 @@ export function installAgentRoutes(app: Express, deps: { pool: pg.Pool; log: Log
 
   app.post('/api/agents', jwt.require, async (req, res) => {
     const { name } = parse(z.object({ name: z.string().trim().min(1).max(64) }), req.body);
-    const { rows } = await pool.query('select id, name, created_at from game.create_agent($1, $2)', [res.locals.claims.sub, name]);
+    const { rows } = await pool.query('select id, name, created_at from game.create_agent($1, $2)', [playerSession(res), name]);
     res.status(201).json({ agentId: rows[0].id, name: rows[0].name, createdAt: rows[0].created_at });
   });
 
@@ -67,7 +67,7 @@ export function installAgentRoutes(app: Express, deps: { pool: pg.Pool; log: Log
     const v = await inTransaction(pool, async (client) => {
       const { rows } = await client.query<{ version: number; published_at: Date; event: string | null }>(
         'select version, published_at, event from game.publish_agent_version($1, $2, $3)',
-        [userId, agentId, manifest ? JSON.stringify(manifest) : null],
+        [playerSession(res), agentId, manifest ? JSON.stringify(manifest) : null],
       );
       const published = rows[0]!;
       if (published.event) await condition(client, userId, published.event, `${published.event}:${agentId}:${published.version}`);
@@ -82,7 +82,7 @@ export function installAgentRoutes(app: Express, deps: { pool: pg.Pool; log: Log
     const b = parse(z.object({ handId: z.string().min(1).max(128).optional(), note: z.string().max(1000).optional() }), req.body);
     const flag = await inTransaction(pool, async (client) => {
       const { rows } = await client.query('select id, version, created_at from game.flag_agent_decision($1, $2, $3, $4)', [
-        userId, agentId, b.handId ?? null, b.note ?? null,
+        playerSession(res), agentId, b.handId ?? null, b.note ?? null,
       ]);
       await condition(client, userId, 'hand_flagged', `hand_flagged:${agentId}:${rows[0].id}`);
       return rows[0];
