@@ -181,6 +181,7 @@ describe('the attacks found from outside', () => {
         ["select * from game.create_agent($1, 'forged')", [forged]],
         ['select * from game.publish_agent_version($1, $2, null)', [forged, randomUUID()]],
         ["select * from game.flag_agent_decision($1, $2, 'h', null)", [forged, randomUUID()]],
+        ['select * from game.tournament_reserve($1, $2, null, null, 60)', [world.registering, forged]],
       ] as const) {
         expect(await outcome(as('poker_game').query(sql, [...args]))).toBe('AUSES session_required');
       }
@@ -190,10 +191,10 @@ describe('the attacks found from outside', () => {
 
   test('game: a reserve held for a day is refused (120 s at most, while registering)', async () => {
     const u = await userAccount(db.owner);
-    expect(await outcome(as('poker_game').query('select * from game.tournament_reserve($1, $2, null, null, 86400)', [world.registering, u.userId])))
+    expect(await outcome(as('poker_game').query('select * from game.tournament_reserve($1, $2, null, null, 86400)', [world.registering, await playerGrant(db.owner, u.userId)])))
       .toBe('GMTBL invalid_table');
     expect((await db.owner.query('select tournament_state from game.tables where table_id = $1', [world.playing])).rows[0].tournament_state).toBe('playing');
-    expect(await outcome(as('poker_game').query('select * from game.tournament_reserve($1, $2, null, null, 120)', [world.playing, u.userId])))
+    expect(await outcome(as('poker_game').query('select * from game.tournament_reserve($1, $2, null, null, 120)', [world.playing, await playerGrant(db.owner, u.userId)])))
       .toBe('GMTNR tournament_not_in_registration');
   });
 

@@ -80,8 +80,8 @@ describe('registration', () => {
     const u = await funded(0);
     const cash = `cash-${randomUUID().slice(0, 8)}`;
     await db.owner.query("select game.create_table($1, 'poker', '{}', 'play', null)", [cash]);
-    const reserve = (t: string, user: string, agent: string | null = null, advisor: string | null = null) =>
-      codeOf(game.query('select * from game.tournament_reserve($1, $2, $3, $4, 120)', [t, user, agent, advisor]));
+    const reserve = async (t: string, user: string, agent: string | null = null, advisor: string | null = null) =>
+      codeOf(game.query('select * from game.tournament_reserve($1, $2, $3, $4, 120)', [t, await playerGrant(db.owner, user), agent, advisor]));
     expect(await reserve(cash, u.userId)).toBe('not_a_tournament');
     expect(await reserve('nope', u.userId)).toBe('table_not_found');
 
@@ -123,7 +123,7 @@ describe('registration', () => {
   test('the internal unregister releases an unpaid reserve only; expiry releases an unpaid reserve once due; a paid entry is refunded', async () => {
     const tableId = await sngTable();
     const u = await funded();
-    await game.query('select * from game.tournament_reserve($1, $2, null, null, 120)', [tableId, u.userId]);
+    await game.query('select * from game.tournament_reserve($1, $2, null, null, 120)', [tableId, await playerGrant(db.owner, u.userId)]);
     const [reserved] = await players(tableId);
     // not due: the expiry job keeps it
     expect((await worker.query('select game.tournament_release_reserve($1, null, $2) as r', [tableId, reserved.id])).rows[0].r).toBe(false);

@@ -32,7 +32,7 @@ reset role;
 
 -- Player a registers over the websocket: a server-assigned seat held, without money, for 120 s.
 set role poker_game;
-select registered_count, reserved_until > now() as held from game.tournament_reserve('example-sng', (select a from ids), null, null, 120);
+select registered_count, reserved_until > now() as held from game.tournament_reserve('example-sng', (select a_sid from ids), null, null, 120);
 reset role;
 
 -- The bank's deposit pays the fee (amount = entryFee): the tournament_entry debit into the pool.

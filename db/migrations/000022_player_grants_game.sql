@@ -5,3 +5,4 @@ drop function if exists claims.open_claim(text, uuid, text, timestamptz, jsonb);
 drop function if exists game.create_agent(uuid, text);
 drop function if exists game.publish_agent_version(uuid, uuid, jsonb);
 drop function if exists game.flag_agent_decision(uuid, uuid, text, text);
+drop function if exists game.tournament_reserve(text, uuid, uuid, uuid, integer);

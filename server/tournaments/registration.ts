@@ -11,12 +11,16 @@ export interface Reserved {
   registeredCount: number;
 }
 
+/**
+ * `sid`: the grant of the registrant's access JWT (a websocket's); null for the internal route, where
+ * the registrant is the agent's owner (SQL derives either, never takes a user id).
+ */
 export async function reserveSeat(
-  pool: pg.Pool, r: { tableId: string; userId: string; agentId: string | null; advisorAgentId: string | null },
+  pool: pg.Pool, r: { tableId: string; sid: string | null; agentId: string | null; advisorAgentId: string | null },
 ): Promise<Reserved> {
   const { rows } = await pool.query<{ seat_index: number; reserved_until: Date; registered_count: number }>(
     'select seat_index, reserved_until, registered_count from game.tournament_reserve($1, $2, $3, $4, $5)',
-    [r.tableId, r.userId, r.agentId, r.advisorAgentId, RESERVE_TTL_SECONDS],
+    [r.tableId, r.sid, r.agentId, r.advisorAgentId, RESERVE_TTL_SECONDS],
   );
   const row = rows[0]!;
   return { seatIndex: row.seat_index, reservedUntil: row.reserved_until, registeredCount: row.registered_count };

@@ -65,7 +65,7 @@ export function installTournamentRoutes(app: Express, deps: TournamentRouteDeps)
     await tournamentTable(pool, b.tableId);
     const ownerUserId = await agentOwner(pool, b.agentId);
     await deps.loadRoom(b.tableId).catch((err) => log.warn({ err: (err as Error).message, tableId: b.tableId }, 'tournament room not loaded here'));
-    const seat = await reserveSeat(pool, { tableId: b.tableId, userId: ownerUserId, agentId: b.agentId, advisorAgentId: null });
+    const seat = await reserveSeat(pool, { tableId: b.tableId, sid: null, agentId: b.agentId, advisorAgentId: null });
     log.info({ tableId: b.tableId, agentId: b.agentId, ownerUserId, seatIndex: seat.seatIndex }, 'tournament seat reserved for an agent');
     res.json({ ok: true, status: 'reserved', ownerUserId, ...seat });
   });

@@ -102,18 +102,35 @@ begin
 end;
 $$;
 
+-- The registrant is the player of the access JWT's grant p_sid (a human over the websocket, or an
+-- agent's owner on its own connection), or, with no handle, the owner of the agent p_agent_id (the
+-- internal route an agent's service calls with the service key): never a user id a caller names.
 create or replace function game.tournament_reserve(
-  p_table_id text, p_user_id uuid, p_agent_id uuid, p_advisor_agent_id uuid, p_ttl_seconds integer
+  p_table_id text, p_sid uuid, p_agent_id uuid, p_advisor_agent_id uuid, p_ttl_seconds integer
 ) returns table (player_id bigint, seat_index integer, reserved_until timestamptz, registered_count integer)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
+  p_user_id uuid;
   v_table game.tables;
   v_seats integer;
   v_seat integer;
   v_player game.table_players;
 begin
+  if p_sid is not null then
+    p_user_id := auth_private.user_of_sid(p_sid);
+    if p_agent_id is not null and not exists (select from game.agents a where a.id = p_agent_id and a.owner_user_id = p_user_id) then
+      perform game_private.refuse('agent_not_found', 'the registrant''s own agent');
+    end if;
+  elsif p_agent_id is not null then
+    select a.owner_user_id into p_user_id from game.agents a where a.id = p_agent_id;
+    if p_user_id is null then
+      perform game_private.refuse('agent_not_found');
+    end if;
+  else
+    perform auth_private.refuse('session_required', 'a player''s grant, or an agent');
+  end if;
   -- an unpaid reserve holds a seat for the spec's 120 s at most (a registration that is paid for
   -- at once): a login cannot hold the field's seats for longer
   if p_user_id is null or p_ttl_seconds is null or p_ttl_seconds not between 1 and 120 then

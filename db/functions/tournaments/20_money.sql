@@ -66,7 +66,7 @@ begin
   end if;
   if v_player.id is null then
     -- no reserve yet: one now, for a human (an agent registers through the internal route first)
-    perform game.tournament_reserve(p_table_id, v_user, null, null, p_reserve_ttl_seconds);
+    perform game.tournament_reserve(p_table_id, p_sid, null, null, p_reserve_ttl_seconds);
     select * into v_player from game.table_players p
      where p.table_id = p_table_id and p.user_id = v_user and p.status <> 'closed' for update;
   end if;

@@ -42,6 +42,8 @@ export { CLIENT_MESSAGE_TYPES } from './messages.ts';
 interface Connection extends Watcher {
   ws: WebSocket;
   token: string | null;
+  /** The grant of the connection's access JWT (its `sid`). */
+  sid: string | null;
   tables: Set<string>;
   /** Answered the last ping (or was just opened). */
   alive: boolean;
@@ -203,6 +205,8 @@ export class LiveTables {
       if (claims.sub !== c.userId) c.agentId = null;
       c.userId = claims.sub;
       c.token = token;
+      // the token's grant: what the SQL that acts for this player takes (never the user id)
+      c.sid = typeof claims.sid === 'string' ? claims.sid : null;
     } catch {
       return 'invalid_token';
     }
@@ -364,7 +368,7 @@ export class LiveTables {
     if (!c.userId) return refuse(c, 'not_authenticated', m.ref);
     if (r.record.mode !== 'sng') return refuse(c, 'not_a_tournament', m.ref);
     try {
-      const seat = await reserveSeat(this.deps.pool, { tableId: r.tableId, userId: c.userId, agentId: c.agentId, advisorAgentId: m.advisorAgentId ?? null });
+      const seat = await reserveSeat(this.deps.pool, { tableId: r.tableId, sid: c.sid, agentId: c.agentId, advisorAgentId: m.advisorAgentId ?? null });
       send(c, {
         type: 'tournament_registered', tableId: r.tableId, seatIndex: seat.seatIndex, reservedUntil: seat.reservedUntil.getTime(),
         entryFee: String(r.record.settings.entryFee), registeredCount: seat.registeredCount, ref: m.ref,
@@ -420,7 +424,7 @@ export class LiveTables {
    */
   private onConnection(ws: WebSocket, req: IncomingMessage, url: URL, autoJoin: string | null) {
     const c: Connection = {
-      id: this.nextId++, ws, userId: null, agentId: null, token: null, tables: new Set(), alive: true,
+      id: this.nextId++, ws, userId: null, agentId: null, token: null, sid: null, tables: new Set(), alive: true,
       send: corkedSend(ws, () => {
         if (ws.bufferedAmount > this.deps.limits.maxBufferedBytes) this.slowConsumer(c);
       }),
