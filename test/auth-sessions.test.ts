@@ -1,7 +1,7 @@
 // Admin credentials and sessions: scrypt hashes, tokens stored hashed, expiry and revocation.
 import { createHash, randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { DECOY_HASH, hashPassword, verifyPassword } from '../server/auth/passwords.ts';
+import { DECOY_HASH, DECOY_PARAMS, derivePasswordKey, hashPassword, verifyPassword } from '../server/auth/passwords.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 let db: TestDatabase;
@@ -26,14 +26,18 @@ test('passwords: scrypt with a salt per hash; right, wrong and decoy', async () 
   expect(await verifyPassword('anything', 'not-a-hash')).toBe(false);
 });
 
-test('an admin session: created for an admin only, found while live, gone when revoked or expired', async () => {
+test('an admin session: opened only with proof of the password, found while live, gone when revoked or expired', async () => {
   const admin = (await db.owner.query('select auth.create_admin($1, $2) as id', ['Ops@Example.com', await hashPassword('pw-pw-pw-pw')])).rows[0].id;
-  const creds = (await auth.query('select * from auth.admin_credentials($1)', ['ops@example.com'])).rows[0];
-  expect(creds.user_id).toBe(admin);
-  expect(await verifyPassword('pw-pw-pw-pw', creds.password_hash)).toBe(true);
+  // the parameters, never the key
+  const { params, user_id: found } = (await auth.query('select * from auth.admin_password_params($1)', ['ops@example.com'])).rows[0];
+  expect(found).toBe(admin);
+  expect(params).toMatch(/^scrypt\$32768\$8\$1\$[\w-]{22}$/);
+  const key = await derivePasswordKey('pw-pw-pw-pw', params);
+  const open = (email: string, k: Buffer, token: string, ttl = 3600) =>
+    auth.query('select * from auth.create_session($1, $2, $3, $4)', [email, k, tokenHash(token), ttl]);
 
   const token = randomBytes(32).toString('base64url');
-  await auth.query('select auth.create_session($1, $2, 3600)', [admin, tokenHash(token)]);
+  expect((await open('ops@example.com', key, token)).rows[0]).toMatchObject({ user_id: admin, sid: expect.any(String) });
   expect((await auth.query('select * from auth.session_for($1)', [tokenHash(token)])).rows[0]).toMatchObject({ user_id: admin, email: 'Ops@Example.com' });
   const stored = (await db.owner.query('select token_hash from auth_private.sessions where user_id = $1', [admin])).rows[0].token_hash;
   expect(stored.toString('utf8')).not.toContain(token);
@@ -43,15 +47,22 @@ test('an admin session: created for an admin only, found while live, gone when r
   expect((await auth.query('select auth.revoke_session($1) as r', [tokenHash(token)])).rows[0].r).toBe(false);
 
   const expiring = randomBytes(32).toString('base64url');
-  await auth.query('select auth.create_session($1, $2, 60)', [admin, tokenHash(expiring)]);
+  await open('ops@example.com', key, expiring, 60);
   await db.owner.query("update auth_private.sessions set expires_at = now() - interval '1 second' where token_hash = $1", [tokenHash(expiring)]);
   expect((await auth.query('select * from auth.session_for($1)', [tokenHash(expiring)])).rows).toEqual([]);
+
+  // a wrong password's key, or none, opens nothing
+  await expect(open('ops@example.com', await derivePasswordKey('pw-pw-pw-pz', params), randomBytes(32).toString('base64url'))).rejects.toMatchObject({ code: 'AUCRD' });
+  await expect(open('ops@example.com', Buffer.alloc(32), randomBytes(32).toString('base64url'))).rejects.toMatchObject({ code: 'AUCRD' });
 });
 
-test('no session for a poker (bridged) user, nor for a malformed request', async () => {
+test('no session for a poker (bridged) user, an unknown email, nor a malformed request', async () => {
   await auth.query("select auth.mint_invite('inv-session-0001')");
-  const user = (await auth.query("select user_id from auth.bridge_sign_in('oidc', 'sess-user', null, 'inv-session-0001')")).rows[0].user_id;
-  await expect(auth.query('select auth.create_session($1, $2, 3600)', [user, tokenHash('x')])).rejects.toMatchObject({ code: 'AUSRQ' });
-  await expect(auth.query('select auth.create_session($1, $2, 3600)', [user, Buffer.from('short')])).rejects.toMatchObject({ code: 'AUSRQ' });
-  expect((await auth.query('select * from auth.admin_credentials($1)', ['nobody@example.com'])).rows).toEqual([]);
+  await auth.query("select user_id from auth.bridge_sign_in('oidc', 'sess-user', 'player@example.com', 'inv-session-0001')");
+  for (const email of ['player@example.com', 'nobody@example.com']) {
+    await expect(auth.query('select * from auth.create_session($1, $2, $3, 3600)', [email, Buffer.alloc(32), tokenHash('x')])).rejects.toMatchObject({ code: 'AUCRD' });
+  }
+  await expect(auth.query('select * from auth.create_session($1, $2, $3, 3600)', ['ops@example.com', Buffer.alloc(32), Buffer.from('short')])).rejects.toMatchObject({ code: 'AUSRQ' });
+  expect((await auth.query('select * from auth.admin_password_params($1)', ['nobody@example.com'])).rows).toEqual([]);
+  expect(await derivePasswordKey('anything', DECOY_PARAMS)).toHaveLength(32);
 });

@@ -7,6 +7,7 @@
 // from (a temporary schema that shadows, a direct table write).
 import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { derivePasswordKey, hashPassword } from '../server/auth/passwords.ts';
 import { loginUrl } from '../server/db/roles.ts';
 import { resolveSngSettings } from '../server/tournaments/settings.ts';
 import { fixtureOperatorSession, fund, userAccount } from './helpers/cage.ts';
@@ -117,11 +118,11 @@ describe('the attacks found from outside', () => {
   test('cage: a correction draining a victim naming an admin id is refused; a signed-out or expired session too', async () => {
     const legs = [[String(world.victimAccount), String(world.attackerAccount)], ['-500', '500']];
     const { rows: [ended] } = await db.owner.query<{ sid: string }>(
-      'select sid from auth.create_session($1, sha256(gen_random_uuid()::text::bytea), 60)', [operator.adminId],
+      "insert into auth_private.sessions (user_id, token_hash, expires_at) values ($1, sha256(gen_random_uuid()::text::bytea), now() + interval '60 s') returning sid", [operator.adminId],
     );
     await db.owner.query("update auth_private.sessions set expires_at = now() - interval '1 s' where sid = $1", [ended!.sid]);
     const { rows: [signedOut] } = await db.owner.query<{ sid: string }>(
-      'select sid from auth.create_session($1, sha256(gen_random_uuid()::text::bytea), 600)', [operator.adminId],
+      "insert into auth_private.sessions (user_id, token_hash, expires_at) values ($1, sha256(gen_random_uuid()::text::bytea), now() + interval '600 s') returning sid", [operator.adminId],
     );
     await db.owner.query('update auth_private.sessions set revoked_at = now() where sid = $1', [signedOut!.sid]);
     for (const forged of [operator.adminId, world.victim, randomUUID(), ended!.sid, signedOut!.sid]) {
@@ -198,6 +199,20 @@ describe('the attacks found from outside', () => {
       .toBe('GMTNR tournament_not_in_registration');
   });
 
+  test('auth: a stolen auth login opens no admin session: the password\'s key is proven in SQL, the parameters give it away to no one', async () => {
+    const email = `ops-${randomUUID().slice(0, 8)}@example.com`;
+    const password = `pw-${randomUUID()}`;
+    const { rows: [admin] } = await db.owner.query('select auth.create_admin($1, $2) as id', [email, await hashPassword(password)]);
+    const { rows: [params] } = await as('poker_auth').query('select user_id, params from auth.admin_password_params($1)', [email]);
+    expect(params).toMatchObject({ user_id: admin.id, params: expect.stringMatching(/^scrypt\$\d+\$\d+\$\d+\$[\w-]+$/) });
+    const open = (email: string, key: Buffer) => outcome(as('poker_auth').query(
+      'select * from auth.create_session($1, $2, sha256(gen_random_uuid()::text::bytea), 3600)', [email, key]));
+    for (const key of [randomBytes(32), Buffer.alloc(32), Buffer.alloc(0)]) expect(await open(email, key)).toBe('AUCRD invalid_credentials');
+    expect(await open('nobody@example.com', randomBytes(32))).toBe('AUCRD invalid_credentials');
+    // the real password's key opens one
+    expect(await open(email, await derivePasswordKey(password, params.params))).toBe('ok');
+  });
+
   test('no login makes a temporary table (so none shadows pg_locks for game.take_lease)', async () => {
     for (const login of LOGINS) {
       expect(await outcome(as(login).query('create temp table pg_locks (locktype text)'))).toBe(`42501 permission denied to create temporary tables in database "${db.name}"`);
@@ -266,12 +281,12 @@ async function executable(login: Login) {
 const REVIEWED: Record<string, string> = {
   // auth: the identity service itself (it verifies passwords, signatures and the identity provider)
   'auth.add_signing_key(text,jsonb,bytea)': 'identity root: its own signing keys',
-  'auth.admin_credentials(text)': 'identity root: the password check is its own',
+  'auth.admin_password_params(text)': 'the scrypt parameters, never the key',
   'auth.bridge_sign_in(text,text,text,text)': 'identity root: the identity provider\'s verified identity',
   'auth.check_reset_token(bytea)': 'identity root: the token\'s hash',
   'auth.consume_nonce(text,uuid)': 'identity root: a nonce it issued',
   'auth.count_attempt(text,integer)': 'counts only; no reset',
-  'auth.create_session(uuid,bytea,integer)': 'identity root: after its own scrypt check (admins only)',
+  'auth.create_session(text,bytea,bytea,integer)': 'proof of the admin\'s password (the scrypt key, compared in SQL)',
   'auth.current_admin()': 'the request\'s admin session handle',
   'auth.grant_access(uuid,integer)': 'identity root: a token it mints',
   'auth.issue_nonce(text,uuid,text,integer)': 'identity root',

@@ -6,8 +6,13 @@
 -- owner; their ids are kept in a session table the service roles may read (they cannot read auth).
 create temp table ids (operator uuid, player uuid, position bigint, head text, player_sid uuid);
 -- (operator: the handle of the operator's live admin session, the sid their access JWT carries; the
--- operator functions derive the operator from it)
-insert into ids select (select sid from auth.create_session(auth.create_admin('ops@example.com', 'example-password-hash'), sha256('example-session'), 3600)), null;
+-- operator functions derive the operator from it. The admin sign-in opens it with proof of the
+-- password (auth.create_session); the owner writes the session row here.)
+insert into ids default values;
+with s as (insert into auth_private.sessions (user_id, token_hash, expires_at)
+           select auth.create_admin('ops@example.com', 'example-password-hash'), sha256('example-session'), now() + interval '1 hour'
+           returning sid)
+update ids set operator = (select sid from s);
 select count(*) as invites from (select auth.mint_invite('inv_example')) m;
 update ids set player = (select user_id from auth.bridge_sign_in('oidc', 'player-1', 'player@example.com', 'inv_example'));
 -- (player_sid: the grant of the player's access JWT, as minting it writes: the cage acts for the

@@ -6,8 +6,13 @@
 -- roles may read.
 create temp table ids (operator uuid, a uuid, b uuid, pos_a bigint, pos_b bigint, process uuid, epoch bigint, a_sid uuid, b_sid uuid);
 -- (operator: the handle of the operator's live admin session, the sid their access JWT carries; the
--- operator functions derive the operator from it)
-insert into ids select (select sid from auth.create_session(auth.create_admin('ops@example.com', 'example-password-hash'), sha256('example-session'), 3600)), null, null;
+-- operator functions derive the operator from it. The admin sign-in opens it with proof of the
+-- password (auth.create_session); the owner writes the session row here.)
+insert into ids default values;
+with s as (insert into auth_private.sessions (user_id, token_hash, expires_at)
+           select auth.create_admin('ops@example.com', 'example-password-hash'), sha256('example-session'), now() + interval '1 hour'
+           returning sid)
+update ids set operator = (select sid from s);
 select count(*) as invites from (select auth.mint_invite('inv_player_a') union all select auth.mint_invite('inv_player_b')) m;
 update ids set a = (select user_id from auth.bridge_sign_in('oidc', 'player-a', 'a@example.com', 'inv_player_a')),
                b = (select user_id from auth.bridge_sign_in('oidc', 'player-b', 'b@example.com', 'inv_player_b'));

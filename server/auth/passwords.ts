@@ -29,3 +29,20 @@ export async function verifyPassword(password: string, stored: string): Promise<
   const actual = await scrypt(password, Buffer.from(salt, 'base64url'), { N: Number(n), r: Number(r), p: Number(p) });
   return expected.length === actual.length && timingSafeEqual(expected, actual);
 }
+
+/** A hash's scrypt parameters without its key (`scrypt$N$r$p$salt`): what the database hands out. */
+export const DECOY_PARAMS = DECOY_HASH.slice(0, DECOY_HASH.lastIndexOf('$'));
+
+/**
+ * The scrypt key of a password under stored parameters (`scrypt$N$r$p$salt`, from
+ * auth.admin_password_params): the proof auth.create_session compares with the stored key, so the
+ * database, not this process, decides whether the password is right. Parameters that do not parse
+ * derive against the decoy's, at the same cost.
+ */
+export async function derivePasswordKey(password: string, params: string): Promise<Buffer> {
+  const [scheme, n, r, p, salt] = params.split('$');
+  const ok = scheme === 'scrypt' && salt && [n, r, p].every((x) => /^[0-9]{1,7}$/.test(x ?? ''));
+  const [, dn, dr, dp, dsalt] = DECOY_PARAMS.split('$');
+  const use = ok ? { n: n!, r: r!, p: p!, salt: salt! } : { n: dn!, r: dr!, p: dp!, salt: dsalt! };
+  return scrypt(password, Buffer.from(use.salt, 'base64url'), { N: Number(use.n), r: Number(use.r), p: Number(use.p) });
+}

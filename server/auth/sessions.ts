@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
 import type { AuthSettings } from './config.ts';
 import type { KeyStore } from './keys.ts';
-import { DECOY_HASH, verifyPassword } from './passwords.ts';
+import { DECOY_PARAMS, derivePasswordKey } from './passwords.ts';
 import type { AttemptLimiter } from './rate-limit.ts';
 import { walletAddressClaim } from './token-claims.ts';
 
@@ -67,21 +67,27 @@ export function installSessionRoutes(
     const body = signInBody.parse(req.body ?? {});
     // counted before the password is checked, known email or not (the count tells nothing)
     await limiter.signIn(req, res, body.email);
-    const { rows } = await pool.query<{ user_id: string; password_hash: string }>(
-      'select user_id, password_hash from auth.admin_credentials($1)', [body.email],
+    // the password is proven to the database: it hands out the scrypt parameters (never the key),
+    // and opens the session only for the key derived here (an unknown email derives against a decoy,
+    // at the same cost, and is refused the same way)
+    const { rows } = await pool.query<{ user_id: string; params: string }>(
+      'select user_id, params from auth.admin_password_params($1)', [body.email],
     );
-    // an unknown email costs the same scrypt as a wrong password, and answers the same
-    const ok = await verifyPassword(body.password, rows[0]?.password_hash ?? DECOY_HASH);
-    if (!rows[0] || !ok) {
+    const key = await derivePasswordKey(body.password, rows[0]?.params ?? DECOY_PARAMS);
+    const token = randomBytes(32).toString('base64url');
+    let created: { user_id: string; expires_at: Date };
+    try {
+      const opened = await pool.query<{ user_id: string; expires_at: Date }>(
+        'select user_id, expires_at from auth.create_session($1, $2, $3, $4)', [body.email, key, hashToken(token), SESSION_TTL_SECONDS],
+      );
+      created = opened.rows[0]!;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'AUCRD') throw err;
       log.warn({ marker: 'auth.sign_in.failed' }, 'sign-in failed');
       throw new ApiError(401, 'invalid_credentials');
     }
-    const token = randomBytes(32).toString('base64url');
-    const { rows: created } = await pool.query<{ expires_at: Date }>(
-      'select expires_at from auth.create_session($1, $2, $3)', [rows[0].user_id, hashToken(token), SESSION_TTL_SECONDS],
-    );
     res.set('set-cookie', cookie(token, SESSION_TTL_SECONDS));
-    res.json({ token, user: { id: rows[0].user_id, email: body.email }, expiresAt: created[0]!.expires_at });
+    res.json({ token, user: { id: created.user_id, email: body.email }, expiresAt: created.expires_at });
   });
 
   app.post('/api/auth/sign-out', trustedOrigin(settings), async (req, res) => {

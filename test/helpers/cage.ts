@@ -33,7 +33,11 @@ export function fixtureOperatorSession(owner: Queryable): Promise<{ adminId: str
     made = (async () => {
       const { rows } = await owner.query<{ id: string }>('select auth.create_admin($1, $2) as id', [`fixtures-${randomUUID().slice(0, 8)}@example.com`, 'no-password']);
       const adminId = rows[0]!.id;
-      const session = await owner.query<{ sid: string }>('select sid from auth.create_session($1, sha256(gen_random_uuid()::text::bytea), 86400)', [adminId]);
+      // the session the admin sign-in opens (with proof of the password; the owner writes the row here)
+      const session = await owner.query<{ sid: string }>(
+        "insert into auth_private.sessions (user_id, token_hash, expires_at) values ($1, sha256(gen_random_uuid()::text::bytea), now() + interval '1 day') returning sid",
+        [adminId],
+      );
       return { adminId, sid: session.rows[0]!.sid };
     })();
     if (pooled) operators.set(owner, made);

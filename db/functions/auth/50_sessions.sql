@@ -1,28 +1,55 @@
 -- Admin sessions: opaque random tokens, stored only as their sha-256.
-create or replace function auth.admin_credentials(p_email text)
-  returns table (user_id uuid, password_hash text)
+
+-- The scrypt parameters of an admin's password (`scrypt$N$r$p$salt`), never the derived key: the
+-- auth service derives the key from the password it was given and proves it to create_session.
+-- No row for an unknown email (the service then derives against a decoy, at the same cost).
+create or replace function auth.admin_password_params(p_email text)
+  returns table (user_id uuid, params text)
   language sql stable security definer
   set search_path = pg_catalog, pg_temp
 as $$
-  select c.user_id, c.password_hash from auth_private.credentials c where lower(c.email) = lower(p_email)
+  select c.user_id, regexp_replace(c.password_hash, '\$[^$]*$', '')
+    from auth_private.credentials c where lower(c.email) = lower(p_email)
 $$;
 
--- Returns the session's handle (sid, carried by the access JWTs minted for it) and its expiry.
-create or replace function auth.create_session(p_user_id uuid, p_token_hash bytea, p_ttl_seconds integer)
-  returns table (sid uuid, expires_at timestamptz)
+-- The stored scrypt key of a password hash (its last, base64url, field).
+create or replace function auth_private.password_key(p_hash text) returns bytea
+  language plpgsql immutable
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_b64 text := translate(substring(p_hash from '[^$]*$'), '-_', '+/');
+begin
+  return decode(v_b64 || repeat('=', (4 - length(v_b64) % 4) % 4), 'base64');
+exception when others then
+  return null;
+end;
+$$;
+
+-- An admin session, opened only with proof of the password: p_key is the scrypt key the auth
+-- service derived from the password it was given, with the parameters admin_password_params gave;
+-- it must equal the stored one (else 401 invalid_credentials, for an unknown email too). Returns the
+-- admin, the session's handle (sid, carried by the access JWTs minted for it) and its expiry.
+create or replace function auth.create_session(p_email text, p_key bytea, p_token_hash bytea, p_ttl_seconds integer)
+  returns table (user_id uuid, sid uuid, expires_at timestamptz)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
+declare
+  v_credential auth_private.credentials;
 begin
-  if p_token_hash is null or length(p_token_hash) <> 32 or p_ttl_seconds is null or p_ttl_seconds not between 60 and 2592000
-     or not exists (select from auth_private.credentials c where c.user_id = p_user_id) then
-    perform auth_private.refuse('invalid_session_request', 'an admin user, a 32-byte token hash, a ttl of 60 s..30 days');
+  if p_token_hash is null or length(p_token_hash) <> 32 or p_ttl_seconds is null or p_ttl_seconds not between 60 and 2592000 then
+    perform auth_private.refuse('invalid_session_request', 'a 32-byte token hash, a ttl of 60 s..30 days');
+  end if;
+  select * into v_credential from auth_private.credentials c where lower(c.email) = lower(p_email);
+  if v_credential.user_id is null or p_key is null or auth_private.password_key(v_credential.password_hash) is distinct from p_key then
+    perform auth_private.refuse('invalid_credentials', 'no admin with this email and password');
   end if;
   return query
   insert into auth_private.sessions as s (user_id, token_hash, expires_at)
-  values (p_user_id, p_token_hash, now() + make_interval(secs => p_ttl_seconds))
-  returning s.sid, s.expires_at;
+  values (v_credential.user_id, p_token_hash, now() + make_interval(secs => p_ttl_seconds))
+  returning s.user_id, s.sid, s.expires_at;
 end;
 $$;
 
