@@ -279,7 +279,8 @@ async function executable(login: Login) {
  * and every function is then tried with forged arguments below.
  */
 const REVIEWED: Record<string, string> = {
-  // auth: the identity service itself (it verifies passwords, signatures and the identity provider)
+  // auth: the identity service (it verifies the identity provider's tokens and wallets' signatures
+  // itself; a password is proven to SQL; reset tokens never reach it)
   'auth.add_signing_key(text,jsonb,bytea)': 'identity root: its own signing keys',
   'auth.admin_password_params(text)': 'the scrypt parameters, never the key',
   'auth.bridge_sign_in(text,text,text,text)': 'identity root: the identity provider\'s verified identity',
@@ -292,7 +293,7 @@ const REVIEWED: Record<string, string> = {
   'auth.issue_nonce(text,uuid,text,integer)': 'identity root',
   'auth.link_wallet(uuid,text,text,integer)': 'identity root: after the wallet\'s signature',
   'auth.mint_invite(text,integer,integer,text)': 'identity root: invites',
-  'auth.request_password_reset(text,bytea,integer)': 'identity root: mails the token',
+  'auth.request_password_reset(text,text,integer)': 'makes the token in SQL; it leaves only in the worker\'s mail job',
   'auth.reset_password(bytea,text)': 'identity root: the reset token\'s hash',
   'auth.revoke_session(bytea)': 'the session token\'s hash',
   'auth.session_for(bytea)': 'the session token\'s hash',

@@ -24,7 +24,7 @@ grant execute on function
   auth.grant_access(uuid, integer),
   auth.session_for(bytea),
   auth.revoke_session(bytea),
-  auth.request_password_reset(text, bytea, integer),
+  auth.request_password_reset(text, text, integer),
   auth.check_reset_token(bytea),
   auth.reset_password(bytea, text)
   to poker_auth;

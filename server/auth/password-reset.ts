@@ -1,20 +1,20 @@
 // Legacy password recovery (the spec's recorded shape), live for admin accounts, the only accounts
 // with a password: poker users have none, so for them it is a no-op that answers the same.
 //   POST /api/auth/request-password-reset { email, redirectTo } -> always { status: true }, for known
-//     and unknown emails alike and whatever the mail transport does; the mail leaves after the
-//     answer, and a transport failure shows only in telemetry and the log.
+//     and unknown emails alike and whatever the mail transport does. The token is made in SQL and
+//     leaves only in the mail job the worker sends (tasks/send_password_reset.ts): the auth process
+//     and its login never hold it. A transport failure shows in telemetry and the log, and is retried.
 //   POST /api/auth/reset-password { newPassword, token } -> { status: true }, or 400
 //     reset_token_invalid (unknown or already used) / reset_token_expired; every session of the
 //     user is revoked. The token is looked up before the new password is hashed, so a wrong token
 //     costs no scrypt; both routes share one attempt budget per client address (rate-limit.ts).
 // redirectTo must be an absolute URL on a trusted origin (no open redirect through our mail).
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Express } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
-import { withSpan } from '../telemetry/index.ts';
 import type { AuthSettings } from './config.ts';
 import { hashPassword } from './passwords.ts';
 import type { AttemptLimiter } from './rate-limit.ts';
@@ -26,49 +26,20 @@ const hash = (token: string) => createHash('sha256').update(token).digest();
 export function installPasswordResetRoutes(
   app: Express,
   deps: {
-    pool: pg.Pool; settings: AuthSettings; log: Logger; limiter: AttemptLimiter; ttlSeconds: number; mailWebhook?: string;
+    pool: pg.Pool; settings: AuthSettings; log: Logger; limiter: AttemptLimiter; ttlSeconds: number;
     hashPassword?: (password: string) => Promise<string>;
   },
 ) {
   const { pool, settings, log, limiter } = deps;
   const hashNew = deps.hashPassword ?? hashPassword;
 
-  async function send(email: string, link: string) {
-    await withSpan('auth.password_reset.mail', {}, async (span) => {
-      if (!deps.mailWebhook) {
-        span.setAttribute('error.code', 'mail_transport_not_configured');
-        log.warn({ marker: 'auth.password_reset.no_transport' }, 'password reset requested but no mail transport is configured');
-        return;
-      }
-      try {
-        const res = await fetch(deps.mailWebhook, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ to: email, subject: 'Reset your password', text: `Reset your password: ${link}` }),
-          signal: AbortSignal.timeout(5000),
-        });
-        if (!res.ok) throw new Error(`mail transport answered ${res.status}`);
-      } catch (err) {
-        span.setAttribute('error.code', 'mail_transport_failed');
-        log.error({ marker: 'auth.password_reset.transport_failed', err: (err as Error).message }, 'password reset mail not sent');
-      }
-    });
-  }
-
   app.post('/api/auth/request-password-reset', async (req, res) => {
     const { email, redirectTo } = requestBody.parse(req.body ?? {});
     await limiter.recovery(req, res);
     if (!settings.trustedOrigins.has(new URL(redirectTo).origin)) throw new ApiError(400, 'untrusted_redirect');
-    const token = randomBytes(32).toString('base64url');
-    const { rows } = await pool.query<{ user_id: string | null }>('select auth.request_password_reset($1, $2, $3) as user_id', [
-      email, hash(token), deps.ttlSeconds,
-    ]);
+    // the token is made in SQL and leaves only in the worker's mail job: this process never holds it
+    await pool.query('select auth.request_password_reset($1, $2, $3)', [email, redirectTo, deps.ttlSeconds]);
     res.json({ status: true });
-    if (rows[0]!.user_id) {
-      const link = new URL(redirectTo);
-      link.searchParams.set('token', token);
-      void send(email, link.toString());
-    }
   });
 
   app.post('/api/auth/reset-password', async (req, res) => {

@@ -70,7 +70,7 @@ export async function startAuth({ config, databaseUrl, log, peers }: RoleContext
         installBridgeRoute(app, { pool, keys, config, log: roleLog });
         if (config.testAuthPermitted) installDevRoutes(app, { pool, keys });
         installPasswordResetRoutes(app, {
-          pool, settings, log: roleLog, limiter, ttlSeconds: config.AUTH_RESET_TOKEN_TTL_SECONDS, mailWebhook: config.AUTH_MAIL_WEBHOOK_URL,
+          pool, settings, log: roleLog, limiter, ttlSeconds: config.AUTH_RESET_TOKEN_TTL_SECONDS,
         });
         installSolanaLinkRoutes(app, {
           pool, settings, log: roleLog, userOf,

@@ -5,6 +5,7 @@ import { createCageReconcileCashTask, graceSeconds } from '../../tasks/cage_reco
 import { createCageReconcileRakeTask } from '../../tasks/cage_reconcile_rake.ts';
 import { createClaimsCompleteLostTask } from '../../tasks/claims_complete_lost.ts';
 import { createDeliverConditionTask } from '../../tasks/deliver_condition.ts';
+import { createSendPasswordResetTask } from '../../tasks/send_password_reset.ts';
 import {
   createTournamentBlindsTask, createTournamentPayoutReconcileTask, createTournamentPayoutTask, createTournamentRearmTask,
   createTournamentReserveExpiryTask, createTournamentSettleTask, createTournamentStartTask,
@@ -54,6 +55,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
         cage_reconcile_rake: createCageReconcileRakeTask({ pool, log }),
         claims_complete_lost: createClaimsCompleteLostTask({ pool, log }),
         deliver_condition: createDeliverConditionTask({ game, log }),
+        send_password_reset: createSendPasswordResetTask({ mailWebhook: config.AUTH_MAIL_WEBHOOK_URL, log }),
         tournament_start: createTournamentStartTask({ pool, log }),
         tournament_blinds: createTournamentBlindsTask({ pool, log }),
         tournament_reserve_expiry: createTournamentReserveExpiryTask({ pool, log }),

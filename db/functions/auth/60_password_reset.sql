@@ -1,23 +1,34 @@
 -- Legacy password recovery, for the only accounts that have a password (admins). A reset token is
 -- stored as its sha-256 in verifications (`reset:<hex>`); using it is one DELETE, so it works once.
-create or replace function auth.request_password_reset(p_email text, p_token_hash bytea, p_ttl_seconds integer)
-  returns uuid
+-- A reset for the admin with this email (nothing for another: the caller answers the same): the
+-- token is made here, stored as its sha-256, and leaves only in the mail job the worker sends
+-- (`send_password_reset`: the link p_redirect with `token=` appended), so the auth login, which
+-- reads no job, never holds a token it could use. Returns whether a mail was queued.
+create or replace function auth.request_password_reset(p_email text, p_redirect text, p_ttl_seconds integer)
+  returns boolean
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_user uuid;
+  v_email text;
+  v_raw bytea := decode(replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 'hex');
+  v_token text;
 begin
-  if p_token_hash is null or length(p_token_hash) <> 32 or p_ttl_seconds is null or p_ttl_seconds not between 60 and 86400 then
-    perform auth_private.refuse('invalid_nonce_request', 'a 32-byte token hash and a ttl of 60 s..1 day');
+  if p_redirect is null or p_redirect !~ '^https?://' or length(p_redirect) > 2000 or p_ttl_seconds is null or p_ttl_seconds not between 60 and 86400 then
+    perform auth_private.refuse('invalid_nonce_request', 'an absolute redirect and a ttl of 60 s..1 day');
   end if;
-  select c.user_id into v_user from auth_private.credentials c where lower(c.email) = lower(p_email);
+  select c.user_id, c.email into v_user, v_email from auth_private.credentials c where lower(c.email) = lower(p_email);
   if v_user is null then
-    return null; -- the caller answers exactly as for a known email
+    return false; -- the caller answers exactly as for a known email
   end if;
+  v_token := rtrim(translate(encode(v_raw, 'base64'), '+/', '-_'), '=');
   insert into auth_private.verifications (identifier, value, expires_at)
-  values ('reset:' || encode(p_token_hash, 'hex'), v_user::text, now() + make_interval(secs => p_ttl_seconds));
-  return v_user;
+  values ('reset:' || encode(sha256(convert_to(v_token, 'UTF8')), 'hex'), v_user::text, now() + make_interval(secs => p_ttl_seconds));
+  perform graphile_worker.add_job('send_password_reset',
+    json_build_object('to', v_email, 'link', p_redirect || case when position('?' in p_redirect) > 0 then '&' else '?' end || 'token=' || v_token),
+    max_attempts => 5);
+  return true;
 end;
 $$;
 
