@@ -200,7 +200,7 @@ describe('deposit', () => {
     const tableId = await m.table(p.auth, POKER_SETTINGS, { moneyKind: 'real' });
     // a row made without the route is refused the same way
     const direct = `t-${randomUUID().slice(0, 12)}`;
-    await db.owner.query("select game.create_table($1, 'poker', $2, 'real', $3)", [direct, JSON.stringify(POKER_SETTINGS), p.userId]);
+    await db.owner.query("select game.create_table($1, 'poker', $2, 'real', $3)", [direct, JSON.stringify(POKER_SETTINGS), await playerGrant(db.owner, p.userId)]);
     await realMoney(false);
     expect(await m.deposit(p.auth, { tableId, seatIndex: 0, amount: 100 })).toEqual(refused(403, 'real_money_disabled'));
     expect([await m.balance(p.auth, 'play'), await m.balance(p.auth, 'real')]).toEqual([500, 300]);

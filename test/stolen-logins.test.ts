@@ -342,7 +342,7 @@ const REVIEWED: Record<string, string> = {
   'game.begin_hand(text,text,bigint)': 'the table\'s lease epoch; a tournament only while playing',
   'game.cancel_credit(text,text,uuid,bigint)': 'bound: the cage\'s deposit of this key',
   'game.create_agent(uuid,text)': 'the player\'s token grant',
-  'game.create_table(text,text,jsonb,text,uuid,integer,integer,text,text)': 'the real_money switch; the creator only keys a rate limit (next: the grant)',
+  'game.create_table(text,text,jsonb,text,uuid,integer,integer,text,text)': 'the real_money switch; the creator from the token\'s grant',
   'game.credit_seat(text,text,uuid,integer,bigint)': 'bound: a live cage deposit of the same user, table, seat and amount',
   'game.finish_hand(text,text,jsonb,bigint,bigint)': 'the lease epoch; chips conserved; cash tables only',
   'game.finish_tournament_hand(text,text,jsonb,integer,bigint)': 'the lease epoch; tournament chips conserved',

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { setRealMoney } from '../../test/helpers/cage.ts';
-import { createTestDatabase, type TestDatabase } from '../../test/helpers/db.ts';
+import { createTestDatabase, playerGrant, type TestDatabase } from '../../test/helpers/db.ts';
 import {
   POKER_SETTINGS, createTable, creditSeat, openDepositsAs, newKey, newTableId, standUp, verifyChain, type TableRow,
 } from '../../test/helpers/game.ts';
@@ -71,11 +71,21 @@ describe('create_table', () => {
   test('creates an active cash table with the parsed settings', async () => {
     const id = newTableId();
     const creator = user();
-    const { rows } = await cage.query('select * from game.create_table($1, $2, $3, $4, $5)', [id, 'poker', POKER_SETTINGS, 'real', creator]);
+    // the creator is the player of the access JWT's grant the route passes
+    const { rows } = await cage.query('select * from game.create_table($1, $2, $3, $4, $5)', [id, 'poker', POKER_SETTINGS, 'real', await playerGrant(db.owner, creator)]);
     expect(rows).toEqual([expect.objectContaining({
       table_id: id, game_type: 'poker', settings: POKER_SETTINGS, money_kind: 'real', status: 'active', mode: 'cash',
       kind: 'open', current_hand_id: null, unreconciled_rake: 0n, created_by: creator,
     })]);
+  });
+
+  test('a creator named by a user id or a made-up handle is refused (session_required); nothing stored', async () => {
+    const id = newTableId();
+    for (const forged of [user(), randomUUID()]) {
+      await expect(cage.query('select * from game.create_table($1, $2, $3, $4, $5)', [id, 'poker', POKER_SETTINGS, 'play', forged]))
+        .rejects.toMatchObject({ code: 'AUSES' });
+    }
+    expect(await tableRow(id)).toBeUndefined();
   });
 
   test('a duplicate table id returns no row and leaves the first record as it was', async () => {

@@ -5,13 +5,16 @@
 -- (table_limit_reached): counted under a per-creator transaction lock, so concurrent calls from
 -- any number of cage processes cannot pass it together. A replayed id is not a new table.
 create or replace function game.create_table(
-  p_table_id text, p_game_type text, p_settings jsonb, p_money_kind text, p_created_by uuid,
+  p_table_id text, p_game_type text, p_settings jsonb, p_money_kind text, p_creator_sid uuid,
   p_limit integer default null, p_window_seconds integer default null,
   p_mode text default 'cash', p_kind text default 'open'
 ) returns setof game.tables
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
+declare
+  -- the creator: the player of the access JWT's grant (none for a table the platform makes itself)
+  p_created_by uuid := case when p_creator_sid is null then null else auth_private.user_of_sid(p_creator_sid) end;
 begin
   if p_table_id is null or p_table_id !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$'
      or p_game_type is null or p_game_type not in ('poker', 'arena')

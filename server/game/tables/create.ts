@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { MAX_TURN_TIME_SEC } from '../live/room.ts';
 import { ApiError, zodIssues } from '../../http/errors.ts';
+import { playerSession } from '../../http/jwt.ts';
 import { withSpan } from '../../telemetry/index.ts';
 import { resolvedSngSettingsSchema } from '../../tournaments/settings.ts';
 import { realMoneyOn } from '../../cage/switches.ts';
@@ -149,7 +150,7 @@ export function installTableRoutes(
         throw new ApiError(403, 'real_money_disabled');
       }
       const { rows } = await pool.query('select table_id, status from game.create_table($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
-        tableId, gameType, JSON.stringify(settings), moneyKind, userId, deps.creationLimit.tables, deps.creationLimit.windowSeconds,
+        tableId, gameType, JSON.stringify(settings), moneyKind, playerSession(res), deps.creationLimit.tables, deps.creationLimit.windowSeconds,
         mode, settings.kind ?? 'open',
       ]).catch((err: { code?: string }) => {
         if (err.code === 'GMTLR') span.setAttribute('result', 'table_limit_reached');
