@@ -15,6 +15,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ServiceClient } from '../server/http/service-client.ts';
+import { refusedWith } from '../server/http/errors.ts';
 
 const tablePayload = z.object({ tableId: z.string().min(1).max(64) });
 
@@ -61,7 +62,7 @@ export function createTournamentReserveExpiryTask({ pool, log }: TimerDeps): Tas
       if (rows[0]?.released) log.info({ tableId: p.tableId, playerId: p.playerId }, 'unpaid tournament reserve released');
     } catch (err) {
       // the tournament left registration meanwhile: nothing to release
-      if ((err as { code?: string }).code === 'GMTNR') return;
+      if (refusedWith(err, 'game', 'tournament_not_in_registration')) return;
       throw err;
     }
   };

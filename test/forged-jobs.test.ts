@@ -19,8 +19,6 @@ beforeAll(async () => {
   db = await createTestDatabase();
   m = await startMoneyPlatform(db, { alsoWorker: true });
   worker = db.pool('poker_worker', 2);
-  const on = await m.platform.url('game');
-  expect(on).toBeTruthy();
 });
 afterAll(async () => {
   await m?.platform.stop();

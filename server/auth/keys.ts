@@ -5,13 +5,12 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type JWTPayload } from 'jose';
 import type pg from 'pg';
-import { JWT_CLOCK_SKEW_SECONDS } from '../http/jwt.ts';
+import { JWT_CLOCK_SKEW_SECONDS, UUID } from '../http/jwt.ts';
 
 /** Lifetime of an access JWT (docs/decisions.md). */
 export const ACCESS_TOKEN_TTL_SECONDS = 15 * 60;
 /** Clock skew a verifier may allow, and so how long past a token's lifetime its key stays published. */
 export const CLOCK_SKEW_SECONDS = JWT_CLOCK_SKEW_SECONDS;
-const USER_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const HKDF_SALT = 'poker-platform/auth/signing-keys';
 const HKDF_INFO = 'aes-256-gcm v1';
@@ -113,7 +112,7 @@ export function createKeyStore(db: pg.Pool, options: { secret: string; issuer: s
       // user derives them from it, never from an id a service passes
       // (a subject that is not a user id gets none: no verifier accepts its token anyway)
       const sid = typeof claims.sid === 'string' ? claims.sid
-        : USER_ID.test(claims.sub) ? (await db.query<{ sid: string }>('select auth.grant_access($1, $2) as sid', [claims.sub, Math.min(86400, Math.max(1, ttl + CLOCK_SKEW_SECONDS))])).rows[0]!.sid
+        : UUID.test(claims.sub) ? (await db.query<{ sid: string }>('select auth.grant_access($1, $2) as sid', [claims.sub, Math.min(86400, Math.max(1, ttl + CLOCK_SKEW_SECONDS))])).rows[0]!.sid
           : undefined;
       return new SignJWT(sid === undefined ? claims : { ...claims, sid })
         .setProtectedHeader({ alg: 'EdDSA', kid: key.kid, typ: 'JWT' })

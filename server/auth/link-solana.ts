@@ -11,7 +11,7 @@ import { base58 } from '@scure/base';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { ApiError } from '../http/errors.ts';
+import { ApiError, refusedWith } from '../http/errors.ts';
 import { withSpan } from '../telemetry/index.ts';
 import type { AuthSettings } from './config.ts';
 import { requireTrustedOrigin } from './sessions.ts';
@@ -91,7 +91,7 @@ export function installSolanaLinkRoutes(
         span.setAttribute('auth.already_linked', rows[0]!.already_linked);
         return rows[0]!;
       } catch (err) {
-        if ((err as { code?: string }).code === 'AUSYB') log.warn({ marker: 'auth.wallet.sybil', userId, address }, 'solana link refused: linked to another account');
+        if (refusedWith(err, 'auth', 'wallet already linked to another account')) log.warn({ marker: 'auth.wallet.sybil', userId, address }, 'solana link refused: linked to another account');
         throw err;
       }
     });

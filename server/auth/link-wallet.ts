@@ -19,7 +19,7 @@ import type { Logger } from 'pino';
 import { getAddress, isAddress, type Hex } from 'viem';
 import { parseSiweMessage, validateSiweMessage } from 'viem/siwe';
 import { z } from 'zod';
-import { ApiError } from '../http/errors.ts';
+import { ApiError, refusedWith } from '../http/errors.ts';
 import type { AuthSettings } from './config.ts';
 import type { EvmSignatureVerifier } from './evm-signatures.ts';
 import { requireTrustedOrigin } from './sessions.ts';
@@ -141,7 +141,7 @@ export function installLinkWalletRoutes(
         "select address, chain_id, is_primary, already_linked from auth.link_wallet($1, $2, 'evm', $3)", [userId, address, chainId],
       )); // 6-9
     } catch (err) {
-      if ((err as { code?: string }).code === 'AUSYB') log.warn({ marker: 'auth.wallet.sybil', userId, address }, 'wallet link refused: linked to another account');
+      if (refusedWith(err, 'auth', 'wallet already linked to another account')) log.warn({ marker: 'auth.wallet.sybil', userId, address }, 'wallet link refused: linked to another account');
       throw err;
     }
     const w = rows[0]!;

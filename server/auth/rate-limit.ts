@@ -2,8 +2,9 @@
 // password check, the reset-token lookup), in Postgres (auth.count_attempt over auth.attempt_limits,
 // the auth login's only way to touch the counters: it cannot reset one), so concurrent attempts
 // cannot all slip under the limit and every auth process counts into the same rows: the upsert
-// increments one row under its row lock, so each attempt sees a distinct count. Keys: the client address, and for sign-in (address, account);
-// never the account alone, which would let anyone lock an admin out. A fixed window per key.
+// increments one row under its row lock, so each attempt sees a distinct count. Keys: the client
+// address, and for sign-in (address, account); never the account alone, which would let anyone
+// lock an admin out. A fixed window per key.
 // The client address is Express's `req.ip`: the TCP peer unless TRUST_PROXY names the proxies
 // whose X-Forwarded-For is believed. An IPv6 client counts by its /64, the block one host holds.
 import { createHash } from 'node:crypto';

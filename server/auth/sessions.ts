@@ -6,7 +6,7 @@ import type { Express, Request, RequestHandler } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { ApiError } from '../http/errors.ts';
+import { ApiError, refusedWith } from '../http/errors.ts';
 import type { AuthSettings } from './config.ts';
 import type { KeyStore } from './keys.ts';
 import { DECOY_PARAMS, derivePasswordKey } from './passwords.ts';
@@ -82,7 +82,7 @@ export function installSessionRoutes(
       );
       created = opened.rows[0]!;
     } catch (err) {
-      if ((err as { code?: string }).code !== 'AUCRD') throw err;
+      if (!refusedWith(err, 'auth', 'invalid_credentials')) throw err;
       log.warn({ marker: 'auth.sign_in.failed' }, 'sign-in failed');
       throw new ApiError(401, 'invalid_credentials');
     }

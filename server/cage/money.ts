@@ -16,7 +16,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { requireServiceKey } from '../http/service-key.ts';
-import { ApiError, zodIssues } from '../http/errors.ts';
+import { ApiError, refusedWith, zodIssues } from '../http/errors.ts';
 import { operatorSession, playerSession, type JwtVerifier } from '../http/jwt.ts';
 import { chips } from '../http/schemas.ts';
 import { inTransaction } from '../db/transaction.ts';
@@ -78,7 +78,7 @@ function installGrantRoute(app: Express, deps: MoneyDeps) {
       // a claim id already granted with other values: refused, and the original is shown, so a
       // caller retrying after a lost answer (with a since-changed wallet or amount) can recognise
       // its own earlier grant instead of minting again
-      if ((err as { code?: string }).code !== 'CGREF') throw err;
+      if (!refusedWith(err, 'cage', 'ref_id_conflict')) throw err;
       const original = await pool.query(
         "select memo ->> 'user_id' as user_id, memo ->> 'recipient' as recipient, amounts[2] as amount from cage.cage_entries where ref_id = $1 and kind = 'grant'",
         [b.claimId],

@@ -122,9 +122,9 @@ export function createClaimBoard(deps: ClaimBoardDeps) {
   /**
    * The six-step claim (db/functions/claims/20_claims.sql), no transaction held across the calls:
    * the claim intent opened with its recipient wallet (steps 1-4 and the wallet read), the grant (5,
-   * which the cage makes only for that open intent and recipient), the ledger row written and the intent closed (6). A failure between
-   * leaves the intent open: a retry takes it up again, and the worker finishes it from its grant or
-   * abandons it when none came.
+   * which the cage makes only for that open intent and recipient), the ledger row written and the
+   * intent closed (6). A failure between leaves the intent open: a retry takes it up again, and the
+   * worker finishes it from its grant or abandons it when none came.
    */
   async function claim(userId: string, sid: string | null, sectionKey: string, now: Date) {
     const { rows } = await pool.query<{ outcome: string; amount: bigint | null; period: string | null; claim_id: string | null; recipient: string | null }>(
@@ -224,8 +224,6 @@ function installOperatorRoutes(app: Express, deps: ClaimRouteDeps) {
   // ---- the operator's catalog and settings (an operator's access JWT; each edit recorded with
   // the operator in claims.catalog_edits) -------------------------------------------------------
   const operator = jwt.requireAdmin;
-  /** The operator's live admin session (the token's sid): SQL derives the operator from it. */
-  const adminOf = operatorSession;
   /** The environment an operator's call names, or its default; SQL refuses one that is not (invalid_environment). */
   const environmentOf = (value: unknown, fallback: string) => {
     if (value === undefined) return fallback;
@@ -247,7 +245,7 @@ function installOperatorRoutes(app: Express, deps: ClaimRouteDeps) {
   app.post('/admin/claim-sections', operator, async (req, res) => {
     const body = (req.body ?? {}) as Record<string, unknown>;
     const { rows } = await deps.pool.query('select * from claims.create_section($1, $2, $3)', [
-      adminOf(res), environmentOf(body.environment, 'all'), JSON.stringify(body),
+      operatorSession(res), environmentOf(body.environment, 'all'), JSON.stringify(body),
     ]);
     res.status(201).json(sectionJson(rows[0]));
   });
@@ -257,14 +255,14 @@ function installOperatorRoutes(app: Express, deps: ClaimRouteDeps) {
     if (typeof body.key !== 'string') throw new ApiError(400, 'bad_request', [{ path: ['key'], message: 'the section key', code: 'invalid_type' }]);
     const { key, environment, ...patch } = body;
     const { rows } = await deps.pool.query('select * from claims.patch_section($1, $2, $3, $4)', [
-      adminOf(res), environmentOf(environment, 'all'), key, JSON.stringify(patch),
+      operatorSession(res), environmentOf(environment, 'all'), key, JSON.stringify(patch),
     ]);
     res.json(sectionJson(rows[0]));
   });
 
   app.delete('/admin/claim-sections/:key', operator, async (req, res) => {
     const { rows } = await deps.pool.query('select * from claims.delete_section($1, $2, $3)', [
-      adminOf(res), environmentOf(req.query.environment, 'all'), req.params.key,
+      operatorSession(res), environmentOf(req.query.environment, 'all'), req.params.key,
     ]);
     res.json({ ok: true, deleted: sectionJson(rows[0]) });
   });
@@ -284,7 +282,7 @@ function installOperatorRoutes(app: Express, deps: ClaimRouteDeps) {
     if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
     const b = parsed.data;
     const { rows } = await deps.pool.query('select * from claims.set_board_settings($1, $2, $3, $4)', [
-      adminOf(res), b.environment, b.claimBoardEnabled ?? null, b.playTransferGateEnabled ?? null,
+      operatorSession(res), b.environment, b.claimBoardEnabled ?? null, b.playTransferGateEnabled ?? null,
     ]);
     res.json({ environment: b.environment, claimBoardEnabled: rows[0].claim_board_enabled, playTransferGateEnabled: rows[0].play_transfer_gate_enabled });
   });

@@ -40,6 +40,16 @@ export const REFUSALS: ReadonlyMap<string, { domain: string; code: string; statu
   return byState;
 })();
 
+/**
+ * Whether an error is the refusal `code` of `domain`, as db/refusals.json declares it: code paths
+ * name a refusal by its code, never by its SQLSTATE.
+ */
+export function refusedWith(err: unknown, domain: 'auth' | 'cage' | 'claims' | 'game', code: string): boolean {
+  const state = (err as { code?: unknown } | null)?.code;
+  const refusal = typeof state === 'string' ? REFUSALS.get(state) : undefined;
+  return refusal?.domain === domain && refusal.code === code;
+}
+
 /** SQLSTATE -> HTTP status for the standard states a client can cause (the refusals are in REFUSALS). */
 export const SQL_STATUS: Record<string, number> = {
   // standard states a client can cause

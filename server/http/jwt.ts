@@ -51,7 +51,8 @@ export const operatorSession = (res: { locals: Record<string, any> }): string =>
 export const playerSession = (res: { locals: Record<string, any> }): string | null =>
   typeof res.locals.claims?.sid === 'string' && UUID.test(res.locals.claims.sid) ? res.locals.claims.sid : null;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A user id (the `sub` of every access JWT), a session or grant handle (`sid`): a uuid. */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The one check of the platform's own access JWTs (every verifier calls it): EdDSA, iss and aud =

@@ -11,7 +11,7 @@ import type { Express, RequestHandler } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { ApiError, zodIssues } from '../http/errors.ts';
+import { ApiError, refusedWith, zodIssues } from '../http/errors.ts';
 import { requireServiceKey } from '../http/service-key.ts';
 import { tableId } from '../http/schemas.ts';
 import { reserveSeat } from './registration.ts';
@@ -92,7 +92,7 @@ export function installTournamentRoutes(app: Express, deps: TournamentRouteDeps)
     } catch (err) {
       const e = err as { code?: string; detail?: string };
       // the spec's sentence as the error, the registry's code and the state beside it
-      if (e.code === 'GMCFE') throw new ApiError(409, `cannot force-end from state '${e.detail}'`, undefined, { code: 'cannot_force_end', state: e.detail });
+      if (refusedWith(e, 'game', 'cannot_force_end')) throw new ApiError(409, `cannot force-end from state '${e.detail}'`, undefined, { code: 'cannot_force_end', state: e.detail });
       throw err;
     }
     log.warn({ tableId: b.tableId }, 'tournament force-ended');

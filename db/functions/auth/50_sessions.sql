@@ -74,22 +74,29 @@ begin
 end;
 $$;
 
+-- The admin of the live session p_sid (exists, an admin's: the account holds admin credentials,
+-- neither signed out nor expired), else null.
+create or replace function auth_private.live_admin(p_sid uuid) returns uuid
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select s.user_id
+    from auth_private.sessions s
+    join auth_private.credentials c on c.user_id = s.user_id
+   where s.sid = p_sid and s.revoked_at is null and s.expires_at > now()
+$$;
+
 -- The operator behind an act: the admin of the live session p_sid (the `sid` of the operator's
--- access JWT), refused with admin_session_required unless that session exists, is an admin's
--- (the account holds admin credentials), and is neither signed out nor expired. Every operator
--- function of every domain derives its operator here, never from an id it is handed: no service
--- login reads a session's handle, so a stolen login cannot act as an operator.
+-- access JWT), refused with admin_session_required otherwise. Every operator function of every
+-- domain derives its operator here, never from an id it is handed: no service login reads a
+-- session's handle, so a stolen login cannot act as an operator.
 create or replace function auth_private.admin_of_session(p_sid uuid) returns uuid
   language plpgsql stable security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_user uuid;
+  v_user uuid := auth_private.live_admin(p_sid);
 begin
-  select s.user_id into v_user
-    from auth_private.sessions s
-    join auth_private.credentials c on c.user_id = s.user_id
-   where s.sid = p_sid and s.revoked_at is null and s.expires_at > now();
   if v_user is null then
     perform auth_private.refuse('admin_session_required', 'a live admin session (the sid of an operator''s access JWT)');
   end if;
@@ -105,12 +112,8 @@ create or replace function auth.current_admin() returns uuid
   language sql stable security definer
   set search_path = pg_catalog, pg_temp
 as $$
-  select s.user_id
-    from auth_private.sessions s
-    join auth_private.credentials c on c.user_id = s.user_id
-   where pg_input_is_valid(coalesce(current_setting('poker.admin_sid', true), ''), 'uuid')
-     and s.sid = current_setting('poker.admin_sid', true)::uuid
-     and s.revoked_at is null and s.expires_at > now()
+  select auth_private.live_admin(case when pg_input_is_valid(coalesce(current_setting('poker.admin_sid', true), ''), 'uuid')
+                                      then current_setting('poker.admin_sid', true)::uuid end)
 $$;
 
 -- The grant of a player's access JWT being minted (KeyStore.sign): its handle (the token's `sid`)
@@ -146,9 +149,7 @@ declare
   v_user uuid;
 begin
   select g.user_id into v_user from auth_private.access_grants g where g.sid = p_sid and g.expires_at > now();
-  if v_user is null then
-    select s.user_id into v_user from auth_private.sessions s where s.sid = p_sid and s.revoked_at is null and s.expires_at > now();
-  end if;
+  v_user := coalesce(v_user, auth_private.live_admin(p_sid));
   if v_user is null then
     perform auth_private.refuse('session_required', 'the live grant of an access JWT (its sid)');
   end if;

@@ -94,15 +94,6 @@ begin
 end;
 $$;
 
--- The operator of an act: the admin of the live session p_sid (the `sid` of their access JWT),
--- refused (admin_session_required) for a signed-out, expired, player's or made-up session.
-create or replace function cage_private.operator_of(p_sid uuid) returns uuid
-  language sql stable
-  set search_path = pg_catalog, pg_temp
-as $$
-  select auth_private.admin_of_session(p_sid)
-$$;
-
 -- Whether an operator switch is on (cage.switches; a missing row is off).
 create or replace function cage_private.switch_on(p_name text) returns boolean
   language sql stable
@@ -132,7 +123,7 @@ create or replace function cage.set_switch(p_sid uuid, p_name text, p_enabled bo
 as $$
 #variable_conflict use_column
 declare
-  v_admin uuid := cage_private.operator_of(p_sid);
+  v_admin uuid := auth_private.admin_of_session(p_sid);
   v_row cage.switches;
 begin
   if p_name is null or p_name not in ('real_money') or p_enabled is null then
@@ -175,7 +166,7 @@ create or replace function cage.exchange_chips(
   set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_admin uuid := cage_private.operator_of(p_sid);
+  v_admin uuid := auth_private.admin_of_session(p_sid);
   v_ref text;
   v_user_account bigint;
   v_outside bigint;
@@ -220,7 +211,7 @@ create or replace function cage.correct_books(
   set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_admin uuid := cage_private.operator_of(p_sid);
+  v_admin uuid := auth_private.admin_of_session(p_sid);
   v_ref text;
   v_result record;
 begin

@@ -9,6 +9,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { loginUrl } from '../../db/roles.ts';
+import { refusedWith } from '../../http/errors.ts';
 
 export type Take =
   | { granted: true; epoch: bigint; recoveredHand: string | null }
@@ -251,4 +252,4 @@ export async function startGameProcess(options: GameProcessOptions): Promise<Gam
 export type GameProcess = GameProcessLeases;
 
 /** True when a database error is the fence refusing a stale tenure. */
-export const isLeaseLost = (err: unknown) => (err as { code?: string } | null)?.code === 'GMLSE';
+export const isLeaseLost = (err: unknown) => refusedWith(err, 'game', 'lease_lost');

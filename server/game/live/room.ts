@@ -14,6 +14,7 @@ import type { createHands, HandEnd } from '../hands/hands.ts';
 import { isLeaseLost } from './lease.ts';
 import { chipAmount, handResult, stateWriter, stoodUp, historyJson, toJson, type SeatView, type TournamentState } from './wire.ts';
 import { actionMs, levelMs, levelOf, myView, storedSng, tournamentWire, type StoredSng, type TournamentRow } from '../../tournaments/lifecycle.ts';
+import { refusedWith } from '../../http/errors.ts';
 
 /** A seat as the room reads it. */
 interface SeatRow {
@@ -78,7 +79,7 @@ export interface RoomDeps {
   standUp: (seat: { userId: string; token: string | null }) => Promise<BankAnswer>;
   /** An agent took a seat: its claim-board condition, met in the transaction that stores the seat's agent. */
   agentSeated: (client: pg.PoolClient, userId: string, agentId: string) => Promise<void>;
-  /** Lifecycle states this room announced on its own (a catch-up, not a notice): the tournament's span follows them. */
+  /** Lifecycle states this room announced, in order: the tournament's span follows them. */
   lifecycleStates?: (states: string[]) => Promise<void>;
 }
 
@@ -390,23 +391,24 @@ export class Room {
    * connections. The notice is only a trigger: the room re-reads its lifecycle row and seats and
    * announces what the database holds (so nothing a notice carries reaches a client unchecked, and a
    * repeated or stale notice announces nothing), then deals once the tournament plays. A force-end
-   * abandoned the hand in flight (its start stacks stand): dropped here. Resolves to the states announced.
+   * abandoned the hand in flight (its start stacks stand): dropped here.
    */
-  tournamentEvent(event: Record<string, unknown>): Promise<string[]> {
+  tournamentEvent(event: Record<string, unknown>): Promise<void> {
     return new Promise((resolve, reject) => {
       this.serial(async () => {
-        if (this.closed || this.record.mode !== 'sng') return resolve([]);
+        if (this.closed || this.record.mode !== 'sng') return resolve();
         if (this.hand) await this.readTournament();
         if (this.tournament?.tournament_state !== 'playing' && this.hand?.status === 'betting') this.dropHand();
         if (!this.hand) await this.reloadSeats();
-        // a payout is announced after the moves before it (settling, the standings): never ahead of them
+        // a payout is announced from the payout rows, after the moves before it (settling, the
+        // standings): never ahead of them
         const messages = event.type === 'tournament_payout_settled'
-          ? [...(await this.announcements('tournament_state_changed', 'settling')), ...(await this.payoutAnnouncement(event.position))]
+          ? [...(await this.announcements('tournament_state_changed', 'settling')), ...(await this.pendingPayouts())]
           : await this.announcements(event.type, event.state);
-        const states = await this.publish(messages);
+        await this.publish(messages);
         this.broadcastState();
         this.scheduleDeal();
-        resolve(states);
+        resolve();
       }).catch(reject);
     });
   }
@@ -418,16 +420,15 @@ export class Room {
       ...(await this.announcements('blind_level_changed', null)),
       ...(await this.announcements('tournament_ended', null)),
     ];
-    const states = await this.publish(messages);
-    if (states.length) await this.deps.lifecycleStates?.(states);
+    await this.publish(messages);
   }
 
   /**
    * Lifecycle messages sent to the room's connections, then recorded as announced (so the room that
-   * runs the table next announces none of them again). Resolves to the states announced, in order.
+   * runs the table next announces none of them again); the tournament's span follows the moves.
    */
-  private async publish(messages: Record<string, unknown>[]): Promise<string[]> {
-    if (messages.length === 0) return [];
+  private async publish(messages: Record<string, unknown>[]): Promise<void> {
+    if (messages.length === 0) return;
     for (const m of messages) {
       const json = toJson({ ...m, tableId: this.tableId });
       for (const w of this.watchers) w.send(json);
@@ -435,7 +436,8 @@ export class Room {
     await this.deps.pool.query('select game.record_tournament_announced($1, $2, $3, $4)', [
       this.tableId, this.announced.state, this.announced.level, [...this.announcedPayouts],
     ]).catch((err: Error) => this.deps.log.warn({ tableId: this.tableId, err: err.message }, 'announcements not recorded'));
-    return messages.filter((m) => m.type === 'tournament_state_changed').map((m) => String(m.state));
+    const states = messages.filter((m) => m.type === 'tournament_state_changed').map((m) => String(m.state));
+    if (states.length) await this.deps.lifecycleStates?.(states);
   }
 
   private dropHand(): void {
@@ -509,7 +511,10 @@ export class Room {
     return out;
   }
 
-  /** The payouts confirmed that this room has not announced (one whose confirmation call is still on its way), in place order. */
+  /**
+   * The confirmed payouts this room has not announced, in place order: each once, from its row,
+   * whether its confirmation call (/internal/payout-confirmed) came or is still on its way.
+   */
   private async pendingPayouts(): Promise<Record<string, unknown>[]> {
     const { rows } = await this.deps.pool.query<{ position: number; user_id: string; amount: bigint; tx_hash: string }>(
       'select position, user_id, amount, tx_hash from game.tournament_payouts($1) where confirmed_at is not null order by position', [this.tableId],
@@ -538,17 +543,6 @@ export class Room {
   /** The places whose payout this room announced. */
   private readonly announcedPayouts = new Set<number>();
 
-  /** A payout the cage confirmed (its call to /internal/payout-confirmed): announced from the payout row, once. */
-  private async payoutAnnouncement(position: unknown): Promise<Record<string, unknown>[]> {
-    if (typeof position !== 'number' || this.announcedPayouts.has(position)) return [];
-    const { rows } = await this.deps.pool.query<{ user_id: string; amount: bigint; tx_hash: string }>(
-      'select user_id, amount, tx_hash from game.tournament_payouts($1) where position = $2 and confirmed_at is not null', [this.tableId, position],
-    );
-    if (!rows[0]) return [];
-    this.announcedPayouts.add(position);
-    return [{ type: 'tournament_payout_settled', position, userId: rows[0].user_id, amount: rows[0].amount, txHash: rows[0].tx_hash }];
-  }
-
   /**
    * A tournament hand's end: the tournament stacks written, its busts placed (game.finish_tournament_hand);
    * then, in this order, `player_eliminated` for each bust, a fresh `game_state`, `hand_result`.
@@ -566,7 +560,7 @@ export class Room {
         this.hand = null;
         throw err;
       }
-      if ((err as { code?: string }).code !== 'GMNHP') return this.retryFinish(hand, err);
+      if (!refusedWith(err, 'game', 'no_hand_in_progress')) return this.retryFinish(hand, err);
       this.hand = null;
       await this.reloadSeats();
       return;
@@ -758,7 +752,7 @@ export class Room {
       return end;
     } catch (err) {
       if (isLeaseLost(err)) throw err;
-      if (this.finishAttempts > 0 && (err as { code?: string }).code === 'GMNHP') { // no_hand_in_progress
+      if (this.finishAttempts > 0 && refusedWith(err, 'game', 'no_hand_in_progress')) {
         this.finishAttempts = 0;
         return { busted: [] }; // busts left unsettled are settled when their seat is next touched
       }

@@ -83,7 +83,7 @@ export class RoomRegistry {
     if (!r) return;
     try {
       const room = await r;
-      for (const state of await room.tournamentEvent(event)) await this.spans.observe(tableId, state);
+      await room.tournamentEvent(event);
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (code !== 'table_elsewhere') this.deps.log.warn({ err: (err as Error).message, tableId, type: event.type }, 'tournament event not relayed');

@@ -7,7 +7,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { MAX_TURN_TIME_SEC } from '../live/room.ts';
-import { ApiError, zodIssues } from '../../http/errors.ts';
+import { ApiError, refusedWith, zodIssues } from '../../http/errors.ts';
 import { playerSession } from '../../http/jwt.ts';
 import { withSpan } from '../../telemetry/index.ts';
 import { resolvedSngSettingsSchema } from '../../tournaments/settings.ts';
@@ -153,7 +153,7 @@ export function installTableRoutes(
         tableId, gameType, JSON.stringify(settings), moneyKind, playerSession(res), deps.creationLimit.tables, deps.creationLimit.windowSeconds,
         mode, settings.kind ?? 'open',
       ]).catch((err: { code?: string }) => {
-        if (err.code === 'GMTLR') span.setAttribute('result', 'table_limit_reached');
+        if (refusedWith(err, 'game', 'table_limit_reached')) span.setAttribute('result', 'table_limit_reached');
         throw err;
       });
       if (rows.length === 0) {
