@@ -1,6 +1,10 @@
 // Calls from one role to another over the HTTP seams (x-service-key, JSON, a deadline). A coded
 // refusal from the other side comes back as { status, body }; anything else (refused connection,
 // timeout, a 5xx, a body that is not JSON) is `unreachable`: the caller cannot know what happened.
+// the module objects, read at each call: tracing (server/telemetry/register.ts) patches their
+// request functions, and a named import would keep the unpatched one
+import http from 'node:http';
+import https from 'node:https';
 import { bigintAsString } from './json.ts';
 
 export type ServiceAnswer<T> =
@@ -19,18 +23,61 @@ export interface ServiceClient {
   get<T = Record<string, unknown>>(path: string, options?: CallOptions): Promise<ServiceAnswer<T>>;
 }
 
+/** The largest answer another role may send (anything longer is `unreachable`, not buffered). */
+const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
+
+/**
+ * One HTTP exchange on node:http(s) with a keep-alive agent: role-to-role calls are many and small,
+ * and fetch (undici, web streams, an AbortSignal per call) costs several times as much CPU per call.
+ * Resolves with the status and the raw body; rejects on a refused connection, the deadline, or an
+ * answer beyond MAX_ANSWER_BYTES.
+ */
+function exchange(url: URL, init: { method: string; headers: Record<string, string>; body?: string; timeoutMs: number; agents: Agents }): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const secure = url.protocol === 'https:';
+    const req = (secure ? https.request : http.request)(url, {
+      method: init.method,
+      headers: init.body === undefined ? init.headers : { ...init.headers, 'content-length': String(Buffer.byteLength(init.body)) },
+      agent: secure ? init.agents.https : init.agents.http,
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_ANSWER_BYTES) req.destroy(new Error('AnswerTooLarge'));
+        else chunks.push(chunk);
+      });
+      res.on('end', () => {
+        clearTimeout(deadline);
+        resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+      });
+      res.on('error', reject);
+    });
+    const deadline = setTimeout(() => req.destroy(Object.assign(new Error('the deadline passed'), { name: 'TimeoutError' })), init.timeoutMs);
+    req.on('error', (err) => {
+      clearTimeout(deadline);
+      reject(err);
+    });
+    req.end(init.body);
+  });
+}
+
+interface Agents { http: http.Agent; https: https.Agent }
+
 export function createServiceClient(options: {
   /** The other role's base URL, read at every call (it may be known only after both started). */
   baseUrl: () => string | undefined;
   serviceKey: string | undefined;
   timeoutMs: number;
 }): ServiceClient {
+  // connections to the other role are kept open between calls (one agent per client)
+  const agents: Agents = { http: new http.Agent({ keepAlive: true, maxSockets: 64 }), https: new https.Agent({ keepAlive: true, maxSockets: 64 }) };
   const call = async <T>(method: 'GET' | 'POST', path: string, body?: unknown, callOptions: CallOptions = {}): Promise<ServiceAnswer<T>> => {
     const base = options.baseUrl();
     if (!base) return { ok: false, status: 0, unreachable: true, reason: 'not_configured', body: {} };
-    let res: Response;
+    let res: { status: number; text: string };
     try {
-      res = await fetch(`${base.replace(/\/+$/, '')}${path}`, {
+      res = await exchange(new URL(`${base.replace(/\/+$/, '')}${path}`), {
         method,
         headers: {
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
@@ -38,19 +85,20 @@ export function createServiceClient(options: {
           ...(callOptions.bearer ? { authorization: `Bearer ${callOptions.bearer}` } : { 'x-service-key': options.serviceKey ?? '' }),
         },
         body: body === undefined ? undefined : JSON.stringify(body, bigintAsString),
-        signal: AbortSignal.timeout(options.timeoutMs),
+        timeoutMs: options.timeoutMs,
+        agents,
       });
     } catch (err) {
       return { ok: false, status: 0, unreachable: true, reason: (err as Error).name, body: {} };
     }
     let parsed: unknown;
     try {
-      parsed = await res.json();
+      parsed = JSON.parse(res.text);
     } catch {
       return { ok: false, status: 0, unreachable: true, reason: `non-JSON ${res.status}`, body: {} };
     }
     if (res.status >= 500) return { ok: false, status: 0, unreachable: true, reason: `status ${res.status}`, body: {} };
-    if (res.ok) return { ok: true, status: res.status, body: parsed as never };
+    if (res.status >= 200 && res.status < 300) return { ok: true, status: res.status, body: parsed as never };
     return { ok: false, status: res.status, body: (parsed ?? {}) as { error?: string } };
   };
   return {

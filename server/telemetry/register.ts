@@ -1,8 +1,8 @@
 // Tracing, loaded before the app: `node --import ./server/telemetry/register.ts server/main.ts` (the
 // npm scripts do it). The code is ESM, so the instrumentations patch modules through a loader hook
 // (import-in-the-middle) registered here, before express, pg or node:http are imported:
-//   HTTP (incoming and outgoing node:http), Express (routes), pg (every SQL statement), undici
-//   (Node's fetch: every role-to-role call),
+//   HTTP (incoming, and outgoing node:http: every role-to-role call, server/http/service-client.ts),
+//   Express (routes), pg (every SQL statement), undici (Node's fetch, for the other outgoing calls),
 // and W3C trace context is propagated on every outgoing call and read from every incoming one, so a
 // deposit is one trace from the cage's route through its SQL, its call to the game role and the
 // game's SQL. The spans go to OTEL_EXPORTER_OTLP_ENDPOINT (OTLP over HTTP) when it is set, and are
