@@ -2,6 +2,7 @@
 // each requested role. Stops in reverse: roles first (they finish what is in flight), database last.
 import type { Logger } from 'pino';
 import type { Config, Role } from './config/index.ts';
+import { deploymentEnvironment } from './config/index.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import type { Peers, RoleContext, StartedRole } from './roles/types.ts';
@@ -58,7 +59,7 @@ export async function startPlatform(options: {
       log.info({ dataDir: embedded.dataDir, port: embedded.port }, 'embedded PostgreSQL started');
     }
     if (!options.databaseUrl) {
-      const result = await migrate(databaseUrl, { log: (msg) => log.info({ component: 'migrate' }, msg), roleSecret: config.DB_ROLE_SECRET, seedSwitches: { realMoney: config.REAL_MONEY_ENABLED } });
+      const result = await migrate(databaseUrl, { log: (msg) => log.info({ component: 'migrate' }, msg), roleSecret: config.DB_ROLE_SECRET, seedSwitches: { realMoney: config.REAL_MONEY_ENABLED, environment: deploymentEnvironment(config) } });
       log.info({ applied: result.applied.length, repeatables: result.repeatablesApplied }, 'database migrated');
     }
     const peers: Peers = new Map();

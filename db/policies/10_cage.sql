@@ -33,8 +33,14 @@ grant execute on function
   cage.receipt_private_key(bytea),
   cage.reconcile_rake(text),
   cage.tables_with_unreconciled_rake(),
-  cage.unsettled_stand_ups(integer, integer)
+  cage.unsettled_stand_ups(integer, integer),
+  cage.gas_deposit(uuid, text, bigint, text),
+  cage.reserve_gas_withdrawal(uuid, text, bigint, text),
+  cage.deliver_gas_withdrawal(text),
+  cage.refund_gas_withdrawal(text, text),
+  cage.play_gate_state()
   to poker_cage;
+grant select on cage.gas_withdrawals, cage.play_gate_accounts, cage.gate_events, cage.deployment to poker_cage;
 
 -- worker: runs the periodic audit (read-only) and the cash reconcilers (deposits left pending by
 -- a cage that stopped mid-request; settled withdrawals the game has not zeroed yet)
@@ -47,6 +53,8 @@ grant execute on function cage.confirm_deposit(text), cage.fail_deposit(text, te
 grant execute on function cage.unsettled_stand_ups(integer, integer) to poker_worker;
 -- ... and the rake reconciler (claims house rows; moves no chip)
 grant execute on function cage.reconcile_rake(text), cage.tables_with_unreconciled_rake() to poker_worker;
+-- ... and the gas reconciler: reservations a stopped cage never delivered go back to their tanks
+grant execute on function cage.stale_gas_withdrawals(integer, integer), cage.refund_gas_withdrawal(text, text) to poker_worker;
 
 -- admin GraphQL: reads the books under RLS. The anonymous role is granted the same SELECT so that
 -- row-level security, not a missing grant, is what shows it nothing.
@@ -76,3 +84,14 @@ drop policy if exists operator_acts_read on cage.operator_acts;
 create policy operator_acts_read on cage.operator_acts for select to poker_cage, poker_admin using (true);
 drop policy if exists switches_read on cage.switches;
 create policy switches_read on cage.switches for select to poker_admin using (true);
+
+-- gas withdrawals and the play-chip transfer gate (000028): the cage reads them; the admin through RLS
+grant select on cage.gas_withdrawals, cage.play_gate_accounts, cage.gate_events, cage.deployment to poker_admin, poker_anonymous;
+drop policy if exists gas_withdrawals_read on cage.gas_withdrawals;
+create policy gas_withdrawals_read on cage.gas_withdrawals for select to poker_cage, poker_admin using (true);
+drop policy if exists play_gate_accounts_read on cage.play_gate_accounts;
+create policy play_gate_accounts_read on cage.play_gate_accounts for select to poker_cage, poker_admin using (true);
+drop policy if exists gate_events_read on cage.gate_events;
+create policy gate_events_read on cage.gate_events for select to poker_cage, poker_admin using (true);
+drop policy if exists deployment_read on cage.deployment;
+create policy deployment_read on cage.deployment for select to poker_cage, poker_admin using (true);

@@ -68,7 +68,7 @@ export async function migrate(
   options: {
     root?: string; log?: (msg: string) => void; /** DB_ROLE_SECRET, for the service logins' passwords */ roleSecret?: string;
     /** Switches seeded from the environment when the database has none yet (REAL_MONEY_ENABLED); never changed after. */
-    seedSwitches?: { realMoney: boolean };
+    seedSwitches?: { realMoney: boolean; environment?: 'local' | 'staging' | 'production' };
   } = {},
 ): Promise<MigrateResult> {
   const root = options.root ?? DB_ROOT;
@@ -94,6 +94,10 @@ export async function migrate(
         "insert into cage.switches (name, enabled) values ('real_money', $1) on conflict (name) do nothing", [options.seedSwitches.realMoney],
       );
       if (rowCount) log(`switch real_money seeded: ${options.seedSwitches.realMoney ? 'on' : 'off'}`);
+      // the deployment's environment, whose claim board settings the play-chip transfer gate follows
+      if (options.seedSwitches.environment) {
+        await client.query('update cage.deployment set environment = $1, updated_at = now() where environment <> $1', [options.seedSwitches.environment]);
+      }
     }
   } finally {
     await client.query('select pg_advisory_unlock(hashtext($1))', [LOCK_KEY]).catch(() => undefined);

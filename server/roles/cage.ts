@@ -15,6 +15,7 @@ import { installRakeRoutes } from '../cage/rake.ts';
 import { installStandUpReconcileRoute } from '../cage/stand-ups.ts';
 import { graceSeconds } from '../cage/seams.ts';
 import { installNotYetRoutes } from '../cage/not-yet.ts';
+import { installGasRoutes } from '../cage/gas.ts';
 import { loadReceiptSigner, RECEIPT_ALGORITHM } from '../cage/receipts.ts';
 import { installTableRoutes } from '../game/tables/create.ts';
 
@@ -59,7 +60,7 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
-      before: (app: Express) => app.use(['/api/tables', '/api/deposit', '/api/withdraw', '/api/cage', '/api/custody', '/api/tournament'], uiCors(uiOrigins)),
+      before: (app: Express) => app.use(['/api/tables', '/api/deposit', '/api/withdraw', '/api/cage', '/api/custody', '/api/tournament', '/api/gas-tank', '/api/gas'], uiCors(uiOrigins)),
       routes: (app: Express) => {
         app.get('/api/cage/receipt-key', (_req, res) => {
           res.json({ algorithm: RECEIPT_ALGORITHM, publicKey: signer.publicKeyHex });
@@ -73,6 +74,7 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
         installTournamentCageRoutes(app, { ...common, game });
         installMoneyRoutes(app, { ...common, signer });
         installRakeRoutes(app, common);
+        installGasRoutes(app, common);
         installStandUpReconcileRoute(app, { ...common, game, signer, defaultGraceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS) });
         installNotYetRoutes(app);
       },

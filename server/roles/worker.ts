@@ -3,6 +3,7 @@ import { run, type Runner } from 'graphile-worker';
 import { createCageAuditTask } from '../../tasks/cage_audit.ts';
 import { createCageReconcileCashTask, graceSeconds } from '../../tasks/cage_reconcile_cash.ts';
 import { createCageReconcileRakeTask } from '../../tasks/cage_reconcile_rake.ts';
+import { createCageReconcileGasTask } from '../../tasks/cage_reconcile_gas.ts';
 import { createClaimsCompleteLostTask } from '../../tasks/claims_complete_lost.ts';
 import { createDeliverConditionTask } from '../../tasks/deliver_condition.ts';
 import { createSendPasswordResetTask } from '../../tasks/send_password_reset.ts';
@@ -24,6 +25,8 @@ export function crontab(config: Config) {
     `${config.CAGE_RAKE_RECONCILE_CRON} cage_reconcile_rake ?id=cage_reconcile_rake`,
     // claims whose grant minted but whose ledger row never came, completed from the grant
     '* * * * * claims_complete_lost ?id=claims_complete_lost',
+    // gas withdrawals a stopped cage left reserved, refunded to their tanks
+    '* * * * * cage_reconcile_gas ?id=cage_reconcile_gas',
   ].join('\n');
 }
 
@@ -53,6 +56,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
       taskList: {
         cage_audit: createCageAuditTask(log),
         cage_reconcile_rake: createCageReconcileRakeTask({ pool, log }),
+        cage_reconcile_gas: createCageReconcileGasTask({ pool, log }),
         claims_complete_lost: createClaimsCompleteLostTask({ pool, log }),
         deliver_condition: createDeliverConditionTask({ game, log }),
         send_password_reset: createSendPasswordResetTask({ mailWebhook: config.AUTH_MAIL_WEBHOOK_URL, log }),

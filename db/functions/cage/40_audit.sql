@@ -239,7 +239,40 @@ begin
   select 'tournament_pool', 'account:' || a.id, jsonb_build_object('pool', a.balance, 'problem', 'pool without its tournament')
     from cage.cage_accounts a
    where a.account_type = 'tournament_pool' and a.balance <> 0
-     and not exists (select from game.tables t where t.table_id = a.scope and t.mode = 'sng' and t.money_kind = a.money_kind);
+     and not exists (select from game.tables t where t.table_id = a.scope and t.mode = 'sng' and t.money_kind = a.money_kind)
+  union all
+  -- 9. gas tanks (000028). The outbound account holds exactly the reserved withdrawals.
+  select 'gas_tank', 'outbound:' || coalesce(a.money_kind, r.money_kind),
+         jsonb_build_object('outbound', coalesce(a.balance, 0), 'reserved', coalesce(r.chips, 0))
+    from (select * from cage.cage_accounts where account_type = 'gas_tank' and scope = 'outbound') a
+    full join (select w.money_kind, sum(w.chips) as chips from cage.gas_withdrawals w where w.status = 'reserved' group by w.money_kind) r
+      on r.money_kind = a.money_kind
+   where coalesce(a.balance, 0) <> coalesce(r.chips, 0)
+  union all
+  --    every gas movement is the user's own deposit, or a step of its withdrawal's row: a reserve for
+  --    every withdrawal, then a delivery or a refund as its status says, of its chips
+  select 'gas_tank', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'gas movement without its request')
+    from cage.cage_entries e
+   where (e.kind = 'gas_deposit' and not (e.ref_id like 'gas-deposit:%' and cardinality(e.accounts) = 2
+            and exists (select from cage.cage_accounts a where a.id = e.accounts[1] and a.account_type = 'user'
+                          and a.user_id::text = e.memo ->> 'user_id')
+            and exists (select from cage.cage_accounts a where a.id = e.accounts[2] and a.account_type = 'gas_tank'
+                          and a.scope = e.memo ->> 'user_id')))
+      or (e.kind = 'gas_withdraw' and not exists (
+            select from cage.gas_withdrawals w
+             where e.ref_id in (w.ref_id || ':reserve', w.ref_id || ':deliver', w.ref_id || ':refund')
+               and e.amounts = array[-w.chips, w.chips] and e.money_kind = w.money_kind
+               and (e.ref_id = w.ref_id || ':reserve'
+                    or (e.ref_id = w.ref_id || ':deliver' and w.status = 'delivered')
+                    or (e.ref_id = w.ref_id || ':refund' and w.status = 'refunded'))))
+  union all
+  select 'gas_tank', 'withdrawal:' || w.ref_id,
+         jsonb_build_object('status', w.status, 'problem', 'withdrawal steps missing')
+    from cage.gas_withdrawals w
+   where not exists (select from cage.cage_entries e where e.ref_id = w.ref_id || ':reserve')
+      or (w.status = 'delivered' and not exists (select from cage.cage_entries e where e.ref_id = w.ref_id || ':deliver'))
+      or (w.status = 'refunded' and not exists (select from cage.cage_entries e where e.ref_id = w.ref_id || ':refund'));
 end;
 $$;
 

@@ -53,6 +53,7 @@ create or replace function claims.set_board_settings(
 as $$
 declare
   v_was boolean := (select b.claim_board_enabled from claims.board_settings(p_environment) b);
+  v_gate_was boolean := (select b.play_transfer_gate_enabled from claims.board_settings(p_environment) b);
 begin
   insert into claims.settings as s (environment, claim_board_enabled, play_transfer_gate_enabled)
   values (claims_private.deployment(p_environment), coalesce(p_claim_board_enabled, false), coalesce(p_play_transfer_gate_enabled, true))
@@ -62,6 +63,10 @@ begin
         updated_at = now();
   perform claims_private.record_edit(p_sid, 'set_settings', p_environment, null,
     jsonb_build_object('claimBoardEnabled', p_claim_board_enabled, 'playTransferGateEnabled', p_play_transfer_gate_enabled));
+  -- the play-chip transfer gate's lever flipped: PlayGateSet (cage.gate_events)
+  if p_play_transfer_gate_enabled is not null and p_play_transfer_gate_enabled is distinct from v_gate_was then
+    perform cage_private.record_play_gate_set(p_environment, p_play_transfer_gate_enabled, v_gate_was, auth_private.admin_of_session(p_sid));
+  end if;
   -- switched on: the conditions that follow from state are evaluated for everyone they hold for
   if p_claim_board_enabled and not coalesce(v_was, false) then
     perform claims_private.light_from_state(p_environment);

@@ -1,0 +1,241 @@
+-- Gas tanks (spec: Cage -> Gas) and the play-chip transfer gate (spec: "Playchip transfer gate").
+-- The tables are in db/migrations/000028_gas_and_play_gate.sql, which says how both work.
+
+-- A user's gas tank of a money kind (scope: the user's id), or the outbound account withdrawals
+-- are reserved in (scope 'outbound').
+create or replace function cage_private.gas_tank(p_scope text, p_money_kind text) returns bigint
+  language sql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+  select cage.ensure_account('gas_tank', null, p_scope, p_money_kind)
+$$;
+
+-- The gas routes' arguments: a caller's idempotency key and a whole number of chips of a known kind.
+create or replace function cage_private.check_gas_request(p_key text, p_chips bigint, p_money_kind text) returns void
+  language plpgsql immutable
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if p_key is null or p_key !~ '^[\x21-\x7e]{1,128}$' or p_money_kind is null or p_money_kind not in ('play', 'real') then
+    perform cage_private.refuse('bad_request', 'idempotency key: 1..128 printable characters; moneyKind play or real');
+  end if;
+  if p_chips is null or p_chips <= 0 or p_chips > cage_private.max_amount() then
+    perform cage_private.refuse('invalid_amount', 'a positive whole number of chips (micro-units / 10^6)');
+  end if;
+end;
+$$;
+
+-- Chips from the caller's cage balance into their gas tank (gas_deposit), replay-once on
+-- (user, key). The caller is the user of the access JWT's live grant (p_sid).
+create or replace function cage.gas_deposit(p_sid uuid, p_key text, p_chips bigint, p_money_kind text)
+  returns table (ref_id text, status text, tank bigint, balance bigint)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_user uuid := auth_private.user_of_sid(p_sid);
+  v_ref text;
+  v_account bigint;
+  v_tank bigint;
+  v_result record;
+begin
+  perform cage_private.check_gas_request(p_key, p_chips, p_money_kind);
+  v_ref := format('gas-deposit:%s:%s', v_user, p_key);
+  v_account := cage.ensure_account('user', v_user, null, p_money_kind);
+  v_tank := cage_private.gas_tank(v_user::text, p_money_kind);
+  select * into v_result from cage.post_movement(v_ref, 'gas_deposit', p_money_kind,
+    array[v_account, v_tank], array[-p_chips, p_chips], jsonb_build_object('user_id', v_user));
+  return query select v_ref, v_result.status::text,
+    (select a.balance from cage.cage_accounts a where a.id = v_tank),
+    (select a.balance from cage.cage_accounts a where a.id = v_account);
+end;
+$$;
+
+-- A gas withdrawal, step 1: the chips reserved out of the caller's tank (tank -> outbound), so no
+-- concurrent spend can take them and the tank never goes below zero (insufficient_gas). Replay-once
+-- on (user, key): the same key again answers the withdrawal as it stands.
+create or replace function cage.reserve_gas_withdrawal(p_sid uuid, p_key text, p_chips bigint, p_money_kind text)
+  returns table (ref_id text, status text, chips bigint, money_kind text, error text, replayed boolean)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+  v_user uuid := auth_private.user_of_sid(p_sid);
+  v_ref text;
+  v_row cage.gas_withdrawals;
+begin
+  perform cage_private.check_gas_request(p_key, p_chips, p_money_kind);
+  v_ref := format('gas-withdraw:%s:%s', v_user, p_key);
+  insert into cage.gas_withdrawals as w (ref_id, user_id, money_kind, chips)
+  values (v_ref, v_user, p_money_kind::cage.money_kind, p_chips)
+  on conflict on constraint gas_withdrawals_pkey do nothing
+  returning w.* into v_row;
+  if v_row.ref_id is null then
+    select * into v_row from cage.gas_withdrawals w where w.ref_id = v_ref;
+    if v_row.chips <> p_chips or v_row.money_kind::text <> p_money_kind then
+      perform cage_private.refuse('ref_id_conflict', format('gas withdrawal %s was asked for %s %s chips', p_key, v_row.chips, v_row.money_kind));
+    end if;
+    return query select v_row.ref_id, v_row.status, v_row.chips, v_row.money_kind::text, v_row.error, true;
+    return;
+  end if;
+  begin
+    perform cage.post_movement(v_ref || ':reserve', 'gas_withdraw', p_money_kind,
+      array[cage_private.gas_tank(v_user::text, p_money_kind), cage_private.gas_tank('outbound', p_money_kind)],
+      array[-p_chips, p_chips], jsonb_build_object('user_id', v_user, 'step', 'reserve'));
+  exception when sqlstate 'CGSHF' then
+    perform cage_private.refuse('insufficient_gas', format('the %s gas tank holds less than %s chips', p_money_kind, p_chips));
+  end;
+  return query select v_row.ref_id, v_row.status, v_row.chips, v_row.money_kind::text, v_row.error, false;
+end;
+$$;
+
+-- Step 2: the reserved chips delivered to the owner's cage balance (outbound -> user). Everything
+-- comes from the reservation's row: nothing but its ref is taken from the caller. It waits at most
+-- lock_timeout for the owner's account (a move holding it): past that it fails, and the caller refunds.
+create or replace function cage.deliver_gas_withdrawal(p_ref_id text)
+  returns table (ref_id text, status text, chips bigint, money_kind text, error text, replayed boolean)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+  set lock_timeout = '2s'
+as $$
+#variable_conflict use_column
+declare
+  v_row cage.gas_withdrawals;
+begin
+  select * into v_row from cage.gas_withdrawals w where w.ref_id = p_ref_id for update;
+  if v_row.ref_id is null then
+    perform cage_private.refuse('gas_withdrawal_not_found');
+  end if;
+  if v_row.status <> 'reserved' then
+    return query select v_row.ref_id, v_row.status, v_row.chips, v_row.money_kind::text, v_row.error, true;
+    return;
+  end if;
+  perform cage.post_movement(v_row.ref_id || ':deliver', 'gas_withdraw', v_row.money_kind::text,
+    array[cage_private.gas_tank('outbound', v_row.money_kind::text), cage.ensure_account('user', v_row.user_id, null, v_row.money_kind::text)],
+    array[-v_row.chips, v_row.chips], jsonb_build_object('user_id', v_row.user_id, 'step', 'deliver'));
+  update cage.gas_withdrawals w set status = 'delivered', updated_at = now() where w.ref_id = v_row.ref_id
+  returning w.* into v_row;
+  return query select v_row.ref_id, v_row.status, v_row.chips, v_row.money_kind::text, v_row.error, false;
+end;
+$$;
+
+-- Step 2 failed: the reserved chips go back to the tank they came from (outbound -> tank), with the
+-- reason. Only a reservation still reserved is refunded; one delivered stays delivered.
+create or replace function cage.refund_gas_withdrawal(p_ref_id text, p_error text)
+  returns table (ref_id text, status text, chips bigint, money_kind text, error text, replayed boolean)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+  v_row cage.gas_withdrawals;
+begin
+  select * into v_row from cage.gas_withdrawals w where w.ref_id = p_ref_id for update;
+  if v_row.ref_id is null then
+    perform cage_private.refuse('gas_withdrawal_not_found');
+  end if;
+  if v_row.status <> 'reserved' then
+    return query select v_row.ref_id, v_row.status, v_row.chips, v_row.money_kind::text, v_row.error, true;
+    return;
+  end if;
+  perform cage.post_movement(v_row.ref_id || ':refund', 'gas_withdraw', v_row.money_kind::text,
+    array[cage_private.gas_tank('outbound', v_row.money_kind::text), cage_private.gas_tank(v_row.user_id::text, v_row.money_kind::text)],
+    array[-v_row.chips, v_row.chips], jsonb_build_object('user_id', v_row.user_id, 'step', 'refund'));
+  update cage.gas_withdrawals w
+     set status = 'refunded', error = left(coalesce(p_error, 'failed'), 200), updated_at = now()
+   where w.ref_id = v_row.ref_id
+  returning w.* into v_row;
+  return query select v_row.ref_id, v_row.status, v_row.chips, v_row.money_kind::text, v_row.error, false;
+end;
+$$;
+
+-- Reservations older than the grace whose delivery never came (a cage that stopped mid-request):
+-- the worker refunds them (cage_reconcile_gas).
+create or replace function cage.stale_gas_withdrawals(p_grace_seconds integer, p_limit integer)
+  returns setof text
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select w.ref_id from cage.gas_withdrawals w
+   where w.status = 'reserved' and w.created_at < now() - make_interval(secs => greatest(coalesce(p_grace_seconds, 60), 10))
+   order by w.created_at
+   limit least(greatest(coalesce(p_limit, 100), 1), 1000)
+$$;
+
+-- ---- the play-chip transfer gate --------------------------------------------------------------
+
+-- Whether the gate is on for this deployment (the claim board's setting of cage.deployment's environment).
+create or replace function cage_private.play_gate_on() returns boolean
+  language plpgsql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  return coalesce((select b.play_transfer_gate_enabled
+                     from claims.board_settings(coalesce((select d.environment from cage.deployment d), 'local')) b), true);
+end;
+$$;
+
+-- On every play-chip movement (an AFTER INSERT trigger on cage_entries, so cage.post_movement and
+-- cage.post_movements alike): a frozen user account the move touches is wrapped (gate on: thawed,
+-- moved, refrozen in this transaction, counted) or thawed for good (gate off); after a grant or a
+-- payout, with the gate on, its recipients are frozen.
+create or replace function cage_private.tg_play_gate() returns trigger
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_on boolean := cage_private.play_gate_on();
+begin
+  update cage.play_gate_accounts g
+     set wraps = g.wraps + case when v_on then 1 else 0 end,
+         frozen = v_on,
+         thawed_at = case when v_on then g.thawed_at else now() end,
+         last_ref_id = new.ref_id, updated_at = now()
+   where g.account_id = any (new.accounts) and g.frozen;
+  if v_on and new.kind in ('grant', 'tournament_payout', 'bet_payout') then
+    insert into cage.play_gate_accounts as g (account_id, frozen, frozen_at, last_ref_id)
+    select u.id, true, now(), new.ref_id
+      from unnest(new.accounts, new.amounts) as u (id, amount)
+      join cage.cage_accounts a on a.id = u.id and a.account_type = 'user'
+     where u.amount > 0
+    on conflict (account_id) do update
+      set frozen = true, frozen_at = case when g.frozen then g.frozen_at else now() end,
+          last_ref_id = excluded.last_ref_id, updated_at = now();
+  end if;
+  return null;
+end;
+$$;
+
+drop trigger if exists tg_cage_entries__play_gate on cage.cage_entries;
+create trigger tg_cage_entries__play_gate
+  after insert on cage.cage_entries
+  for each row when (new.money_kind = 'play')
+  execute function cage_private.tg_play_gate();
+
+-- PlayGateSet: the lever flipped (called by claims.set_board_settings in its transaction).
+create or replace function cage_private.record_play_gate_set(p_environment text, p_enabled boolean, p_previous boolean, p_admin uuid)
+  returns void
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  insert into cage.gate_events (event, payload)
+  values ('PlayGateSet', jsonb_build_object(
+    'environment', p_environment, 'enabled', p_enabled, 'previous', p_previous, 'adminId', p_admin,
+    'appliesHere', p_environment = coalesce((select d.environment from cage.deployment d), 'local'),
+    'frozenAccounts', (select count(*) from cage.play_gate_accounts g where g.frozen),
+    'at', now()));
+end;
+$$;
+
+-- The gate as it stands: the lever, this deployment's environment, the frozen accounts, the last flip.
+create or replace function cage.play_gate_state()
+  returns table (environment text, enabled boolean, frozen_accounts bigint, last_event jsonb)
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select coalesce((select d.environment from cage.deployment d), 'local'), cage_private.play_gate_on(),
+         (select count(*) from cage.play_gate_accounts g where g.frozen),
+         (select e.payload from cage.gate_events e order by e.id desc limit 1)
+$$;
