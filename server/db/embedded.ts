@@ -180,10 +180,36 @@ async function isCompleteCopy(dir: string, manifest: string): Promise<boolean> {
 }
 
 /**
+ * Runs `fn` holding a lock made of a directory (mkdir is atomic): concurrent starts of this
+ * machine take turns. A lock older than a minute was left by a start that died holding it, and is
+ * taken over.
+ */
+async function withDirLock<T>(lockPath: string, fn: () => Promise<T>): Promise<T> {
+  for (let waited = 0; ; waited += 50) {
+    const taken = await mkdir(lockPath).then(() => true, (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw err;
+      return false;
+    });
+    if (taken) break;
+    const held = await stat(lockPath).catch(() => undefined);
+    if (held && Date.now() - held.mtimeMs > 60_000) await rm(lockPath, { recursive: true, force: true });
+    if (waited > 120_000) throw new Error(`timed out waiting for ${lockPath}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  try {
+    return await fn();
+  } finally {
+    await rm(lockPath, { recursive: true, force: true });
+  }
+}
+
+/**
  * A copy of the binaries folder under `root`, named by the package version and a hash of its
- * contents, made once and shared: it is built in a staging folder and renamed into place, so a
- * start never sees half a copy, concurrent starts end with one copy, and a copy that was damaged
- * (a tmp cleaner) or not made by root is moved aside and replaced.
+ * contents, made once and shared: it is built in a staging folder and renamed into place under a
+ * lock, so a start never sees half a copy, concurrent starts end with one copy, and a copy that was
+ * damaged (a tmp cleaner) or not made by root is moved aside and replaced. The check and the
+ * replacement happen under the lock: a start never moves aside a good copy another start just put
+ * in place (and is about to run from).
  */
 async function sharedCopy(nativeDir: string, root: string): Promise<string> {
   const manifest = await manifestOf(nativeDir);
@@ -193,20 +219,20 @@ async function sharedCopy(nativeDir: string, root: string): Promise<string> {
   const target = path.join(root, `poker-postgres-${process.platform}-${process.arch}-${version}-${digest}`);
   if (await isCompleteCopy(target, manifest)) return target;
   await mkdir(root, { recursive: true });
-  const staging = await mkdtemp(`${target}.staging-`);
-  try {
-    await cp(nativeDir, staging, { recursive: true, verbatimSymlinks: true });
-    await chmod(staging, 0o755);
-    for (let attempt = 0; attempt < 5; attempt++) {
-      if (await rename(staging, target).then(() => true, () => false)) return target;
-      if (await isCompleteCopy(target, manifest)) return target; // a concurrent start got there first
+  return withDirLock(`${target}.lock`, async () => {
+    if (await isCompleteCopy(target, manifest)) return target; // a concurrent start got there first
+    const staging = await mkdtemp(`${target}.staging-`);
+    try {
+      await cp(nativeDir, staging, { recursive: true, verbatimSymlinks: true });
+      await chmod(staging, 0o755);
       const aside = `${target}.stale-${randomBytes(4).toString('hex')}`;
       if (await rename(target, aside).then(() => true, () => false)) await rm(aside, { recursive: true, force: true });
+      await rename(staging, target);
+      return target;
+    } finally {
+      await rm(staging, { recursive: true, force: true });
     }
-    throw new Error(`could not put a copy of the PostgreSQL binaries in place at ${target}`);
-  } finally {
-    await rm(staging, { recursive: true, force: true });
-  }
+  });
 }
 
 /**
