@@ -38,7 +38,8 @@ grant execute on function
   cage.reserve_gas_withdrawal(uuid, text, bigint, text),
   cage.deliver_gas_withdrawal(text),
   cage.refund_gas_withdrawal(text, text),
-  cage.play_gate_state()
+  cage.play_gate_state(),
+  cage.seed_test_chips(uuid, text, bigint)
   to poker_cage;
 grant select on cage.gas_withdrawals, cage.play_gate_accounts, cage.gate_events, cage.deployment to poker_cage;
 
@@ -95,3 +96,8 @@ drop policy if exists gate_events_read on cage.gate_events;
 create policy gate_events_read on cage.gate_events for select to poker_cage, poker_admin using (true);
 drop policy if exists deployment_read on cage.deployment;
 create policy deployment_read on cage.deployment for select to poker_cage, poker_admin using (true);
+
+-- test seeds (000029): read by the cage and the admin
+grant select on cage.test_seeds to poker_cage, poker_admin, poker_anonymous;
+drop policy if exists test_seeds_read on cage.test_seeds;
+create policy test_seeds_read on cage.test_seeds for select to poker_cage, poker_admin using (true);

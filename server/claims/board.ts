@@ -281,9 +281,17 @@ function installOperatorRoutes(app: Express, deps: ClaimRouteDeps) {
     }).strict().safeParse(req.body ?? {});
     if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
     const b = parsed.data;
+    const gateBefore = b.playTransferGateEnabled === undefined ? undefined
+      : (await deps.pool.query<{ play_transfer_gate_enabled: boolean }>('select play_transfer_gate_enabled from claims.board_settings($1)', [b.environment])).rows[0]!.play_transfer_gate_enabled;
     const { rows } = await deps.pool.query('select * from claims.set_board_settings($1, $2, $3, $4)', [
       operatorSession(res), b.environment, b.claimBoardEnabled ?? null, b.playTransferGateEnabled ?? null,
     ]);
+    // the lever flipped: PlayGateSet (its event row is written by the SQL, in the same transaction)
+    if (gateBefore !== undefined && rows[0].play_transfer_gate_enabled !== gateBefore) {
+      await withSpan('cage.play_gate_set', {
+        'gate.environment': b.environment, 'gate.enabled': rows[0].play_transfer_gate_enabled, 'gate.previous': gateBefore, 'auth.user_id': res.locals.claims.sub,
+      }, async () => undefined);
+    }
     res.json({ environment: b.environment, claimBoardEnabled: rows[0].claim_board_enabled, playTransferGateEnabled: rows[0].play_transfer_gate_enabled });
   });
 }

@@ -68,7 +68,7 @@ export async function migrate(
   options: {
     root?: string; log?: (msg: string) => void; /** DB_ROLE_SECRET, for the service logins' passwords */ roleSecret?: string;
     /** Switches seeded from the environment when the database has none yet (REAL_MONEY_ENABLED); never changed after. */
-    seedSwitches?: { realMoney: boolean; environment?: 'local' | 'staging' | 'production' };
+    seedSwitches?: { realMoney: boolean; environment?: 'local' | 'staging' | 'production'; testSeeds?: boolean };
   } = {},
 ): Promise<MigrateResult> {
   const root = options.root ?? DB_ROOT;
@@ -94,6 +94,11 @@ export async function migrate(
         "insert into cage.switches (name, enabled) values ('real_money', $1) on conflict (name) do nothing", [options.seedSwitches.realMoney],
       );
       if (rowCount) log(`switch real_money seeded: ${options.seedSwitches.realMoney ? 'on' : 'off'}`);
+      // test seeds follow the configuration on every start (on only under the test harness)
+      await client.query(
+        "insert into cage.switches (name, enabled) values ('test_seeds', $1) on conflict (name) do update set enabled = excluded.enabled, updated_at = now() where cage.switches.enabled <> excluded.enabled",
+        [options.seedSwitches.testSeeds === true],
+      );
       // the deployment's environment, whose claim board settings the play-chip transfer gate follows
       if (options.seedSwitches.environment) {
         await client.query('update cage.deployment set environment = $1, updated_at = now() where environment <> $1', [options.seedSwitches.environment]);

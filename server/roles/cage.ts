@@ -5,7 +5,7 @@ import type { Express, RequestHandler } from 'express';
 import { createApp, serveRole } from '../http/app.ts';
 import { createRolePool } from '../db/pools.ts';
 import { lazyJwtVerifier } from '../http/jwt.ts';
-import { authIssuer } from '../config/index.ts';
+import { authIssuer, deploymentEnvironment } from '../config/index.ts';
 import { createServiceClient } from '../http/service-client.ts';
 import type { RoleContext, StartedRole } from './types.ts';
 import { installCashRoutes } from '../cage/cash.ts';
@@ -16,6 +16,7 @@ import { installStandUpReconcileRoute } from '../cage/stand-ups.ts';
 import { graceSeconds } from '../cage/seams.ts';
 import { installNotYetRoutes } from '../cage/not-yet.ts';
 import { installGasRoutes } from '../cage/gas.ts';
+import { installCageReads } from '../cage/reads.ts';
 import { loadReceiptSigner, RECEIPT_ALGORITHM } from '../cage/receipts.ts';
 import { installTableRoutes } from '../game/tables/create.ts';
 
@@ -60,7 +61,7 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
-      before: (app: Express) => app.use(['/api/tables', '/api/deposit', '/api/withdraw', '/api/cage', '/api/custody', '/api/tournament', '/api/gas-tank', '/api/gas'], uiCors(uiOrigins)),
+      before: (app: Express) => app.use(['/api/tables', '/api/deposit', '/api/withdraw', '/api/cage', '/api/custody', '/api/tournament', '/api/gas-tank', '/api/gas', '/api/economy', '/api/demo', '/api/house'], uiCors(uiOrigins)),
       routes: (app: Express) => {
         app.get('/api/cage/receipt-key', (_req, res) => {
           res.json({ algorithm: RECEIPT_ALGORITHM, publicKey: signer.publicKeyHex });
@@ -75,6 +76,7 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
         installMoneyRoutes(app, { ...common, signer });
         installRakeRoutes(app, common);
         installGasRoutes(app, common);
+        installCageReads(app, { ...common, game, testAuthPermitted: config.testAuthPermitted, environment: deploymentEnvironment(config) });
         installStandUpReconcileRoute(app, { ...common, game, signer, defaultGraceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS) });
         installNotYetRoutes(app);
       },

@@ -239,3 +239,38 @@ as $$
          (select count(*) from cage.play_gate_accounts g where g.frozen),
          (select e.payload from cage.gate_events e order by e.id desc limit 1)
 $$;
+
+-- ---- test seeds ---------------------------------------------------------------------------------
+
+-- Play chips the caller gives themself (grant_source -> their play balance, recorded in
+-- cage.test_seeds), only while the `test_seeds` switch is on: the migrator sets it from the
+-- configuration, on only under the test harness; no operator route can. Replay-once on (user, key).
+create or replace function cage.seed_test_chips(p_sid uuid, p_key text, p_amount bigint)
+  returns table (ref_id text, status text, balance bigint)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_user uuid := auth_private.user_of_sid(p_sid);
+  v_ref text;
+  v_account bigint;
+  v_result record;
+begin
+  if not cage_private.switch_on('test_seeds') then
+    perform cage_private.refuse('test_seeds_disabled', 'test seeds exist only under the test harness');
+  end if;
+  if p_key is null or p_key !~ '^[\x21-\x7e]{1,128}$' then
+    perform cage_private.refuse('bad_request', 'idempotency key: 1..128 printable characters');
+  end if;
+  if p_amount is null or p_amount <= 0 or p_amount > 1000000 then
+    perform cage_private.refuse('invalid_amount', '1..1000000 play chips');
+  end if;
+  v_ref := format('test-seed:%s:%s', v_user, p_key);
+  insert into cage.test_seeds (ref_id, user_id, amount) values (v_ref, v_user, p_amount) on conflict do nothing;
+  v_account := cage.ensure_account('user', v_user, null, 'play');
+  select * into v_result from cage.post_movement(v_ref, 'grant', 'play',
+    array[cage.ensure_account('grant_source', null, null, 'play'), v_account], array[-p_amount, p_amount],
+    jsonb_build_object('user_id', v_user, 'test_seed', true));
+  return query select v_ref, v_result.status::text, (select a.balance from cage.cage_accounts a where a.id = v_account);
+end;
+$$;

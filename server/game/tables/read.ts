@@ -1,11 +1,51 @@
-// GET /api/tables/:tableId (no auth): a table's room, its record and who sits where. The deck seed
-// is never shown.
+// GET /api/tables (no auth): the lobby, one summary per table (filters mode, status, moneyKind;
+// paged by tableId with `after`). GET /api/tables/:tableId (no auth): a table's room, its record and
+// who sits where. The deck seed is never shown.
 import type { Express } from 'express';
 import type pg from 'pg';
-import { ApiError } from '../../http/errors.ts';
+import { z } from 'zod';
+import { ApiError, zodIssues } from '../../http/errors.ts';
+
+const listQuery = z.object({
+  mode: z.enum(['cash', 'sng']).optional(),
+  status: z.enum(['active', 'pending', 'frozen']).optional(),
+  moneyKind: z.enum(['play', 'real']).optional(),
+  after: z.string().min(1).max(128).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+}).strict();
 
 export function installTableReadRoute(app: Express, deps: { pool: pg.Pool }) {
   const { pool } = deps;
+  app.get('/api/tables', async (req, res) => {
+    const parsed = listQuery.safeParse(req.query);
+    if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+    const q = parsed.data;
+    const { rows } = await pool.query(
+      `select t.table_id, t.game_type, t.money_kind, t.status, t.mode, t.kind, t.tournament_state, t.current_level,
+              t.current_hand_id is not null as hand_in_progress,
+              coalesce((t.settings ->> 'maxPlayers')::int, (t.settings ->> 'seats')::int) as seats,
+              t.settings -> 'smallBlind' as small_blind, t.settings -> 'bigBlind' as big_blind,
+              t.settings -> 'entryFee' as entry_fee,
+              (select count(*) from game.table_players p where p.table_id = t.table_id and p.status <> 'closed') as seated
+         from game.tables t
+        where ($1::text is null or t.mode::text = $1) and ($2::text is null or t.status::text = $2)
+          and ($3::text is null or t.money_kind::text = $3) and ($4::text is null or t.table_id > $4)
+        order by t.table_id
+        limit $5`,
+      [q.mode ?? null, q.status ?? null, q.moneyKind ?? null, q.after ?? null, q.limit],
+    );
+    res.json({
+      tables: rows.map((t) => ({
+        tableId: t.table_id, gameType: t.game_type, moneyKind: t.money_kind, status: t.status, mode: t.mode, kind: t.kind,
+        seats: t.seats, seated: Number(t.seated), handInProgress: t.hand_in_progress,
+        ...(t.mode === 'sng'
+          ? { tournamentState: t.tournament_state, currentLevel: t.current_level, entryFee: t.entry_fee }
+          : { smallBlind: t.small_blind, bigBlind: t.big_blind }),
+      })),
+      next: rows.length === q.limit ? rows[rows.length - 1].table_id : null,
+    });
+  });
+
   app.get('/api/tables/:tableId', async (req, res) => {
     const { rows } = await pool.query(
       `select t.table_id, t.game_type, t.settings - 'deckSeed' as settings, t.money_kind, t.status, t.mode, t.kind,
