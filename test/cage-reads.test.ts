@@ -31,9 +31,9 @@ test('the tables proxy answers what the game answers: the lobby with filters and
   const first = lobby.body.tables.find((t: { tableId: string }) => t.tableId === ids[0]);
   expect(first).toMatchObject({ gameType: 'poker', mode: 'cash', status: 'active', moneyKind: 'play', seated: 1, smallBlind: expect.any(Number) });
   // paging by table id
-  const page = await call(`${m.cage}/api/tables?limit=1&after=${ids[0]}`);
+  const page = await call(`${m.cage}/api/tables?limit=1&after=${ids[0]!}`);
   expect(page.body.tables).toHaveLength(1);
-  expect(page.body.tables[0].tableId > ids[0]).toBe(true);
+  expect(page.body.tables[0].tableId > ids[0]!).toBe(true);
   expect(page.body.next).toBe(page.body.tables[0].tableId);
   const room = await call(`${m.cage}/api/tables/${ids[0]}`);
   expect(room.body).toMatchObject({ tableId: ids[0], seats: [{ seatIndex: 1, userId: p.userId, chipBalance: '100' }] });
@@ -76,7 +76,7 @@ test('a table\'s settlement records take the service key', async () => {
 
 test('test seeds: the caller\'s own play chips, replay-once, refused while the switch is off', async () => {
   const p = await m.player();
-  const seed = (body: Record<string, unknown>, auth = p.auth) => call(`${m.cage}/internal/test/seed-chips`, { headers: auth, body });
+  const seed = (body: Record<string, unknown>, auth: Record<string, string> = p.auth) => call(`${m.cage}/internal/test/seed-chips`, { headers: auth, body });
   // the test database was not made by the platform's migrator: its test_seeds switch is off
   expect((await seed({ amount: 10, idempotencyKey: 'a' })).body).toEqual({ error: 'test_seeds_disabled' });
   await db.owner.query("insert into cage.switches (name, enabled) values ('test_seeds', true) on conflict (name) do update set enabled = true");

@@ -26,7 +26,14 @@ type ReadDeps = {
 
 
 export function installCageReads(app: Express, deps: ReadDeps) {
-  const { pool, game } = deps;
+  installTablesProxy(app, deps);
+  installFlags(app, deps);
+  installSettlementReads(app, deps);
+  if (deps.testAuthPermitted) installTestSeeds(app, deps);
+}
+
+function installTablesProxy(app: Express, deps: ReadDeps) {
+  const { game } = deps;
 
   // the tables proxy: the game role's answer as it is, or 503 when it cannot be reached
   const proxy = async (path: string, res: import('express').Response) => {
@@ -44,6 +51,10 @@ export function installCageReads(app: Express, deps: ReadDeps) {
     if (!id.success) throw new ApiError(404, 'table_not_found');
     await proxy(`/api/tables/${encodeURIComponent(id.data)}`, res);
   });
+}
+
+function installFlags(app: Express, deps: ReadDeps) {
+  const { pool } = deps;
 
   app.get('/api/economy', async (_req, res) => {
     const [switches, gate] = await Promise.all([
@@ -77,6 +88,10 @@ export function installCageReads(app: Express, deps: ReadDeps) {
     });
   });
 
+}
+
+function installSettlementReads(app: Express, deps: ReadDeps) {
+  const { pool } = deps;
   const service = requireServiceKey(deps.serviceKey);
   app.get('/settlement/tables/:tableId', service, async (req, res) => {
     const id = tableIdParam.safeParse(req.params.tableId);
@@ -105,7 +120,11 @@ export function installCageReads(app: Express, deps: ReadDeps) {
     });
   });
 
-  if (deps.testAuthPermitted) {
+}
+
+function installTestSeeds(app: Express, deps: ReadDeps) {
+  const { pool } = deps;
+  {
     const seedBody = z.object({ amount: z.number().int().min(1).max(1_000_000), idempotencyKey: z.string().regex(/^[\x21-\x7e]{1,128}$/) }).strict();
     app.post('/internal/test/seed-chips', deps.jwt.require, async (req, res) => {
       const parsed = seedBody.safeParse(req.body ?? {});
