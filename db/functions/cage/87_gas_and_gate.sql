@@ -90,18 +90,20 @@ begin
 end;
 $$;
 
--- Step 2: the reserved chips delivered to the owner's cage balance (outbound -> user). Everything
--- comes from the reservation's row: nothing but its ref is taken from the caller. It waits at most
--- lock_timeout for the owner's account (a move holding it): past that it fails, and the caller refunds.
-create or replace function cage.deliver_gas_withdrawal(p_ref_id text)
+-- Step 2 of a withdrawal, either way: 'deliver' moves the reserved chips to the owner's cage balance
+-- (outbound -> user); 'refund' (the delivery failed) moves them back to the tank they came from
+-- (outbound -> tank), with the reason. Everything comes from the reservation's row: nothing but its
+-- ref is taken from the caller. Only a reservation still reserved moves; a finished one answers as
+-- it stands (replayed).
+create or replace function cage_private.finish_gas_withdrawal(p_ref_id text, p_step text, p_error text)
   returns table (ref_id text, status text, chips bigint, money_kind text, error text, replayed boolean)
-  language plpgsql volatile security definer
+  language plpgsql volatile
   set search_path = pg_catalog, pg_temp
-  set lock_timeout = '2s'
 as $$
 #variable_conflict use_column
 declare
   v_row cage.gas_withdrawals;
+  v_kind text;
 begin
   select * into v_row from cage.gas_withdrawals w where w.ref_id = p_ref_id for update;
   if v_row.ref_id is null then
@@ -111,43 +113,39 @@ begin
     return query select v_row.ref_id, v_row.status, v_row.chips, v_row.money_kind::text, v_row.error, true;
     return;
   end if;
-  perform cage.post_movement(v_row.ref_id || ':deliver', 'gas_withdraw', v_row.money_kind::text,
-    array[cage_private.gas_tank('outbound', v_row.money_kind::text), cage.ensure_account('user', v_row.user_id, null, v_row.money_kind::text)],
-    array[-v_row.chips, v_row.chips], jsonb_build_object('user_id', v_row.user_id, 'step', 'deliver'));
-  update cage.gas_withdrawals w set status = 'delivered', updated_at = now() where w.ref_id = v_row.ref_id
+  v_kind := v_row.money_kind::text;
+  perform cage.post_movement(v_row.ref_id || ':' || p_step, 'gas_withdraw', v_kind,
+    array[cage_private.gas_tank('outbound', v_kind),
+          case p_step when 'deliver' then cage.ensure_account('user', v_row.user_id, null, v_kind)
+                      else cage_private.gas_tank(v_row.user_id::text, v_kind) end],
+    array[-v_row.chips, v_row.chips], jsonb_build_object('user_id', v_row.user_id, 'step', p_step));
+  update cage.gas_withdrawals w
+     set status = case p_step when 'deliver' then 'delivered' else 'refunded' end,
+         error = case p_step when 'deliver' then null else left(coalesce(p_error, 'failed'), 200) end,
+         updated_at = now()
+   where w.ref_id = v_row.ref_id
   returning w.* into v_row;
   return query select v_row.ref_id, v_row.status, v_row.chips, v_row.money_kind::text, v_row.error, false;
 end;
 $$;
 
--- Step 2 failed: the reserved chips go back to the tank they came from (outbound -> tank), with the
--- reason. Only a reservation still reserved is refunded; one delivered stays delivered.
+-- The delivery waits at most lock_timeout for the owner's account (a move holding it): past that it
+-- fails, and the caller refunds.
+create or replace function cage.deliver_gas_withdrawal(p_ref_id text)
+  returns table (ref_id text, status text, chips bigint, money_kind text, error text, replayed boolean)
+  language sql volatile security definer
+  set search_path = pg_catalog, pg_temp
+  set lock_timeout = '2s'
+as $$
+  select * from cage_private.finish_gas_withdrawal(p_ref_id, 'deliver', null)
+$$;
+
 create or replace function cage.refund_gas_withdrawal(p_ref_id text, p_error text)
   returns table (ref_id text, status text, chips bigint, money_kind text, error text, replayed boolean)
-  language plpgsql volatile security definer
+  language sql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
-declare
-  v_row cage.gas_withdrawals;
-begin
-  select * into v_row from cage.gas_withdrawals w where w.ref_id = p_ref_id for update;
-  if v_row.ref_id is null then
-    perform cage_private.refuse('gas_withdrawal_not_found');
-  end if;
-  if v_row.status <> 'reserved' then
-    return query select v_row.ref_id, v_row.status, v_row.chips, v_row.money_kind::text, v_row.error, true;
-    return;
-  end if;
-  perform cage.post_movement(v_row.ref_id || ':refund', 'gas_withdraw', v_row.money_kind::text,
-    array[cage_private.gas_tank('outbound', v_row.money_kind::text), cage_private.gas_tank(v_row.user_id::text, v_row.money_kind::text)],
-    array[-v_row.chips, v_row.chips], jsonb_build_object('user_id', v_row.user_id, 'step', 'refund'));
-  update cage.gas_withdrawals w
-     set status = 'refunded', error = left(coalesce(p_error, 'failed'), 200), updated_at = now()
-   where w.ref_id = v_row.ref_id
-  returning w.* into v_row;
-  return query select v_row.ref_id, v_row.status, v_row.chips, v_row.money_kind::text, v_row.error, false;
-end;
+  select * from cage_private.finish_gas_withdrawal(p_ref_id, 'refund', p_error)
 $$;
 
 -- Reservations older than the grace whose delivery never came (a cage that stopped mid-request):
