@@ -20,17 +20,17 @@ const code = (p: Promise<unknown>) => p.then(() => 'ok', (err: { code?: string }
 
 test.each([
   ['poker_cage', 'poker_cage'], ['poker_auth', 'poker_auth'], ['poker_game', 'poker_game'], ['poker_worker', 'poker_worker'],
-  ['poker_admin', 'poker_graphql'], ['poker_anonymous', 'poker_graphql'],
+  ['poker_betting', 'poker_betting'], ['poker_admin', 'poker_graphql'], ['poker_anonymous', 'poker_graphql'],
 ] as [DbRole, string][])('a %s pool logs in as %s and runs as its role', async (role, login) => {
   const pool = db.pool(role, 1);
   const { rows } = await pool.query('select session_user::text as login, current_user::text as role, (select rolsuper from pg_roles where rolname = session_user) as super');
   expect(rows[0]).toEqual({ login, role, super: false });
 });
 
-test.each(['poker_cage', 'poker_auth', 'poker_game', 'poker_worker'] as DbRole[])('the %s login cannot become another role or the owner', async (role) => {
+test.each(['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_betting'] as DbRole[])('the %s login cannot become another role or the owner', async (role) => {
   const pool = db.pool(role, 1);
   const owner = (await db.owner.query('select current_user::text as u')).rows[0].u as string;
-  for (const other of ['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_admin', 'poker_anonymous', 'poker_graphql', owner].filter((r) => r !== role)) {
+  for (const other of ['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_betting', 'poker_admin', 'poker_anonymous', 'poker_graphql', owner].filter((r) => r !== role)) {
     expect([other, await code(pool.query(`set role ${other}`))]).toEqual([other, '42501']);
   }
 });
@@ -40,7 +40,7 @@ test('the admin GraphQL login may switch to poker_anonymous and poker_admin only
   const client = await pool.connect();
   try {
     for (const ok of ['poker_admin', 'poker_anonymous']) expect([ok, await code(client.query(`set role ${ok}`))]).toEqual([ok, 'ok']);
-    for (const other of ['poker_cage', 'poker_auth', 'poker_game', 'poker_worker']) {
+    for (const other of ['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_betting']) {
       expect([other, await code(client.query(`set role ${other}`))]).toEqual([other, '42501']);
     }
   } finally {
