@@ -76,7 +76,7 @@ async function endWithWinner(tableId: string, winner: string) {
   await db.owner.query("update game.tables set tournament_state = 'ended', ended_at = now(), current_hand_id = null where table_id = $1", [tableId]);
 }
 
-const stake = (p: Player, body: Record<string, unknown>, key = randomUUID()) =>
+const stake = (p: Player, body: Record<string, unknown>, key: string = randomUUID()) =>
   call(`${m.cage}/api/betting/stake`, { headers: { ...p.auth, 'idempotency-key': key }, body });
 const betsOf = async (p: Player) => (await call(`${m.cage}/api/betting/bets`, { headers: p.auth })).body.bets;
 const market = async (marketId: string) => (await call(`${m.cage}/api/betting/markets/${encodeURIComponent(marketId)}`)).body;
@@ -96,8 +96,8 @@ describe('stake', () => {
     const shown = await market(t.marketId);
     expect(shown).toMatchObject({ status: 'open', pool: '400' });
     expect(shown.runners).toEqual([
-      { userId: t.runners[0], pool: '100', bets: 1, odds: '4.00' },
-      { userId: t.runners[1], pool: '300', bets: 1, odds: '1.33' },
+      { userId: t.runners[0]!, pool: '100', bets: 1, odds: '4.00' },
+      { userId: t.runners[1]!, pool: '300', bets: 1, odds: '1.33' },
     ].sort((a, b) => t.runners.indexOf(a.userId) - t.runners.indexOf(b.userId)));
 
     const replay = await stake(bettor, { marketId: t.marketId, runnerUserId: t.runners[0], amount: 100 }, key);

@@ -70,10 +70,10 @@ test('a wrong password is refused (28P01); the stored verifier is SCRAM-SHA-256,
 });
 
 test('the roles, the admin GraphQL and the worker of a running platform never connect as the owner', async () => {
-  platform = await startTestPlatform({ databaseUrl: db.url, roles: ['auth', 'game', 'cage', 'admin', 'worker'], env: { AUTH_SECRET: 'login-roles-test-secret-0123456789ab' } });
+  platform = await startTestPlatform({ databaseUrl: db.url, roles: ['auth', 'game', 'cage', 'admin', 'worker', 'betting'], env: { AUTH_SECRET: 'login-roles-test-secret-0123456789ab' } });
   // every role's pool has connected (health reads its database; the worker and the game presence run)
-  for (const role of ['auth', 'game', 'cage', 'admin'] as const) expect((await fetch(`${platform.url(role)}/health`)).status).toBe(200);
-  const expected = ['auth', 'game', 'game-presence', 'cage', 'admin', 'worker', 'worker-jobs'];
+  for (const role of ['auth', 'game', 'cage', 'admin', 'betting'] as const) expect((await fetch(`${platform.url(role)}/health`)).status).toBe(200);
+  const expected = ['auth', 'game', 'game-presence', 'cage', 'admin', 'worker', 'worker-jobs', 'betting'];
   const connections = async () => (await db.owner.query<{ application_name: string; usename: string }>(
     "select distinct application_name, usename::text from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and application_name <> ''",
   )).rows;
@@ -86,7 +86,7 @@ test('the roles, the admin GraphQL and the worker of a running platform never co
   const byApp = Object.fromEntries(rows.map((r) => [r.application_name, r.usename]));
   expect(byApp).toMatchObject({
     auth: 'poker_auth', game: 'poker_game', 'game-presence': 'poker_game', cage: 'poker_cage', admin: 'poker_graphql', worker: 'poker_worker',
-    'worker-jobs': 'poker_worker',
+    'worker-jobs': 'poker_worker', betting: 'poker_betting',
   });
   const owner = (await db.owner.query('select current_user::text as u')).rows[0].u as string;
   const asOwner = rows.filter((r) => r.usename === owner).map((r) => r.application_name);

@@ -85,8 +85,14 @@ export async function resolveStake(db: pg.Pool, ref: string, error: string) {
 }
 
 export function installBettingCageRoutes(app: Express, deps: BettingCageDeps) {
-  const { pool, log, betting } = deps;
+  installBettingReads(app, deps);
+  installStake(app, deps);
+  installUnbetAndClaim(app, deps);
+}
 
+/** Market create (a no-op), the betting service's market reads, the player's own stakes. */
+function installBettingReads(app: Express, deps: BettingCageDeps) {
+  const { pool, betting } = deps;
   app.post('/api/betting/markets', (_req, res) => {
     res.json({ ok: true, status: 'noop', detail: 'markets open with their tournaments' });
   });
@@ -120,6 +126,10 @@ export function installBettingCageRoutes(app: Express, deps: BettingCageDeps) {
     });
   });
 
+}
+
+function installStake(app: Express, deps: BettingCageDeps) {
+  const { pool, log, betting } = deps;
   app.post('/api/betting/stake', deps.jwt.require, async (req, res) => {
     const b = (req.body ?? {}) as Record<string, unknown>;
     const headerKey = req.get('idempotency-key');
@@ -148,6 +158,10 @@ export function installBettingCageRoutes(app: Express, deps: BettingCageDeps) {
     throw refusal(notified, { status: 'compensated', stakeRef: stake.ref_id, refundTxHash: resolved.refund_ref_id });
   });
 
+}
+
+function installUnbetAndClaim(app: Express, deps: BettingCageDeps) {
+  const { pool, log, betting } = deps;
   app.post('/api/betting/unbet', deps.jwt.require, async (req, res) => {
     const b = parse(z.object({ stakeRef }).strict(), req.body ?? {});
     const sid = sessionOf(res);

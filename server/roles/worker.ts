@@ -43,11 +43,8 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
     serviceKey: config.SERVICE_KEY,
     timeoutMs: config.GAME_CALL_TIMEOUT_MS * 4,
   });
-  const betting = createServiceClient({
-    baseUrl: () => config.BETTING_URL ?? peers?.get('betting') ?? `http://${config.HOST}:${config.BETTING_PORT}`,
-    serviceKey: config.SERVICE_KEY,
-    timeoutMs: config.GAME_CALL_TIMEOUT_MS,
-  });
+  const betting = createServiceClient({ baseUrl: () => config.BETTING_URL ?? peers?.get('betting') ?? `http://${config.HOST}:${config.BETTING_PORT}`,
+    serviceKey: config.SERVICE_KEY, timeoutMs: config.GAME_CALL_TIMEOUT_MS });
   let runner: Runner;
   try {
     runner = await run({
