@@ -78,7 +78,7 @@ async function until<T>(what: string, fn: () => T | undefined | Promise<T | unde
 function printedLines(child: Started): Record<string, string> {
   const lines: Record<string, string> = {};
   for (const line of child.stdout.split('\n')) {
-    const match = /^(cage|admin|worker|postgres|auth|game|chain-bank) +(\S.*)$/.exec(line);
+    const match = /^(cage|admin|worker|postgres|auth|game|chain-bank|betting) +(\S.*)$/.exec(line);
     if (match) lines[match[1]!] = match[2]!;
   }
   return lines;
