@@ -206,6 +206,24 @@ describe('the stake reconciler', () => {
   });
 });
 
+describe('the unbet reconciler', () => {
+  test('an unbet the betting service made whose journal credit never came (the cage stopped between the two) is credited once by the reconciler', async () => {
+    const t = await playingTournament();
+    const bettor = await m.player(100);
+    const r = await stake(bettor, { marketId: t.marketId, runnerUserId: t.runners[0], amount: 70 });
+    expect(r.status).toBe(200);
+    // the betting service took it back with the bettor's grant; the cage never credited it
+    await db.pool('poker_betting').query('select * from betting.remove_bet($1, $2)', [await playerGrant(db.owner, bettor.userId), r.body.stakeRef]);
+    expect(await m.balance(bettor.auth)).toBe(30);
+    const worker = db.pool('poker_worker');
+    const betting = createServiceClient({ baseUrl: () => bettingUrl, serviceKey: TEST_SERVICE_KEY, timeoutMs: 2000 });
+    expect((await reconcileBets(worker, betting, { graceSeconds: 0 })).unbets).toEqual({ credited: 1 });
+    expect((await reconcileBets(worker, betting, { graceSeconds: 0 })).unbets).toEqual({ credited: 0 });
+    expect(await m.balance(bettor.auth)).toBe(100);
+    expect((await betsOf(bettor))[0]).toMatchObject({ status: 'unbet', refundTxHash: `bet-unbet:${r.body.stakeRef}` });
+  });
+});
+
 describe('unbet', () => {
   test('while the market is open the betting service takes the bet back first, then the journal credits it; a replay moves nothing; refusals', async () => {
     const t = await playingTournament();
