@@ -11,6 +11,7 @@ import { startCage } from './roles/cage.ts';
 import { startGame } from './roles/game.ts';
 import { startAdmin } from './roles/admin.ts';
 import { startWorker } from './roles/worker.ts';
+import { startBetting } from './roles/betting.ts';
 
 const STARTERS: Partial<Record<Role, (ctx: RoleContext) => Promise<StartedRole>>> = {
   auth: startAuth,
@@ -18,6 +19,7 @@ const STARTERS: Partial<Record<Role, (ctx: RoleContext) => Promise<StartedRole>>
   cage: startCage,
   admin: startAdmin,
   worker: startWorker,
+  betting: startBetting,
 };
 
 export interface Platform {

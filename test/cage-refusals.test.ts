@@ -552,8 +552,6 @@ describe('pending routes', () => {
     ['post', '/escape/x', 'escape'],
     ['get', '/escape/x', 'escape'],
     ['post', '/admin/custody/release', 'custody-disputes'],
-    ['post', '/api/betting/anything', 'betting'],
-    ['get', '/api/betting/markets/1', 'betting'],
     ['get', '/api/gas-tank', 'gas'],
     ['post', '/api/gas/deposit', 'gas'],
     ['post', '/api/gas/withdraw', 'gas'],

@@ -67,7 +67,7 @@ test('an empty variable counts as unset', () => {
 });
 
 test('roles: all built roles by default; --role repeatable and comma-separated; unknown refused', () => {
-  expect(parseRoles([])).toEqual(['auth', 'game', 'cage', 'admin', 'worker']);
+  expect(parseRoles([])).toEqual(['auth', 'game', 'cage', 'admin', 'worker', 'betting']);
   expect(parseRoles(['--role', 'cage'])).toEqual(['cage']);
   expect(parseRoles(['--role', 'cage', '--role=worker', '--role', 'cage,admin'])).toEqual(['cage', 'worker', 'admin']);
   expect(() => parseRoles(['--role', 'nope'])).toThrow(/unknown role 'nope'/);

@@ -20,17 +20,17 @@ const code = (p: Promise<unknown>) => p.then(() => 'ok', (err: { code?: string }
 
 test.each([
   ['poker_cage', 'poker_cage'], ['poker_auth', 'poker_auth'], ['poker_game', 'poker_game'], ['poker_worker', 'poker_worker'],
-  ['poker_admin', 'poker_graphql'], ['poker_anonymous', 'poker_graphql'],
+  ['poker_betting', 'poker_betting'], ['poker_admin', 'poker_graphql'], ['poker_anonymous', 'poker_graphql'],
 ] as [DbRole, string][])('a %s pool logs in as %s and runs as its role', async (role, login) => {
   const pool = db.pool(role, 1);
   const { rows } = await pool.query('select session_user::text as login, current_user::text as role, (select rolsuper from pg_roles where rolname = session_user) as super');
   expect(rows[0]).toEqual({ login, role, super: false });
 });
 
-test.each(['poker_cage', 'poker_auth', 'poker_game', 'poker_worker'] as DbRole[])('the %s login cannot become another role or the owner', async (role) => {
+test.each(['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_betting'] as DbRole[])('the %s login cannot become another role or the owner', async (role) => {
   const pool = db.pool(role, 1);
   const owner = (await db.owner.query('select current_user::text as u')).rows[0].u as string;
-  for (const other of ['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_admin', 'poker_anonymous', 'poker_graphql', owner].filter((r) => r !== role)) {
+  for (const other of ['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_betting', 'poker_admin', 'poker_anonymous', 'poker_graphql', owner].filter((r) => r !== role)) {
     expect([other, await code(pool.query(`set role ${other}`))]).toEqual([other, '42501']);
   }
 });
@@ -40,7 +40,7 @@ test('the admin GraphQL login may switch to poker_anonymous and poker_admin only
   const client = await pool.connect();
   try {
     for (const ok of ['poker_admin', 'poker_anonymous']) expect([ok, await code(client.query(`set role ${ok}`))]).toEqual([ok, 'ok']);
-    for (const other of ['poker_cage', 'poker_auth', 'poker_game', 'poker_worker']) {
+    for (const other of ['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_betting']) {
       expect([other, await code(client.query(`set role ${other}`))]).toEqual([other, '42501']);
     }
   } finally {
@@ -70,10 +70,10 @@ test('a wrong password is refused (28P01); the stored verifier is SCRAM-SHA-256,
 });
 
 test('the roles, the admin GraphQL and the worker of a running platform never connect as the owner', async () => {
-  platform = await startTestPlatform({ databaseUrl: db.url, roles: ['auth', 'game', 'cage', 'admin', 'worker'], env: { AUTH_SECRET: 'login-roles-test-secret-0123456789ab' } });
+  platform = await startTestPlatform({ databaseUrl: db.url, roles: ['auth', 'game', 'cage', 'admin', 'worker', 'betting'], env: { AUTH_SECRET: 'login-roles-test-secret-0123456789ab' } });
   // every role's pool has connected (health reads its database; the worker and the game presence run)
-  for (const role of ['auth', 'game', 'cage', 'admin'] as const) expect((await fetch(`${platform.url(role)}/health`)).status).toBe(200);
-  const expected = ['auth', 'game', 'game-presence', 'cage', 'admin', 'worker', 'worker-jobs'];
+  for (const role of ['auth', 'game', 'cage', 'admin', 'betting'] as const) expect((await fetch(`${platform.url(role)}/health`)).status).toBe(200);
+  const expected = ['auth', 'game', 'game-presence', 'cage', 'admin', 'worker', 'worker-jobs', 'betting'];
   const connections = async () => (await db.owner.query<{ application_name: string; usename: string }>(
     "select distinct application_name, usename::text from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and application_name <> ''",
   )).rows;
@@ -86,7 +86,7 @@ test('the roles, the admin GraphQL and the worker of a running platform never co
   const byApp = Object.fromEntries(rows.map((r) => [r.application_name, r.usename]));
   expect(byApp).toMatchObject({
     auth: 'poker_auth', game: 'poker_game', 'game-presence': 'poker_game', cage: 'poker_cage', admin: 'poker_graphql', worker: 'poker_worker',
-    'worker-jobs': 'poker_worker',
+    'worker-jobs': 'poker_worker', betting: 'poker_betting',
   });
   const owner = (await db.owner.query('select current_user::text as u')).rows[0].u as string;
   const asOwner = rows.filter((r) => r.usename === owner).map((r) => r.application_name);

@@ -1,4 +1,4 @@
-// The HTTP fuzz: every route the running roles (auth, game, cage, admin) actually mount, driven with
+// The HTTP fuzz: every route the running roles (auth, game, cage, admin, betting) actually mount, driven with
 // malformed and hostile values (path parameters, query, bodies of every shape and encoding, auth
 // headers: none, garbage, a real JWT, the service key). No answer may be a 500, an uncoded 5xx, an
 // error without a JSON `error` code or a stack; every role stays up; the cage audit stays empty.
@@ -14,7 +14,7 @@ import {
   closeFuzzAgent, contractBreach, encodeLoose, FUZZ_RUNS, FUZZ_SEED, fieldValue, hostileJson, hostileString, inPool, pathSegment, rawRequest,
 } from './helpers/fuzz.ts';
 
-type RoleName = 'auth' | 'game' | 'cage' | 'admin';
+type RoleName = 'auth' | 'game' | 'cage' | 'admin' | 'betting';
 type Auth = 'none' | 'jwt' | 'service' | 'operator';
 
 /** Every route the fuzz knows: how it authenticates, and the body/query fields it reads. */
@@ -96,7 +96,6 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'cage POST /api/house/seat': { auth: 'service' },
   'cage ALL /escape/:tableId': { auth: 'jwt' },
   'cage ALL /admin/custody/{*rest}': { auth: 'service' },
-  'cage ALL /api/betting/{*rest}': { auth: 'jwt' },
   'cage GET /api/gas-tank': { auth: 'jwt' },
   'cage POST /api/gas/deposit': { auth: 'jwt', fields: ['amountMicro', 'moneyKind'] },
   'cage POST /api/gas/withdraw': { auth: 'jwt', fields: ['amountMicro', 'moneyKind'] },
@@ -107,7 +106,22 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'cage GET /api/house': { auth: 'none' },
   'cage GET /settlement/tables/:tableId': { auth: 'service' },
   'cage POST /internal/test/seed-chips': { auth: 'jwt', fields: ['amount', 'idempotencyKey'] },
+  'cage POST /api/betting/markets': { auth: 'none', fields: ['tableId'] },
+  'cage GET /api/betting/markets': { auth: 'none', query: ['tableId'] },
+  'cage GET /api/betting/markets/:marketId': { auth: 'none' },
+  'cage GET /api/betting/bets': { auth: 'jwt' },
+  'cage POST /api/betting/stake': { auth: 'jwt', fields: ['marketId', 'runnerUserId', 'amount', 'idempotencyKey'] },
+  'cage POST /api/betting/unbet': { auth: 'jwt', fields: ['stakeRef'] },
+  'cage POST /api/betting/claim': { auth: 'jwt', fields: ['marketId'] },
   'cage POST /api/tournament/unregister': { auth: 'jwt', fields: ['tableId'] },
+  // betting
+  'betting GET /health': { auth: 'none' },
+  'betting GET /api/markets': { auth: 'none', query: ['tableId'] },
+  'betting GET /api/markets/:marketId': { auth: 'none' },
+  'betting POST /internal/bets': { auth: 'service', fields: ['stakeRef'] },
+  'betting GET /internal/bets/:stakeRef': { auth: 'service' },
+  'betting POST /internal/unbets': { auth: 'service', fields: ['stakeRef', 'sid'] },
+  'betting POST /internal/claims': { auth: 'service', fields: ['marketId', 'sid'] },
   // admin
   'admin GET /health': { auth: 'none' },
   'admin ALL /graphql': { auth: 'service', fields: ['query', 'variables', 'operationName', 'extensions'] },
@@ -124,8 +138,8 @@ const counts = { requests: 0, byStatus: new Map<number, number>() };
 beforeAll(async () => {
   process.stdout.write(`fuzz-http: FUZZ_SEED=${FUZZ_SEED} FUZZ_RUNS=${FUZZ_RUNS}\n`);
   db = await createTestDatabase();
-  m = await startMoneyPlatform(db, { alsoAdmin: true });
-  for (const role of ['auth', 'game', 'cage', 'admin'] as const) base[role] = m.platform.url(role);
+  m = await startMoneyPlatform(db, { alsoAdmin: true, alsoBetting: true });
+  for (const role of ['auth', 'game', 'cage', 'admin', 'betting'] as const) base[role] = m.platform.url(role);
   player = await m.player(1000);
   tableId = await m.table(player.auth);
   operator = (await m.operator()).auth;
@@ -144,7 +158,7 @@ interface Mounted {
 }
 
 function mounted(): Mounted[] {
-  return (['auth', 'game', 'cage', 'admin'] as const).flatMap((role) =>
+  return (['auth', 'game', 'cage', 'admin', 'betting'] as const).flatMap((role) =>
     m.platform.role(role).routes!().map((r) => ({ role, ...r, key: `${role} ${r.method} ${r.path}` })),
   );
 }
@@ -160,7 +174,7 @@ function plausible(field: string): unknown[] {
     email: ['nobody@example.com'], redirectTo: ['https://example.com/reset'], name: ['fuzz agent'],
     action: ['begin', 'finish'], handId: [`h-${randomUUID().slice(0, 8)}`], stacks: [{ 1: 40 }], query: ['{ __typename }', '{ allCageAccounts { totalCount } }'],
     walletAddress: ['0x0000000000000000000000000000000000000001'], chainId: [1, 8453], settlement: ['cash_out', 'custody', 'bust'],
-    creditKey: [`ck-${randomUUID()}`], playerId: [1, '1'], ledgerRefId: [`r-${randomUUID()}`], conditionKey: ['agent_seated'],
+    creditKey: [`ck-${randomUUID()}`], marketId: [`sng:${tableId}`, 'sng:x'], runnerUserId: [player.userId], stakeRef: [`bet-stake:${player.userId}:k`], sid: [randomUUID()], playerId: [1, '1'], ledgerRefId: [`r-${randomUUID()}`], conditionKey: ['agent_seated'],
   };
   return values[field] ?? [];
 }

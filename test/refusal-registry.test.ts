@@ -9,8 +9,8 @@ import { codeOfSentence, REFUSALS, toErrorBody } from '../server/http/errors.ts'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 const DB = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../db');
-const DOMAIN_OF: Record<string, string> = { cage_private: 'cage', game_private: 'game', claims_private: 'claims', auth_private: 'auth' };
-const CLASS_OF: Record<string, string> = { cage: 'CG', game: 'GM', claims: 'CL', auth: 'AU' };
+const DOMAIN_OF: Record<string, string> = { cage_private: 'cage', game_private: 'game', claims_private: 'claims', auth_private: 'auth', betting_private: 'betting' };
+const CLASS_OF: Record<string, string> = { cage: 'CG', game: 'GM', claims: 'CL', auth: 'AU', betting: 'BT' };
 
 async function sqlFiles(dir: string): Promise<{ file: string; text: string }[]> {
   const entries = await readdir(dir, { withFileTypes: true, recursive: true });
@@ -45,13 +45,13 @@ async function raisedInDb() {
   const refusals: { domain: string; code: string; where: string }[] = [];
   const states: { state: string; where: string }[] = [];
   for (const { file, text } of files) {
-    for (const m of text.matchAll(/\b(cage_private|game_private|claims_private|auth_private)\.refuse\(\s*((?:case[\s\S]*?end)|'[^']*'|v_\w+)/g)) {
+    for (const m of text.matchAll(/\b(cage_private|game_private|claims_private|auth_private|betting_private)\.refuse\(\s*((?:case[\s\S]*?end)|'[^']*'|v_\w+)/g)) {
       const domain = DOMAIN_OF[m[1]!]!;
       const arg = m[2]!;
       const codes = arg.startsWith('v_') ? dynamic[domain]?.[arg] ?? [`<unknown variable ${arg}>`] : outcomes(arg);
       for (const code of codes) refusals.push({ domain, code, where: file });
     }
-    for (const m of text.matchAll(/errcode\s*=\s*'((?:CG|GM|CL|AU)[A-Z0-9]{3})'/g)) states.push({ state: m[1]!, where: file });
+    for (const m of text.matchAll(/errcode\s*=\s*'((?:CG|GM|CL|AU|BT)[A-Z0-9]{3})'/g)) states.push({ state: m[1]!, where: file });
   }
   return { refusals, states };
 }

@@ -14,9 +14,9 @@ import { fixtureOperatorSession, fund, userAccount } from './helpers/cage.ts';
 import { createTestDatabase, playerGrant, type TestDatabase } from './helpers/db.ts';
 import { authUser, createTable, creditSeat, openDeposit, solanaAddress } from './helpers/game.ts';
 
-const LOGINS = ['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_graphql'] as const;
+const LOGINS = ['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_betting', 'poker_graphql'] as const;
 type Login = (typeof LOGINS)[number];
-const SCHEMAS = ['cage', 'cage_private', 'auth', 'auth_private', 'game', 'game_private', 'claims', 'claims_private', 'poker_refusals'];
+const SCHEMAS = ['cage', 'cage_private', 'auth', 'auth_private', 'game', 'game_private', 'claims', 'claims_private', 'betting', 'betting_private', 'poker_refusals'];
 
 let db: TestDatabase;
 const clients = new Map<Login, pg.Client>();
@@ -213,6 +213,36 @@ describe('the attacks found from outside', () => {
     expect(await open(email, await derivePasswordKey(password, params.params))).toBe('ok');
   });
 
+  test('betting: a stolen betting login invents no stake and takes back no bet; a stolen cage login chooses no payout and credits no unbet the service did not make', async () => {
+    // a market on the playing tournament, a bettor's confirmed stake in it, as the cage and the service make them
+    await db.owner.query('select betting.sync_market($1)', [world.playing]);
+    const bettor = await funded(300);
+    const marketId = `sng:${world.playing}`;
+    const { rows: [staked] } = await db.owner.query('select ref_id from cage.open_bet_stake($1, $2, $3, $4, 100)', [
+      await playerGrant(db.owner, bettor.userId), `k-${randomUUID()}`, marketId, world.victim,
+    ]);
+    await as('poker_betting').query('select * from betting.record_bet($1)', [staked.ref_id]);
+    await as('poker_cage').query('select * from cage.resolve_bet_stake($1, null)', [staked.ref_id]);
+    const before = await books();
+    // no stake, no bet: a made-up ref, the victim's ref shape
+    for (const ref of [`bet-stake:${world.victim}:forged`, `ref-${randomUUID()}`]) {
+      expect(await outcome(as('poker_betting').query('select * from betting.record_bet($1)', [ref]))).toBe('BTSNF stake_not_found');
+    }
+    // a bet taken back needs the bettor's grant
+    for (const forged of [bettor.userId, randomUUID(), null]) {
+      expect(await outcome(as('poker_betting').query('select * from betting.remove_bet($1, $2)', [forged, staked.ref_id]))).toBe('AUSES session_required');
+    }
+    // the cage credits no unbet the service did not make, and claims nothing for anyone but a grant's user
+    expect(await outcome(as('poker_cage').query('select * from cage.credit_unbet($1)', [staked.ref_id]))).toBe('CGUNX unbet_not_backed');
+    expect(await outcome(as('poker_cage').query('select * from cage.claim_bet_payout($1, $2)', [bettor.userId, marketId]))).toBe('AUSES session_required');
+    expect(await outcome(as('poker_cage').query('select * from cage.claim_bet_payout($1, $2)', [await playerGrant(db.owner, bettor.userId), marketId])))
+      .toBe('CGMNS market_not_settled');
+    // a confirmed stake is not compensated by a forged resolution
+    expect((await as('poker_worker').query('select status from cage.resolve_bet_stake($1, $2)', [staked.ref_id, 'forged'])).rows[0].status).toBe('confirmed');
+    expect(await books()).toBe(before);
+    expect(await violations()).toEqual([]);
+  });
+
   test('no login makes a temporary table (so none shadows pg_locks for game.take_lease)', async () => {
     for (const login of LOGINS) {
       expect(await outcome(as(login).query('create temp table pg_locks (locktype text)'))).toBe(`42501 permission denied to create temporary tables in database "${db.name}"`);
@@ -299,8 +329,20 @@ const REVIEWED: Record<string, string> = {
   'auth.set_primary_wallet(uuid,text)': 'identity root',
   'auth.signing_keys(integer)': 'public keys, and private keys encrypted with a secret outside the database',
   'auth.unlink_wallet(uuid,text)': 'identity root',
+  // betting (issue 19): the betting service's login
+  'betting.claim_quote(uuid,text)': 'the player\'s token grant; reads the payout its market recorded (moves nothing)',
+  'betting.record_bet(text)': 'bound: the cage\'s pending stake of this ref (user, market, runner and amount read from it)',
+  'betting.remove_bet(uuid,text)': 'the player\'s token grant; their own bet, while its market takes bets',
+  'betting.sweep_markets(integer)': 'state: the tournaments\' own rows',
+  'betting.sync_market(text)': 'state: the tournament\'s own rows (play started, eliminations, standings, a force-end)',
   // cage
   'cage.audit()': 'reads',
+  'cage.claim_bet_payout(uuid,text)': 'the player\'s token grant; the amount the betting service recorded for them',
+  'cage.credit_unbet(text)': 'bound: the bet row the betting service removed (with the bettor\'s grant), to the stake\'s own bettor',
+  'cage.open_bet_stake(uuid,text,text,uuid,bigint)': 'the player\'s token grant, a market taking bets, the real_money switch',
+  'cage.pending_bet_stakes(integer,integer)': 'reads',
+  'cage.resolve_bet_stake(text,text)': 'bound: the betting service\'s bet of the stake (confirm) or none (the stake back to its own bettor)',
+  'cage.uncredited_unbets(integer,integer)': 'reads',
   'cage.claim_custody(uuid,bigint)': 'the player\'s token grant',
   'cage.confirm_deposit(text)': 'bound: the game holds the credit of this deposit',
   'cage.correct_books(uuid,text,text,bigint[],bigint[],text)': 'a live admin session',

@@ -9,7 +9,6 @@ export const PENDING_ROUTES: { method: 'get' | 'post' | 'all'; path: string; pha
   { method: 'post', path: '/api/house/seat', phase: 'house-seating' },
   { method: 'all', path: '/escape/:tableId', phase: 'escape' },
   { method: 'all', path: '/admin/custody/{*rest}', phase: 'custody-disputes' },
-  { method: 'all', path: '/api/betting/{*rest}', phase: 'betting' },
 ];
 
 export function installNotYetRoutes(app: Express) {

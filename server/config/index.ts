@@ -3,11 +3,11 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 
-export const ROLES = ['auth', 'game', 'cage', 'chain-bank', 'admin', 'worker'] as const;
+export const ROLES = ['auth', 'game', 'cage', 'chain-bank', 'admin', 'worker', 'betting'] as const;
 export type Role = (typeof ROLES)[number];
 
 // Roles that exist in this build. Later issues add to this list as they land.
-export const AVAILABLE_ROLES: readonly Role[] = ['auth', 'game', 'cage', 'admin', 'worker'];
+export const AVAILABLE_ROLES: readonly Role[] = ['auth', 'game', 'cage', 'admin', 'worker', 'betting'];
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 const flag = z
@@ -57,6 +57,7 @@ const schema = z.object({
   CAGE_PORT: port(3675),
   CHAIN_BANK_PORT: port(3676),
   ADMIN_PORT: port(3677),
+  BETTING_PORT: port(3678),
   HTTP_BODY_LIMIT: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
   SERVICE_KEY: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   // the service logins' passwords are derived from it (server/db/roles.ts); required in production
@@ -97,6 +98,10 @@ const schema = z.object({
   // the auth role's internal address, for the game role's wallet reads (default: this process's)
   // the cage role's internal address, for the worker's reconciler (default: this process's cage)
   CAGE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  // the betting service the cage notifies of stakes and asks for claims (default: this process's betting role)
+  BETTING_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  // how often the betting role's sweep moves the markets along with their tournaments
+  BETTING_SWEEP_MS: z.coerce.number().int().min(100).max(600_000).default(2000),
   // the bank (cage) the game role reports busts to
   BANK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // the poker UI origins the bank's browser routes answer CORS for (comma-separated)

@@ -1,6 +1,6 @@
 // The cage role: the bank interface, journal-native (spec: "Cage"). Table creation, the cash loop
 // (deposit, withdraw, forced withdraw, bust), grants, purchases and redemptions, custody claims,
-// receipts; the routes still to come answer 501 not_yet_cage.
+// receipts, the betting legs (server/cage/betting.ts); the routes still to come answer 501 not_yet_cage.
 import type { Express, RequestHandler } from 'express';
 import { createApp, serveRole } from '../http/app.ts';
 import { createRolePool } from '../db/pools.ts';
@@ -17,6 +17,7 @@ import { graceSeconds } from '../cage/seams.ts';
 import { installNotYetRoutes } from '../cage/not-yet.ts';
 import { installGasRoutes } from '../cage/gas.ts';
 import { installCageReads } from '../cage/reads.ts';
+import { installBettingCageRoutes } from '../cage/betting.ts';
 import { loadReceiptSigner, RECEIPT_ALGORITHM } from '../cage/receipts.ts';
 import { installTableRoutes } from '../game/tables/create.ts';
 
@@ -54,6 +55,11 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
     serviceKey: config.SERVICE_KEY,
     timeoutMs: config.GAME_CALL_TIMEOUT_MS,
   });
+  const betting = createServiceClient({
+    baseUrl: () => config.BETTING_URL ?? peers?.get('betting') ?? `http://${config.HOST}:${config.BETTING_PORT}`,
+    serviceKey: config.SERVICE_KEY,
+    timeoutMs: config.GAME_CALL_TIMEOUT_MS,
+  });
   const uiOrigins = new Set((config.POKER_UI_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean).map((o) => new URL(o).origin));
   return serveRole({ role: 'cage', pool, log: roleLog, host: config.HOST, port: config.CAGE_PORT, build: async () => {
     const signer = await loadReceiptSigner(pool, config.CAGE_RECEIPT_KEY);
@@ -61,7 +67,7 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
-      before: (app: Express) => app.use(['/api/tables', '/api/deposit', '/api/withdraw', '/api/cage', '/api/custody', '/api/tournament', '/api/gas-tank', '/api/gas', '/api/economy', '/api/demo', '/api/house'], uiCors(uiOrigins)),
+      before: (app: Express) => app.use(['/api/tables', '/api/deposit', '/api/withdraw', '/api/cage', '/api/custody', '/api/tournament', '/api/gas-tank', '/api/gas', '/api/economy', '/api/demo', '/api/house', '/api/betting'], uiCors(uiOrigins)),
       routes: (app: Express) => {
         app.get('/api/cage/receipt-key', (_req, res) => {
           res.json({ algorithm: RECEIPT_ALGORITHM, publicKey: signer.publicKeyHex });
@@ -78,6 +84,7 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
         installGasRoutes(app, common);
         installCageReads(app, { ...common, game, testAuthPermitted: config.testAuthPermitted, environment: deploymentEnvironment(config) });
         installStandUpReconcileRoute(app, { ...common, game, signer, defaultGraceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS) });
+        installBettingCageRoutes(app, { pool, log: roleLog, jwt, betting });
         installNotYetRoutes(app);
       },
     });

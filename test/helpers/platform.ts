@@ -35,6 +35,8 @@ export async function startTestPlatform(options: {
     GAME_PORT: '0',
     CAGE_PORT: '0',
     ADMIN_PORT: '0',
+    BETTING_PORT: '0',
+    BETTING_SWEEP_MS: '200',
     SERVICE_KEY: TEST_SERVICE_KEY,
     NODE_ENV: 'test',
     CAGE_AUDIT_CRON: QUIET_CRON,

@@ -244,6 +244,59 @@ begin
    where a.account_type = 'tournament_pool' and a.balance <> 0
      and not exists (select from game.tables t where t.table_id = a.scope and t.mode = 'sng' and t.money_kind = a.money_kind)
   union all
+  -- 8. betting (issue 19; db/functions/cage/86_betting.sql, db/functions/betting/).
+  --    8a. per money kind, the cage's betting account holds the stakes held (pending or confirmed)
+  --        minus the payouts claimed; compensations and unbets were credited back and hold nothing
+  select 'betting', 'betting:' || k.money_kind,
+         jsonb_build_object('account', coalesce(a.balance, 0), 'stakes_held', k.held, 'payouts', k.paid)
+    from (select m.money_kind,
+                 (select coalesce(sum(s.amount), 0) from cage.bet_stakes s where s.money_kind = m.money_kind and s.status in ('pending', 'confirmed')) as held,
+                 (select coalesce(sum(e.amounts[2]), 0) from cage.cage_entries e where e.kind = 'bet_payout' and e.money_kind = m.money_kind) as paid
+            from (select unnest(enum_range(null::cage.money_kind)) as money_kind) m) k
+    left join cage.cage_accounts a on a.account_type = 'betting' and a.money_kind = k.money_kind
+   where coalesce(a.balance, 0) <> k.held - k.paid
+  union all
+  --    8b. the cage's stakes agree with the betting schema's bets (same user, market, runner and
+  --        amount): a confirmed stake has its bet (taken back at most a minute ago while the cage
+  --        credits it), an unbet stake its removed bet, a bet its stake, never a compensated one
+  select 'betting', 'stake:' || s.ref_id,
+         jsonb_build_object('status', s.status, 'bet', b.status, 'problem', 'stake and bet disagree')
+    from cage.bet_stakes s
+    left join betting.bets b on b.stake_ref = s.ref_id
+   where (s.status in ('confirmed', 'unbet', 'compensated') or b.stake_ref is not null)
+     and not (
+          (s.status = 'confirmed' and b.status = 'active')
+       or (s.status = 'confirmed' and b.status = 'unbet' and b.unbet_at > now() - interval '60 seconds')
+       or (s.status = 'pending' and b.stake_ref is not null)
+       or (s.status = 'unbet' and b.status = 'unbet')
+       or (s.status = 'compensated' and b.stake_ref is null))
+      or (b.stake_ref is not null and (b.user_id <> s.user_id or b.market_id <> s.market_id
+                                       or b.runner_user_id <> s.runner_user_id or b.amount <> s.amount))
+  union all
+  --    8c. a market pays out no more than its pool (its bets still in it), and every payout claimed
+  --        is the amount the betting service recorded for that bettor
+  select 'betting', 'market:' || m.market_id,
+         jsonb_build_object('pool', g.pool, 'paid', g.paid, 'recorded', g.recorded)
+    from betting.markets m
+    cross join lateral (
+      select (select coalesce(sum(b.amount), 0) from betting.bets b where b.market_id = m.market_id and b.status = 'active') as pool,
+             (select coalesce(sum(e.amounts[2]), 0) from cage.cage_entries e where e.kind = 'bet_payout' and e.memo ->> 'market_id' = m.market_id) as paid,
+             (select coalesce(sum(p.amount), 0) from betting.payouts p where p.market_id = m.market_id) as recorded
+    ) g
+   where g.paid > g.pool or g.recorded > g.pool
+  union all
+  --    8d. provenance: a stake debit has its stake row, a refund the stake it compensated or
+  --        returned, a payout its recorded payout (same market, user and amount)
+  select 'provenance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'betting movement without its stake or payout')
+    from cage.cage_entries e
+   where (e.kind = 'bet_stake' and not exists (select from cage.bet_stakes s where s.ref_id = e.ref_id and s.amount = e.amounts[2]
+                                                and s.user_id::text = e.memo ->> 'user_id'))
+      or (e.kind = 'bet_refund' and not exists (select from cage.bet_stakes s where s.refund_ref_id = e.ref_id and s.amount = e.amounts[2]))
+      or (e.kind = 'bet_payout' and not exists (select from betting.payouts p where p.market_id = e.memo ->> 'market_id'
+                                                 and p.user_id::text = e.memo ->> 'user_id' and p.amount = e.amounts[2]
+                                                 and e.ref_id = format('bet-claim:%s:%s', p.market_id, p.user_id)))
+  union all
   -- 9. gas tanks (000028). The outbound account holds exactly the reserved withdrawals.
   select 'gas_tank', 'outbound:' || coalesce(a.money_kind, r.money_kind),
          jsonb_build_object('outbound', coalesce(a.balance, 0), 'reserved', coalesce(r.chips, 0))

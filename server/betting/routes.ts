@@ -1,0 +1,88 @@
+// The betting service's HTTP routes (its own role, BETTING_PORT). Public reads for a wallet app; the
+// cage's calls carry the service key (the bettor's token grant, sid, rides in the body where SQL
+// acts for the bettor):
+//   GET  /api/markets?tableId=       the tournament's market (brought up to date first), pools, odds
+//   GET  /api/markets/:marketId      one market
+//   POST /internal/bets              { stakeRef }: the notify of a cage stake; records its bet
+//   GET  /internal/bets/:stakeRef    the bet of a stake, or 404 bet_not_found (the reconciler's ask)
+//   POST /internal/unbets            { stakeRef, sid }: takes the bettor's bet back (market open)
+//   POST /internal/claims            { marketId, sid }: what the bettor may claim (market settled/void)
+import type { Express } from 'express';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { ApiError, zodIssues } from '../http/errors.ts';
+import { requireServiceKey } from '../http/service-key.ts';
+import { tableId } from '../http/schemas.ts';
+import { UUID } from '../http/jwt.ts';
+import { marketById, marketJson, syncedMarketOfTable } from './markets.ts';
+
+export const marketId = z.string().min(1).max(80);
+export const stakeRef = z.string().regex(/^bet-stake:[0-9a-f-]{36}:[\x21-\x7e]{1,128}$/, 'a stake ref (bet-stake:{userId}:{key})');
+const sid = z.string().regex(UUID, 'the bettor\'s token grant (sid)');
+
+function parse<T>(schema: z.ZodType<T>, value: unknown): T {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+  return parsed.data;
+}
+
+export function installBettingRoutes(app: Express, deps: { pool: pg.Pool; log: Logger; serviceKey: string | undefined }) {
+  const { pool, log } = deps;
+  const service = requireServiceKey(deps.serviceKey);
+
+  app.get('/api/markets', async (req, res) => {
+    const q = parse(z.object({ tableId }).strict(), req.query);
+    const market = await syncedMarketOfTable(pool, q.tableId);
+    res.json({ tableId: q.tableId, markets: market ? [await marketJson(pool, market)] : [] });
+  });
+
+  app.get('/api/markets/:marketId', async (req, res) => {
+    const id = parse(marketId, req.params.marketId);
+    const found = await marketById(pool, id);
+    if (!found) throw new ApiError(404, 'market_not_found');
+    const market = (await syncedMarketOfTable(pool, found.table_id)) ?? found;
+    res.json(await marketJson(pool, market));
+  });
+
+  app.post('/internal/bets', service, async (req, res) => {
+    const b = parse(z.object({ stakeRef }).strict(), req.body ?? {});
+    const { rows } = await pool.query<{ stake_ref: string; market_id: string; user_id: string; runner_user_id: string; amount: bigint; replayed: boolean }>(
+      'select stake_ref, market_id, user_id, runner_user_id, amount, replayed from betting.record_bet($1)', [b.stakeRef],
+    );
+    const r = rows[0]!;
+    if (!r.replayed) log.info({ stakeRef: r.stake_ref, marketId: r.market_id, amount: r.amount.toString() }, 'bet recorded');
+    res.json({
+      status: 'recorded', stakeRef: r.stake_ref, marketId: r.market_id, userId: r.user_id, runnerUserId: r.runner_user_id,
+      amount: r.amount.toString(), ...(r.replayed ? { replay: true } : {}),
+    });
+  });
+
+  app.get('/internal/bets/:stakeRef', service, async (req, res) => {
+    const ref = parse(stakeRef, req.params.stakeRef);
+    const { rows } = await pool.query<{ stake_ref: string; market_id: string; amount: bigint; status: string }>(
+      'select stake_ref, market_id, amount, status from betting.bets where stake_ref = $1', [ref],
+    );
+    if (!rows[0]) throw new ApiError(404, 'bet_not_found');
+    res.json({ stakeRef: rows[0].stake_ref, marketId: rows[0].market_id, amount: rows[0].amount.toString(), status: rows[0].status });
+  });
+
+  app.post('/internal/unbets', service, async (req, res) => {
+    const b = parse(z.object({ stakeRef, sid }).strict(), req.body ?? {});
+    const { rows } = await pool.query<{ stake_ref: string; market_id: string; amount: bigint; replayed: boolean }>(
+      'select stake_ref, market_id, amount, replayed from betting.remove_bet($1, $2)', [b.sid, b.stakeRef],
+    );
+    const r = rows[0]!;
+    if (!r.replayed) log.info({ stakeRef: r.stake_ref, marketId: r.market_id }, 'bet taken back');
+    res.json({ status: 'unbet', stakeRef: r.stake_ref, marketId: r.market_id, amount: r.amount.toString(), ...(r.replayed ? { replay: true } : {}) });
+  });
+
+  app.post('/internal/claims', service, async (req, res) => {
+    const b = parse(z.object({ marketId, sid }).strict(), req.body ?? {});
+    const { rows } = await pool.query<{ market_id: string; user_id: string; amount: bigint; market_status: string }>(
+      'select market_id, user_id, amount, market_status from betting.claim_quote($1, $2)', [b.sid, b.marketId],
+    );
+    const r = rows[0]!;
+    res.json({ marketId: r.market_id, userId: r.user_id, amount: r.amount.toString(), marketStatus: r.market_status });
+  });
+}

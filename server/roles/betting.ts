@@ -1,0 +1,34 @@
+// The betting role (`--role betting`, BETTING_PORT): a small parimutuel betting service on who wins
+// each Sit-and-Go (docs/architecture.md, "A bet"), on its own login (poker_betting) and its own schema
+// (db/functions/betting/). It is the local default of BETTING_URL, the service the cage notifies of
+// stakes and asks for claims. It learns of tournament state by a sweep on a timer and brings a market
+// up to date on every request that touches it (server/betting/sweep.ts).
+import { createApp, serveRole } from '../http/app.ts';
+import { createRolePool } from '../db/pools.ts';
+import { installBettingRoutes } from '../betting/routes.ts';
+import { startSweep } from '../betting/sweep.ts';
+import type { RoleContext, StartedRole } from './types.ts';
+
+export async function startBetting({ config, databaseUrl, log }: RoleContext): Promise<StartedRole> {
+  const roleLog = log.child({ role: 'betting' });
+  const pool = createRolePool(databaseUrl, 'poker_betting', { max: 10, applicationName: 'betting', secret: config.DB_ROLE_SECRET });
+  return serveRole({ role: 'betting', pool, log: roleLog, host: config.HOST, port: config.BETTING_PORT, build: async () => {
+    const app = await createApp({
+      log: roleLog,
+      bodyLimit: config.HTTP_BODY_LIMIT,
+      pool,
+      routes: (app) => installBettingRoutes(app, { pool, log: roleLog, serviceKey: config.SERVICE_KEY }),
+    });
+    // the sweep runs once the role listens (a failed start leaves no timer behind)
+    let sweep: ReturnType<typeof startSweep> | undefined;
+    return {
+      app,
+      onListening: () => {
+        sweep = startSweep(pool, roleLog, config.BETTING_SWEEP_MS);
+      },
+      onStop: async () => {
+        await sweep?.stop();
+      },
+    };
+  } });
+}
