@@ -552,9 +552,6 @@ describe('pending routes', () => {
     ['post', '/escape/x', 'escape'],
     ['get', '/escape/x', 'escape'],
     ['post', '/admin/custody/release', 'custody-disputes'],
-    ['get', '/api/gas-tank', 'gas'],
-    ['post', '/api/gas/deposit', 'gas'],
-    ['post', '/api/gas/withdraw', 'gas'],
   ])('%s %s: 501 not_yet_cage, phase %s', async (method, path, phase) => {
     const res = await call(`${m.cage}${path}`, method === 'post' ? { body: {} } : {});
     expect(res).toEqual({ status: 501, body: { error: 'not_yet_cage', phase } });
