@@ -7,8 +7,6 @@ export const PENDING_ROUTES: { method: 'get' | 'post' | 'all'; path: string; pha
   { method: 'post', path: '/settlement/settle', phase: 'settlement' },
   { method: 'post', path: '/api/operator/seat', phase: 'operator-seating' },
   { method: 'post', path: '/api/house/seat', phase: 'house-seating' },
-  { method: 'all', path: '/escape/:tableId', phase: 'escape' },
-  { method: 'all', path: '/admin/custody/{*rest}', phase: 'custody-disputes' },
   { method: 'all', path: '/api/betting/{*rest}', phase: 'betting' },
   { method: 'all', path: '/api/gas-tank', phase: 'gas' },
   { method: 'post', path: '/api/gas/deposit', phase: 'gas' },

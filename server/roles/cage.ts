@@ -1,5 +1,6 @@
 // The cage role: the bank interface, journal-native (spec: "Cage"). Table creation, the cash loop
 // (deposit, withdraw, forced withdraw, bust), grants, purchases and redemptions, custody claims,
+// the escape and custody paths (escape, holds, reconciliation, disputes, the arbiter's release),
 // receipts; the routes still to come answer 501 not_yet_cage.
 import type { Express, RequestHandler } from 'express';
 import { createApp, serveRole } from '../http/app.ts';
@@ -13,6 +14,7 @@ import { installMoneyRoutes } from '../cage/money.ts';
 import { installTournamentCageRoutes } from '../cage/tournaments.ts';
 import { installRakeRoutes } from '../cage/rake.ts';
 import { installStandUpReconcileRoute } from '../cage/stand-ups.ts';
+import { installCustodyRoutes } from '../cage/custody.ts';
 import { graceSeconds } from '../cage/seams.ts';
 import { installNotYetRoutes } from '../cage/not-yet.ts';
 import { loadReceiptSigner, RECEIPT_ALGORITHM } from '../cage/receipts.ts';
@@ -74,6 +76,7 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
         installMoneyRoutes(app, { ...common, signer });
         installRakeRoutes(app, common);
         installStandUpReconcileRoute(app, { ...common, game, signer, defaultGraceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS) });
+        installCustodyRoutes(app, { ...common, arbiterPublicKey: config.CAGE_CUSTODY_ARBITER_PUBKEY });
         installNotYetRoutes(app);
       },
     });
