@@ -94,8 +94,6 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'cage POST /settlement/settle': { auth: 'service' },
   'cage POST /api/operator/seat': { auth: 'service' },
   'cage POST /api/house/seat': { auth: 'service' },
-  'cage ALL /escape/:tableId': { auth: 'jwt' },
-  'cage ALL /admin/custody/{*rest}': { auth: 'service' },
   'cage GET /api/gas-tank': { auth: 'jwt' },
   'cage POST /api/gas/deposit': { auth: 'jwt', fields: ['amountMicro', 'moneyKind'] },
   'cage POST /api/gas/withdraw': { auth: 'jwt', fields: ['amountMicro', 'moneyKind'] },
@@ -113,6 +111,12 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'cage POST /api/betting/stake': { auth: 'jwt', fields: ['marketId', 'runnerUserId', 'amount', 'idempotencyKey'] },
   'cage POST /api/betting/unbet': { auth: 'jwt', fields: ['stakeRef'] },
   'cage POST /api/betting/claim': { auth: 'jwt', fields: ['marketId'] },
+  'cage POST /escape/:tableId': { auth: 'operator', fields: ['reason'] },
+  'cage GET /admin/custody/holds': { auth: 'operator', query: ['status', 'tableId', 'userId', 'limit', 'before'] },
+  'cage POST /admin/custody/reconcile': { auth: 'operator', fields: ['holdId', 'mode', 'split', 'reason'] },
+  'cage POST /admin/custody/dispute': { auth: 'operator', fields: ['entryId', 'reason'] },
+  'cage POST /admin/custody/release': { auth: 'service', fields: ['entryId', 'disputeId', 'signature'] },
+  'cage GET /api/custody': { auth: 'jwt', query: ['limit', 'before'] },
   'cage POST /api/tournament/unregister': { auth: 'jwt', fields: ['tableId'] },
   // betting
   'betting GET /health': { auth: 'none' },
@@ -175,6 +179,8 @@ function plausible(field: string): unknown[] {
     action: ['begin', 'finish'], handId: [`h-${randomUUID().slice(0, 8)}`], stacks: [{ 1: 40 }], query: ['{ __typename }', '{ allCageAccounts { totalCount } }'],
     walletAddress: ['0x0000000000000000000000000000000000000001'], chainId: [1, 8453], settlement: ['cash_out', 'custody', 'bust'],
     creditKey: [`ck-${randomUUID()}`], marketId: [`sng:${tableId}`, 'sng:x'], runnerUserId: [player.userId], stakeRef: [`bet-stake:${player.userId}:k`], sid: [randomUUID()], playerId: [1, '1'], ledgerRefId: [`r-${randomUUID()}`], conditionKey: ['agent_seated'],
+    reason: ['fuzz'], mode: ['pro_rata', 'custom'], holdId: [1, '1'], entryId: [1, '1'], disputeId: [1, '1'], signature: ['00'.repeat(64)],
+    split: [[{ userId: player.userId, amount: 1 }]], status: ['free', 'needs_reconciliation,disputed'], before: ['10'],
   };
   return values[field] ?? [];
 }

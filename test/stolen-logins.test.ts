@@ -240,6 +240,62 @@ describe('the attacks found from outside', () => {
     // a confirmed stake is not compensated by a forged resolution
     expect((await as('poker_worker').query('select status from cage.resolve_bet_stake($1, $2)', [staked.ref_id, 'forged'])).rows[0].status).toBe('confirmed');
     expect(await books()).toBe(before);
+  });
+
+  test('cage: an escape, a hold\'s split, a dispute and the custody list need a live admin session; a release needs the entry\'s open dispute and its message, once', async () => {
+    // a cash table of its own where the victim sits with 120 chips, and a hold of another (divergent) one
+    const cage = db.pool('poker_cage', 2);
+    const seat = async (chips: bigint) => {
+      const tableId = (await createTable(cage)).table_id;
+      const deposit = await openDeposit(cage, world.victim, `sit-${randomUUID()}`, tableId, 0, chips);
+      await creditSeat(db.pool('poker_game', 2), deposit.ref_id, tableId, world.victim, 0, chips);
+      await db.owner.query('select cage.confirm_deposit($1)', [deposit.ref_id]);
+      return tableId;
+    };
+    const clean = await seat(120n);
+    const divergent = await seat(80n);
+    await db.owner.query('update game.table_players set chip_balance = chip_balance + 7 where table_id = $1', [divergent]);
+    const before = await books();
+    const { rows: [ended] } = await db.owner.query<{ sid: string }>(
+      "insert into auth_private.sessions (user_id, token_hash, expires_at, revoked_at) values ($1, sha256(gen_random_uuid()::text::bytea), now() + interval '600 s', now()) returning sid", [operator.adminId],
+    );
+    for (const forged of [operator.adminId, world.victim, randomUUID(), ended!.sid, null]) {
+      for (const [sql, args] of [
+        ["select * from cage.escape_table($1, $2, 'forged')", [forged, clean]],
+        ["select * from cage.custody_holdings($1, null, null, null, null, 10)", [forged]],
+        ["select * from cage.reconcile_custody_hold($1, 1, 'pro_rata', null, 'forged')", [forged]],
+        ["select * from cage.dispute_custody($1, 1, 'forged')", [forged]],
+      ] as const) {
+        expect(await outcome(as('poker_cage').query(sql, [...args]))).toBe('AUASR admin_session_required');
+      }
+    }
+    expect(await books()).toBe(before);
+
+    // the operator's own acts (their live session), then what a thief holding only the login can do
+    const escaped = (await as('poker_cage').query("select answer from cage.escape_table($1, $2, 'ops')", [operator.sid, clean])).rows[0].answer;
+    const hold = (await as('poker_cage').query("select answer from cage.escape_table($1, $2, 'ops')", [operator.sid, divergent])).rows[0].answer;
+    const entryId = escaped.entries[0].entryId;
+    const dispute = (await as('poker_cage').query("select answer from cage.dispute_custody($1, $2, 'ops')", [operator.sid, entryId])).rows[0].answer;
+    const sig = randomBytes(64);
+    const key = randomBytes(32);
+    for (const [args, refusal] of [
+      [[entryId, dispute.disputeId, 'release me', sig, key], 'CGYMM release_message_mismatch'],
+      [[entryId, '987654321', dispute.releaseMessage, sig, key], 'CGYDN dispute_not_found'],
+      [[hold.hold.entryId, dispute.disputeId, dispute.releaseMessage, sig, key], 'CGCNF custody_entry_not_found'],
+      [[entryId, dispute.disputeId, dispute.releaseMessage, randomBytes(32), key], 'CGBRQ bad_request'],
+    ] as const) {
+      expect(await outcome(as('poker_cage').query('select * from cage.release_custody($1, $2, $3, $4, $5)', [...args]))).toBe(refusal);
+    }
+    // SQL cannot check an ed25519 signature: with the login and the dispute's (public) message, a
+    // release is recorded whatever signature it carries. What that does is bounded: the entry goes
+    // back to FREE for its own owner (the thief's claim finds no entry), once, and the bytes it
+    // carried are kept with it (cage.custody_releases) for a check against the arbiter's key.
+    expect(await outcome(as('poker_cage').query('select * from cage.release_custody($1, $2, $3, $4, $5)', [entryId, dispute.disputeId, dispute.releaseMessage, sig, key]))).toBe('ok');
+    expect(await outcome(as('poker_cage').query('select * from cage.release_custody($1, $2, $3, $4, $5)', [entryId, dispute.disputeId, dispute.releaseMessage, sig, key])))
+      .toBe('CGYAR custody_already_released');
+    expect((await db.owner.query('select user_id, status from cage.custody_entries where id = $1', [entryId])).rows[0]).toEqual({ user_id: world.victim, status: 'free' });
+    expect(await outcome(as('poker_cage').query('select * from cage.claim_custody($1, $2)', [await playerGrant(db.owner, world.attacker), entryId])))
+      .toBe('CGCNF custody_entry_not_found');
     expect(await violations()).toEqual([]);
   });
 
@@ -346,6 +402,10 @@ const REVIEWED: Record<string, string> = {
   'cage.claim_custody(uuid,bigint)': 'the player\'s token grant',
   'cage.confirm_deposit(text)': 'bound: the game holds the credit of this deposit',
   'cage.correct_books(uuid,text,text,bigint[],bigint[],text)': 'a live admin session',
+  'cage.custody_holdings(uuid,text[],text,uuid,bigint,integer)': 'a live admin session; reads',
+  'cage.custody_release_message(bigint,bigint)': 'reads (the message is no secret: the signature is)',
+  'cage.dispute_custody(uuid,bigint,text)': 'a live admin session; blocks the owner\'s claim, moves nothing',
+  'cage.escape_table(uuid,text,text)': 'a live admin session; the table\'s own escrow, to custody for its own positions\' owners (or one hold)',
   'cage.exchange_chips(text,uuid,bigint,text,text,uuid)': 'a live admin session, the real_money switch',
   'cage.fail_deposit(text,text)': 'bound: reverses its own deposit, only while the game holds no credit',
   'cage.gas_deposit(uuid,text,bigint,text)': 'the player\'s token grant; their own balance to their own tank',
@@ -363,8 +423,10 @@ const REVIEWED: Record<string, string> = {
   'cage.pay_tournament_payout(text,integer,bigint)': 'bound: the payout intent\'s place, user and amount',
   'cage.payouts_to_repost(integer,integer)': 'reads',
   'cage.receipt_private_key(bytea)': 'the receipt key, encrypted with a secret outside the database',
+  'cage.reconcile_custody_hold(uuid,bigint,text,jsonb,text)': 'a live admin session; a split summing to the hold\'s pool',
   'cage.reconcile_rake(text)': 'bound: the game\'s house rows',
   'cage.refund_tournament_entry(uuid,text)': 'the player\'s token grant, while registering',
+  'cage.release_custody(bigint,bigint,text,bytea,bytea)': 'bound: the entry\'s open dispute and its canonical message, recorded once with the signature; frees the entry to its own owner, moves nothing (the arbiter\'s signature is verified by the cage process: SQL has no ed25519)',
   'cage.set_switch(uuid,text,boolean)': 'a live admin session',
   'cage.settle_position(uuid,text,bigint,bigint,text,text,text,boolean)': 'bound: the position the game froze (stack, chain head)',
   'cage.settle_tournament(text)': 'state: an ended tournament\'s places',

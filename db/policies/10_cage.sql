@@ -14,7 +14,7 @@ grant usage on schema cage to poker_cage, poker_worker, poker_admin, poker_anony
 -- run inside the business functions (as their owner) or by the operator's own login.
 grant select on cage.cage_accounts, cage.cage_entries, cage.cage_ledger, cage.receipts, cage.account_balances,
   cage.deposit_intents, cage.withdraw_intents, cage.custody_entries, cage.rake_reconciliations,
-  cage.operator_acts, cage.manual_corrections
+  cage.operator_acts, cage.manual_corrections, cage.table_escapes, cage.custody_disputes, cage.custody_releases
   to poker_cage;
 grant execute on function
   cage.audit(),
@@ -42,6 +42,16 @@ grant execute on function
   cage.seed_test_chips(uuid, text, bigint)
   to poker_cage;
 grant select on cage.gas_withdrawals, cage.play_gate_accounts, cage.gate_events, cage.deployment to poker_cage;
+-- ... and the escape and custody paths (85_custody.sql): the operator's acts take their live admin
+-- session; the release, the dispute it ends (the arbiter's signature is checked by the cage process)
+grant execute on function
+  cage.escape_table(uuid, text, text),
+  cage.custody_holdings(uuid, text[], text, uuid, bigint, integer),
+  cage.reconcile_custody_hold(uuid, bigint, text, jsonb, text),
+  cage.dispute_custody(uuid, bigint, text),
+  cage.custody_release_message(bigint, bigint),
+  cage.release_custody(bigint, bigint, text, bytea, bytea)
+  to poker_cage;
 
 -- worker: runs the periodic audit (read-only) and the cash reconcilers (deposits left pending by
 -- a cage that stopped mid-request; settled withdrawals the game has not zeroed yet)
@@ -61,7 +71,7 @@ grant execute on function cage.stale_gas_withdrawals(integer, integer), cage.ref
 -- row-level security, not a missing grant, is what shows it nothing.
 grant select on cage.cage_accounts, cage.cage_entries, cage.cage_ledger, cage.receipts, cage.account_balances,
   cage.deposit_intents, cage.withdraw_intents, cage.custody_entries, cage.rake_reconciliations,
-  cage.operator_acts, cage.manual_corrections, cage.switches
+  cage.operator_acts, cage.manual_corrections, cage.switches, cage.table_escapes, cage.custody_disputes, cage.custody_releases
   to poker_admin, poker_anonymous;
 grant execute on function cage.audit() to poker_admin;
 
@@ -101,3 +111,9 @@ create policy deployment_read on cage.deployment for select to poker_cage, poker
 grant select on cage.test_seeds to poker_cage, poker_admin, poker_anonymous;
 drop policy if exists test_seeds_read on cage.test_seeds;
 create policy test_seeds_read on cage.test_seeds for select to poker_cage, poker_admin using (true);
+drop policy if exists table_escapes_read on cage.table_escapes;
+create policy table_escapes_read on cage.table_escapes for select to poker_cage, poker_admin using (true);
+drop policy if exists custody_disputes_read on cage.custody_disputes;
+create policy custody_disputes_read on cage.custody_disputes for select to poker_cage, poker_admin using (true);
+drop policy if exists custody_releases_read on cage.custody_releases;
+create policy custody_releases_read on cage.custody_releases for select to poker_cage, poker_admin using (true);

@@ -7,8 +7,6 @@ export const PENDING_ROUTES: { method: 'get' | 'post' | 'all'; path: string; pha
   { method: 'post', path: '/settlement/settle', phase: 'settlement' },
   { method: 'post', path: '/api/operator/seat', phase: 'operator-seating' },
   { method: 'post', path: '/api/house/seat', phase: 'house-seating' },
-  { method: 'all', path: '/escape/:tableId', phase: 'escape' },
-  { method: 'all', path: '/admin/custody/{*rest}', phase: 'custody-disputes' },
 ];
 
 export function installNotYetRoutes(app: Express) {

@@ -1,6 +1,7 @@
 // Configuration: every environment variable the platform reads, validated once at boot.
 // A bad variable is a refusal to boot with one clear line per problem, never a half-configured server.
 import { isIP } from 'node:net';
+import { ed25519 } from '@noble/curves/ed25519.js';
 import { z } from 'zod';
 
 export const ROLES = ['auth', 'game', 'cage', 'chain-bank', 'admin', 'worker', 'betting'] as const;
@@ -37,6 +38,16 @@ function validTrustProxy(value: string): boolean {
   });
 }
 
+/** Whether 64 hex characters are an ed25519 public key (a point on the curve). */
+function ed25519PublicKey(hex: string): boolean {
+  try {
+    ed25519.Point.fromHex(hex.toLowerCase());
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** TRUST_PROXY as Express's `trust proxy` setting takes it. */
 function trustProxySetting(value: string | undefined): boolean | number | string[] {
   if (value === undefined || value === 'false') return false;
@@ -65,6 +76,12 @@ const schema = z.object({
   ENABLE_TEST_AUTH: exactlyTrue,
   CAGE_RECEIPT_KEY: optionalString.pipe(
     z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (an ed25519 private key)').optional(),
+  ),
+  // the custody arbiter's ed25519 public key: a disputed custody entry is released only with its
+  // detached signature over the release message (unset: releases answer 503 custody_arbiter_not_configured)
+  CAGE_CUSTODY_ARBITER_PUBKEY: optionalString.pipe(
+    z.string().regex(/^[0-9a-fA-F]{64}$/, { message: 'must be 64 hex characters (an ed25519 public key)', abort: true })
+      .refine(ed25519PublicKey, 'is not an ed25519 public key (not a point on the curve)').optional(),
   ),
   CAGE_AUDIT_CRON: z.string().min(9).default('* * * * *'),
   CAGE_RAKE_RECONCILE_CRON: z.string().min(9).default('0 * * * *'),

@@ -1,6 +1,7 @@
 // The cage role: the bank interface, journal-native (spec: "Cage"). Table creation, the cash loop
 // (deposit, withdraw, forced withdraw, bust), grants, purchases and redemptions, custody claims,
-// receipts, the betting legs (server/cage/betting.ts); the routes still to come answer 501 not_yet_cage.
+// receipts, the betting legs (server/cage/betting.ts), the escape and custody paths (escape, holds,
+// reconciliation, disputes, the arbiter's release); the routes still to come answer 501 not_yet_cage.
 import type { Express, RequestHandler } from 'express';
 import { createApp, serveRole } from '../http/app.ts';
 import { createRolePool } from '../db/pools.ts';
@@ -13,6 +14,7 @@ import { installMoneyRoutes } from '../cage/money.ts';
 import { installTournamentCageRoutes } from '../cage/tournaments.ts';
 import { installRakeRoutes } from '../cage/rake.ts';
 import { installStandUpReconcileRoute } from '../cage/stand-ups.ts';
+import { installCustodyRoutes } from '../cage/custody.ts';
 import { graceSeconds } from '../cage/seams.ts';
 import { installNotYetRoutes } from '../cage/not-yet.ts';
 import { installGasRoutes } from '../cage/gas.ts';
@@ -85,6 +87,7 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
         installCageReads(app, { ...common, game, testAuthPermitted: config.testAuthPermitted, environment: deploymentEnvironment(config) });
         installStandUpReconcileRoute(app, { ...common, game, signer, defaultGraceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS) });
         installBettingCageRoutes(app, { pool, log: roleLog, jwt, betting });
+        installCustodyRoutes(app, { ...common, arbiterPublicKey: config.CAGE_CUSTODY_ARBITER_PUBKEY });
         installNotYetRoutes(app);
       },
     });

@@ -1,3 +1,105 @@
+-- What a cash table's escrow owes (invariant 4), said once: the audit checks every table against it
+-- and an escape (85_custody.sql) reads one table's books from it, under the escrow's lock.
+--   owed_positions  the positions the escrow still owes: open (not closed) and not yet settled by
+--                   the cage (a settled one's chips left the escrow with its settlement);
+--   table_books     per cash table: their stacks, the deposits whose buy-in is posted but whose seat
+--                   is not funded yet (nor reversed), the rake taken (reconciled or not: a
+--                   reconciliation claims the house rows without moving chips), and `owed`, their
+--                   sum. An escaped table's rake left with its escape (to the house, or into the
+--                   hold with the rest of a divergent escrow), so it owes only its stacks (none,
+--                   its positions closed) and deposits still in flight.
+create or replace view cage_private.owed_positions as
+  select p.id as player_id, p.table_id, p.user_id, p.seat_index, p.status, p.chip_balance, p.history_hash, p.chain_length
+    from game.table_players p
+   where p.status <> 'closed'
+     and not exists (select from cage.withdraw_intents w where w.player_id = p.id);
+
+create or replace view cage_private.table_books as
+  select b.table_id, b.money_kind, b.live_stacks, b.in_flight, b.unreconciled_rake, b.reconciled_rake, b.escaped,
+         b.live_stacks + b.in_flight + case when b.escaped then 0 else b.unreconciled_rake + b.reconciled_rake end as owed
+    from (
+      select t.table_id, t.money_kind, t.unreconciled_rake, t.reconciled_rake,
+             (select coalesce(sum(p.chip_balance), 0) from cage_private.owed_positions p where p.table_id = t.table_id)::bigint as live_stacks,
+             (select coalesce(sum(d.amount), 0) from cage.deposit_intents d
+               where d.table_id = t.table_id and d.status = 'pending'
+                 and not exists (select from game.seat_credits c where c.credit_key = d.ref_id and c.status = 'credited'))::bigint as in_flight,
+             exists (select from cage.table_escapes e where e.table_id = t.table_id) as escaped
+        from game.tables t
+       where t.mode = 'cash' -- a tournament's money is its pool (7)
+    ) b;
+
+-- The books of escapes and custody (issue 19), one row per violation, read by the audit in its
+-- snapshot (a stable function sees the snapshot of the query that calls it):
+--   - an escaped table is frozen, and its escape is the journal entry it names, of the operator act
+--     that made it, whose custody entries are what it moved to custody;
+--   - a hold needing reconciliation has been split into nothing yet; a reconciled hold's FREE
+--     entries sum to its pool, and its reconciliation is an operator's recorded act; only a hold is
+--     split;
+--   - a DISPUTED entry has exactly one open dispute and a FREE one none; every dispute is an
+--     operator's recorded act; a dispute is released exactly when its release is recorded;
+--   - every custody entry comes from a forced withdrawal's settlement, an escape or a hold.
+create or replace function cage_private.custody_violations()
+  returns table (invariant text, subject text, detail jsonb)
+  language sql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+  select 'table_escrow', 'escape:' || x.id,
+         jsonb_build_object('table_id', x.table_id, 'status', t.status, 'to_custody', x.to_custody, 'custody_entries', coalesce(s.total, 0) / 1000000,
+                            'entry', e.id is not null, 'operator_act', a.id is not null,
+                            'problem', 'an escape is a frozen table, its journal entry, its operator act and the custody entries it wrote')
+    from cage.table_escapes x
+    join game.tables t on t.table_id = x.table_id
+    left join (select c.escape_id, sum(c.amount) as total from cage.custody_entries c where c.escape_id is not null group by c.escape_id) s
+      on s.escape_id = x.id
+    left join cage.cage_entries e on e.ref_id = x.ref_id and e.kind = 'table_escape'
+    left join cage.operator_acts a on a.ref_id = x.ref_id and a.act = 'escape'
+   where t.status <> 'frozen' or coalesce(s.total, 0) <> x.to_custody * 1000000 or e.id is null or a.id is null
+  union all
+  select 'provenance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'escape movement without its escape')
+    from cage.cage_entries e
+   where e.kind = 'table_escape' and not exists (select from cage.table_escapes x where x.ref_id = e.ref_id)
+  union all
+  select 'custody', 'hold:' || h.id,
+         jsonb_build_object('status', h.status, 'pool', h.amount, 'split', coalesce(s.total, 0), 'entries', coalesce(s.n, 0),
+                            'operator_act', exists (select from cage.operator_acts a where a.ref_id = 'custody-reconcile:' || h.id and a.act = 'custody_reconcile'),
+                            'problem', 'a reconciled hold is split into FREE entries summing to its pool, by an operator''s act; an open one into nothing')
+    from cage.custody_entries h
+    left join (select c.hold_id, sum(c.amount) as total, count(*) as n from cage.custody_entries c where c.hold_id is not null group by c.hold_id) s
+      on s.hold_id = h.id
+   where h.user_id is null
+     and case h.status
+           when 'reconciled' then coalesce(s.total, 0) <> h.amount
+                                  or not exists (select from cage.operator_acts a where a.ref_id = 'custody-reconcile:' || h.id and a.act = 'custody_reconcile')
+           else coalesce(s.n, 0) > 0
+         end
+  union all
+  select 'custody', 'custody_entry:' || c.id,
+         jsonb_build_object('status', c.status, 'hold_id', c.hold_id, 'open_disputes', d.open,
+                            'problem', case when c.hold_id is not null and not exists (select from cage.custody_entries h where h.id = c.hold_id and h.user_id is null)
+                                            then 'split from something that is not a hold'
+                                            else 'a DISPUTED entry has exactly one open dispute, any other none' end)
+    from cage.custody_entries c
+    cross join lateral (select count(*) as open from cage.custody_disputes d where d.entry_id = c.id and d.released_at is null) d
+   where (c.status = 'disputed') <> (d.open = 1) or d.open > 1
+      or (c.hold_id is not null and not exists (select from cage.custody_entries h where h.id = c.hold_id and h.user_id is null))
+  union all
+  select 'custody', 'dispute:' || d.id,
+         jsonb_build_object('entry_id', d.entry_id, 'released_at', d.released_at,
+                            'releases', (select count(*) from cage.custody_releases r where r.dispute_id = d.id),
+                            'operator_act', exists (select from cage.operator_acts a where a.ref_id = 'custody-dispute:' || d.id and a.act = 'custody_dispute'),
+                            'problem', 'a dispute is an operator''s act, released exactly when the arbiter''s release is recorded')
+    from cage.custody_disputes d
+   where (d.released_at is not null) <> exists (select from cage.custody_releases r where r.dispute_id = d.id and r.entry_id = d.entry_id)
+      or not exists (select from cage.operator_acts a where a.ref_id = 'custody-dispute:' || d.id and a.act = 'custody_dispute')
+  union all
+  select 'provenance', 'custody_entry:' || c.id,
+         jsonb_build_object('ref_id', c.ref_id, 'problem', 'custody entry without its settlement, escape or hold')
+    from cage.custody_entries c
+   where c.escape_id is null and c.hold_id is null
+     and not exists (select from cage.withdraw_intents w where w.custody_entry_id = c.id and w.ledger_ref_id = c.source_ref_id)
+$$;
+
 -- The invariants of the cage (five of balance, and provenance) (docs: ARCHITECTURE.md, "The cage"). Every violation is one row;
 -- an empty result means the books hold. One query, so one snapshot: callers run it in a
 -- REPEATABLE READ READ ONLY transaction (audit() in server/cage/ledger.ts) and it blocks no writer.
@@ -64,27 +166,18 @@ begin
     left join sums s on s.account_id = a.id
    where a.bounded and (a.balance < 0 or coalesce(s.total, 0) < 0)
   union all
-  -- 4. a table's escrow equals what the table owes: the stacks of its open positions not yet
-  --    settled by the cage, plus the deposits whose buy-in is posted but whose seat is not funded
-  --    yet (nor reversed), plus the rake taken (reconciled or not: a reconciliation claims the
-  --    house rows without moving chips). An escrow with no table must be empty.
+  -- 4. a table's escrow equals what the table owes (cage_private.table_books): the stacks of its
+  --    open positions not yet settled by the cage, plus the deposits whose buy-in is posted but
+  --    whose seat is not funded yet (nor reversed), plus the rake taken (reconciled or not) unless
+  --    an escape took it. An escrow with no table must be empty.
   select 'table_escrow', 'table:' || coalesce(a.scope, g.table_id) || ':' || coalesce(a.money_kind, g.money_kind),
          jsonb_build_object('escrow', coalesce(a.balance, 0), 'live_stacks', coalesce(g.live_stacks, 0),
-                            'in_flight_deposits', coalesce(g.in_flight, 0), 'unreconciled_rake', coalesce(g.rake, 0),
-                            'reconciled_rake', coalesce(g.reconciled, 0))
+                            'in_flight_deposits', coalesce(g.in_flight, 0), 'unreconciled_rake', coalesce(g.unreconciled_rake, 0),
+                            'reconciled_rake', coalesce(g.reconciled_rake, 0))
+           || case when g.escaped then jsonb_build_object('escaped', true) else '{}'::jsonb end
     from (select * from cage.cage_accounts where account_type = 'table_escrow') a
-    full join (
-      select t.table_id, t.money_kind, t.unreconciled_rake as rake, t.reconciled_rake as reconciled,
-             (select coalesce(sum(p.chip_balance), 0) from game.table_players p
-               where p.table_id = t.table_id and p.status <> 'closed'
-                 and not exists (select from cage.withdraw_intents w where w.player_id = p.id)) as live_stacks,
-             (select coalesce(sum(d.amount), 0) from cage.deposit_intents d
-               where d.table_id = t.table_id and d.status = 'pending'
-                 and not exists (select from game.seat_credits c where c.credit_key = d.ref_id and c.status = 'credited')) as in_flight
-        from game.tables t
-       where t.mode = 'cash' -- a tournament's money is its pool (7)
-    ) g on g.table_id = a.scope and g.money_kind = a.money_kind
-   where coalesce(a.balance, 0) <> coalesce(g.live_stacks, 0) + coalesce(g.in_flight, 0) + coalesce(g.rake, 0) + coalesce(g.reconciled, 0)
+    full join cage_private.table_books g on g.table_id = a.scope and g.money_kind = a.money_kind
+   where coalesce(a.balance, 0) <> coalesce(g.owed, 0)
   union all
   -- 4c. a table's rake terms are its house rows: the unreconciled rake is the sum of the unclaimed
   --     rows, the reconciled rake the sum of its reconciliations, each the sum of the rows it claimed
@@ -102,13 +195,18 @@ begin
    where t.unreconciled_rake <> coalesce(u.total, 0) or t.reconciled_rake <> coalesce(c.total, 0)
       or coalesce(c.total, 0) <> coalesce(k.total, 0)
   union all
-  -- 4b. the custody account holds exactly the custody entries not yet claimed (base units / 10^6)
+  -- 4b. the custody account holds exactly what custody owes (base units / 10^6): the FREE and
+  --     DISPUTED entries and the holds needing reconciliation (a reconciled hold is its FREE
+  --     entries now; a claimed entry left with its claim)
   select 'custody', 'custody:' || coalesce(a.money_kind, c.money_kind),
          jsonb_build_object('account', coalesce(a.balance, 0), 'entries', coalesce(c.chips, 0))
     from (select * from cage.cage_accounts where account_type = 'custody') a
     full join (select e.money_kind, sum(e.amount / 1000000) as chips from cage.custody_entries e
-                where e.status <> 'claimed' group by e.money_kind) c on c.money_kind = a.money_kind
+                where e.status in ('free', 'disputed', 'needs_reconciliation') group by e.money_kind) c on c.money_kind = a.money_kind
    where coalesce(a.balance, 0) <> coalesce(c.chips, 0)
+  union all
+  -- 4d. escapes, holds, disputes and releases (cage_private.custody_violations, above)
+  select * from cage_private.custody_violations()
   union all
   -- 5. replay-once: a ref_id has one entry (the unique index) and that entry's postings only
   select 'replay_once', 'ref_id:' || l.ref_id,

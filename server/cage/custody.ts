@@ -1,0 +1,215 @@
+// The cage's escape and custody paths (issue 19; the rules: db/functions/cage/85_custody.sql):
+//   POST /escape/:tableId           an operator's access JWT; `{ reason }`: empties a cash table that
+//                                   cannot go on into custody (a FREE entry per player with chips,
+//                                   or one hold when its books diverge), fences its dealer, freezes it
+//                                   for good; again: the first answer, `replay: true`
+//   GET  /admin/custody/holds       operator JWT; `?status=a,b&tableId=&userId=&limit=&before=`: the
+//                                   custody entries and holds, newest first
+//   POST /admin/custody/reconcile   operator JWT; `{ holdId, mode: 'pro_rata' | 'custom', split?, reason }`:
+//                                   a hold split into FREE entries
+//   POST /admin/custody/dispute     operator JWT; `{ entryId, reason }`: a FREE entry DISPUTED
+//   POST /admin/custody/release     x-service-key AND the arbiter's detached ed25519 signature over the
+//                                   dispute's release message; `{ entryId, disputeId, signature }`
+//   GET  /api/custody               the player's JWT: their custody entries and the holds naming them
+// Claims of FREE entries are POST /api/custody/claim (money.ts).
+import { ed25519 } from '@noble/curves/ed25519.js';
+import type { Express } from 'express';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { withRetry } from '../db/pools.ts';
+import { ApiError, zodIssues } from '../http/errors.ts';
+import { operatorSession, type JwtVerifier } from '../http/jwt.ts';
+import { chips, tableId } from '../http/schemas.ts';
+import { requireServiceKey } from '../http/service-key.ts';
+
+export interface CustodyDeps {
+  pool: pg.Pool;
+  log: Logger;
+  jwt: JwtVerifier;
+  serviceKey: string | undefined;
+  /** CAGE_CUSTODY_ARBITER_PUBKEY (hex): releases answer 503 custody_arbiter_not_configured without it. */
+  arbiterPublicKey: string | undefined;
+}
+
+/** An id of the cage's rows (an entry, a hold, a dispute): a positive integer, as a decimal string. */
+const rowId = z.union([z.string().regex(/^[1-9][0-9]{0,17}$/), z.number().int().positive().max(Number.MAX_SAFE_INTEGER)]).transform(String);
+const reason = z.string().trim().min(1).max(500);
+const STATUSES = ['free', 'claimed', 'disputed', 'needs_reconciliation', 'reconciled'] as const;
+
+const escapeBody = z.object({ reason }).strict();
+const reconcileBody = z.discriminatedUnion('mode', [
+  z.object({ holdId: rowId, mode: z.literal('pro_rata'), reason }).strict(),
+  z.object({
+    holdId: rowId, mode: z.literal('custom'), reason,
+    split: z.array(z.object({ userId: z.uuid(), amount: chips }).strict()).min(1).max(100),
+  }).strict(),
+]);
+const disputeBody = z.object({ entryId: rowId, reason }).strict();
+const releaseBody = z.object({
+  entryId: rowId, disputeId: rowId, signature: z.string().regex(/^[0-9a-fA-F]{128}$/, 'the detached ed25519 signature: 64 bytes as hex'),
+}).strict();
+const page = {
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  before: z.string().regex(/^[1-9][0-9]{0,17}$/).optional(),
+};
+const holdsQuery = z.object({
+  ...page,
+  status: z.string().transform((s) => s.split(',')).pipe(z.array(z.enum(STATUSES)).min(1).max(STATUSES.length)).optional(),
+  tableId: tableId.optional(),
+  userId: z.uuid().optional(),
+}).strict();
+const playerQuery = z.object(page).strict();
+
+function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
+  const parsed = schema.safeParse(value ?? {});
+  if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+  return parsed.data;
+}
+
+/** The cursor of the next page: the last id when the page is full. */
+const nextBefore = (ids: bigint[], limit: number) => (ids.length === limit ? ids[ids.length - 1]!.toString() : null);
+
+export function installCustodyRoutes(app: Express, deps: CustodyDeps) {
+  installEscapeRoute(app, deps);
+  installOperatorCustodyRoutes(app, deps);
+  installReleaseRoute(app, deps);
+  installPlayerCustodyRoute(app, deps);
+}
+
+/** POST /escape/:tableId: one SQL call (cage.escape_table) does it all in one transaction. */
+function installEscapeRoute(app: Express, deps: CustodyDeps) {
+  app.post('/escape/:tableId', deps.jwt.requireAdmin, async (req, res) => {
+    const table = parse(tableId, req.params.tableId);
+    const b = parse(escapeBody, req.body);
+    // retried only on a deadlock or serialization failure: the whole escape rolled back, or replays
+    const { rows } = await withRetry(() => deps.pool.query<{ answer: Record<string, unknown>; replayed: boolean }>(
+      'select answer, replayed from cage.escape_table($1, $2, $3)', [operatorSession(res), table, b.reason],
+    ));
+    const { answer, replayed } = rows[0]!;
+    if (!replayed) {
+      deps.log.warn({
+        adminId: res.locals.claims.sub, tableId: table, outcome: answer.outcome, escrow: answer.escrow, fence: answer.fence,
+      }, 'table escaped by an operator');
+    }
+    res.json({ ok: true, ...answer, ...(replayed ? { replay: true } : {}) });
+  });
+}
+
+/** The operators' list, reconciliation and dispute: an operator's access JWT, a live session (SQL). */
+function installOperatorCustodyRoutes(app: Express, deps: CustodyDeps) {
+  const { pool, log } = deps;
+  const operator = deps.jwt.requireAdmin;
+
+  app.get('/admin/custody/holds', operator, async (req, res) => {
+    const q = parse(holdsQuery, req.query);
+    const { rows } = await pool.query<{ entry_id: bigint; item: Record<string, unknown> }>(
+      'select entry_id, item from cage.custody_holdings($1, $2, $3, $4, $5, $6) order by entry_id desc',
+      [operatorSession(res), q.status ?? null, q.tableId ?? null, q.userId ?? null, q.before ?? null, q.limit],
+    );
+    res.json({ holds: rows.map((r) => r.item), next: nextBefore(rows.map((r) => r.entry_id), q.limit) });
+  });
+
+  app.post('/admin/custody/reconcile', operator, async (req, res) => {
+    const b = parse(reconcileBody, req.body);
+    // the split's amounts go to SQL as JSON numbers, written from the bigints (never through a float)
+    const split = b.mode === 'custom'
+      ? `[${b.split.map((s) => `{"userId":${JSON.stringify(s.userId)},"amount":${s.amount.toString()}}`).join(',')}]`
+      : null;
+    const { rows } = await withRetry(() => pool.query<{ answer: Record<string, unknown>; replayed: boolean }>(
+      'select answer, replayed from cage.reconcile_custody_hold($1, $2, $3, $4::jsonb, $5)',
+      [operatorSession(res), b.holdId, b.mode, split, b.reason],
+    ));
+    const { answer, replayed } = rows[0]!;
+    if (!replayed) log.warn({ adminId: res.locals.claims.sub, holdId: b.holdId, mode: b.mode }, 'custody hold reconciled by an operator');
+    res.json({ ok: true, ...answer, ...(replayed ? { replay: true } : {}) });
+  });
+
+  app.post('/admin/custody/dispute', operator, async (req, res) => {
+    const b = parse(disputeBody, req.body);
+    const { rows } = await pool.query<{ answer: Record<string, unknown>; replayed: boolean }>(
+      'select answer, replayed from cage.dispute_custody($1, $2, $3)', [operatorSession(res), b.entryId, b.reason],
+    );
+    const { answer, replayed } = rows[0]!;
+    if (!replayed) log.warn({ adminId: res.locals.claims.sub, entryId: b.entryId, disputeId: answer.disputeId }, 'custody entry disputed by an operator');
+    res.json({ ok: true, ...answer, ...(replayed ? { replay: true } : {}) });
+  });
+}
+
+/** Verifies a detached ed25519 signature (RFC 8032, strict encoding); false for anything malformed. */
+function signedBy(publicKey: Uint8Array, message: string, signature: Uint8Array): boolean {
+  try {
+    return ed25519.verify(signature, new TextEncoder().encode(message), publicKey, { zip215: false });
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * POST /admin/custody/release: the service key (constant time), then the arbiter's key configured,
+ * then the signature over the canonical message SQL derives from the open dispute; SQL then binds
+ * the release to that dispute and records it once.
+ */
+function installReleaseRoute(app: Express, deps: CustodyDeps) {
+  const arbiter = deps.arbiterPublicKey ? Buffer.from(deps.arbiterPublicKey, 'hex') : undefined;
+  app.post('/admin/custody/release', requireServiceKey(deps.serviceKey), async (req, res) => {
+    if (!arbiter) throw new ApiError(503, 'custody_arbiter_not_configured');
+    const b = parse(releaseBody, req.body);
+    const { rows: [m] } = await deps.pool.query<{ message: string }>(
+      'select cage.custody_release_message($1, $2) as message', [b.entryId, b.disputeId],
+    );
+    const signature = Buffer.from(b.signature, 'hex');
+    if (!signedBy(arbiter, m!.message, signature)) throw new ApiError(401, 'invalid_arbiter_signature');
+    const { rows } = await deps.pool.query<{ answer: Record<string, unknown> }>(
+      'select answer from cage.release_custody($1, $2, $3, $4, $5)', [b.entryId, b.disputeId, m!.message, signature, arbiter],
+    );
+    const answer = rows[0]!.answer;
+    deps.log.warn({ entryId: b.entryId, disputeId: b.disputeId, userId: answer.userId }, 'custody entry released by the arbiter');
+    res.json({ ok: true, ...answer });
+  });
+}
+
+interface OwnEntry {
+  id: bigint; table_id: string | null; money_kind: string; amount: bigint; status: string; player_id: bigint | null;
+  escape_id: bigint | null; hold_id: bigint | null; created_at: Date; claimed_at: Date | null; claim_ref_id: string | null;
+}
+
+const entryJson = (r: OwnEntry) => ({
+  entryId: r.id.toString(), tableId: r.table_id, moneyKind: r.money_kind, amount: Number(r.amount / 1_000_000n), baseUnits: r.amount.toString(),
+  status: r.status, claimable: r.status === 'free',
+  source: r.hold_id !== null ? 'reconciliation' : r.escape_id !== null ? 'escape' : 'forced_withdrawal',
+  positionId: r.player_id?.toString() ?? null, createdAt: r.created_at, claimedAt: r.claimed_at, txHash: r.claim_ref_id,
+});
+
+/** GET /api/custody: what custody holds for the caller (the JWT's user), and the holds that name them. */
+function installPlayerCustodyRoute(app: Express, deps: CustodyDeps) {
+  app.get('/api/custody', deps.jwt.require, async (req, res) => {
+    const q = parse(playerQuery, req.query);
+    const userId: string = res.locals.claims.sub;
+    const [entries, holds] = await Promise.all([
+      deps.pool.query<OwnEntry>(
+        `select c.id, c.table_id, c.money_kind::text as money_kind, c.amount, c.status, c.escape_id, c.hold_id, c.created_at, c.claimed_at, c.claim_ref_id,
+                coalesce(c.player_id, (select w.player_id from cage.withdraw_intents w where w.custody_entry_id = c.id)) as player_id
+           from cage.custody_entries c where c.user_id = $1 and ($2::bigint is null or c.id < $2) order by c.id desc limit $3`,
+        [userId, q.before ?? null, q.limit],
+      ),
+      // a hold is no one's until it is split: shown with what the caller's line of its ledger says
+      deps.pool.query<{ id: bigint; table_id: string; money_kind: string; amount: bigint; created_at: Date; line: Record<string, unknown> }>(
+        `select h.id, h.table_id, h.money_kind::text as money_kind, h.amount, h.created_at, e as line
+           from cage.custody_entries h cross join lateral jsonb_array_elements(h.ledger) e
+          where h.user_id is null and h.status = 'needs_reconciliation' and e ->> 'userId' = $1
+          order by h.id desc`,
+        [userId],
+      ),
+    ]);
+    res.json({
+      entries: entries.rows.map(entryJson),
+      next: nextBefore(entries.rows.map((r) => r.id), q.limit),
+      holds: holds.rows.map((h) => ({
+        holdId: h.id.toString(), tableId: h.table_id, moneyKind: h.money_kind, status: 'needs_reconciliation',
+        pool: Number(h.amount / 1_000_000n), positionId: h.line.positionId, stack: h.line.stack, chainStack: h.line.chainStack,
+        weight: h.line.weight, createdAt: h.created_at,
+      })),
+    });
+  });
+}
