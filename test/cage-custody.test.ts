@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { ConfigError, loadConfig } from '../server/config/index.ts';
 import { audit } from '../server/cage/ledger.ts';
+import { unverifiedReleases } from '../server/cage/custody.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { expectCleanAudit } from './helpers/cage.ts';
 import { call, startMoneyPlatform } from './helpers/money.ts';
@@ -289,6 +290,10 @@ describe('the arbiter\'s release (POST /admin/custody/release)', () => {
 
     expect((await claim(player, entryId)).body).toMatchObject({ ok: true, amount: 90 });
     expect(await m.balance(player.auth)).toBe(100 + 90);
+    // the worker's audit job finds every recorded release signed by the arbiter's key, and no other key
+    expect(await unverifiedReleases(db.pool('poker_worker', 1), arbiter.publicKey)).toEqual([]);
+    expect((await unverifiedReleases(db.pool('poker_worker', 1), signer().publicKey)).length).toBeGreaterThan(0);
+    expect((await unverifiedReleases(db.pool('poker_worker', 1), undefined)).length).toBeGreaterThan(0);
   });
 
   test('with no arbiter key configured: 503 custody_arbiter_not_configured (after the service key); a bad key refuses to boot', async () => {

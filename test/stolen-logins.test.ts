@@ -6,7 +6,9 @@
 // first cases are the attacks found from outside; the catalog checks close the classes they came
 // from (a temporary schema that shadows, a direct table write).
 import { randomBytes, randomUUID } from 'node:crypto';
+import { ed25519 } from '@noble/curves/ed25519.js';
 import pg from 'pg';
+import { unverifiedReleases } from '../server/cage/custody.ts';
 import { derivePasswordKey, hashPassword } from '../server/auth/passwords.ts';
 import { loginUrl } from '../server/db/roles.ts';
 import { resolveSngSettings } from '../server/tournaments/settings.ts';
@@ -297,6 +299,11 @@ describe('the attacks found from outside', () => {
     expect(await outcome(as('poker_cage').query('select * from cage.claim_custody($1, $2)', [await playerGrant(db.owner, world.attacker), entryId])))
       .toBe('CGCNF custody_entry_not_found');
     expect(await violations()).toEqual([]);
+    // ... and the worker's audit job, which checks every release against the arbiter's key, names it
+    const arbiterKey = Buffer.from(ed25519.getPublicKey(ed25519.utils.randomSecretKey())).toString('hex');
+    const { rows: [forged] } = await db.owner.query('select id from cage.custody_releases where dispute_id = $1', [dispute.disputeId]);
+    const named = await unverifiedReleases(db.pool('poker_worker', 1), arbiterKey);
+    expect(named).toContainEqual(expect.objectContaining({ invariant: 'custody_release', subject: `release:${forged.id}` }));
   });
 
   test('no login makes a temporary table (so none shadows pg_locks for game.take_lease)', async () => {

@@ -116,4 +116,7 @@ create policy table_escapes_read on cage.table_escapes for select to poker_cage,
 drop policy if exists custody_disputes_read on cage.custody_disputes;
 create policy custody_disputes_read on cage.custody_disputes for select to poker_cage, poker_admin using (true);
 drop policy if exists custody_releases_read on cage.custody_releases;
-create policy custody_releases_read on cage.custody_releases for select to poker_cage, poker_admin using (true);
+create policy custody_releases_read on cage.custody_releases for select to poker_cage, poker_worker, poker_admin using (true);
+-- the worker's audit job checks every recorded release against the arbiter's key (SQL cannot verify
+-- ed25519: a stolen cage login could record a release with any bytes; the job names it)
+grant select on cage.custody_releases to poker_worker;

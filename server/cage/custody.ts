@@ -137,12 +137,29 @@ function installOperatorCustodyRoutes(app: Express, deps: CustodyDeps) {
 }
 
 /** Verifies a detached ed25519 signature (RFC 8032, strict encoding); false for anything malformed. */
-function signedBy(publicKey: Uint8Array, message: string, signature: Uint8Array): boolean {
+export function signedBy(publicKey: Uint8Array, message: string, signature: Uint8Array): boolean {
   try {
     return ed25519.verify(signature, new TextEncoder().encode(message), publicKey, { zip215: false });
   } catch {
     return false;
   }
+}
+
+/**
+ * The recorded releases whose signature does not verify against the arbiter's key (`arbiterHex`;
+ * none configured: every release is unverifiable). SQL binds a release to its dispute and its
+ * canonical message but cannot check ed25519, so a stolen cage login could record one with any
+ * bytes: the worker's audit job (tasks/cage_audit.ts) runs this beside cage.audit() and names it.
+ */
+export async function unverifiedReleases(db: Pick<pg.Pool, 'query'>, arbiterHex: string | undefined) {
+  const { rows } = await db.query<{ id: bigint; entry_id: bigint; dispute_id: bigint; message: string; signature: Buffer }>(
+    'select id, entry_id, dispute_id, message, signature from cage.custody_releases order by id',
+  );
+  const arbiter = arbiterHex ? Buffer.from(arbiterHex, 'hex') : undefined;
+  return rows.filter((r) => !arbiter || !signedBy(arbiter, r.message, r.signature)).map((r) => ({
+    invariant: 'custody_release', subject: `release:${r.id}`,
+    detail: { entryId: r.entry_id.toString(), disputeId: r.dispute_id.toString(), problem: arbiter ? 'signature not by the arbiter\'s key' : 'no arbiter key to verify it' },
+  }));
 }
 
 /**
