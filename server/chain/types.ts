@@ -1,0 +1,81 @@
+// The chain bank's view of the EVM (issue 20): what server/chain/ offers the chain-bank role. The
+// contracts are in contracts/ (a 6-decimal ERC-20 with ERC-2612 permit, the chip token; and the
+// table vault, keyed by keccak256(tableId)); chips x 10^6 = base units, converted only here.
+import type { Address, Hex } from 'viem';
+
+/** 1 chip = 10^6 token base units (the token has 6 decimals). */
+export const BASE_UNITS_PER_CHIP = 1_000_000n;
+
+/** An ERC-2612 permit's signature parts, as the deposit body carries them. */
+export interface PermitParts {
+  v: number;
+  r: Hex;
+  s: Hex;
+  /** unix seconds */
+  deadline: bigint;
+}
+
+/** Where the contracts live: one active deployment per chain. */
+export interface Deployment {
+  chainId: number;
+  token: Address;
+  vault: Address;
+}
+
+/** The outcome of a transaction the bank sent, read from its receipt (the chain is the authority). */
+export type TxOutcome =
+  | { status: 'confirmed'; txHash: Hex; blockNumber: bigint }
+  | { status: 'reverted'; txHash: Hex; reason: string }
+  | { status: 'pending'; txHash: Hex };
+
+/** A vault event as the chain logged it (the reconcilers read these, never a request body). */
+export interface VaultDeposit {
+  txHash: Hex;
+  tableKey: Hex;
+  owner: Address;
+  /** base units */
+  amount: bigint;
+  blockNumber: bigint;
+}
+
+export interface ChainBankChain {
+  readonly deployment: Deployment;
+  /** The permit's signer as the token's EIP-712 domain recovers it (null when it recovers nothing). */
+  recoverPermitSigner(args: { owner: Address; chips: bigint; permit: PermitParts }): Promise<Address | null>;
+  /**
+   * Sends the vault's registerAndDeposit(keccak256(tableId), owner, base units, permit): the token
+   * permit then the transfer into the vault. Resolves with the hash once the node accepted the
+   * transaction; a revert at simulation rejects with a ChainRevert carrying the reason.
+   */
+  submitDeposit(args: { tableId: string; owner: Address; chips: bigint; permit: PermitParts }): Promise<Hex>;
+  /** The vault's operator withdrawal from the table's balance to `to` (a stand-up, a forced withdraw). */
+  submitWithdraw(args: { tableId: string; to: Address; chips: bigint }): Promise<Hex>;
+  /** The vault's payout from a tournament table's balance to `to`. */
+  submitPayout(args: { tableId: string; to: Address; chips: bigint }): Promise<Hex>;
+  /** Waits for the receipt up to `timeoutMs`: confirmed, reverted (with the reason), or still pending. */
+  waitForOutcome(txHash: Hex, timeoutMs: number): Promise<TxOutcome>;
+  /** The vault's Deposited event of a transaction, read from its receipt's logs (null when it has none). */
+  depositOf(txHash: Hex): Promise<VaultDeposit | null>;
+  /** Token balance of an address, in base units. */
+  balanceOf(address: Address): Promise<bigint>;
+  /** The vault's recorded balance of a table, in base units. */
+  tableBalance(tableId: string): Promise<bigint>;
+}
+
+/** A transaction the chain refused (at simulation or in its receipt), with the revert reason. */
+export class ChainRevert extends Error {
+  readonly reason: string;
+  constructor(reason: string) {
+    super(`reverted: ${reason}`);
+    this.name = 'ChainRevert';
+    this.reason = reason;
+  }
+}
+
+/** The chain cannot be reached (refused connection, timeout): the caller cannot know what happened. */
+export class ChainUnavailable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ChainUnavailable';
+  }
+}
