@@ -9,8 +9,8 @@ import { codeOfSentence, REFUSALS, toErrorBody } from '../server/http/errors.ts'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 const DB = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../db');
-const DOMAIN_OF: Record<string, string> = { cage_private: 'cage', game_private: 'game', claims_private: 'claims', auth_private: 'auth', betting_private: 'betting' };
-const CLASS_OF: Record<string, string> = { cage: 'CG', game: 'GM', claims: 'CL', auth: 'AU', betting: 'BT' };
+const DOMAIN_OF: Record<string, string> = { cage_private: 'cage', game_private: 'game', claims_private: 'claims', auth_private: 'auth', betting_private: 'betting', bank_private: 'bank' };
+const CLASS_OF: Record<string, string> = { cage: 'CG', game: 'GM', claims: 'CL', auth: 'AU', betting: 'BT', bank: 'BK' };
 
 async function sqlFiles(dir: string): Promise<{ file: string; text: string }[]> {
   const entries = await readdir(dir, { withFileTypes: true, recursive: true });
@@ -51,7 +51,7 @@ async function raisedInDb() {
       const codes = arg.startsWith('v_') ? dynamic[domain]?.[arg] ?? [`<unknown variable ${arg}>`] : outcomes(arg);
       for (const code of codes) refusals.push({ domain, code, where: file });
     }
-    for (const m of text.matchAll(/errcode\s*=\s*'((?:CG|GM|CL|AU|BT)[A-Z0-9]{3})'/g)) states.push({ state: m[1]!, where: file });
+    for (const m of text.matchAll(/errcode\s*=\s*'((?:CG|GM|CL|AU|BT|BK)[A-Z0-9]{3})'/g)) states.push({ state: m[1]!, where: file });
   }
   return { refusals, states };
 }

@@ -16,9 +16,9 @@ import { fixtureOperatorSession, fund, userAccount } from './helpers/cage.ts';
 import { createTestDatabase, playerGrant, type TestDatabase } from './helpers/db.ts';
 import { authUser, createTable, creditSeat, openDeposit, solanaAddress } from './helpers/game.ts';
 
-const LOGINS = ['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_betting', 'poker_graphql'] as const;
+const LOGINS = ['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_betting', 'poker_bank', 'poker_graphql'] as const;
 type Login = (typeof LOGINS)[number];
-const SCHEMAS = ['cage', 'cage_private', 'auth', 'auth_private', 'game', 'game_private', 'claims', 'claims_private', 'betting', 'betting_private', 'poker_refusals'];
+const SCHEMAS = ['cage', 'cage_private', 'auth', 'auth_private', 'game', 'game_private', 'claims', 'claims_private', 'betting', 'betting_private', 'bank', 'bank_private', 'poker_refusals'];
 
 let db: TestDatabase;
 const clients = new Map<Login, pg.Client>();
@@ -392,6 +392,22 @@ const REVIEWED: Record<string, string> = {
   'auth.set_primary_wallet(uuid,text)': 'identity root',
   'auth.signing_keys(integer)': 'public keys, and private keys encrypted with a secret outside the database',
   'auth.unlink_wallet(uuid,text)': 'identity root',
+  // bank: the chain bank (issue 20). A confirmation is the chain's: the bank process reads it from
+  // the receipt, and the worker checks every one against the chain under its own login
+  'bank.activate_deployment(bigint,text,text)': 'configuration: the contracts the bank talks to (a chain of its choosing)',
+  'bank.create_table(text,text,jsonb,uuid,integer,integer,text,text)': 'the creator\'s token grant (as game.create_table)',
+  'bank.open_deposit(uuid,text,text,integer,bigint,text,bigint)': 'the player\'s token grant; the signer one of their linked wallets',
+  'bank.submit_deposit(text,text)': 'bookkeeping of its own intent; moves nothing',
+  'bank.confirm_deposit(text,text,bigint,text,numeric)': 'the chain\'s receipt (the Deposited event), verified again by the worker',
+  'bank.fail_deposit(text,text)': 'bookkeeping; a failed deposit funds nothing',
+  'bank.mark_credited(text)': 'bound: the game\'s seat credit of this key',
+  'bank.uncredited_deposits(integer,integer)': 'reads',
+  'bank.unresolved_deposits(integer,integer)': 'reads',
+  'bank.open_withdrawal(uuid,text,bigint,bigint,text,text,text,boolean,text)': 'bound: the position the game froze (stack, chain head); a linked wallet or the last permit signer',
+  'bank.advance_withdrawal(text,text,text,bigint,text,numeric,text)': 'the chain\'s receipt (the Withdrawn event), verified again by the worker',
+  'bank.retry_withdrawal(text)': 'bookkeeping: a failed payment tried again to its own destination',
+  'bank.mark_withdrawal_settled(text)': 'bound: the game closed the position under this key',
+  'bank.unsettled_withdrawals(integer,integer)': 'reads',
   // betting (issue 19): the betting service's login
   'betting.claim_quote(uuid,text)': 'the player\'s token grant; reads the payout its market recorded (moves nothing)',
   'betting.record_bet(text)': 'bound: the cage\'s pending stake of this ref (user, market, runner and amount read from it)',

@@ -1,5 +1,5 @@
 -- Database roles, one per service role (cluster-wide, so created only when missing). The service
--- roles poker_cage, poker_auth, poker_game, poker_worker and poker_betting are each a service's own LOGIN; the
+-- roles poker_cage, poker_auth, poker_game, poker_worker, poker_betting and poker_bank are each a service's own LOGIN; the
 -- admin GraphQL logs in as poker_graphql, which holds no grant of its own and may only switch
 -- (SET ROLE, per request) to poker_anonymous or poker_admin. They are created NOLOGIN here; the
 -- migrator makes the logins LOGIN with their passwords (server/db/roles.ts), and the owner login
@@ -8,7 +8,7 @@ do $$
 declare
   r text;
 begin
-  foreach r in array array['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_betting', 'poker_admin', 'poker_anonymous', 'poker_graphql'] loop
+  foreach r in array array['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_betting', 'poker_bank', 'poker_admin', 'poker_anonymous', 'poker_graphql'] loop
     if not exists (select from pg_roles where rolname = r) then
       execute format('create role %I nologin noinherit', r);
     end if;

@@ -41,7 +41,7 @@ grant select on game.tables, game.table_players, game.position_links, game.seat_
 grant select on game.game_processes, game.table_leases to poker_admin, poker_anonymous;
 
 drop policy if exists tables_read on game.tables;
-create policy tables_read on game.tables for select to poker_game, poker_cage, poker_admin using (true);
+create policy tables_read on game.tables for select to poker_game, poker_cage, poker_bank, poker_admin using (true);
 drop policy if exists table_players_read on game.table_players;
 create policy table_players_read on game.table_players for select to poker_game, poker_admin using (true);
 drop policy if exists position_links_read on game.position_links;

@@ -1,5 +1,5 @@
 // The database logins of the service roles. Each service connects as its own LOGIN role with only
-// its grants (db/policies/): poker_cage, poker_auth, poker_game, poker_worker, poker_betting; the admin GraphQL as
+// its grants (db/policies/): poker_cage, poker_auth, poker_game, poker_worker, poker_betting, poker_bank; the admin GraphQL as
 // poker_graphql, which may only switch between poker_anonymous and poker_admin. The owner login (the
 // URL given to the platform) is used by the migrator alone.
 //
@@ -11,10 +11,10 @@
 import { createHash, createHmac, pbkdf2Sync } from 'node:crypto';
 import pg from 'pg';
 
-export type DbRole = 'poker_cage' | 'poker_auth' | 'poker_game' | 'poker_worker' | 'poker_betting' | 'poker_admin' | 'poker_anonymous';
+export type DbRole = 'poker_cage' | 'poker_auth' | 'poker_game' | 'poker_worker' | 'poker_betting' | 'poker_bank' | 'poker_admin' | 'poker_anonymous';
 
 /** The LOGIN roles the services connect as. */
-export const SERVICE_LOGINS = ['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_betting', 'poker_graphql'] as const;
+export const SERVICE_LOGINS = ['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_betting', 'poker_bank', 'poker_graphql'] as const;
 export type ServiceLogin = (typeof SERVICE_LOGINS)[number];
 
 /** The secret of development and test clusters when DB_ROLE_SECRET is unset (never in production). */

@@ -44,7 +44,7 @@ export const REFUSALS: ReadonlyMap<string, { domain: string; code: string; statu
  * Whether an error is the refusal `code` of `domain`, as db/refusals.json declares it: code paths
  * name a refusal by its code, never by its SQLSTATE.
  */
-export function refusedWith(err: unknown, domain: 'auth' | 'cage' | 'claims' | 'game' | 'betting', code: string): boolean {
+export function refusedWith(err: unknown, domain: 'auth' | 'cage' | 'claims' | 'game' | 'betting' | 'bank', code: string): boolean {
   const state = (err as { code?: unknown } | null)?.code;
   const refusal = typeof state === 'string' ? REFUSALS.get(state) : undefined;
   return refusal?.domain === domain && refusal.code === code;

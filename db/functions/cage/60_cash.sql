@@ -14,6 +14,10 @@ begin
   if v_table.table_id is null then
     perform cage_private.refuse('table_not_found', format('table %s', p_table_id));
   end if;
+  -- a chain-bank table's money is in its vault: the cage neither funds nor settles it
+  if v_table.bank <> 'cage' then
+    perform cage_private.refuse('not_a_cage_table', format('table %s keeps its money on chain', p_table_id));
+  end if;
   if p_refuse_frozen and v_table.status = 'frozen' then
     perform cage_private.refuse('table_frozen');
   end if;

@@ -86,7 +86,16 @@ begin
   -- deposit (its buy-in already posted into this table's escrow) is still pending for this user,
   -- table, seat and amount. Whatever the game role's database role or the service key sends,
   -- chips reach a seat only from a buy-in.
-  if not exists (select from cage.deposit_intents d
+  -- On a chain-bank table the deposit is the chain bank's, confirmed on chain (its receipt's
+  -- Deposited event) and not credited yet.
+  if v_table.bank = 'chain' then
+    if not exists (select from bank.deposit_intents d
+                    where d.idempotency_key = p_key and d.status = 'confirmed' and d.credited_at is null and d.mode = 'cash'
+                      and d.user_id = p_user_id and d.table_id = p_table_id and d.seat_index = p_seat_index and d.amount = p_amount) then
+      perform game_private.refuse('credit_not_backed',
+        format('no confirmed chain deposit %s for this user, table, seat and amount', p_key));
+    end if;
+  elsif not exists (select from cage.deposit_intents d
                   where d.ref_id = p_key and d.status = 'pending' and d.user_id = p_user_id
                     and d.table_id = p_table_id and d.seat_index = p_seat_index and d.amount = p_amount) then
     perform game_private.refuse('credit_not_backed',
@@ -262,6 +271,7 @@ create or replace function game.settle_seat(p_player_id bigint, p_ledger_ref_id 
   set search_path = pg_catalog, pg_temp
 as $$
 declare
+  v_table game.tables;
   v_player game.table_players;
   v_stack bigint;
 begin
@@ -272,7 +282,7 @@ begin
   if v_player.id is null then
     perform game_private.refuse('not_at_table');
   end if;
-  perform game_private.require_cash_table(game_private.lock_table(v_player.table_id), 'settle_seat');
+  v_table := game_private.require_cash_table(game_private.lock_table(v_player.table_id), 'settle_seat');
   select * into v_player from game.table_players p where p.id = p_player_id for update;
   if v_player.status = 'closed' then
     if v_player.closing_ref_id is distinct from p_ledger_ref_id then
@@ -287,9 +297,14 @@ begin
   -- The seat closes only on the cage's terminal entry for this position: the settlement the cage
   -- wrote for this player, with this ledger ref and kind, for the stack and chain head the seat
   -- froze when it stood up. Any other ref would close the seat with its chips left in escrow.
-  if not exists (select from cage.withdraw_intents w
+  -- (on a chain-bank table, the chain bank's: paid on chain (confirmed), or a bust; its key is the ledger ref)
+  if (v_table.bank = 'chain' and not exists (select from bank.withdraw_intents w
+                            where w.player_id = p_player_id and w.idempotency_key = p_ledger_ref_id and w.status = 'confirmed'
+                              and w.settlement = p_settlement and w.amount = v_player.chip_balance
+                              and w.history_hash = v_player.history_hash))
+     or (v_table.bank = 'cage' and not exists (select from cage.withdraw_intents w
                   where w.player_id = p_player_id and w.ledger_ref_id = p_ledger_ref_id and w.settlement = p_settlement
-                    and w.amount = v_player.chip_balance and w.history_hash = v_player.history_hash) then
+                    and w.amount = v_player.chip_balance and w.history_hash = v_player.history_hash)) then
     perform game_private.refuse('settlement_not_found',
       format('the cage has no %s settlement %s of position %s', p_settlement, p_ledger_ref_id, p_player_id));
   end if;

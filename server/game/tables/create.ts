@@ -103,6 +103,8 @@ export function installTableRoutes(
     pool: pg.Pool; log: Logger; requireJwt: RequestHandler; testAuthPermitted: boolean;
     /** At most `tables` creations per user per `windowSeconds` (counted in SQL: 429 table_limit_reached). */
     creationLimit: { tables: number; windowSeconds: number };
+    /** Whose table it is: the cage's (default), or the chain bank's (real money, chips on chain). */
+    bank?: 'cage' | 'chain';
   },
 ) {
   const { pool, log } = deps;
@@ -142,17 +144,24 @@ export function installTableRoutes(
         span.setAttribute('result', 'validation_failed');
         throw new ApiError(400, 'validation_failed', issues);
       }
-      const { tableId, gameType, moneyKind } = parsedEnvelope.data;
+      const { tableId, gameType } = parsedEnvelope.data;
+      // the chain bank's chips are tokens on chain: its tables are real money
+      const moneyKind = deps.bank === 'chain' ? 'real' : parsedEnvelope.data.moneyKind;
       const mode = settings.mode === 'sng' ? 'sng' : 'cash';
       span.setAttribute('settings.max_players', Number(mode === 'sng' ? settings.seats : settings.maxPlayers));
       if (moneyKind === 'real' && !(await realMoneyOn(pool))) {
         span.setAttribute('result', 'real_money_disabled');
         throw new ApiError(403, 'real_money_disabled');
       }
-      const { rows } = await pool.query('select table_id, status from game.create_table($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
-        tableId, gameType, JSON.stringify(settings), moneyKind, playerSession(res), deps.creationLimit.tables, deps.creationLimit.windowSeconds,
-        mode, settings.kind ?? 'open',
-      ]).catch((err: { code?: string }) => {
+      const { rows } = await (deps.bank === 'chain'
+        ? pool.query('select table_id, status from bank.create_table($1, $2, $3, $4, $5, $6, $7, $8)', [
+          tableId, gameType, JSON.stringify(settings), playerSession(res), deps.creationLimit.tables, deps.creationLimit.windowSeconds,
+          mode, settings.kind ?? 'open',
+        ])
+        : pool.query('select table_id, status from game.create_table($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
+          tableId, gameType, JSON.stringify(settings), moneyKind, playerSession(res), deps.creationLimit.tables, deps.creationLimit.windowSeconds,
+          mode, settings.kind ?? 'open',
+        ])).catch((err: { code?: string }) => {
         if (refusedWith(err, 'game', 'table_limit_reached')) span.setAttribute('result', 'table_limit_reached');
         throw err;
       });

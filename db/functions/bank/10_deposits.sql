@@ -1,0 +1,251 @@
+-- The chain bank's deposits (spec: "Deposit (bank)"; server/bank/deposit.ts makes the calls):
+--   open      bank.open_deposit: the player of the token grant, a chain table, the permit's
+--             signer one of their linked EVM wallets; replay-once on the permit's key;
+--   submit    bank.submit_deposit: the transaction the node accepted;
+--   confirm   bank.confirm_deposit: its receipt, with the vault's Deposited event of this table,
+--             wallet and amount (checked against the chain by the worker: bank.verify_deposit);
+--   fail      bank.fail_deposit: the chain refused it (the revert reason);
+--   credited  bank.mark_credited: the game funded the seat (game.seat_credits holds this key).
+
+-- The active deployment, or no_active_deployment.
+create or replace function bank_private.active_deployment() returns bank.deployments
+  language plpgsql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_row bank.deployments;
+begin
+  select * into v_row from bank.deployments d where d.active;
+  if v_row.id is null then
+    perform bank_private.refuse('no_active_deployment', 'the chain bank has no contracts to talk to');
+  end if;
+  return v_row;
+end;
+$$;
+
+-- The deployment the bank process talks to from now on (a local anvil deploys anew at every start;
+-- a configured chain names its contracts). Intents of an older deployment keep theirs.
+create or replace function bank.activate_deployment(p_chain_id bigint, p_token text, p_vault text)
+  returns bank.deployments
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_row bank.deployments;
+begin
+  if p_chain_id is null or p_chain_id <= 0 or p_token !~ '^0x[0-9a-fA-F]{40}$' or p_vault !~ '^0x[0-9a-fA-F]{40}$' then
+    perform bank_private.refuse('invalid_deployment', 'a chain id and two contract addresses');
+  end if;
+  select * into v_row from bank.deployments d
+   where d.active and d.chain_id = p_chain_id and lower(d.token) = lower(p_token) and lower(d.vault) = lower(p_vault);
+  if v_row.id is not null then
+    return v_row;
+  end if;
+  update bank.deployments d set active = false where d.active;
+  insert into bank.deployments (chain_id, token, vault) values (p_chain_id, p_token, p_vault) returning * into v_row;
+  return v_row;
+end;
+$$;
+
+-- A deposit opened for the player of the token grant p_sid. The key is the hash of the permit
+-- ({ wallet, amount, deadline, v, r, s }): the same key again answers the deposit as it stands
+-- (replayed), for another table, seat or amount idempotency_key_reused. Refused: a table of the
+-- cage (not_a_chain_table), a frozen one (table_frozen), a wallet not linked to the player
+-- (wallet_not_linked), a tournament entry of another amount than its entry fee.
+create or replace function bank.open_deposit(
+  p_sid uuid, p_key text, p_table_id text, p_seat_index integer, p_amount bigint, p_wallet text, p_deadline bigint
+) returns table (idempotency_key text, status text, tx_hash text, error text, user_id uuid, table_id text, seat_index integer,
+                 amount bigint, wallet text, mode text, credited boolean, replayed boolean)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+  v_user uuid := auth_private.user_of_sid(p_sid);
+  v_row bank.deposit_intents;
+  v_table game.tables;
+  v_deployment bank.deployments;
+begin
+  if p_key is null or p_key !~ '^0x[0-9a-f]{64}$' or p_wallet is null or p_wallet !~ '^0x[0-9a-fA-F]{40}$'
+     or p_deadline is null or p_deadline <= 0 then
+    perform bank_private.refuse('bad_request', 'a permit key, the signer address and the permit deadline');
+  end if;
+  if p_amount is null or p_amount <= 0 or p_amount > 9223372036854 then
+    perform bank_private.refuse('invalid_amount', 'a positive whole number of chips');
+  end if;
+  select * into v_row from bank.deposit_intents d where d.idempotency_key = p_key;
+  if v_row.idempotency_key is null then
+    v_deployment := bank_private.active_deployment();
+    select * into v_table from game.tables t where t.table_id = p_table_id;
+    if v_table.table_id is null then
+      perform bank_private.refuse('table_not_found');
+    end if;
+    if v_table.bank <> 'chain' then
+      perform bank_private.refuse('not_a_chain_table', format('table %s keeps its money in the cage', p_table_id));
+    end if;
+    if v_table.status = 'frozen' then
+      perform bank_private.refuse('table_frozen');
+    end if;
+    if v_table.mode = 'sng' and p_amount is distinct from game_private.setting_bigint(v_table.settings, 'entryFee') then
+      perform bank_private.refuse('tournament_entry_fee_mismatch', 'a tournament deposit is its entry fee');
+    end if;
+    if v_table.mode = 'cash' and p_seat_index is null then
+      perform bank_private.refuse('missing_seat_index');
+    end if;
+    -- the signer must be one of the player's linked EVM wallets (also asked of the auth role over
+    -- HTTP, as the spec says; this is the check the bank's login cannot talk its way past)
+    if not exists (select from auth.wallets w where w.user_id = v_user and w.chain = 'evm' and lower(w.address) = lower(p_wallet)) then
+      perform bank_private.refuse('wallet_not_linked');
+    end if;
+    insert into bank.deposit_intents as d (idempotency_key, deployment_id, user_id, table_id, seat_index, wallet, amount, deadline, mode)
+    values (p_key, v_deployment.id, v_user, p_table_id, p_seat_index, p_wallet, p_amount, p_deadline, v_table.mode)
+    on conflict do nothing
+    returning d.* into v_row;
+    if v_row.idempotency_key is not null then
+      return query select v_row.idempotency_key, v_row.status, v_row.tx_hash, v_row.error, v_row.user_id, v_row.table_id,
+                          v_row.seat_index, v_row.amount, v_row.wallet, v_row.mode, false, false;
+      return;
+    end if;
+    select * into v_row from bank.deposit_intents d where d.idempotency_key = p_key;
+  end if;
+  if v_row.user_id <> v_user or v_row.table_id <> p_table_id or v_row.amount <> p_amount
+     or v_row.seat_index is distinct from p_seat_index or lower(v_row.wallet) <> lower(p_wallet) then
+    perform bank_private.refuse('idempotency_key_reused', 'this permit was used for another deposit');
+  end if;
+  return query select v_row.idempotency_key, v_row.status, v_row.tx_hash, v_row.error, v_row.user_id, v_row.table_id,
+                      v_row.seat_index, v_row.amount, v_row.wallet, v_row.mode, v_row.credited_at is not null, true;
+end;
+$$;
+
+-- The node accepted the deposit's transaction (pending -> submitted, once).
+create or replace function bank.submit_deposit(p_key text, p_tx_hash text) returns bank.deposit_intents
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_row bank.deposit_intents;
+begin
+  if p_tx_hash is null or p_tx_hash !~ '^0x[0-9a-f]{64}$' then
+    perform bank_private.refuse('bad_request', 'a transaction hash');
+  end if;
+  select * into v_row from bank.deposit_intents d where d.idempotency_key = p_key for update;
+  if v_row.idempotency_key is null then
+    perform bank_private.refuse('deposit_not_found');
+  end if;
+  if v_row.status = 'pending' then
+    update bank.deposit_intents d set status = 'submitted', tx_hash = p_tx_hash, updated_at = now()
+     where d.idempotency_key = p_key returning * into v_row;
+  elsif v_row.tx_hash is distinct from p_tx_hash then
+    perform bank_private.refuse('deposit_state_conflict', format('deposit is %s with transaction %s', v_row.status, v_row.tx_hash));
+  end if;
+  return v_row;
+end;
+$$;
+
+-- Its receipt confirmed it: the block and the vault's Deposited event (owner, amount in base units)
+-- as the chain logged them; they must be this deposit's (deposit_event_mismatch). The table key
+-- (keccak256 of the table id: SQL has no keccak) and the whole event are checked against the chain
+-- again by the worker (bank.verify_deposit), under its own login.
+create or replace function bank.confirm_deposit(
+  p_key text, p_tx_hash text, p_block_number bigint, p_owner text, p_base_units numeric
+) returns bank.deposit_intents
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_row bank.deposit_intents;
+begin
+  select * into v_row from bank.deposit_intents d where d.idempotency_key = p_key for update;
+  if v_row.idempotency_key is null then
+    perform bank_private.refuse('deposit_not_found');
+  end if;
+  if v_row.status = 'confirmed' then
+    return v_row;
+  end if;
+  if v_row.status <> 'submitted' or v_row.tx_hash is distinct from p_tx_hash then
+    perform bank_private.refuse('deposit_state_conflict', format('deposit is %s', v_row.status));
+  end if;
+  if p_block_number is null or p_block_number <= 0 or lower(p_owner) <> lower(v_row.wallet)
+     or p_base_units is distinct from v_row.amount::numeric * 1000000 then
+    perform bank_private.refuse('deposit_event_mismatch', 'the Deposited event is not this deposit''s wallet and amount');
+  end if;
+  update bank.deposit_intents d set status = 'confirmed', block_number = p_block_number, error = null, updated_at = now()
+   where d.idempotency_key = p_key returning * into v_row;
+  return v_row;
+end;
+$$;
+
+-- The chain refused it (its revert reason), or it never reached the chain: failed, once.
+create or replace function bank.fail_deposit(p_key text, p_error text) returns bank.deposit_intents
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_row bank.deposit_intents;
+begin
+  select * into v_row from bank.deposit_intents d where d.idempotency_key = p_key for update;
+  if v_row.idempotency_key is null then
+    perform bank_private.refuse('deposit_not_found');
+  end if;
+  if v_row.status = 'failed' then
+    return v_row;
+  end if;
+  if v_row.status = 'confirmed' then
+    perform bank_private.refuse('deposit_state_conflict', 'a confirmed deposit does not fail');
+  end if;
+  update bank.deposit_intents d set status = 'failed', error = left(coalesce(p_error, 'failed'), 300), updated_at = now()
+   where d.idempotency_key = p_key returning * into v_row;
+  return v_row;
+end;
+$$;
+
+-- The game funded the seat: its seat credit under this key exists (the game's credit_seat accepts
+-- only a confirmed deposit of this user, table, seat and amount). Idempotent.
+create or replace function bank.mark_credited(p_key text) returns bank.deposit_intents
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_row bank.deposit_intents;
+begin
+  select * into v_row from bank.deposit_intents d where d.idempotency_key = p_key for update;
+  if v_row.idempotency_key is null then
+    perform bank_private.refuse('deposit_not_found');
+  end if;
+  if v_row.credited_at is null then
+    if not exists (select from game.seat_credits c where c.credit_key = p_key and c.status = 'credited') then
+      perform bank_private.refuse('credit_not_found', 'the game holds no credit of this deposit');
+    end if;
+    update bank.deposit_intents d set credited_at = now(), updated_at = now() where d.idempotency_key = p_key returning * into v_row;
+  end if;
+  return v_row;
+end;
+$$;
+
+-- Confirmed deposits whose credit never landed (the game was down, the answer lost): the
+-- reconciler retries their callback, every 30 s and at startup.
+create or replace function bank.uncredited_deposits(p_grace_seconds integer, p_limit integer)
+  returns setof bank.deposit_intents
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select * from bank.deposit_intents d
+   where d.status = 'confirmed' and d.credited_at is null
+     and d.updated_at < now() - make_interval(secs => greatest(coalesce(p_grace_seconds, 0), 0))
+   order by d.updated_at
+   limit least(greatest(coalesce(p_limit, 100), 1), 1000)
+$$;
+
+-- Deposits left pending or submitted (a bank that stopped mid-request, a chain that went away):
+-- the reconciler reads their transaction's outcome from the chain.
+create or replace function bank.unresolved_deposits(p_grace_seconds integer, p_limit integer)
+  returns setof bank.deposit_intents
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select * from bank.deposit_intents d
+   where d.status in ('pending', 'submitted')
+     and d.updated_at < now() - make_interval(secs => greatest(coalesce(p_grace_seconds, 0), 0))
+   order by d.updated_at
+   limit least(greatest(coalesce(p_limit, 100), 1), 1000)
+$$;

@@ -1,0 +1,37 @@
+-- The chain bank (issue 20): its login (poker_bank) reads its own schema and writes it only through
+-- the bank functions; it creates its tables through bank.create_table; the worker reconciles and
+-- verifies its intents against the chain. Nobody else sees a row.
+revoke all on schema bank, bank_private from public;
+revoke all on all tables in schema bank, bank_private from public;
+revoke all on all functions in schema bank, bank_private from public;
+alter default privileges in schema bank, bank_private revoke execute on functions from public;
+
+grant usage on schema bank to poker_bank, poker_worker;
+grant select on bank.deployments, bank.deposit_intents, bank.withdraw_intents to poker_bank, poker_worker;
+grant execute on function
+  bank.activate_deployment(bigint, text, text),
+  bank.create_table(text, text, jsonb, uuid, integer, integer, text, text),
+  bank.open_deposit(uuid, text, text, integer, bigint, text, bigint),
+  bank.submit_deposit(text, text),
+  bank.confirm_deposit(text, text, bigint, text, numeric),
+  bank.fail_deposit(text, text),
+  bank.mark_credited(text),
+  bank.uncredited_deposits(integer, integer),
+  bank.unresolved_deposits(integer, integer),
+  bank.open_withdrawal(uuid, text, bigint, bigint, text, text, text, boolean, text),
+  bank.advance_withdrawal(text, text, text, bigint, text, numeric, text),
+  bank.retry_withdrawal(text),
+  bank.mark_withdrawal_settled(text),
+  bank.unsettled_withdrawals(integer, integer)
+  to poker_bank;
+-- the bank reads the tables it serves and the switches, as the cage does
+grant usage on schema game, cage to poker_bank;
+grant select on game.tables to poker_bank;
+grant execute on function cage.switch_states() to poker_bank;
+
+drop policy if exists deployments_read on bank.deployments;
+create policy deployments_read on bank.deployments for select to poker_bank, poker_worker using (true);
+drop policy if exists deposit_intents_read on bank.deposit_intents;
+create policy deposit_intents_read on bank.deposit_intents for select to poker_bank, poker_worker using (true);
+drop policy if exists withdraw_intents_read on bank.withdraw_intents;
+create policy withdraw_intents_read on bank.withdraw_intents for select to poker_bank, poker_worker using (true);
