@@ -12,6 +12,7 @@ import { startGame } from './roles/game.ts';
 import { startAdmin } from './roles/admin.ts';
 import { startWorker } from './roles/worker.ts';
 import { startBetting } from './roles/betting.ts';
+import { startChainBank } from './roles/chain-bank.ts';
 
 const STARTERS: Partial<Record<Role, (ctx: RoleContext) => Promise<StartedRole>>> = {
   auth: startAuth,
@@ -20,6 +21,7 @@ const STARTERS: Partial<Record<Role, (ctx: RoleContext) => Promise<StartedRole>>
   admin: startAdmin,
   worker: startWorker,
   betting: startBetting,
+  'chain-bank': startChainBank,
 };
 
 export interface Platform {

@@ -109,7 +109,17 @@ const schema = z.object({
   AUTH_JWKS_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // the game role, for the claim board's condition-met callback (best effort)
   GAME_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  // the chain bank's chain: an RPC URL and the deployed contracts (unset: npm start runs a local
+  // anvil with the contracts deployed); its operator key signs every transaction the bank sends
   EVM_RPC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  CHAIN_TOKEN_ADDRESS: optionalString.pipe(z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'a 0x address').optional()),
+  CHAIN_VAULT_ADDRESS: optionalString.pipe(z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'a 0x address').optional()),
+  CHAIN_OPERATOR_KEY: optionalString.pipe(z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'a 0x private key (64 hex)').optional()),
+  // how long a chain-bank deposit or withdrawal waits for its receipt before answering `submitted`
+  CHAIN_CONFIRM_WINDOW_MS: z.coerce.number().int().min(0).max(600_000).default(15_000),
+  CHAIN_RECONCILE_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+  // the auth role's internal address, for the chain bank's linked-wallet read (default: this process's auth role)
+  AUTH_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // the deployment environment of the claim board's catalog and settings
   DEPLOY_ENVIRONMENT: optionalString.pipe(z.enum(['local', 'staging', 'production']).optional()),
   // the auth role's internal address, for the game role's wallet reads (default: this process's)

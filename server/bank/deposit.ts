@@ -1,0 +1,218 @@
+// POST /api/deposit on the chain bank (spec: "Deposit (bank)"): a permit-funded deposit into the
+// table vault, then the game's credit-chips callback. The order:
+//   1. the body (tableId, seatIndex, amount, permit, signerAddress) and the key: the hash of the
+//      permit fields (server/cage/seams.ts depositKeyOf, so the same signed permit is the same
+//      deposit on either bank);
+//   2. the permit's signer recovered from the token's EIP-712 domain (signature_invalid) and equal
+//      to signerAddress (invalid_signer_address);
+//   3. the signer one of the player's linked EVM wallets, read from the auth role
+//      (wallet_not_linked; auth_service_not_configured / auth_server_unavailable), and again in SQL;
+//   4. the intent opened (bank.open_deposit; a replay answers its state), the register-and-deposit
+//      sent, its receipt awaited within the confirm window: confirmed (the vault's Deposited event
+//      recorded), failed (409 with the revert reason), or still submitted (200 with a note: the
+//      reconciler confirms and credits it);
+//   5. the game's credit-chips callback; credited_at stays null until it lands (the reconciler
+//      retries it every 30 s and at startup).
+import type { Express, Request, Response } from 'express';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { getAddress, type Address, type Hex } from 'viem';
+import { z } from 'zod';
+import { ApiError, zodIssues } from '../http/errors.ts';
+import { playerSession, type JwtVerifier } from '../http/jwt.ts';
+import { tableId as tableIdSchema } from '../http/schemas.ts';
+import type { ServiceClient } from '../http/service-client.ts';
+import { withSpan } from '../telemetry/index.ts';
+import { depositKeyOf } from '../cage/seams.ts';
+import { ChainRevert, ChainUnavailable, type ChainBankChain } from '../chain/types.ts';
+
+export interface BankDeps {
+  pool: pg.Pool;
+  log: Logger;
+  jwt: JwtVerifier;
+  serviceKey: string | undefined;
+  /** The chain, or why there is none (chain_not_configured). */
+  chain: () => ChainBankChain | undefined;
+  game: ServiceClient;
+  /** The auth role, for the linked-wallet read; undefined: auth_service_not_configured. */
+  auth: ServiceClient | undefined;
+  /** How long a deposit waits for its receipt before answering `submitted`. */
+  confirmWindowMs: number;
+}
+
+const depositBody = z.object({
+  tableId: tableIdSchema,
+  seatIndex: z.number().int().min(0).max(9).nullish(),
+  amount: z.union([z.string().regex(/^[1-9][0-9]{0,12}$/), z.number().int().positive().max(9_223_372_036_854)]).transform((v) => BigInt(v)),
+  permit: z.object({
+    v: z.number().int().min(0).max(255),
+    r: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
+    s: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
+    deadline: z.union([z.string().regex(/^[0-9]{1,20}$/), z.number().int().nonnegative()]).transform((v) => BigInt(v)),
+  }).strict(),
+  signerAddress: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
+}).strict();
+
+export function requireChain(deps: BankDeps): ChainBankChain {
+  const chain = deps.chain();
+  if (!chain) throw new ApiError(503, 'chain_not_configured');
+  return chain;
+}
+
+/** The player's linked EVM wallets, read from the auth role (spec: the auth service's internal read). */
+async function linkedWallets(deps: BankDeps, userId: string): Promise<string[]> {
+  if (!deps.auth) throw new ApiError(503, 'auth_service_not_configured');
+  const answer = await deps.auth.get<{ wallets: { walletAddress?: string; address?: string }[] }>(`/api/internal/user-wallets/${userId}`);
+  if ('unreachable' in answer) throw new ApiError(503, answer.reason === 'not_configured' ? 'auth_service_not_configured' : 'auth_server_unavailable');
+  if (!answer.ok) throw new ApiError(503, 'auth_server_unavailable');
+  return answer.body.wallets.map((w) => String(w.walletAddress ?? w.address ?? '').toLowerCase());
+}
+
+interface DepositRow {
+  idempotency_key: string; status: string; tx_hash: string | null; error: string | null; user_id: string; table_id: string;
+  seat_index: number | null; amount: bigint; wallet: string; mode: string; credited: boolean; replayed: boolean;
+}
+
+type Span = Parameters<Parameters<typeof withSpan>[2]>[0];
+
+/** A replayed key: its state (spec: confirmed -> replay; submitted/pending -> in flight; failed -> 409). */
+function replayAnswer(row: DepositRow, span: Span) {
+  if (row.status === 'confirmed') {
+    span.setAttribute('deposit.result', 'replay_confirmed');
+    return { status: 'confirmed', txHash: row.tx_hash, idempotencyKey: row.idempotency_key, replay: true };
+  }
+  if (row.status === 'failed') {
+    span.setAttribute('deposit.result', 'failed');
+    throw new ApiError(409, 'failed', undefined, { status: 'failed', reason: row.error });
+  }
+  span.setAttribute('deposit.result', 'submitted_not_confirmed');
+  return { status: row.status, txHash: row.tx_hash, idempotencyKey: row.idempotency_key, replay: true };
+}
+
+/**
+ * The seat funded from a confirmed deposit: the game's credit-chips callback (idempotent per key),
+ * then credited_at. A failure leaves credited_at null for the reconciler; the answer stands.
+ */
+export async function creditDeposit(deps: BankDeps, row: { idempotency_key: string; table_id: string; user_id: string; seat_index: number | null; amount: bigint }) {
+  const answer = await deps.game.post('/internal/credit-chips', {
+    creditKey: row.idempotency_key, tableId: row.table_id, userId: row.user_id, seatIndex: row.seat_index, amount: row.amount.toString(), moneyKind: 'real',
+  });
+  if (!answer.ok) {
+    deps.log.warn({ key: row.idempotency_key, status: answer.status, error: answer.body.error }, 'chain deposit confirmed but not credited yet; the reconciler retries');
+    return false;
+  }
+  await deps.pool.query('select bank.mark_credited($1)', [row.idempotency_key]);
+  return true;
+}
+
+/** The outcome of a submitted deposit, recorded: confirmed with its event, failed with its reason, or still submitted. */
+export async function settleDepositOutcome(deps: BankDeps, chain: ChainBankChain, key: string, txHash: Hex, waitMs: number) {
+  const outcome = await chain.waitForOutcome(txHash, waitMs);
+  if (outcome.status === 'reverted') {
+    await deps.pool.query('select bank.fail_deposit($1, $2)', [key, outcome.reason]);
+    return { status: 'failed' as const, reason: outcome.reason };
+  }
+  if (outcome.status === 'pending') return { status: 'submitted' as const };
+  const event = await chain.depositOf(txHash);
+  if (!event) {
+    await deps.pool.query('select bank.fail_deposit($1, $2)', [key, 'no Deposited event in the receipt']);
+    return { status: 'failed' as const, reason: 'no Deposited event in the receipt' };
+  }
+  await deps.pool.query('select bank.confirm_deposit($1, $2, $3, $4, $5)', [key, txHash, event.blockNumber.toString(), event.owner, event.amount.toString()]);
+  return { status: 'confirmed' as const };
+}
+
+async function deposit(deps: BankDeps, req: Request, res: Response, span: Span) {
+  const parsed = depositBody.safeParse(req.body ?? {});
+  if (!parsed.success) {
+    const b = (req.body ?? {}) as Record<string, unknown>;
+    if (b.tableId === undefined || b.amount === undefined || b.permit === undefined || b.signerAddress === undefined) {
+      throw new ApiError(400, 'missing_required_fields');
+    }
+    if (typeof b.signerAddress !== 'string' || !/^0x[0-9a-fA-F]{40}$/.test(b.signerAddress)) throw new ApiError(400, 'invalid_signer_address');
+    throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+  }
+  const b = parsed.data;
+  const userId: string = res.locals.claims.sub;
+  const chain = requireChain(deps);
+  const key = depositKeyOf({ ...b.permit, deadline: b.permit.deadline.toString() }, b.signerAddress, b.amount)!;
+  const claimed = getAddress(b.signerAddress) as Address;
+  span.setAttributes({ 'deposit.idempotency_key': key, 'deposit.claimed_signer': claimed, 'confirm_mode': 'receipt' });
+  // 2. the permit's signer
+  const recovered = await chain.recoverPermitSigner({ owner: claimed, chips: b.amount, permit: { ...b.permit, r: b.permit.r as Hex, s: b.permit.s as Hex } })
+    .catch((err: unknown) => { if (err instanceof ChainUnavailable) throw new ApiError(503, 'chain_unavailable'); throw err; });
+  span.setAttribute('deposit.recovered_signer', recovered ?? '');
+  if (!recovered) { span.setAttribute('deposit.result', 'signature_invalid'); throw new ApiError(400, 'signature_invalid'); }
+  if (recovered.toLowerCase() !== claimed.toLowerCase()) { span.setAttribute('deposit.result', 'signature_invalid'); throw new ApiError(400, 'invalid_signer_address'); }
+  // 3. linked to the player (the auth role's read; SQL checks it again)
+  const wallets = await linkedWallets(deps, userId);
+  const linked = wallets.includes(claimed.toLowerCase());
+  span.setAttribute('auth.linked', linked);
+  if (!linked) { span.setAttribute('deposit.result', 'wallet_not_linked'); throw new ApiError(400, 'wallet_not_linked'); }
+  // 4. the intent, then the chain
+  const { rows } = await deps.pool.query<DepositRow>(
+    'select * from bank.open_deposit($1, $2, $3, $4, $5, $6, $7)',
+    [playerSession(res), key, b.tableId, b.seatIndex ?? null, b.amount.toString(), claimed, b.permit.deadline.toString()],
+  ).catch((err: { message?: string }) => {
+    if (err.message === 'table_frozen') span.setAttribute('deposit.result', 'table_frozen');
+    throw err;
+  });
+  const row = rows[0]!;
+  if (row.replayed) return replayAnswer(row, span);
+  let txHash: Hex;
+  try {
+    txHash = await chain.submitDeposit({ tableId: b.tableId, owner: claimed, chips: b.amount, permit: { ...b.permit, r: b.permit.r as Hex, s: b.permit.s as Hex } });
+  } catch (err) {
+    if (err instanceof ChainRevert) {
+      await deps.pool.query('select bank.fail_deposit($1, $2)', [key, err.reason]);
+      span.setAttribute('deposit.result', 'failed');
+      throw new ApiError(400, 'failed', undefined, { status: 'failed', reason: err.reason });
+    }
+    // unknown whether the node took it: the intent stays pending for the reconciler
+    span.setAttribute('deposit.result', 'failed');
+    throw new ApiError(503, 'chain_unavailable', undefined, { status: 'pending', idempotencyKey: key });
+  }
+  await deps.pool.query('select bank.submit_deposit($1, $2)', [key, txHash]);
+  span.setAttribute('deposit.tx_hash', txHash);
+  const outcome = await settleDepositOutcome(deps, chain, key, txHash, deps.confirmWindowMs);
+  if (outcome.status === 'failed') {
+    span.setAttribute('deposit.result', 'failed');
+    throw new ApiError(400, 'failed', undefined, { status: 'failed', reason: outcome.reason, txHash });
+  }
+  if (outcome.status === 'submitted') {
+    span.setAttribute('deposit.result', 'submitted_not_confirmed');
+    return { status: 'submitted', txHash, idempotencyKey: key, note: 'not confirmed within the window: chips are credited once it confirms' };
+  }
+  // 5. the seat (a tournament entry is credited by the tournament branch: not on this bank yet)
+  await creditDeposit(deps, { idempotency_key: key, table_id: b.tableId, user_id: userId, seat_index: b.seatIndex ?? null, amount: b.amount });
+  span.setAttribute('deposit.result', 'confirmed');
+  deps.log.info({ userId, tableId: b.tableId, amount: b.amount.toString(), txHash }, 'chain deposit confirmed');
+  return { status: 'confirmed', txHash, idempotencyKey: key };
+}
+
+export function installBankDepositRoutes(app: Express, deps: BankDeps) {
+  app.post('/api/deposit', deps.jwt.require, async (req, res) => {
+    const b = (req.body ?? {}) as Record<string, unknown>;
+    await withSpan('admin.deposit', {
+      'deposit.userId': res.locals.claims.sub, 'deposit.tableId': typeof b.tableId === 'string' ? b.tableId.slice(0, 64) : '',
+      'deposit.amount': typeof b.amount === 'string' || typeof b.amount === 'number' ? String(b.amount).slice(0, 32) : '',
+    }, async (span) => {
+      res.json(await deposit(deps, req, res, span));
+    });
+  });
+
+  app.get('/api/deposits/:idempotencyKey', deps.jwt.require, async (req, res) => {
+    const key = String(req.params.idempotencyKey);
+    if (!/^0x[0-9a-f]{64}$/.test(key)) throw new ApiError(404, 'deposit_not_found');
+    const { rows } = await deps.pool.query(
+      `select idempotency_key, status, tx_hash, error, table_id, seat_index, amount, wallet, credited_at, created_at, updated_at
+         from bank.deposit_intents where idempotency_key = $1 and user_id = $2`, [key, res.locals.claims.sub],
+    );
+    const r = rows[0];
+    if (!r) throw new ApiError(404, 'deposit_not_found');
+    res.json({
+      idempotencyKey: r.idempotency_key, status: r.status, txHash: r.tx_hash, error: r.error, tableId: r.table_id, seatIndex: r.seat_index,
+      amount: Number(r.amount), moneyKind: 'real', wallet: r.wallet, creditedAt: r.credited_at, createdAt: r.created_at, updatedAt: r.updated_at,
+    });
+  });
+}

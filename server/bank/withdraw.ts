@@ -1,0 +1,195 @@
+// POST /api/withdraw on the chain bank (spec: "Withdraw (bank)"): the game stands the position up
+// (its stack and chain head frozen), the bank pays the stack out of the table's vault balance to
+// its destination and waits for the receipt, then the game's settle callback zeroes the seat.
+//   voluntary  the JWT's user; destination: a linked EVM wallet named in the body, else the wallet
+//              that signed their last confirmed deposit at this table;
+//   forced     x-service-key + forced:true + userId (the sit-out timeout, an operator's clearing);
+//              funds to the last permit signer, no linkage check;
+//   bust       POST /internal/bust from the game: a zero stack closes the position, nothing is paid.
+// Idempotency key keccak256(userId:tableId:historyHash:chipAmount); an intent stays confirmed until
+// the settle callback lands (the reconciler redelivers it). Tournament payouts are not on this bank yet.
+import type { Express, Request, Response } from 'express';
+import { getAddress, type Address, type Hex } from 'viem';
+import { z } from 'zod';
+import { ApiError, zodIssues } from '../http/errors.ts';
+import { secretMatches, requireServiceKey } from '../http/service-key.ts';
+import { tableId as tableIdSchema } from '../http/schemas.ts';
+import { withSpan } from '../telemetry/index.ts';
+import { withdrawKey } from '../cage/seams.ts';
+import { ChainRevert, ChainUnavailable, BASE_UNITS_PER_CHIP } from '../chain/types.ts';
+import { requireChain, type BankDeps } from './deposit.ts';
+
+interface WithdrawalRow {
+  idempotency_key: string; status: string; tx_hash: string | null; error: string | null; amount: bigint; destination: string | null;
+  settlement: string; history_hash: string; player_id: bigint; replayed?: boolean;
+}
+
+type Span = Parameters<Parameters<typeof withSpan>[2]>[0];
+
+async function readTable(deps: BankDeps, tableId: string) {
+  const { rows } = await deps.pool.query<{ table_id: string; bank: string; mode: string; status: string }>(
+    'select table_id, bank, mode, status from game.tables where table_id = $1', [tableId],
+  );
+  const t = rows[0];
+  if (!t) throw new ApiError(404, 'table_not_found');
+  if (t.bank !== 'chain') throw new ApiError(409, 'not_a_chain_table');
+  if (t.mode === 'sng') throw new ApiError(409, 'stand_up_not_allowed_in_tournament');
+  return t;
+}
+
+/** The settle callback: the game zeroes the seat under this key; then the intent is settled. */
+export async function deliverChainSettlement(deps: BankDeps, row: { idempotency_key: string; player_id: bigint; settlement: string }) {
+  const answer = await deps.game.post('/internal/settle-withdrawal', {
+    playerId: row.player_id.toString(), ledgerRefId: row.idempotency_key, settlement: row.settlement,
+  });
+  if (!answer.ok) {
+    deps.log.warn({ key: row.idempotency_key, status: answer.status, error: answer.body.error }, 'chain withdrawal confirmed but not settled on the game yet; the reconciler redelivers');
+    return false;
+  }
+  await deps.pool.query('select bank.mark_withdrawal_settled($1)', [row.idempotency_key]);
+  return true;
+}
+
+/** Pays a pending or submitted withdrawal on chain and records each step; answers its state after. */
+export async function payWithdrawal(deps: BankDeps, tableId: string, row: WithdrawalRow, waitMs: number): Promise<WithdrawalRow> {
+  const chain = requireChain(deps);
+  let current = row;
+  if (current.status === 'pending') {
+    let txHash: Hex;
+    try {
+      txHash = await chain.submitWithdraw({ tableId, to: getAddress(current.destination!) as Address, chips: current.amount });
+    } catch (err) {
+      if (err instanceof ChainRevert) {
+        return (await deps.pool.query<WithdrawalRow>("select * from bank.advance_withdrawal($1, 'failed', null, null, null, null, $2)", [current.idempotency_key, err.reason])).rows[0]!;
+      }
+      if (err instanceof ChainUnavailable) throw new ApiError(503, 'chain_unavailable', undefined, { status: 'pending', idempotencyKey: current.idempotency_key });
+      throw err;
+    }
+    current = (await deps.pool.query<WithdrawalRow>("select * from bank.advance_withdrawal($1, 'submitted', $2, null, null, null, null)", [current.idempotency_key, txHash])).rows[0]!;
+  }
+  if (current.status === 'submitted') {
+    const outcome = await chain.waitForOutcome(current.tx_hash as Hex, waitMs);
+    if (outcome.status === 'confirmed') {
+      current = (await deps.pool.query<WithdrawalRow>("select * from bank.advance_withdrawal($1, 'confirmed', $2, $3, $4, $5, null)", [
+        current.idempotency_key, current.tx_hash, outcome.blockNumber.toString(), current.destination, (current.amount * BASE_UNITS_PER_CHIP).toString(),
+      ])).rows[0]!;
+    } else if (outcome.status === 'reverted') {
+      current = (await deps.pool.query<WithdrawalRow>("select * from bank.advance_withdrawal($1, 'failed', null, null, null, null, $2)", [current.idempotency_key, outcome.reason])).rows[0]!;
+    }
+  }
+  return current;
+}
+
+/** Stands the player up on the game, opens the settlement, pays it, delivers it. */
+async function settleOut(deps: BankDeps, span: Span, a: { userId: string; tableId: string; mode: 'voluntary' | 'forced' | 'bust'; destination?: string }) {
+  const up = await deps.game.post<{ playerId: string; chipAmount: string; historyHash: string }>('/internal/stand-up', {
+    tableId: a.tableId, userId: a.userId, ...(a.mode === 'bust' ? { onlyIfBusted: true } : {}),
+  });
+  if ('unreachable' in up) throw new ApiError(503, 'game_unavailable');
+  if (!up.ok) {
+    const code = String(up.body.error ?? 'stand_up_refused');
+    if (code === 'not_at_table' && a.mode !== 'bust') {
+      // a withdraw repeated after its seat was settled: the last settlement of this user here
+      const { rows } = await deps.pool.query<WithdrawalRow>(
+        `select * from bank.withdraw_intents where user_id = $1 and table_id = $2 and settlement = 'cash_out'
+          and created_at > now() - interval '10 minutes' order by created_at desc limit 1`, [a.userId, a.tableId],
+      );
+      if (rows[0]) return { row: { ...rows[0], replayed: true }, settled: rows[0].status === 'confirmed' };
+    }
+    throw new ApiError(up.status, code);
+  }
+  const chips = BigInt(up.body.chipAmount);
+  const key = withdrawKey(a.userId, a.tableId, up.body.historyHash, chips);
+  span.setAttributes({ 'withdraw.player_id': up.body.playerId, 'withdraw.chip_amount': chips.toString(), 'withdraw.history_hash': up.body.historyHash, 'withdraw.idempotency_key': key });
+  let row = (await deps.pool.query<WithdrawalRow>('select * from bank.open_withdrawal($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
+    a.userId, a.tableId, up.body.playerId, chips.toString(), up.body.historyHash, key, chips === 0n ? 'bust' : 'cash_out',
+    a.mode === 'forced', a.destination ?? null,
+  ])).rows[0]!;
+  if (row.settlement === 'cash_out') row = { ...(await payWithdrawal(deps, a.tableId, row, deps.confirmWindowMs)), replayed: row.replayed };
+  const settled = row.status === 'confirmed' ? await deliverChainSettlement(deps, row) : false;
+  return { row, settled };
+}
+
+function withdrawAnswer(span: Span, row: WithdrawalRow) {
+  if (row.settlement === 'bust') {
+    span.setAttribute('withdraw.result', 'nothing_to_withdraw');
+    throw new ApiError(400, 'nothing_to_withdraw');
+  }
+  span.setAttributes({ 'withdraw.destination': row.destination ?? '', 'withdraw.tx_hash': row.tx_hash ?? '' });
+  if (row.status === 'failed') {
+    span.setAttribute('withdraw.result', 'failed');
+    throw new ApiError(400, 'failed', undefined, { status: 'failed', reason: row.error, idempotencyKey: row.idempotency_key });
+  }
+  if (row.status !== 'confirmed') {
+    span.setAttribute('withdraw.result', 'failed');
+    return { status: row.status, txHash: row.tx_hash, destination: row.destination, amount: Number(row.amount), idempotencyKey: row.idempotency_key,
+      note: 'not confirmed within the window: the seat is settled once it confirms' };
+  }
+  span.setAttribute('withdraw.result', row.replayed ? 'replay_confirmed' : 'confirmed');
+  return {
+    status: 'confirmed', txHash: row.tx_hash, destination: row.destination, amount: Number(row.amount), idempotencyKey: row.idempotency_key,
+    historyHash: row.history_hash, ...(row.replayed ? { replay: true } : {}),
+  };
+}
+
+/** The spec's withdraw.result values; any other refusal is reported as `failed`. */
+const SPEC_RESULTS = new Set(['confirmed', 'replay_confirmed', 'wallet_not_linked', 'nothing_to_withdraw', 'failed', 'room_not_found', 'not_at_table', 'table_frozen']);
+
+const voluntaryBody = z.object({ tableId: tableIdSchema, destinationWallet: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional() }).strict();
+const forcedBody = z.object({ tableId: tableIdSchema, forced: z.literal(true), userId: z.uuid() }).strict();
+
+async function withdraw(deps: BankDeps, req: Request, res: Response, span: Span) {
+  const b = (req.body ?? {}) as Record<string, unknown>;
+  if (b.payoutIntent !== undefined) throw new ApiError(501, 'not_yet_chain_bank', undefined, { phase: 'chain-tournaments' });
+  if (b.tableId === undefined || b.tableId === null || b.tableId === '') throw new ApiError(400, 'missing_table_id');
+  const forced = b.forced !== undefined && b.forced !== false;
+  let userId: string;
+  let destination: string | undefined;
+  let tableId: string;
+  if (forced) {
+    if (!secretMatches(req.get('x-service-key'), deps.serviceKey)) throw new ApiError(401, 'forced_withdraw_requires_service_key');
+    const parsed = forcedBody.safeParse(b);
+    if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+    ({ userId, tableId } = parsed.data);
+    span.setAttribute('auth.linked', 'skipped_forced');
+  } else {
+    await new Promise<void>((resolve, reject) => deps.jwt.require(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
+    const parsed = voluntaryBody.safeParse(b);
+    if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+    userId = res.locals.claims.sub;
+    tableId = parsed.data.tableId;
+    destination = parsed.data.destinationWallet;
+    span.setAttribute('auth.linked', true);
+  }
+  span.setAttributes({ 'withdraw.userId': userId, 'withdraw.forced': forced, 'withdraw.table_id': tableId });
+  const table = await readTable(deps, tableId);
+  if (table.status === 'frozen') throw new ApiError(409, 'table_frozen');
+  requireChain(deps);
+  const { row } = await settleOut(deps, span, { userId, tableId, mode: forced ? 'forced' : 'voluntary', destination });
+  return withdrawAnswer(span, row);
+}
+
+export function installBankWithdrawRoutes(app: Express, deps: BankDeps) {
+  app.post('/api/withdraw', async (req, res) => {
+    const b = (req.body ?? {}) as Record<string, unknown>;
+    await withSpan('admin.withdraw', { 'withdraw.tableId': typeof b.tableId === 'string' ? b.tableId.slice(0, 64) : '' }, async (span) => {
+      try {
+        res.json(await withdraw(deps, req, res, span));
+      } catch (err) {
+        const code = err instanceof ApiError ? err.code : 'failed';
+        span.setAttribute('withdraw.result', SPEC_RESULTS.has(code) ? code : 'failed');
+        throw err;
+      }
+    });
+  });
+
+  app.post('/internal/bust', requireServiceKey(deps.serviceKey), async (req, res) => {
+    const parsed = z.object({ tableId: tableIdSchema, userId: z.uuid() }).safeParse(req.body ?? {});
+    if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+    await readTable(deps, parsed.data.tableId);
+    await withSpan('admin.withdraw', { 'withdraw.tableId': parsed.data.tableId, 'withdraw.userId': parsed.data.userId }, async (span) => {
+      const { row, settled } = await settleOut(deps, span, { ...parsed.data, mode: 'bust' });
+      res.json({ ok: true, ledgerRefId: row.idempotency_key, historyHash: row.history_hash, settled, ...(row.replayed ? { replay: true } : {}) });
+    });
+  });
+}

@@ -1,0 +1,109 @@
+// The chain-bank role (`--role chain-bank`, CHAIN_BANK_PORT): the bank interface on an EVM chain
+// (spec: "Chain bank"), the same HTTP interface as the cage, so BANK_URL switches the game role
+// between them. Its chain: EVM_RPC_URL with the deployed contracts (CHAIN_TOKEN_ADDRESS,
+// CHAIN_VAULT_ADDRESS) and the operator key (CHAIN_OPERATOR_KEY); without EVM_RPC_URL a local anvil
+// is started with the contracts deployed (server/chain/local.ts) and printed with the roles. Its
+// intents are rows of the `bank` schema, moved only by the bank functions its login (poker_bank)
+// may execute; the chain's receipts are the authority for a confirmation.
+import type { Express } from 'express';
+import { createApp, serveRole } from '../http/app.ts';
+import { createRolePool } from '../db/pools.ts';
+import { lazyJwtVerifier } from '../http/jwt.ts';
+import { authIssuer } from '../config/index.ts';
+import { createServiceClient } from '../http/service-client.ts';
+import { installTableRoutes } from '../game/tables/create.ts';
+import { installBankDepositRoutes, type BankDeps } from '../bank/deposit.ts';
+import { installBankWithdrawRoutes } from '../bank/withdraw.ts';
+import { scheduleReconciler } from '../bank/reconcile.ts';
+import { createChainBankChain } from '../chain/evm.ts';
+import { startLocalChain, type LocalChain } from '../chain/local.ts';
+import type { ChainBankChain } from '../chain/types.ts';
+import type { RoleContext, StartedRole } from './types.ts';
+
+export async function startChainBank({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
+  const roleLog = log.child({ role: 'chain-bank' });
+  const pool = createRolePool(databaseUrl, 'poker_bank', { max: 20, applicationName: 'chain-bank', secret: config.DB_ROLE_SECRET });
+  const jwt = lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') });
+  const game = createServiceClient({
+    baseUrl: () => config.GAME_URL ?? peers?.get('game') ?? `http://${config.HOST}:${config.GAME_PORT}`,
+    serviceKey: config.SERVICE_KEY,
+    timeoutMs: config.GAME_CALL_TIMEOUT_MS,
+  });
+  const authUrl = () => config.AUTH_URL ?? peers?.get('auth');
+  const auth = createServiceClient({ baseUrl: authUrl, serviceKey: config.SERVICE_KEY, timeoutMs: config.GAME_CALL_TIMEOUT_MS });
+
+  // the chain: configured, or a local anvil with the contracts deployed
+  let local: LocalChain | undefined;
+  let chain: ChainBankChain | undefined;
+  if (config.EVM_RPC_URL) {
+    if (config.CHAIN_TOKEN_ADDRESS && config.CHAIN_VAULT_ADDRESS && config.CHAIN_OPERATOR_KEY) {
+      const { publicClientFor } = await import('../chain/client.ts');
+      const chainId = await publicClientFor(config.EVM_RPC_URL).getChainId();
+      chain = createChainBankChain({
+        rpcUrl: config.EVM_RPC_URL, operatorKey: config.CHAIN_OPERATOR_KEY as `0x${string}`,
+        deployment: { chainId, token: config.CHAIN_TOKEN_ADDRESS as `0x${string}`, vault: config.CHAIN_VAULT_ADDRESS as `0x${string}` },
+      });
+    } else {
+      roleLog.warn('EVM_RPC_URL is set without CHAIN_TOKEN_ADDRESS, CHAIN_VAULT_ADDRESS and CHAIN_OPERATOR_KEY: deposits and withdrawals answer chain_not_configured');
+    }
+  } else {
+    local = await startLocalChain();
+    chain = createChainBankChain({ rpcUrl: local.url, operatorKey: local.operatorKey, deployment: local.deployment });
+  }
+  try {
+    if (chain) {
+      const d = chain.deployment;
+      await pool.query('select bank.activate_deployment($1, $2, $3)', [d.chainId, d.token, d.vault]);
+    }
+  } catch (err) {
+    await local?.stop();
+    await pool.end();
+    throw err;
+  }
+
+  const deps: BankDeps = {
+    pool, log: roleLog, jwt, serviceKey: config.SERVICE_KEY, chain: () => chain, game,
+    auth, confirmWindowMs: config.CHAIN_CONFIRM_WINDOW_MS,
+  };
+  let reconciler: ReturnType<typeof scheduleReconciler> | undefined;
+  const started = await serveRole({ role: 'chain-bank', pool, log: roleLog, host: config.HOST, port: config.CHAIN_BANK_PORT, build: async () => {
+    const app = await createApp({
+      log: roleLog,
+      bodyLimit: config.HTTP_BODY_LIMIT,
+      pool,
+      routes: (app: Express) => {
+        installTableRoutes(app, {
+          pool, log: roleLog, requireJwt: jwt.require, testAuthPermitted: config.testAuthPermitted, bank: 'chain',
+          creationLimit: { tables: config.TABLE_CREATE_LIMIT, windowSeconds: config.TABLE_CREATE_WINDOW_SECONDS },
+        });
+        installBankDepositRoutes(app, deps);
+        installBankWithdrawRoutes(app, deps);
+      },
+    });
+    return {
+      app,
+      fields: { chain: local?.url ?? config.EVM_RPC_URL ?? null, ...(chain ? { vault: chain.deployment.vault, token: chain.deployment.token } : {}) },
+      onListening: () => {
+        reconciler = scheduleReconciler(deps, config.CHAIN_RECONCILE_INTERVAL_SECONDS, Math.ceil(config.CHAIN_CONFIRM_WINDOW_MS / 1000) + 5);
+      },
+      onStop: async () => {
+        await reconciler?.stop();
+      },
+    };
+  } }).catch(async (err: unknown) => {
+    await local?.stop();
+    throw err;
+  });
+  return {
+    ...started,
+    async stop() {
+      try {
+        await started.stop();
+      } finally {
+        await local?.stop();
+      }
+    },
+    /** The local chain of this role (npm start without EVM_RPC_URL), for the printout and the tests. */
+    ...(local ? { chain: { url: local.url, deployment: local.deployment, minterKey: local.minterKey } } : {}),
+  } as StartedRole;
+}
