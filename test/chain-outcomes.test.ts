@@ -1,16 +1,18 @@
 // What the bank reads back from the chain after it sent: a receipt confirmed, reverted (with its
 // reason) or still pending (anvil's automine off), the operator's nonce after the key was used
 // elsewhere, and ChainUnavailable once the node is gone. Also the local chain `npm start` runs.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createPublicClient, createWalletClient, http, parseEther, parseGwei } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { getCode, sendTransaction, writeContract } from 'viem/actions';
 import { foundry } from 'viem/chains';
-import { CHIP_TOKEN } from '../server/chain/contracts.ts';
+import { CHIP_TOKEN, TABLE_VAULT, tableKey } from '../server/chain/contracts.ts';
 import { mintChips, signPermit } from '../server/chain/dev-wallet.ts';
 import { createChainBankChain, type EvmChainBankChain } from '../server/chain/evm.ts';
 import { startLocalChain } from '../server/chain/local.ts';
 import { ChainUnavailable } from '../server/chain/types.ts';
-import { anvilRpc, newPlayer, OPERATOR_KEY, startTestChain, type TestChain } from './helpers/chain.ts';
+import { anvilRpc, newPlayer, OPERATOR_KEY, startTestChain, STRANGER_KEY, type TestChain } from './helpers/chain.ts';
 
 const C = 1_000_000n;
 let chain: TestChain;
@@ -73,6 +75,43 @@ test('pending while no block is mined, then confirmed; a deposit the chain rever
   }
   expect(await bank.tableBalance('outcomes-1')).toBe(3n * C);
   expect(await bank.balanceOf(to.address)).toBe(15n * C);
+});
+
+/** A JSON-RPC proxy to anvil without the debug namespace, as many public RPC endpoints are. */
+async function withoutDebug(target: string): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer(async (req, res) => {
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    const call = JSON.parse(body) as { id: number; method: string };
+    const answer = call.method.startsWith('debug_')
+      ? JSON.stringify({ jsonrpc: '2.0', id: call.id, error: { code: -32601, message: `the method ${call.method} does not exist/is not available` } })
+      : await (await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).text();
+    res.writeHead(200, { 'content-type': 'application/json' }).end(answer);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+test('a transaction that reverts by itself names its reason from the call trace, and from a replay on a node with no tracer', async () => {
+  await fundedTable('outcomes-3', 4n);
+  const stranger = createWalletClient({ account: privateKeyToAccount(STRANGER_KEY), chain: localChain(), transport: http(chain.anvil.url) });
+  // sent straight to the node with its gas given, so nothing simulates it first: it reverts on chain
+  const hash = await writeContract(stranger, {
+    address: chain.deployment.vault, abi: TABLE_VAULT.abi, functionName: 'withdraw',
+    args: [tableKey('outcomes-3'), privateKeyToAccount(STRANGER_KEY).address, 4n * C], gas: 200_000n,
+  });
+  expect(await bank.waitForOutcome(hash, 10_000)).toEqual({ status: 'reverted', txHash: hash, reason: 'AccessControlUnauthorizedAccount' });
+  const proxy = await withoutDebug(chain.anvil.url);
+  try {
+    const viaProxy = createChainBankChain({ rpcUrl: proxy.url, operatorKey: OPERATOR_KEY, deployment: chain.deployment, pollingIntervalMs: 25 });
+    expect(await viaProxy.waitForOutcome(hash, 10_000)).toEqual({ status: 'reverted', txHash: hash, reason: 'AccessControlUnauthorizedAccount' });
+  } finally {
+    await proxy.close();
+  }
+  expect(await bank.tableBalance('outcomes-3')).toBe(4n * C);
 });
 
 test('a hash the node never saw stays pending until the timeout', async () => {
