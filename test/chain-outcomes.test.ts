@@ -8,6 +8,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { getCode, sendTransaction, writeContract } from 'viem/actions';
 import { foundry } from 'viem/chains';
 import { CHIP_TOKEN, TABLE_VAULT, tableKey } from '../server/chain/contracts.ts';
+import { deploymentProblem } from '../server/chain/deploy.ts';
 import { mintChips, signPermit } from '../server/chain/dev-wallet.ts';
 import { createChainBankChain, type EvmChainBankChain } from '../server/chain/evm.ts';
 import { startLocalChain } from '../server/chain/local.ts';
@@ -112,6 +113,13 @@ test('a transaction that reverts by itself names its reason from the call trace,
     await proxy.close();
   }
   expect(await bank.tableBalance('outcomes-3')).toBe(4n * C);
+});
+
+test('deploymentProblem: null for the deployed contracts, named for another chain or an address with no code', async () => {
+  expect(await deploymentProblem(chain.anvil.url, chain.deployment)).toBeNull();
+  expect(await deploymentProblem(chain.anvil.url, { ...chain.deployment, chainId: 1 })).toBe(`the node is chain ${foundry.id}, the deployment is on chain 1`);
+  const nobody = (await newPlayer(chain, 0n)).address;
+  expect(await deploymentProblem(chain.anvil.url, { ...chain.deployment, vault: nobody })).toBe(`no contract at the vault address ${nobody}`);
 });
 
 test('a hash the node never saw stays pending until the timeout', async () => {
