@@ -1,0 +1,39 @@
+// viem's errors mapped to the two the chain bank acts on: a revert (with the reason the bank surfaces
+// in its 409) and an unreachable chain (the caller cannot know what happened).
+import { BaseError, ContractFunctionRevertedError, HttpRequestError, SocketClosedError, TimeoutError } from 'viem';
+import { ChainRevert, ChainUnavailable } from './types.ts';
+
+/** A decoded revert as a reason: a custom error's name (`InsufficientTableBalance`, `ERC2612ExpiredSignature`), a require's string, or `Panic(code)`. */
+export function reasonOf(errorName: string, args: readonly unknown[] | undefined): string {
+  if (errorName === 'Error' && typeof args?.[0] === 'string') return args[0];
+  if (errorName === 'Panic') return `Panic(${String(args?.[0])})`;
+  return errorName;
+}
+
+export function revertReason(revert: ContractFunctionRevertedError): string {
+  if (revert.data) return reasonOf(revert.data.errorName, revert.data.args);
+  return revert.reason ?? revert.signature ?? 'execution reverted';
+}
+
+function isUnreachable(e: unknown): boolean {
+  return e instanceof HttpRequestError || e instanceof TimeoutError || e instanceof SocketClosedError;
+}
+
+/** The error a chain call rejects with: ChainRevert, ChainUnavailable, or the original error. */
+export function chainError(err: unknown): unknown {
+  if (err instanceof ChainRevert || err instanceof ChainUnavailable) return err;
+  if (!(err instanceof BaseError)) return err;
+  const revert = err.walk((e) => e instanceof ContractFunctionRevertedError);
+  if (revert instanceof ContractFunctionRevertedError) return new ChainRevert(revertReason(revert));
+  if (err.walk(isUnreachable)) return new ChainUnavailable(`chain unavailable: ${err.shortMessage}`);
+  return err;
+}
+
+/** Runs a chain call with its errors mapped. */
+export async function onChain<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    throw chainError(err);
+  }
+}
