@@ -138,6 +138,15 @@ async function deposit(deps: BankDeps, req: Request, res: Response, span: Span) 
   const key = depositKeyOf({ ...b.permit, deadline: b.permit.deadline.toString() }, b.signerAddress, b.amount)!;
   const claimed = getAddress(b.signerAddress) as Address;
   span.setAttributes({ 'deposit.idempotency_key': key, 'deposit.claimed_signer': claimed, 'confirm_mode': 'receipt' });
+  // a permit already used answers its deposit as it stands (its signer no longer recovers: the
+  // token's nonce moved on when it was spent); another player's permit is not theirs to replay
+  const { rows: known } = await deps.pool.query<DepositRow>(
+    "select *, credited_at is not null as credited, true as replayed from bank.deposit_intents where idempotency_key = $1", [key],
+  );
+  if (known[0]) {
+    if (known[0].user_id !== userId || known[0].table_id !== b.tableId || BigInt(known[0].amount) !== b.amount) throw new ApiError(409, 'idempotency_key_reused');
+    return replayAnswer(known[0], span);
+  }
   // 2. the permit's signer
   const recovered = await chain.recoverPermitSigner({ owner: claimed, chips: b.amount, permit: { ...b.permit, r: b.permit.r as Hex, s: b.permit.s as Hex } })
     .catch((err: unknown) => { if (err instanceof ChainUnavailable) throw new ApiError(503, 'chain_unavailable'); throw err; });

@@ -8,7 +8,7 @@ export const ROLES = ['auth', 'game', 'cage', 'chain-bank', 'admin', 'worker', '
 export type Role = (typeof ROLES)[number];
 
 // Roles that exist in this build. Later issues add to this list as they land.
-export const AVAILABLE_ROLES: readonly Role[] = ['auth', 'game', 'cage', 'admin', 'worker', 'betting'];
+export const AVAILABLE_ROLES: readonly Role[] = ['auth', 'game', 'cage', 'chain-bank', 'admin', 'worker', 'betting'];
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 const flag = z

@@ -1,0 +1,151 @@
+// The chain-bank role over real HTTP, on a real anvil (the role starts its own local chain, as
+// `npm start` does without EVM_RPC_URL) with the contracts deployed; players' wallets are viem
+// private-key accounts signing real ERC-2612 permits. Sit, replay, stand up (the stack paid back on
+// chain to the signing wallet), a forced withdraw, a bust, and the refusals of the deposit and the
+// withdraw. On-chain balances are read back and must equal what the game says.
+import { randomUUID } from 'node:crypto';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import type { Address, Hex } from 'viem';
+import { mintChips, signPermit } from '../server/chain/dev-wallet.ts';
+import { createChainBankChain } from '../server/chain/evm.ts';
+import type { Deployment } from '../server/chain/types.ts';
+import { bridgedUser } from './helpers/auth.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { call, POKER_SETTINGS } from './helpers/money.ts';
+import { startTestPlatform, TEST_SERVICE_KEY, type TestPlatform } from './helpers/platform.ts';
+
+const SECRET = 'chain-bank-test-secret-0123456789abcdef';
+const ISSUER = 'https://auth.poker.test';
+const C = 1_000_000n;
+
+let db: TestDatabase;
+let platform: TestPlatform;
+let bank: string;
+let game: string;
+let local: { url: string; deployment: Deployment; minterKey: Hex };
+let reader: ReturnType<typeof createChainBankChain>;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.owner.query("insert into cage.switches (name, enabled) values ('real_money', true) on conflict (name) do update set enabled = true");
+  platform = await startTestPlatform({
+    databaseUrl: db.url, roles: ['auth', 'game', 'chain-bank'],
+    env: { AUTH_SECRET: SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true', CHAIN_CONFIRM_WINDOW_MS: '10000' },
+  });
+  bank = platform.url('chain-bank');
+  game = platform.url('game');
+  local = (platform.role('chain-bank') as unknown as { chain: typeof local }).chain;
+  // a read-only view of the same chain (its operator key is never used here)
+  reader = createChainBankChain({ rpcUrl: local.url, operatorKey: generatePrivateKey(), deployment: local.deployment });
+}, 60_000);
+afterAll(async () => {
+  await platform?.stop();
+  await db?.drop();
+});
+
+/** A bridged player with a linked EVM wallet holding `chips` on chain. */
+async function player(chips = 1000n) {
+  const { userId, jwt } = await bridgedUser(db, { secret: SECRET, issuer: ISSUER });
+  const key = generatePrivateKey();
+  const wallet = privateKeyToAccount(key).address;
+  await db.owner.query("select * from auth.link_wallet($1, $2, 'evm', $3)", [userId, wallet, local.deployment.chainId]);
+  if (chips > 0n) await mintChips({ rpcUrl: local.url, deployment: local.deployment, minterKey: local.minterKey, to: wallet, chips });
+  return { userId, key, wallet, auth: { authorization: `Bearer ${jwt}` } };
+}
+type Player = Awaited<ReturnType<typeof player>>;
+
+async function table(p: Player) {
+  const tableId = `cb-${randomUUID().slice(0, 10)}`;
+  const r = await call(`${bank}/api/tables`, { headers: p.auth, body: { tableId, gameType: 'poker', settings: POKER_SETTINGS } });
+  expect(r).toMatchObject({ status: 200, body: { tableId, status: 'active' } });
+  return tableId;
+}
+
+const inAnHour = () => BigInt(Math.floor(Date.now() / 1000) + 3600);
+async function depositBody(p: Player, tableId: string, chips: bigint, opts: { seatIndex?: number; deadline?: bigint; signer?: Address } = {}) {
+  const permit = await signPermit({ rpcUrl: local.url, deployment: local.deployment, ownerKey: p.key, chips, deadline: opts.deadline ?? inAnHour() });
+  return {
+    tableId, seatIndex: opts.seatIndex ?? 0, amount: Number(chips),
+    permit: { v: permit.v, r: permit.r, s: permit.s, deadline: permit.deadline.toString() }, signerAddress: opts.signer ?? p.wallet,
+  };
+}
+const deposit = (p: Player, body: unknown) => call(`${bank}/api/deposit`, { headers: p.auth, body });
+const seats = async (tableId: string) => (await call(`${game}/api/tables/${tableId}`)).body.seats;
+
+test('a permit deposit seats the player; the chips are in the vault; a replay answers the same; stand-up pays them back on chain', async () => {
+  const p = await player(1000n);
+  const tableId = await table(p);
+  const body = await depositBody(p, tableId, 150n, { seatIndex: 2 });
+  const r = await deposit(p, body);
+  expect(r.status).toBe(200);
+  expect(r.body).toMatchObject({ status: 'confirmed', txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/), idempotencyKey: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+  expect(await seats(tableId)).toEqual([{ seatIndex: 2, userId: p.userId, chipBalance: '150', status: 'seated' }]);
+  expect(await reader.tableBalance(tableId)).toBe(150n * C);
+  expect(await reader.balanceOf(p.wallet)).toBe(850n * C);
+  const intent = (await db.owner.query('select status, credited_at is not null as credited from bank.deposit_intents where idempotency_key = $1', [r.body.idempotencyKey])).rows[0];
+  expect(intent).toEqual({ status: 'confirmed', credited: true });
+
+  const again = await deposit(p, body);
+  expect(again.body).toEqual({ status: 'confirmed', txHash: r.body.txHash, idempotencyKey: r.body.idempotencyKey, replay: true });
+  expect(await reader.balanceOf(p.wallet)).toBe(850n * C);
+  const mine = await call(`${bank}/api/deposits/${r.body.idempotencyKey}`, { headers: p.auth });
+  expect(mine.body).toMatchObject({ status: 'confirmed', tableId, seatIndex: 2, amount: 150, txHash: r.body.txHash });
+
+  const out = await call(`${bank}/api/withdraw`, { headers: p.auth, body: { tableId } });
+  expect(out.status).toBe(200);
+  expect(out.body).toMatchObject({ status: 'confirmed', amount: 150, destination: p.wallet, txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+  expect(await seats(tableId)).toEqual([]);
+  expect(await reader.balanceOf(p.wallet)).toBe(1000n * C);
+  expect(await reader.tableBalance(tableId)).toBe(0n);
+  const settled = (await db.owner.query('select status, settled_at is not null as settled from bank.withdraw_intents where idempotency_key = $1', [out.body.idempotencyKey])).rows[0];
+  expect(settled).toEqual({ status: 'confirmed', settled: true });
+  // the same withdraw again: a replay of it, nothing paid twice
+  const replay = await call(`${bank}/api/withdraw`, { headers: p.auth, body: { tableId } });
+  expect(replay.body).toMatchObject({ status: 'confirmed', replay: true, txHash: out.body.txHash });
+  expect(await reader.balanceOf(p.wallet)).toBe(1000n * C);
+});
+
+test('deposit refusals: a wrong signer, an unlinked wallet, an expired permit (failed with the reason, replayed as 409), a cage table, bad bodies', async () => {
+  const p = await player(500n);
+  const tableId = await table(p);
+  const other = await player(500n);
+  // the permit signed by p, claimed as another address
+  expect((await deposit(p, await depositBody(p, tableId, 10n, { signer: other.wallet }))).body).toEqual({ error: 'invalid_signer_address' });
+  // a permit by a wallet the player has not linked
+  const stranger = generatePrivateKey();
+  const strangerWallet = privateKeyToAccount(stranger).address;
+  await mintChips({ rpcUrl: local.url, deployment: local.deployment, minterKey: local.minterKey, to: strangerWallet, chips: 100n });
+  const unlinked = await depositBody({ ...p, key: stranger, wallet: strangerWallet }, tableId, 10n);
+  expect(await deposit(p, unlinked)).toEqual({ status: 400, body: { error: 'wallet_not_linked' } });
+  // expired: the chain refuses it; the reason comes back, and the same permit again is 409 failed
+  const expired = await depositBody(p, tableId, 10n, { deadline: BigInt(Math.floor(Date.now() / 1000) - 60) });
+  const first = await deposit(p, expired);
+  expect(first.status).toBe(400);
+  expect(first.body).toMatchObject({ error: 'failed', status: 'failed', reason: expect.stringMatching(/Expired/) });
+  expect((await deposit(p, expired))).toMatchObject({ status: 409, body: { error: 'failed', status: 'failed' } });
+  expect(await seats(tableId)).toEqual([]);
+  expect(await reader.balanceOf(p.wallet)).toBe(500n * C);
+  // bodies
+  for (const bad of [{}, { tableId }, { ...(await depositBody(p, tableId, 10n)), signerAddress: 'nope' }, { ...(await depositBody(p, tableId, 10n)), extra: 1 }]) {
+    const r = await deposit(p, bad);
+    expect(r.status).toBe(400);
+    expect(['missing_required_fields', 'invalid_signer_address', 'bad_request']).toContain(r.body.error);
+  }
+  expect((await call(`${bank}/api/deposit`, { body: await depositBody(p, tableId, 10n) })).status).toBe(401);
+  // a table of the cage is not this bank's
+  await db.owner.query("insert into game.tables (table_id, game_type, settings, money_kind) values ($1, 'poker', $2, 'real')", [`cage-${tableId}`, JSON.stringify(POKER_SETTINGS)]);
+  expect((await deposit(p, await depositBody(p, `cage-${tableId}`, 10n))).body).toEqual({ error: 'not_a_chain_table' });
+});
+
+test('a forced withdraw (service key) pays the last permit signer; without the key it is refused', async () => {
+  const p = await player(300n);
+  const tableId = await table(p);
+  expect((await deposit(p, await depositBody(p, tableId, 120n))).status).toBe(200);
+  expect(await call(`${bank}/api/withdraw`, { body: { tableId, forced: true, userId: p.userId } })).toEqual({ status: 401, body: { error: 'forced_withdraw_requires_service_key' } });
+  const out = await call(`${bank}/api/withdraw`, { headers: { 'x-service-key': TEST_SERVICE_KEY }, body: { tableId, forced: true, userId: p.userId } });
+  expect(out.body).toMatchObject({ status: 'confirmed', amount: 120, destination: p.wallet });
+  expect(await reader.balanceOf(p.wallet)).toBe(300n * C);
+  expect(await seats(tableId)).toEqual([]);
+  expect((await call(`${bank}/api/withdraw`, { headers: p.auth, body: { tableId: 'no-such-table' } })).body).toEqual({ error: 'table_not_found' });
+  expect((await call(`${bank}/api/withdraw`, { headers: p.auth, body: {} })).body).toEqual({ error: 'missing_table_id' });
+});
