@@ -61,6 +61,9 @@ async function main() {
   for (const r of platform.roles) {
     const line = r.url ? `${r.role.padEnd(8)} ${r.url}` : `${r.role.padEnd(8)} running (no HTTP)`;
     process.stdout.write(`${line}\n`);
+    // the chain bank's local anvil (npm start without EVM_RPC_URL)
+    const chain = (r as { chain?: { url: string } }).chain;
+    if (chain) process.stdout.write(`${'chain'.padEnd(8)} ${chain.url}\n`);
   }
   if (!config.DATABASE_URL) process.stdout.write(`postgres ${platform.databaseUrl.replace(/:[^:@/]+@/, ':***@')}\n`);
 }

@@ -78,7 +78,7 @@ async function until<T>(what: string, fn: () => T | undefined | Promise<T | unde
 function printedLines(child: Started): Record<string, string> {
   const lines: Record<string, string> = {};
   for (const line of child.stdout.split('\n')) {
-    const match = /^(cage|admin|worker|postgres|auth|game|chain-bank|betting) +(\S.*)$/.exec(line);
+    const match = /^(cage|admin|worker|postgres|auth|game|chain-bank|chain|betting) +(\S.*)$/.exec(line);
     if (match) lines[match[1]!] = match[2]!;
   }
   return lines;
@@ -166,15 +166,19 @@ describe('with its embedded PostgreSQL', () => {
     dataDir = path.join(await tempDir(), 'pg');
     dataDirs.push(dataDir);
     const pgPort = await freePort();
-    env = { PG_DATA_DIR: dataDir, PG_PORT: String(pgPort), PORT: '0', GAME_PORT: '0', CAGE_PORT: '0', ADMIN_PORT: '0', BETTING_PORT: '0' };
+    env = { PG_DATA_DIR: dataDir, PG_PORT: String(pgPort), PORT: '0', GAME_PORT: '0', CAGE_PORT: '0', ADMIN_PORT: '0', BETTING_PORT: '0', CHAIN_BANK_PORT: '0' };
     ownerUrl = `postgres://postgres:postgres@127.0.0.1:${pgPort}/postgres`;
   });
 
   test('a fresh data directory: prints the bound URLs, serves /health, stops cleanly on SIGINT', async () => {
     expect(existsSync(dataDir)).toBe(false);
     const child = spawnMain(env);
-    const lines = await waitForLines(child, ['auth', 'game', 'cage', 'admin', 'worker', 'betting', 'postgres']);
-    expect(Object.keys(lines).sort()).toEqual(['admin', 'auth', 'betting', 'cage', 'game', 'postgres', 'worker']);
+    const lines = await waitForLines(child, ['auth', 'game', 'cage', 'chain-bank', 'chain', 'admin', 'worker', 'betting', 'postgres']);
+    expect(Object.keys(lines).sort()).toEqual(['admin', 'auth', 'betting', 'cage', 'chain', 'chain-bank', 'game', 'postgres', 'worker']);
+    await expectHealthy(lines['chain-bank']!);
+    // the local chain answers JSON-RPC
+    const rpc = await fetch(lines.chain!, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }) });
+    expect(((await rpc.json()) as { result: string }).result).toMatch(/^0x/);
     await expectHealthy(lines.betting!);
     await expectHealthy(lines.cage!);
     await expectHealthy(lines.admin!);
@@ -209,7 +213,7 @@ describe('with its embedded PostgreSQL', () => {
 
   test('a restart on the same data directory keeps the data and applies no migration again', async () => {
     const child = spawnMain(env);
-    const lines = await waitForLines(child, ['auth', 'game', 'cage', 'admin', 'worker', 'betting', 'postgres']);
+    const lines = await waitForLines(child, ['auth', 'game', 'cage', 'chain-bank', 'chain', 'admin', 'worker', 'betting', 'postgres']);
     await expectHealthy(lines.cage!);
     const pid = await postmasterPid(dataDir);
 
@@ -321,7 +325,7 @@ describe('with DATABASE_URL', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     unusedDataDir = path.join(await tempDir(), 'never');
-    env = { DATABASE_URL: db.url, PG_DATA_DIR: unusedDataDir, PG_PORT: String(await freePort()), PORT: '0', GAME_PORT: '0', CAGE_PORT: '0', ADMIN_PORT: '0', BETTING_PORT: '0' };
+    env = { DATABASE_URL: db.url, PG_DATA_DIR: unusedDataDir, PG_PORT: String(await freePort()), PORT: '0', GAME_PORT: '0', CAGE_PORT: '0', ADMIN_PORT: '0', BETTING_PORT: '0', CHAIN_BANK_PORT: '0' };
   });
 
   afterAll(async () => {
@@ -330,17 +334,17 @@ describe('with DATABASE_URL', () => {
 
   const connectionsBy = async () =>
     (await db.owner.query<{ name: string }>(
-      "select distinct application_name as name from pg_stat_activity where datname = current_database() and application_name in ('auth', 'game', 'cage', 'admin', 'worker', 'betting') order by 1",
+      "select distinct application_name as name from pg_stat_activity where datname = current_database() and application_name in ('auth', 'game', 'cage', 'chain-bank', 'admin', 'worker', 'betting') order by 1",
     )).rows.map((r) => r.name);
 
   test('starts no embedded postgres and creates no data directory', async () => {
     const child = spawnMain(env);
-    const lines = await waitForLines(child, ['auth', 'game', 'cage', 'admin', 'worker', 'betting']);
+    const lines = await waitForLines(child, ['auth', 'game', 'cage', 'chain-bank', 'chain', 'admin', 'worker', 'betting']);
     await expectHealthy(lines.cage!);
     await expectHealthy(lines.admin!);
-    expect(Object.keys(printedLines(child)).sort()).toEqual(['admin', 'auth', 'betting', 'cage', 'game', 'worker']);
+    expect(Object.keys(printedLines(child)).sort()).toEqual(['admin', 'auth', 'betting', 'cage', 'chain', 'chain-bank', 'game', 'worker']);
     expect(existsSync(unusedDataDir)).toBe(false);
-    expect(await connectionsBy()).toEqual(['admin', 'auth', 'betting', 'cage', 'game', 'worker']);
+    expect(await connectionsBy()).toEqual(['admin', 'auth', 'betting', 'cage', 'chain-bank', 'game', 'worker']);
 
     expect(await stopWith(child, 'SIGINT')).toEqual({ code: 0, signal: null });
     expect(existsSync(unusedDataDir)).toBe(false);

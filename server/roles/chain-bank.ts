@@ -18,7 +18,28 @@ import { scheduleReconciler } from '../bank/reconcile.ts';
 import { createChainBankChain } from '../chain/evm.ts';
 import { startLocalChain, type LocalChain } from '../chain/local.ts';
 import type { ChainBankChain } from '../chain/types.ts';
+import { publicClientFor } from '../chain/client.ts';
+import type { Address, Hex } from 'viem';
 import type { RoleContext, StartedRole } from './types.ts';
+
+/** The chain: configured (EVM_RPC_URL and the contracts), or a local anvil with the contracts deployed. */
+async function openChain(config: RoleContext['config'], log: RoleContext['log']): Promise<{ chain?: ChainBankChain; local?: LocalChain }> {
+  if (!config.EVM_RPC_URL) {
+    const local = await startLocalChain();
+    return { local, chain: createChainBankChain({ rpcUrl: local.url, operatorKey: local.operatorKey, deployment: local.deployment }) };
+  }
+  if (!(config.CHAIN_TOKEN_ADDRESS && config.CHAIN_VAULT_ADDRESS && config.CHAIN_OPERATOR_KEY)) {
+    log.warn('EVM_RPC_URL is set without CHAIN_TOKEN_ADDRESS, CHAIN_VAULT_ADDRESS and CHAIN_OPERATOR_KEY: deposits and withdrawals answer chain_not_configured');
+    return {};
+  }
+  const chainId = await publicClientFor(config.EVM_RPC_URL).getChainId();
+  return {
+    chain: createChainBankChain({
+      rpcUrl: config.EVM_RPC_URL, operatorKey: config.CHAIN_OPERATOR_KEY as Hex,
+      deployment: { chainId, token: config.CHAIN_TOKEN_ADDRESS as Address, vault: config.CHAIN_VAULT_ADDRESS as Address },
+    }),
+  };
+}
 
 export async function startChainBank({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
   const roleLog = log.child({ role: 'chain-bank' });
@@ -32,24 +53,7 @@ export async function startChainBank({ config, databaseUrl, log, peers }: RoleCo
   const authUrl = () => config.AUTH_URL ?? peers?.get('auth');
   const auth = createServiceClient({ baseUrl: authUrl, serviceKey: config.SERVICE_KEY, timeoutMs: config.GAME_CALL_TIMEOUT_MS });
 
-  // the chain: configured, or a local anvil with the contracts deployed
-  let local: LocalChain | undefined;
-  let chain: ChainBankChain | undefined;
-  if (config.EVM_RPC_URL) {
-    if (config.CHAIN_TOKEN_ADDRESS && config.CHAIN_VAULT_ADDRESS && config.CHAIN_OPERATOR_KEY) {
-      const { publicClientFor } = await import('../chain/client.ts');
-      const chainId = await publicClientFor(config.EVM_RPC_URL).getChainId();
-      chain = createChainBankChain({
-        rpcUrl: config.EVM_RPC_URL, operatorKey: config.CHAIN_OPERATOR_KEY as `0x${string}`,
-        deployment: { chainId, token: config.CHAIN_TOKEN_ADDRESS as `0x${string}`, vault: config.CHAIN_VAULT_ADDRESS as `0x${string}` },
-      });
-    } else {
-      roleLog.warn('EVM_RPC_URL is set without CHAIN_TOKEN_ADDRESS, CHAIN_VAULT_ADDRESS and CHAIN_OPERATOR_KEY: deposits and withdrawals answer chain_not_configured');
-    }
-  } else {
-    local = await startLocalChain();
-    chain = createChainBankChain({ rpcUrl: local.url, operatorKey: local.operatorKey, deployment: local.deployment });
-  }
+  const { chain, local } = await openChain(config, roleLog);
   try {
     if (chain) {
       const d = chain.deployment;

@@ -97,6 +97,21 @@ const envelope = z.object({
   moneyKind: z.enum(['play', 'real']).default('play'),
 });
 
+/** The table's row, by its bank's function (the cage's tables: game.create_table; the chain bank's: bank.create_table). */
+function insertTable(
+  pool: pg.Pool, deps: { bank?: 'cage' | 'chain'; creationLimit: { tables: number; windowSeconds: number } },
+  t: { tableId: string; gameType: string; settings: Record<string, unknown>; moneyKind: string; sid: string | null; mode: string; kind: unknown },
+) {
+  const limit = [deps.creationLimit.tables, deps.creationLimit.windowSeconds];
+  return deps.bank === 'chain'
+    ? pool.query('select table_id, status from bank.create_table($1, $2, $3, $4, $5, $6, $7, $8)', [
+      t.tableId, t.gameType, JSON.stringify(t.settings), t.sid, ...limit, t.mode, t.kind,
+    ])
+    : pool.query('select table_id, status from game.create_table($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
+      t.tableId, t.gameType, JSON.stringify(t.settings), t.moneyKind, t.sid, ...limit, t.mode, t.kind,
+    ]);
+}
+
 export function installTableRoutes(
   app: Express,
   deps: {
@@ -153,15 +168,9 @@ export function installTableRoutes(
         span.setAttribute('result', 'real_money_disabled');
         throw new ApiError(403, 'real_money_disabled');
       }
-      const { rows } = await (deps.bank === 'chain'
-        ? pool.query('select table_id, status from bank.create_table($1, $2, $3, $4, $5, $6, $7, $8)', [
-          tableId, gameType, JSON.stringify(settings), playerSession(res), deps.creationLimit.tables, deps.creationLimit.windowSeconds,
-          mode, settings.kind ?? 'open',
-        ])
-        : pool.query('select table_id, status from game.create_table($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
-          tableId, gameType, JSON.stringify(settings), moneyKind, playerSession(res), deps.creationLimit.tables, deps.creationLimit.windowSeconds,
-          mode, settings.kind ?? 'open',
-        ])).catch((err: { code?: string }) => {
+      const { rows } = await insertTable(pool, deps, {
+        tableId, gameType, settings, moneyKind, sid: playerSession(res), mode, kind: settings.kind ?? 'open',
+      }).catch((err: { code?: string }) => {
         if (refusedWith(err, 'game', 'table_limit_reached')) span.setAttribute('result', 'table_limit_reached');
         throw err;
       });
