@@ -2,6 +2,7 @@
 // and of the tests (test/helpers/anvil.ts re-exports it). Its well-known development keys are funded
 // with 10,000 ETH on every anvil chain; they are public, for a local chain only.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Hex } from 'viem';
 import { foundry } from 'viem/chains';
@@ -22,14 +23,30 @@ export interface Anvil {
   stop(): Promise<void>;
 }
 
+/**
+ * The anvil binary of this platform's package (@foundry-rs/anvil-<os>-<arch>), run directly: the
+ * npm wrapper (node_modules/.bin/anvil) is a node process that does not pass SIGTERM on, so
+ * stopping it would leave the chain running. The wrapper only where no platform package is found.
+ */
+function anvilBinary(): string {
+  const arch = process.arch === 'x64' ? 'amd64' : process.arch;
+  const direct = path.join(ROOT, 'node_modules/@foundry-rs', `anvil-${process.platform}-${arch}`, 'bin', 'anvil');
+  return existsSync(direct) ? direct : path.join(ROOT, 'node_modules/.bin/anvil');
+}
+
 /** Starts anvil on 127.0.0.1 and a free port; resolves once it listens. `port` pins one (a restart). */
 export async function startAnvil(options: { port?: number } = {}): Promise<Anvil> {
   const args = ['--host', '127.0.0.1', '--port', String(options.port ?? 0), '--chain-id', String(foundry.id)];
-  const child: ChildProcess = spawn(path.join(ROOT, 'node_modules/.bin/anvil'), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // anvil runs under a shell that holds our end of a pipe: when this process closes it (stop) or
+  // dies (even SIGKILL: the kernel closes the pipe), the shell's read returns and it stops anvil,
+  // so a chain never outlives the process that started it
+  const child: ChildProcess = spawn('/bin/sh', ['-c', '"$0" "$@" </dev/null & pid=$!; read _; kill $pid 2>/dev/null; wait $pid', anvilBinary(), ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const url = await new Promise<string>((resolve, reject) => {
     let seen = '';
     const timer = setTimeout(() => {
-      child.kill('SIGKILL');
+      child.stdin!.end();
       reject(new Error(`anvil did not start: ${seen.slice(-500)}`));
     }, START_TIMEOUT_MS);
     child.once('exit', (code) => {
@@ -56,7 +73,7 @@ export async function startAnvil(options: { port?: number } = {}): Promise<Anvil
       new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once('exit', () => resolve());
-        child.kill('SIGTERM');
+        child.stdin!.end();
       }),
   };
 }
