@@ -13,6 +13,7 @@ import { bridgedUser } from './helpers/auth.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { call, POKER_SETTINGS } from './helpers/money.ts';
 import { startTestPlatform, TEST_SERVICE_KEY, type TestPlatform } from './helpers/platform.ts';
+import { startChaosProxy, type ChaosProxy } from './helpers/chaos-proxy.ts';
 
 const SECRET = 'chain-bank-test-secret-0123456789abcdef';
 const ISSUER = 'https://auth.poker.test';
@@ -24,13 +25,16 @@ let bank: string;
 let game: string;
 let local: { url: string; deployment: Deployment; minterKey: Hex };
 let reader: ReturnType<typeof createChainBankChain>;
+// the bank reaches the game through this proxy, so a callback can be dropped or its answer lost
+let proxy: ChaosProxy;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   await db.owner.query("insert into cage.switches (name, enabled) values ('real_money', true) on conflict (name) do update set enabled = true");
+  proxy = await startChaosProxy(() => platform.url('game'), 20261126);
   platform = await startTestPlatform({
     databaseUrl: db.url, roles: ['auth', 'game', 'chain-bank'],
-    env: { AUTH_SECRET: SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true', CHAIN_CONFIRM_WINDOW_MS: '10000' },
+    env: { AUTH_SECRET: SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true', CHAIN_CONFIRM_WINDOW_MS: '10000', GAME_URL: proxy.url },
   });
   bank = platform.url('chain-bank');
   game = platform.url('game');
@@ -40,6 +44,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   await platform?.stop();
+  await proxy?.close();
   await db?.drop();
 });
 
@@ -148,4 +153,46 @@ test('a forced withdraw (service key) pays the last permit signer; without the k
   expect(await seats(tableId)).toEqual([]);
   expect((await call(`${bank}/api/withdraw`, { headers: p.auth, body: { tableId: 'no-such-table' } })).body).toEqual({ error: 'table_not_found' });
   expect((await call(`${bank}/api/withdraw`, { headers: p.auth, body: {} })).body).toEqual({ error: 'missing_table_id' });
+});
+
+const reconcileNow = () => (platform.role('chain-bank') as unknown as { reconcileNow(): Promise<void> }).reconcileNow();
+const creditOf = async (key: string) => (await db.owner.query('select status, credited_at is not null as credited from bank.deposit_intents where idempotency_key = $1', [key])).rows[0];
+
+test.each(['drop', 'lose_answer'] as const)('the credit callback %s: the deposit stands confirmed, and the reconciler credits the seat once', async (fault) => {
+  const p = await player(400n);
+  const tableId = await table(p);
+  proxy.faults('/internal/credit-chips', fault === 'drop' ? { drop: 1, loseAnswer: 0 } : { drop: 0, loseAnswer: 1 });
+  const r = await deposit(p, await depositBody(p, tableId, 100n, { seatIndex: 1 }));
+  proxy.faults('/internal/credit-chips', { drop: 0, loseAnswer: 0 });
+  expect(r.body).toMatchObject({ status: 'confirmed' });
+  expect(await creditOf(r.body.idempotencyKey)).toEqual({ status: 'confirmed', credited: false });
+  // dropped: the seat is not funded yet; answer lost: the game funded it, the bank does not know
+  expect((await seats(tableId)).length).toBe(fault === 'drop' ? 0 : 1);
+  await reconcileNow();
+  expect(await creditOf(r.body.idempotencyKey)).toEqual({ status: 'confirmed', credited: true });
+  await reconcileNow();
+  expect(await seats(tableId)).toEqual([{ seatIndex: 1, userId: p.userId, chipBalance: '100', status: 'seated' }]);
+  expect(await reader.tableBalance(tableId)).toBe(100n * C);
+  // and out again
+  expect((await call(`${bank}/api/withdraw`, { headers: p.auth, body: { tableId } })).body).toMatchObject({ status: 'confirmed', amount: 100 });
+  expect(await reader.balanceOf(p.wallet)).toBe(400n * C);
+});
+
+test('the settle callback lost: the withdrawal stays confirmed until the reconciler redelivers it; paid once', async () => {
+  const p = await player(200n);
+  const tableId = await table(p);
+  expect((await deposit(p, await depositBody(p, tableId, 80n))).status).toBe(200);
+  proxy.faults('/internal/settle-withdrawal', { drop: 1, loseAnswer: 0 });
+  const out = await call(`${bank}/api/withdraw`, { headers: p.auth, body: { tableId } });
+  proxy.faults('/internal/settle-withdrawal', { drop: 0, loseAnswer: 0 });
+  expect(out.body).toMatchObject({ status: 'confirmed', amount: 80 });
+  expect(await reader.balanceOf(p.wallet)).toBe(200n * C);
+  const intent = async () => (await db.owner.query('select status, settled_at is not null as settled from bank.withdraw_intents where idempotency_key = $1', [out.body.idempotencyKey])).rows[0];
+  expect(await intent()).toEqual({ status: 'confirmed', settled: false });
+  expect(await seats(tableId)).toEqual([{ seatIndex: 0, userId: p.userId, chipBalance: '80', status: 'leaving' }]);
+  await reconcileNow();
+  expect(await intent()).toEqual({ status: 'confirmed', settled: true });
+  expect(await seats(tableId)).toEqual([]);
+  expect(await reader.balanceOf(p.wallet)).toBe(200n * C);
+  expect(await reader.tableBalance(tableId)).toBe(0n);
 });

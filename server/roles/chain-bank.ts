@@ -107,6 +107,8 @@ export async function startChainBank({ config, databaseUrl, log, peers }: RoleCo
         await local?.stop();
       }
     },
+    /** Runs the reconciler now (it also runs at startup and on its interval); resolves when it is done. */
+    reconcileNow: async () => { await reconciler?.runNow(); },
     /** The local chain of this role (npm start without EVM_RPC_URL), for the printout and the tests. */
     ...(local ? { chain: { url: local.url, deployment: local.deployment, minterKey: local.minterKey } } : {}),
   } as StartedRole;
