@@ -196,3 +196,19 @@ test('the settle callback lost: the withdrawal stays confirmed until the reconci
   expect(await reader.balanceOf(p.wallet)).toBe(200n * C);
   expect(await reader.tableBalance(tableId)).toBe(0n);
 });
+
+test('a confirmation the chain does not bear out (a stolen bank login writing one) is never credited', async () => {
+  const p = await player(100n);
+  const tableId = await table(p);
+  const bankLogin = db.pool('poker_bank', 1);
+  const { rows: [{ sid }] } = await db.owner.query('select auth.grant_access($1, 600) as sid', [p.userId]);
+  const key = `0x${randomUUID().replace(/-/g, '').padEnd(64, '0')}`;
+  const fakeTx = `0x${'ab'.repeat(32)}`;
+  await bankLogin.query('select * from bank.open_deposit($1, $2, $3, 0, 100, $4, $5)', [sid, key, tableId, p.wallet, inAnHour().toString()]);
+  await bankLogin.query('select bank.submit_deposit($1, $2)', [key, fakeTx]);
+  await bankLogin.query('select bank.confirm_deposit($1, $2, 1, $3, $4)', [key, fakeTx, p.wallet, (100n * C).toString()]);
+  await reconcileNow();
+  expect(await creditOf(key)).toEqual({ status: 'confirmed', credited: false });
+  expect(await seats(tableId)).toEqual([]);
+  expect(await reader.tableBalance(tableId)).toBe(0n);
+});

@@ -9,6 +9,8 @@
 //   - withdrawals pending or submitted: paid or their receipt read; confirmed ones whose settle
 //     callback never landed: redelivered.
 import type { Hex } from 'viem';
+import { tableKey } from '../chain/contracts.ts';
+import { BASE_UNITS_PER_CHIP } from '../chain/types.ts';
 import { creditDeposit, settleDepositOutcome, type BankDeps } from './deposit.ts';
 import { deliverChainSettlement, payWithdrawal } from './withdraw.ts';
 
@@ -18,10 +20,30 @@ export interface ReconcileRun {
   credited: number;
   paid: number;
   settled: number;
+  /** Confirmed rows the chain does not bear out (named in the log, never credited or settled). */
+  unverified: number;
+}
+
+/** The deposit's Deposited event on chain is this row's: its table, wallet and amount. */
+async function depositOnChain(deps: BankDeps, d: { idempotency_key: string; table_id: string; wallet: string; amount: bigint; tx_hash: string }) {
+  const event = await deps.chain()!.depositOf(d.tx_hash as Hex);
+  const ok = !!event && event.tableKey === tableKey(d.table_id) && event.owner.toLowerCase() === d.wallet.toLowerCase()
+    && event.amount === BigInt(d.amount) * BASE_UNITS_PER_CHIP;
+  if (!ok) deps.log.error({ key: d.idempotency_key, txHash: d.tx_hash }, 'a confirmed chain deposit is not on the chain as recorded: not credited');
+  return ok;
+}
+
+/** The withdrawal's Withdrawn event on chain is this row's: its table, destination and amount. */
+async function withdrawalOnChain(deps: BankDeps, w: { idempotency_key: string; table_id: string; destination: string; amount: bigint; tx_hash: string }) {
+  const event = await deps.chain()!.withdrawalOf(w.tx_hash as Hex);
+  const ok = !!event && event.tableKey === tableKey(w.table_id) && event.to.toLowerCase() === w.destination.toLowerCase()
+    && event.amount === BigInt(w.amount) * BASE_UNITS_PER_CHIP;
+  if (!ok) deps.log.error({ key: w.idempotency_key, txHash: w.tx_hash }, 'a confirmed chain withdrawal is not on the chain as recorded: not settled');
+  return ok;
 }
 
 export async function reconcileChainBank(deps: BankDeps, graceSeconds: number): Promise<ReconcileRun> {
-  const run: ReconcileRun = { confirmed: 0, failed: 0, credited: 0, paid: 0, settled: 0 };
+  const run: ReconcileRun = { confirmed: 0, failed: 0, credited: 0, paid: 0, settled: 0, unverified: 0 };
   const chain = deps.chain();
   if (!chain) return run;
   const { rows: open } = await deps.pool.query<{ idempotency_key: string; status: string; tx_hash: string | null }>(
@@ -37,11 +59,14 @@ export async function reconcileChainBank(deps: BankDeps, graceSeconds: number): 
     if (outcome.status === 'confirmed') run.confirmed++;
     if (outcome.status === 'failed') run.failed++;
   }
-  const { rows: uncredited } = await deps.pool.query<{ idempotency_key: string; table_id: string; user_id: string; seat_index: number | null; amount: bigint; mode: string }>(
-    'select idempotency_key, table_id, user_id, seat_index, amount, mode from bank.uncredited_deposits(0, 200)',
+  const { rows: uncredited } = await deps.pool.query<{ idempotency_key: string; table_id: string; user_id: string; seat_index: number | null; amount: bigint; mode: string; wallet: string; tx_hash: string }>(
+    'select idempotency_key, table_id, user_id, seat_index, amount, mode, wallet, tx_hash from bank.uncredited_deposits(0, 200)',
   );
   for (const d of uncredited) {
     if (d.mode !== 'cash') continue;
+    // a confirmation is the chain's: read again from its receipt before any seat is funded (a row
+    // confirmed by anything but this process's own read of the chain is named, never credited)
+    if (!(await depositOnChain(deps, d))) { run.unverified++; continue; }
     if (await creditDeposit(deps, d)) run.credited++;
   }
   const { rows: unpaid } = await deps.pool.query(
@@ -52,8 +77,11 @@ export async function reconcileChainBank(deps: BankDeps, graceSeconds: number): 
     const after = await payWithdrawal(deps, w.table_id, w, 0);
     if (after.status === 'confirmed') run.paid++;
   }
-  const { rows: unsettled } = await deps.pool.query('select idempotency_key, player_id, settlement from bank.unsettled_withdrawals(0, 200)');
-  for (const w of unsettled) if (await deliverChainSettlement(deps, w)) run.settled++;
+  const { rows: unsettled } = await deps.pool.query('select idempotency_key, player_id, settlement, table_id, destination, amount, tx_hash from bank.unsettled_withdrawals(0, 200)');
+  for (const w of unsettled) {
+    if (w.settlement !== 'bust' && !(await withdrawalOnChain(deps, w))) { run.unverified++; continue; }
+    if (await deliverChainSettlement(deps, w)) run.settled++;
+  }
   return run;
 }
 

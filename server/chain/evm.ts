@@ -13,7 +13,7 @@ import { CHIP_TOKEN, TABLE_VAULT, VAULT_CALL_ABI, tableKey } from './contracts.t
 import { chainError, onChain, reasonOf } from './errors.ts';
 import { permitDomain, permitMessage, permitNonce, permitSignature, permitV, PERMIT_TYPES, toBaseUnits } from './permit.ts';
 import { SerialSender } from './sender.ts';
-import { ChainRevert, ChainUnavailable, type ChainBankChain, type Deployment, type PermitParts, type TxOutcome, type VaultDeposit } from './types.ts';
+import { ChainRevert, ChainUnavailable, type ChainBankChain, type Deployment, type PermitParts, type TxOutcome, type VaultDeposit, type VaultWithdrawal } from './types.ts';
 
 export interface ChainBankChainConfig {
   rpcUrl: string;
@@ -97,6 +97,16 @@ export class EvmChainBankChain implements ChainBankChain {
     if (!event) return null;
     const { tableKey: key, owner, amount } = event.args as unknown as { tableKey: Hex; owner: Address; amount: bigint };
     return { txHash, tableKey: key, owner: getAddress(owner), amount, blockNumber: receipt.blockNumber };
+  }
+
+  async withdrawalOf(txHash: Hex): Promise<VaultWithdrawal | null> {
+    const receipt = await onChain(() => this.receipt(txHash));
+    if (!receipt || receipt.status !== 'success') return null;
+    const logs = receipt.logs.filter((log) => isAddressEqual(log.address, this.deployment.vault));
+    const [event] = parseEventLogs({ abi: TABLE_VAULT.abi, logs }).filter((e) => e.eventName === 'Withdrawn' || e.eventName === 'PaidOut');
+    if (!event) return null;
+    const { tableKey: key, to, amount } = event.args as unknown as { tableKey: Hex; to: Address; amount: bigint };
+    return { txHash, tableKey: key, to: getAddress(to), amount, blockNumber: receipt.blockNumber, event: event.eventName as 'Withdrawn' | 'PaidOut' };
   }
 
   balanceOf(address: Address): Promise<bigint> {

@@ -38,6 +38,17 @@ export interface VaultDeposit {
   blockNumber: bigint;
 }
 
+/** A vault payment (Withdrawn or PaidOut) as the chain logged it. */
+export interface VaultWithdrawal {
+  txHash: Hex;
+  tableKey: Hex;
+  to: Address;
+  /** base units */
+  amount: bigint;
+  blockNumber: bigint;
+  event: 'Withdrawn' | 'PaidOut';
+}
+
 export interface ChainBankChain {
   readonly deployment: Deployment;
   /** The permit's signer as the token's EIP-712 domain recovers it (null when it recovers nothing). */
@@ -56,6 +67,8 @@ export interface ChainBankChain {
   waitForOutcome(txHash: Hex, timeoutMs: number): Promise<TxOutcome>;
   /** The vault's Deposited event of a transaction, read from its receipt's logs (null when it has none). */
   depositOf(txHash: Hex): Promise<VaultDeposit | null>;
+  /** The vault's Withdrawn (or PaidOut) event of a transaction, read from its receipt's logs (null when it has none). */
+  withdrawalOf(txHash: Hex): Promise<VaultWithdrawal | null>;
   /** Token balance of an address, in base units. */
   balanceOf(address: Address): Promise<bigint>;
   /** The vault's recorded balance of a table, in base units. */
