@@ -25,6 +25,6 @@ RUN mkdir -p .data && chown node:node .data
 USER node
 
 # cage, admin (auth 3673, game 3674 and chain-bank 3676 join as those roles land)
-EXPOSE 3673 3675 3677 3678
+EXPOSE 3673 3674 3675 3676 3677 3678
 
 CMD ["node", "--import", "./server/telemetry/register.ts", "server/main.ts"]

@@ -24,6 +24,11 @@ import type { RoleContext, StartedRole } from './types.ts';
 
 /** The chain: configured (EVM_RPC_URL and the contracts), or a local anvil with the contracts deployed. */
 async function openChain(config: RoleContext['config'], log: RoleContext['log']): Promise<{ chain?: ChainBankChain; local?: LocalChain }> {
+  if (!config.EVM_RPC_URL && config.NODE_ENV === 'production') {
+    // a development chain with public keys has no place in production
+    log.warn('no EVM_RPC_URL in production: deposits and withdrawals answer chain_not_configured');
+    return {};
+  }
   if (!config.EVM_RPC_URL) {
     const local = await startLocalChain();
     return { local, chain: createChainBankChain({ rpcUrl: local.url, operatorKey: local.operatorKey, deployment: local.deployment }) };
