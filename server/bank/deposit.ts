@@ -53,6 +53,22 @@ const depositBody = z.object({
   signerAddress: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
 }).strict();
 
+/**
+ * Where confirmed deposits spend their time, in milliseconds summed over this process's deposits
+ * (read by `npm run bench -- chain-bank`): the permit's signer recovered, the auth role's wallet
+ * read, the chain (submit and receipt), the game's credit callback, and the bank's own SQL.
+ */
+export const depositPhases = { deposits: 0, recoverMs: 0, authMs: 0, chainMs: 0, callbackMs: 0, sqlMs: 0 };
+
+async function timedPhase<T>(phase: 'recoverMs' | 'authMs' | 'chainMs' | 'callbackMs' | 'sqlMs', work: () => Promise<T>): Promise<T> {
+  const start = performance.now();
+  try {
+    return await work();
+  } finally {
+    depositPhases[phase] += performance.now() - start;
+  }
+}
+
 export function requireChain(deps: BankDeps): ChainBankChain {
   const chain = deps.chain();
   if (!chain) throw new ApiError(503, 'chain_not_configured');
@@ -148,21 +164,21 @@ async function deposit(deps: BankDeps, req: Request, res: Response, span: Span) 
     return replayAnswer(known[0], span);
   }
   // 2. the permit's signer
-  const recovered = await chain.recoverPermitSigner({ owner: claimed, chips: b.amount, permit: { ...b.permit, r: b.permit.r as Hex, s: b.permit.s as Hex } })
-    .catch((err: unknown) => { if (err instanceof ChainUnavailable) throw new ApiError(503, 'chain_unavailable'); throw err; });
+  const recovered = await timedPhase('recoverMs', () => chain.recoverPermitSigner({ owner: claimed, chips: b.amount, permit: { ...b.permit, r: b.permit.r as Hex, s: b.permit.s as Hex } })
+    .catch((err: unknown) => { if (err instanceof ChainUnavailable) throw new ApiError(503, 'chain_unavailable'); throw err; }));
   span.setAttribute('deposit.recovered_signer', recovered ?? '');
   if (!recovered) { span.setAttribute('deposit.result', 'signature_invalid'); throw new ApiError(400, 'signature_invalid'); }
   if (recovered.toLowerCase() !== claimed.toLowerCase()) { span.setAttribute('deposit.result', 'signature_invalid'); throw new ApiError(400, 'invalid_signer_address'); }
   // 3. linked to the player (the auth role's read; SQL checks it again)
-  const wallets = await linkedWallets(deps, userId);
+  const wallets = await timedPhase('authMs', () => linkedWallets(deps, userId));
   const linked = wallets.includes(claimed.toLowerCase());
   span.setAttribute('auth.linked', linked);
   if (!linked) { span.setAttribute('deposit.result', 'wallet_not_linked'); throw new ApiError(400, 'wallet_not_linked'); }
   // 4. the intent, then the chain
-  const { rows } = await deps.pool.query<DepositRow>(
+  const { rows } = await timedPhase('sqlMs', () => deps.pool.query<DepositRow>(
     'select * from bank.open_deposit($1, $2, $3, $4, $5, $6, $7)',
     [playerSession(res), key, b.tableId, b.seatIndex ?? null, b.amount.toString(), claimed, b.permit.deadline.toString()],
-  ).catch((err: { message?: string }) => {
+  )).catch((err: { message?: string }) => {
     if (err.message === 'table_frozen') span.setAttribute('deposit.result', 'table_frozen');
     throw err;
   });
@@ -170,7 +186,7 @@ async function deposit(deps: BankDeps, req: Request, res: Response, span: Span) 
   if (row.replayed) return replayAnswer(row, span);
   let txHash: Hex;
   try {
-    txHash = await chain.submitDeposit({ tableId: b.tableId, owner: claimed, chips: b.amount, permit: { ...b.permit, r: b.permit.r as Hex, s: b.permit.s as Hex } });
+    txHash = await timedPhase('chainMs', () => chain.submitDeposit({ tableId: b.tableId, owner: claimed, chips: b.amount, permit: { ...b.permit, r: b.permit.r as Hex, s: b.permit.s as Hex } }));
   } catch (err) {
     if (err instanceof ChainRevert) {
       await deps.pool.query('select bank.fail_deposit($1, $2)', [key, err.reason]);
@@ -181,9 +197,9 @@ async function deposit(deps: BankDeps, req: Request, res: Response, span: Span) 
     span.setAttribute('deposit.result', 'failed');
     throw new ApiError(503, 'chain_unavailable', undefined, { status: 'pending', idempotencyKey: key });
   }
-  await deps.pool.query('select bank.submit_deposit($1, $2)', [key, txHash]);
+  await timedPhase('sqlMs', () => deps.pool.query('select bank.submit_deposit($1, $2)', [key, txHash]));
   span.setAttribute('deposit.tx_hash', txHash);
-  const outcome = await settleDepositOutcome(deps, chain, key, txHash, deps.confirmWindowMs);
+  const outcome = await timedPhase('chainMs', () => settleDepositOutcome(deps, chain, key, txHash, deps.confirmWindowMs));
   if (outcome.status === 'failed') {
     span.setAttribute('deposit.result', 'failed');
     throw new ApiError(400, 'failed', undefined, { status: 'failed', reason: outcome.reason, txHash });
@@ -193,7 +209,8 @@ async function deposit(deps: BankDeps, req: Request, res: Response, span: Span) 
     return { status: 'submitted', txHash, idempotencyKey: key, note: 'not confirmed within the window: chips are credited once it confirms' };
   }
   // 5. the seat (a tournament entry is credited by the tournament branch: not on this bank yet)
-  await creditDeposit(deps, { idempotency_key: key, table_id: b.tableId, user_id: userId, seat_index: b.seatIndex ?? null, amount: b.amount });
+  await timedPhase('callbackMs', () => creditDeposit(deps, { idempotency_key: key, table_id: b.tableId, user_id: userId, seat_index: b.seatIndex ?? null, amount: b.amount }));
+  depositPhases.deposits++;
   span.setAttribute('deposit.result', 'confirmed');
   deps.log.info({ userId, tableId: b.tableId, amount: b.amount.toString(), txHash }, 'chain deposit confirmed');
   return { status: 'confirmed', txHash, idempotencyKey: key };
