@@ -14,7 +14,7 @@ import {
   closeFuzzAgent, contractBreach, encodeLoose, FUZZ_RUNS, FUZZ_SEED, fieldValue, hostileJson, hostileString, inPool, pathSegment, rawRequest,
 } from './helpers/fuzz.ts';
 
-type RoleName = 'auth' | 'game' | 'cage' | 'admin' | 'betting';
+type RoleName = 'auth' | 'game' | 'cage' | 'admin' | 'betting' | 'chain-bank';
 type Auth = 'none' | 'jwt' | 'service' | 'operator';
 
 /** Every route the fuzz knows: how it authenticates, and the body/query fields it reads. */
@@ -126,6 +126,13 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'betting GET /internal/bets/:stakeRef': { auth: 'service' },
   'betting POST /internal/unbets': { auth: 'service', fields: ['stakeRef', 'sid'] },
   'betting POST /internal/claims': { auth: 'service', fields: ['marketId', 'sid'] },
+  // chain-bank
+  'chain-bank GET /health': { auth: 'none' },
+  'chain-bank POST /api/tables': { auth: 'jwt', fields: ['tableId', 'gameType', 'settings'] },
+  'chain-bank POST /api/deposit': { auth: 'jwt', fields: ['tableId', 'seatIndex', 'amount', 'permit', 'signerAddress'] },
+  'chain-bank GET /api/deposits/:idempotencyKey': { auth: 'jwt' },
+  'chain-bank POST /api/withdraw': { auth: 'jwt', fields: ['tableId', 'destinationWallet', 'forced', 'userId', 'payoutIntent'] },
+  'chain-bank POST /internal/bust': { auth: 'service', fields: ['tableId', 'userId'] },
   // admin
   'admin GET /health': { auth: 'none' },
   'admin ALL /graphql': { auth: 'service', fields: ['query', 'variables', 'operationName', 'extensions'] },
@@ -142,8 +149,8 @@ const counts = { requests: 0, byStatus: new Map<number, number>() };
 beforeAll(async () => {
   process.stdout.write(`fuzz-http: FUZZ_SEED=${FUZZ_SEED} FUZZ_RUNS=${FUZZ_RUNS}\n`);
   db = await createTestDatabase();
-  m = await startMoneyPlatform(db, { alsoAdmin: true, alsoBetting: true });
-  for (const role of ['auth', 'game', 'cage', 'admin', 'betting'] as const) base[role] = m.platform.url(role);
+  m = await startMoneyPlatform(db, { alsoAdmin: true, alsoBetting: true, alsoChainBank: true });
+  for (const role of ['auth', 'game', 'cage', 'admin', 'betting', 'chain-bank'] as const) base[role] = m.platform.url(role);
   player = await m.player(1000);
   tableId = await m.table(player.auth);
   operator = (await m.operator()).auth;
@@ -162,7 +169,7 @@ interface Mounted {
 }
 
 function mounted(): Mounted[] {
-  return (['auth', 'game', 'cage', 'admin', 'betting'] as const).flatMap((role) =>
+  return (['auth', 'game', 'cage', 'admin', 'betting', 'chain-bank'] as const).flatMap((role) =>
     m.platform.role(role).routes!().map((r) => ({ role, ...r, key: `${role} ${r.method} ${r.path}` })),
   );
 }
@@ -181,6 +188,8 @@ function plausible(field: string): unknown[] {
     creditKey: [`ck-${randomUUID()}`], marketId: [`sng:${tableId}`, 'sng:x'], runnerUserId: [player.userId], stakeRef: [`bet-stake:${player.userId}:k`], sid: [randomUUID()], playerId: [1, '1'], ledgerRefId: [`r-${randomUUID()}`], conditionKey: ['agent_seated'],
     reason: ['fuzz'], mode: ['pro_rata', 'custom'], holdId: [1, '1'], entryId: [1, '1'], disputeId: [1, '1'], signature: ['00'.repeat(64)],
     split: [[{ userId: player.userId, amount: 1 }]], status: ['free', 'needs_reconciliation,disputed'], before: ['10'],
+    permit: [{ v: 27, r: `0x${'11'.repeat(32)}`, s: `0x${'22'.repeat(32)}`, deadline: '9999999999' }], signerAddress: ['0x0000000000000000000000000000000000000001'],
+    destinationWallet: ['0x0000000000000000000000000000000000000001'], forced: [true], payoutIntent: [{ position: 1, amount: 1 }],
   };
   return values[field] ?? [];
 }
