@@ -212,3 +212,72 @@ test('a confirmation the chain does not bear out (a stolen bank login writing on
   expect(await seats(tableId)).toEqual([]);
   expect(await reader.tableBalance(tableId)).toBe(0n);
 });
+
+test('a full cash hand played through the chain bank: the game\'s stacks are what the chain pays back', async () => {
+  const { connect } = await import('./helpers/ws-client.ts');
+  const players = [await player(500n), await player(500n)];
+  const tableId = await table(players[0]!);
+  for (const [i, p] of players.entries()) expect((await deposit(p, await depositBody(p, tableId, 200n, { seatIndex: i }))).body.status).toBe('confirmed');
+  const wsUrl = game.replace(/^http/, 'ws');
+  const sockets = await Promise.all(players.map(async (p) => {
+    const ws = await connect(`${wsUrl}/ws`, p.auth);
+    await ws.next((x) => x.type === 'hello');
+    return ws;
+  }));
+  try {
+    let refs = 0;
+    const request = (i: number, message: Record<string, unknown>) => {
+      const ref = `r${++refs}`;
+      sockets[i]!.send({ ...message, ref });
+      return sockets[i]!.next((x) => x.ref === ref, 10_000);
+    };
+    await Promise.all(players.map((_, i) => request(i, { type: 'join', tableId })));
+    // check or call down the first hand
+    const answered = new Set<string>();
+    let result: Record<string, any> | undefined;
+    for (const stop = Date.now() + 20_000; !result;) {
+      if (Date.now() > stop) throw new Error(`the hand did not end: ${JSON.stringify(sockets[0]!.messages.map((x) => [x.type, x.code ?? x.legal?.actions?.length ?? '']).slice(-15))}`);
+      result = sockets[0]!.messages.find((x) => x.type === 'hand_result' && x.tableId === tableId);
+      for (const [i] of players.entries()) {
+        const s = sockets[i]!.messages.filter((x) => x.type === 'game_state' && x.tableId === tableId).at(-1);
+        if (!s?.legal || answered.has(`${s.legal.handId}:${s.legal.seq}`)) continue;
+        answered.add(`${s.legal.handId}:${s.legal.seq}`);
+        const legal = (s.legal.actions as (string | { action: string })[]).map((a) => (typeof a === 'string' ? a : a.action));
+        const action = legal.includes('check') ? 'check' : 'call';
+        const ack = await request(i, { type: 'action', tableId, handId: s.legal.handId, seq: s.legal.seq, action });
+        if (ack.type !== 'action_ack') throw new Error(`${action} refused: ${JSON.stringify(ack)} (legal ${JSON.stringify(s.legal)})`);
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    // everybody leaves through the bank (the room asks the chain bank to withdraw with the player's token)
+    const stacks = Object.fromEntries((await seats(tableId)).map((s: { userId: string; chipBalance: string }) => [s.userId, BigInt(s.chipBalance)]));
+    for (const [i] of players.entries()) {
+      for (let tries = 0; tries < 500; tries++) {
+        const r = await request(i, { type: 'stand_up', tableId });
+        if (r.type === 'stood_up' || r.type === 'stand_up_pending') break;
+        if (r.code !== 'hand_in_progress') throw new Error(`stand_up refused: ${JSON.stringify(r)}`);
+        await new Promise((res) => setTimeout(res, 5));
+      }
+    }
+    const deadline = Date.now() + 20_000;
+    while ((await seats(tableId)).length > 0) {
+      if (Date.now() > deadline) throw new Error('the table did not empty');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const { rows: [t] } = await db.owner.query('select unreconciled_rake + reconciled_rake as rake from game.tables where table_id = $1', [tableId]);
+    const rake = BigInt(t.rake);
+    // each wallet holds what it kept plus the stack the game gave it at stand-up (or after the hand it stood up in)
+    const balances = await Promise.all(players.map((p) => reader.balanceOf(p.wallet)));
+    expect(balances.reduce((a, b) => a + b, 0n)).toBe((1000n - rake) * C);
+    expect(await reader.tableBalance(tableId)).toBe(rake * C);
+    // and exactly: what each kept (300) plus the stack the game settled for them, paid on chain
+    for (const [i, p] of players.entries()) {
+      const { rows } = await db.owner.query("select coalesce(sum(amount), 0)::bigint as paid from bank.withdraw_intents where table_id = $1 and user_id = $2 and status = 'confirmed'", [tableId, p.userId]);
+      expect(balances[i]).toBe((300n + BigInt(rows[0].paid)) * C);
+      expect(BigInt(rows[0].paid)).toBe(stacks[p.userId] ?? 0n);
+    }
+    expect(Object.values(stacks).reduce((a, b) => a + b, 0n)).toBe(400n - rake);
+  } finally {
+    await Promise.all(sockets.map((s) => s.close()));
+  }
+});

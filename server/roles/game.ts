@@ -26,7 +26,7 @@ import { installTestHandRoute } from '../game/hands/test-route.ts';
 function peerClients(config: RoleContext['config'], peers: RoleContext['peers']) {
   const client = (baseUrl: () => string) => createServiceClient({ baseUrl, serviceKey: config.SERVICE_KEY, timeoutMs: config.GAME_CALL_TIMEOUT_MS });
   return {
-    bank: client(() => config.BANK_URL ?? peers?.get('cage') ?? `http://${config.HOST}:${config.CAGE_PORT}`),
+    bank: client(() => config.BANK_URL ?? peers?.get('cage') ?? peers?.get('chain-bank') ?? `http://${config.HOST}:${config.CAGE_PORT}`),
   };
 }
 
