@@ -344,7 +344,13 @@ describe('with DATABASE_URL', () => {
     await expectHealthy(lines.admin!);
     expect(Object.keys(printedLines(child)).sort()).toEqual(['admin', 'auth', 'betting', 'cage', 'chain', 'chain-bank', 'game', 'worker']);
     expect(existsSync(unusedDataDir)).toBe(false);
-    expect(await connectionsBy()).toEqual(['admin', 'auth', 'betting', 'cage', 'chain-bank', 'game', 'worker']);
+    // each role's pool connects when it first works (the betting sweep on its first tick): waited for
+    const expected = ['admin', 'auth', 'betting', 'cage', 'chain-bank', 'game', 'worker'];
+    await until('a connection of every role', async () => {
+      const seen = await connectionsBy();
+      return seen.length === expected.length ? seen : undefined;
+    }, START_TIMEOUT, child);
+    expect(await connectionsBy()).toEqual(expected);
 
     expect(await stopWith(child, 'SIGINT')).toEqual({ code: 0, signal: null });
     expect(existsSync(unusedDataDir)).toBe(false);
