@@ -281,3 +281,51 @@ test('a full cash hand played through the chain bank: the game\'s stacks are wha
     await Promise.all(sockets.map((s) => s.close()));
   }
 });
+
+describe('a chain that stops producing blocks mid-deposit', () => {
+  const rpc = (method: string, params: unknown[] = []) =>
+    fetch(local.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) }).then((r) => r.json());
+  afterEach(async () => {
+    await rpc('evm_setAutomine', [true]);
+  });
+  /** A deposit sent while anvil mines nothing: the bank answers `submitted` once its window passes. */
+  async function stalledDeposit(p: Player, tableId: string) {
+    await rpc('evm_setAutomine', [false]);
+    const r = await deposit(p, await depositBody(p, tableId, 60n));
+    expect(r.body).toMatchObject({ status: 'submitted', txHash: expect.stringMatching(/^0x/), note: expect.any(String) });
+    // older than the reconciler's grace (the window plus a margin)
+    await db.owner.query("update bank.deposit_intents set updated_at = now() - interval '10 minutes' where tx_hash = $1", [r.body.txHash]);
+    return r.body as { txHash: string; idempotencyKey: string };
+  }
+
+  test('blocks again: the reconciler confirms the deposit from its receipt and credits the seat once', async () => {
+    const p = await player(100n);
+    const tableId = await table(p);
+    const d = await stalledDeposit(p, tableId);
+    expect(await seats(tableId)).toEqual([]);
+    await rpc('evm_mine');
+    await rpc('evm_setAutomine', [true]);
+    await reconcileNow();
+    expect(await creditOf(d.idempotencyKey)).toEqual({ status: 'confirmed', credited: true });
+    expect(await seats(tableId)).toEqual([{ seatIndex: 0, userId: p.userId, chipBalance: '60', status: 'seated' }]);
+    expect((await call(`${bank}/api/deposits/${d.idempotencyKey}`, { headers: p.auth })).body).toMatchObject({ status: 'confirmed', txHash: d.txHash });
+    expect((await call(`${bank}/api/withdraw`, { headers: p.auth, body: { tableId } })).body).toMatchObject({ status: 'confirmed', amount: 60 });
+    expect(await reader.balanceOf(p.wallet)).toBe(100n * C);
+  }, 30_000);
+
+  test('the transaction lost with the node\'s pool: the reconciler fails the deposit; nothing moved; a new permit deposits', async () => {
+    const p = await player(100n);
+    const tableId = await table(p);
+    const d = await stalledDeposit(p, tableId);
+    await rpc('anvil_dropAllTransactions');
+    await rpc('evm_setAutomine', [true]);
+    await reconcileNow();
+    expect(await creditOf(d.idempotencyKey)).toEqual({ status: 'failed', credited: false });
+    expect(await reader.balanceOf(p.wallet)).toBe(100n * C);
+    expect(await seats(tableId)).toEqual([]);
+    // the permit's nonce was never spent: a new permit (a new key) goes through
+    const again = await deposit(p, await depositBody(p, tableId, 60n, { deadline: inAnHour() + 1n }));
+    expect(again.body).toMatchObject({ status: 'confirmed' });
+    expect((await call(`${bank}/api/withdraw`, { headers: p.auth, body: { tableId } })).body).toMatchObject({ status: 'confirmed', amount: 60 });
+  }, 30_000);
+});

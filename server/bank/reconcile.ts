@@ -58,6 +58,12 @@ export async function reconcileChainBank(deps: BankDeps, graceSeconds: number): 
     const outcome = await settleDepositOutcome(deps, chain, d.idempotency_key, d.tx_hash as Hex, 0);
     if (outcome.status === 'confirmed') run.confirmed++;
     if (outcome.status === 'failed') run.failed++;
+    // still pending, and the node does not know it (dropped from its pool, a chain restarted without
+    // it): it will never mine; failed, so the player signs a new permit (this one's nonce is unspent)
+    if (outcome.status === 'submitted' && !(await chain.isKnown(d.tx_hash as Hex))) {
+      await deps.pool.query('select bank.fail_deposit($1, $2)', [d.idempotency_key, 'dropped: the chain does not know the transaction']);
+      run.failed++;
+    }
   }
   const { rows: uncredited } = await deps.pool.query<{ idempotency_key: string; table_id: string; user_id: string; seat_index: number | null; amount: bigint; mode: string; wallet: string; tx_hash: string }>(
     'select idempotency_key, table_id, user_id, seat_index, amount, mode, wallet, tx_hash from bank.uncredited_deposits(0, 200)',
@@ -76,6 +82,11 @@ export async function reconcileChainBank(deps: BankDeps, graceSeconds: number): 
   for (const w of unpaid) {
     const after = await payWithdrawal(deps, w.table_id, w, 0);
     if (after.status === 'confirmed') run.paid++;
+    // a payment the node dropped is sent again (next run): failed, then pending with no transaction
+    if (after.status === 'submitted' && !(await chain.isKnown(after.tx_hash as Hex))) {
+      await deps.pool.query("select bank.advance_withdrawal($1, 'failed', null, null, null, null, $2)", [w.idempotency_key, 'dropped: the chain does not know the transaction']);
+      await deps.pool.query('select bank.retry_withdrawal($1)', [w.idempotency_key]);
+    }
   }
   const { rows: unsettled } = await deps.pool.query('select idempotency_key, player_id, settlement, table_id, destination, amount, tx_hash from bank.unsettled_withdrawals(0, 200)');
   for (const w of unsettled) {

@@ -4,7 +4,7 @@
 // an unreachable node ChainUnavailable.
 import {
   decodeErrorResult, decodeFunctionData, getAddress, isAddressEqual, parseEventLogs, recoverTypedDataAddress,
-  TransactionReceiptNotFoundError, type Address, type Hex, type PublicClient, type TransactionReceipt, type TypedDataDomain, type WalletClient,
+  TransactionNotFoundError, TransactionReceiptNotFoundError, type Address, type Hex, type PublicClient, type TransactionReceipt, type TypedDataDomain, type WalletClient,
 } from 'viem';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { getTransaction, getTransactionReceipt, readContract, simulateContract, writeContract } from 'viem/actions';
@@ -87,6 +87,22 @@ export class EvmChainBankChain implements ChainBankChain {
       if (left <= 0) return { status: 'pending', txHash };
       await sleep(Math.min(this.pollingIntervalMs, left));
     }
+  }
+
+  async isKnown(txHash: Hex): Promise<boolean> {
+    return onChain(async () => {
+      try {
+        await getTransaction(this.client, { hash: txHash });
+        return true;
+      } catch (err) {
+        if (err instanceof TransactionNotFoundError) {
+          // dropped: if it was ours, its nonce is free again and the sender's counter runs ahead
+          this.sender.resync();
+          return false;
+        }
+        throw err;
+      }
+    });
   }
 
   async depositOf(txHash: Hex): Promise<VaultDeposit | null> {

@@ -24,6 +24,14 @@ export class SerialSender {
     this.address = address;
   }
 
+  /**
+   * Forgets the local counter (after the next queued send finishes): the node dropped a transaction
+   * of this key, so its nonce is free again and the counter is re-read from the node.
+   */
+  resync(): void {
+    this.tail = this.tail.then(() => { this.nextNonce = undefined; });
+  }
+
   /** Runs `send` with the operator's next nonce once every earlier send has finished. */
   run(send: (nonce: number) => Promise<Hex>): Promise<Hex> {
     if (this.queued >= MAX_QUEUED_SENDS) return Promise.reject(new ChainUnavailable(`operator send queue full (${MAX_QUEUED_SENDS})`));

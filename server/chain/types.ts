@@ -65,6 +65,8 @@ export interface ChainBankChain {
   submitPayout(args: { tableId: string; to: Address; chips: bigint }): Promise<Hex>;
   /** Waits for the receipt up to `timeoutMs`: confirmed, reverted (with the reason), or still pending. */
   waitForOutcome(txHash: Hex, timeoutMs: number): Promise<TxOutcome>;
+  /** Whether the node knows the transaction at all (mined or in its pool): false once it was dropped. */
+  isKnown(txHash: Hex): Promise<boolean>;
   /** The vault's Deposited event of a transaction, read from its receipt's logs (null when it has none). */
   depositOf(txHash: Hex): Promise<VaultDeposit | null>;
   /** The vault's Withdrawn (or PaidOut) event of a transaction, read from its receipt's logs (null when it has none). */
