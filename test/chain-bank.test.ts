@@ -10,6 +10,7 @@ import { mintChips, signPermit } from '../server/chain/dev-wallet.ts';
 import { createChainBankChain } from '../server/chain/evm.ts';
 import type { Deployment } from '../server/chain/types.ts';
 import { bridgedUser } from './helpers/auth.ts';
+import { expectCleanAudit } from './helpers/cage.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { call, POKER_SETTINGS } from './helpers/money.ts';
 import { startTestPlatform, TEST_SERVICE_KEY, type TestPlatform } from './helpers/platform.ts';
@@ -45,6 +46,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await platform?.stop();
   await proxy?.close();
+  // the chain bank's tables are outside the cage's books, and the cage audit stays empty beside them
+  await expectCleanAudit(db.pool('poker_cage', 1));
   await db?.drop();
 });
 

@@ -268,13 +268,17 @@ begin
      and not exists (select from cage.cage_entries e
                       where e.ref_id = l.claim_id and e.kind = 'grant' and e.memo ->> 'user_id' = l.user_id::text and e.amounts[2] = l.amount)
   union all
-  --    A seat credit the game holds: its deposit (same key, user, table and amount).
+  --    A seat credit the game holds: its deposit (same key, user, table and amount): the cage's, or
+  --    on a chain-bank table the chain bank's confirmed one (the chain's receipt behind it)
   select 'provenance', 'credit:' || c.credit_key,
          jsonb_build_object('table_id', c.table_id, 'user_id', c.user_id, 'amount', c.amount, 'problem', 'seat credit without its deposit')
     from game.seat_credits c
    where c.status <> 'cancelled'
      and not exists (select from cage.deposit_intents d
                       where d.ref_id = c.credit_key and d.user_id = c.user_id and d.table_id = c.table_id and d.amount = c.amount)
+     and not exists (select from bank.deposit_intents d join game.tables t on t.table_id = d.table_id and t.bank = 'chain'
+                      where d.idempotency_key = c.credit_key and d.status = 'confirmed' and d.user_id = c.user_id
+                        and d.table_id = c.table_id and d.amount = c.amount)
   union all
   --    A buy-in: its deposit; a cash-out or bust: its settlement.
   select 'provenance', 'entry:' || e.id,
