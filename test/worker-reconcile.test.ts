@@ -84,7 +84,11 @@ test('a settlement the game did not zero is redelivered by the worker', async ()
   proxy.faults('/internal/settle-withdrawal', { drop: 0, loseAnswer: 0 });
   const seats = await until(async () => (await m.room(tableId)).body.seats, (s) => s.length === 0);
   expect(seats).toEqual([]);
-  const { rows } = await db.owner.query('select settled_at from cage.withdraw_intents where user_id = $1', [p.userId]);
-  expect(rows[0].settled_at).toBeInstanceOf(Date);
+  // the game zeroes the seat first; the worker then marks the settlement delivered (a step of its own)
+  const settled = await until(
+    async () => (await db.owner.query('select settled_at from cage.withdraw_intents where user_id = $1', [p.userId])).rows[0],
+    (row) => row.settled_at !== null,
+  );
+  expect(settled.settled_at).toBeInstanceOf(Date);
   await expectCleanAudit(cagePool);
 });
