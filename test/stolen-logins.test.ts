@@ -393,18 +393,18 @@ const REVIEWED: Record<string, string> = {
   'auth.signing_keys(integer)': 'public keys, and private keys encrypted with a secret outside the database',
   'auth.unlink_wallet(uuid,text)': 'identity root',
   // bank: the chain bank (issue 20). A confirmation is the chain's: the bank process reads it from
-  // the receipt, and the worker checks every one against the chain under its own login
+  // the receipt, and its reconciler reads a row back from the chain before crediting or settling it
   'bank.activate_deployment(bigint,text,text)': 'configuration: the contracts the bank talks to (a chain of its choosing)',
   'bank.create_table(text,text,jsonb,uuid,integer,integer,text,text)': 'the creator\'s token grant (as game.create_table)',
   'bank.open_deposit(uuid,text,text,integer,bigint,text,bigint)': 'the player\'s token grant; the signer one of their linked wallets',
   'bank.submit_deposit(text,text)': 'bookkeeping of its own intent; moves nothing',
-  'bank.confirm_deposit(text,text,bigint,text,numeric)': 'the chain\'s receipt (the Deposited event), verified again by the worker',
+  'bank.confirm_deposit(text,text,bigint,text,numeric)': 'the chain\'s receipt (the Deposited event), read back from the chain before any seat is credited from it',
   'bank.fail_deposit(text,text)': 'bookkeeping; a failed deposit funds nothing',
   'bank.mark_credited(text)': 'bound: the game\'s seat credit of this key',
   'bank.uncredited_deposits(integer,integer)': 'reads',
   'bank.unresolved_deposits(integer,integer)': 'reads',
   'bank.open_withdrawal(uuid,text,bigint,bigint,text,text,text,boolean,text)': 'bound: the position the game froze (stack, chain head); a linked wallet or the last permit signer',
-  'bank.advance_withdrawal(text,text,text,bigint,text,numeric,text)': 'the chain\'s receipt (the Withdrawn event), verified again by the worker',
+  'bank.advance_withdrawal(text,text,text,bigint,text,numeric,text)': 'the chain\'s receipt (the Withdrawn event), read back from the chain before any seat is settled from it',
   'bank.retry_withdrawal(text)': 'bookkeeping: a failed payment tried again to its own destination',
   'bank.mark_withdrawal_settled(text)': 'bound: the game closed the position under this key',
   'bank.unsettled_withdrawals(integer,integer)': 'reads',

@@ -1,7 +1,7 @@
 -- The chain bank (issue 20): the bank interface on an EVM chain. Its intents are rows of its own
 -- schema, moved only by the SQL functions its login (poker_bank) may execute
 -- (db/functions/bank/); the chain's receipts and events are the authority for a confirmation, and
--- the worker checks every confirmation against the chain (tasks/bank_verify_chain.ts).
+-- the bank's reconciler reads each one back from the chain before it credits or settles a seat.
 create schema bank;
 create schema bank_private;
 revoke all on schema bank, bank_private from public;
@@ -41,7 +41,6 @@ create table bank.deposit_intents (
   block_number bigint,
   error text,
   credited_at timestamptz,
-  verified_at timestamptz,
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now(),
   constraint deposit_intents_key check (idempotency_key ~ '^0x[0-9a-f]{64}$'),
@@ -74,7 +73,6 @@ create table bank.withdraw_intents (
   block_number bigint,
   error text,
   settled_at timestamptz,
-  verified_at timestamptz,
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now(),
   constraint withdraw_intents_key check (idempotency_key ~ '^0x[0-9a-f]{64}$'),

@@ -3,7 +3,7 @@
 --             signer one of their linked EVM wallets; replay-once on the permit's key;
 --   submit    bank.submit_deposit: the transaction the node accepted;
 --   confirm   bank.confirm_deposit: its receipt, with the vault's Deposited event of this table,
---             wallet and amount (checked against the chain by the worker: bank.verify_deposit);
+--             wallet and amount (read back from the chain by the reconciler before it credits);
 --   fail      bank.fail_deposit: the chain refused it (the revert reason);
 --   credited  bank.mark_credited: the game funded the seat (game.seat_credits holds this key).
 
@@ -117,6 +117,22 @@ begin
 end;
 $$;
 
+-- A deposit intent, locked for its next step, or deposit_not_found.
+create or replace function bank_private.locked_deposit(p_key text) returns bank.deposit_intents
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_row bank.deposit_intents;
+begin
+  select * into v_row from bank.deposit_intents d where d.idempotency_key = p_key for update;
+  if v_row.idempotency_key is null then
+    perform bank_private.refuse('deposit_not_found');
+  end if;
+  return v_row;
+end;
+$$;
+
 -- The node accepted the deposit's transaction (pending -> submitted, once).
 create or replace function bank.submit_deposit(p_key text, p_tx_hash text) returns bank.deposit_intents
   language plpgsql volatile security definer
@@ -128,10 +144,7 @@ begin
   if p_tx_hash is null or p_tx_hash !~ '^0x[0-9a-f]{64}$' then
     perform bank_private.refuse('bad_request', 'a transaction hash');
   end if;
-  select * into v_row from bank.deposit_intents d where d.idempotency_key = p_key for update;
-  if v_row.idempotency_key is null then
-    perform bank_private.refuse('deposit_not_found');
-  end if;
+  v_row := bank_private.locked_deposit(p_key);
   if v_row.status = 'pending' then
     update bank.deposit_intents d set status = 'submitted', tx_hash = p_tx_hash, updated_at = now()
      where d.idempotency_key = p_key returning * into v_row;
@@ -144,8 +157,9 @@ $$;
 
 -- Its receipt confirmed it: the block and the vault's Deposited event (owner, amount in base units)
 -- as the chain logged them; they must be this deposit's (deposit_event_mismatch). The table key
--- (keccak256 of the table id: SQL has no keccak) and the whole event are checked against the chain
--- again by the worker (bank.verify_deposit), under its own login.
+-- (keccak256 of the table id: SQL has no keccak) and the whole event are read back from the chain
+-- by the bank's reconciler before it credits a seat from a row it did not confirm itself
+-- (server/bank/reconcile.ts).
 create or replace function bank.confirm_deposit(
   p_key text, p_tx_hash text, p_block_number bigint, p_owner text, p_base_units numeric
 ) returns bank.deposit_intents
@@ -155,10 +169,7 @@ as $$
 declare
   v_row bank.deposit_intents;
 begin
-  select * into v_row from bank.deposit_intents d where d.idempotency_key = p_key for update;
-  if v_row.idempotency_key is null then
-    perform bank_private.refuse('deposit_not_found');
-  end if;
+  v_row := bank_private.locked_deposit(p_key);
   if v_row.status = 'confirmed' then
     return v_row;
   end if;
@@ -183,10 +194,7 @@ as $$
 declare
   v_row bank.deposit_intents;
 begin
-  select * into v_row from bank.deposit_intents d where d.idempotency_key = p_key for update;
-  if v_row.idempotency_key is null then
-    perform bank_private.refuse('deposit_not_found');
-  end if;
+  v_row := bank_private.locked_deposit(p_key);
   if v_row.status = 'failed' then
     return v_row;
   end if;
@@ -208,10 +216,7 @@ as $$
 declare
   v_row bank.deposit_intents;
 begin
-  select * into v_row from bank.deposit_intents d where d.idempotency_key = p_key for update;
-  if v_row.idempotency_key is null then
-    perform bank_private.refuse('deposit_not_found');
-  end if;
+  v_row := bank_private.locked_deposit(p_key);
   if v_row.credited_at is null then
     if not exists (select from game.seat_credits c where c.credit_key = p_key and c.status = 'credited') then
       perform bank_private.refuse('credit_not_found', 'the game holds no credit of this deposit');

@@ -93,13 +93,9 @@ begin
 end;
 $$;
 
--- The withdrawal's transaction moves along: submitted (the node took it), confirmed (its receipt,
--- with the vault's Withdrawn event of this destination and amount: checked again by the worker),
--- failed (the chain refused it). Each only forward; replays answer the row.
-create or replace function bank.advance_withdrawal(
-  p_key text, p_status text, p_tx_hash text, p_block_number bigint, p_to text, p_base_units numeric, p_error text
-) returns bank.withdraw_intents
-  language plpgsql volatile security definer
+-- A withdrawal intent, locked for its next step, or withdrawal_not_found.
+create or replace function bank_private.locked_withdrawal(p_key text) returns bank.withdraw_intents
+  language plpgsql volatile
   set search_path = pg_catalog, pg_temp
 as $$
 declare
@@ -109,6 +105,24 @@ begin
   if v_row.idempotency_key is null then
     perform bank_private.refuse('withdrawal_not_found');
   end if;
+  return v_row;
+end;
+$$;
+
+-- The withdrawal's transaction moves along: submitted (the node took it), confirmed (its receipt,
+-- with the vault's Withdrawn event of this destination and amount),
+-- failed (the chain refused it). Each only forward; replays answer the row. The event is read back
+-- from the chain by the bank's reconciler before it settles a seat from a row it did not confirm itself.
+create or replace function bank.advance_withdrawal(
+  p_key text, p_status text, p_tx_hash text, p_block_number bigint, p_to text, p_base_units numeric, p_error text
+) returns bank.withdraw_intents
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_row bank.withdraw_intents;
+begin
+  v_row := bank_private.locked_withdrawal(p_key);
   if v_row.status = p_status and (p_status <> 'submitted' or v_row.tx_hash = p_tx_hash) then
     return v_row;
   end if;
@@ -138,10 +152,7 @@ as $$
 declare
   v_row bank.withdraw_intents;
 begin
-  select * into v_row from bank.withdraw_intents w where w.idempotency_key = p_key for update;
-  if v_row.idempotency_key is null then
-    perform bank_private.refuse('withdrawal_not_found');
-  end if;
+  v_row := bank_private.locked_withdrawal(p_key);
   if v_row.status = 'failed' then
     update bank.withdraw_intents w set status = 'pending', tx_hash = null, updated_at = now()
      where w.idempotency_key = p_key returning * into v_row;
@@ -158,10 +169,7 @@ as $$
 declare
   v_row bank.withdraw_intents;
 begin
-  select * into v_row from bank.withdraw_intents w where w.idempotency_key = p_key for update;
-  if v_row.idempotency_key is null then
-    perform bank_private.refuse('withdrawal_not_found');
-  end if;
+  v_row := bank_private.locked_withdrawal(p_key);
   if v_row.settled_at is null then
     if not exists (select from game.table_players p where p.id = v_row.player_id and p.status = 'closed' and p.closing_ref_id = p_key) then
       perform bank_private.refuse('withdrawal_state_conflict', 'the game has not closed this position under this settlement');

@@ -26,7 +26,7 @@ create or replace view cage_private.table_books as
              exists (select from cage.table_escapes e where e.table_id = t.table_id) as escaped
         from game.tables t
        where t.mode = 'cash' -- a tournament's money is its pool (7)
-         and t.bank = 'cage' -- a chain-bank table's money is in its vault (tasks/bank_verify_chain.ts)
+         and t.bank = 'cage' -- a chain-bank table's money is in its vault, on chain
     ) b;
 
 -- The books of escapes and custody (issue 19), one row per violation, read by the audit in its
