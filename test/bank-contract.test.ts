@@ -7,19 +7,18 @@
 //   - a forced withdraw: the cage puts the stack in a FREE custody entry; the chain bank pays the
 //     wallet that signed the last permit.
 import { randomUUID } from 'node:crypto';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { generatePrivateKey } from 'viem/accounts';
 import type { Hex } from 'viem';
-import { mintChips, signPermit } from '../server/chain/dev-wallet.ts';
 import { createChainBankChain } from '../server/chain/evm.ts';
-import type { Deployment } from '../server/chain/types.ts';
 import { expectCleanAudit } from './helpers/cage.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { call, POKER_SETTINGS, startMoneyPlatform } from './helpers/money.ts';
 import { TEST_SERVICE_KEY } from './helpers/platform.ts';
+import { fundedWallet, permitDeposit, type LocalChain } from './helpers/chain-bank.ts';
 
 let db: TestDatabase;
 let m: Awaited<ReturnType<typeof startMoneyPlatform>>;
-let local: { url: string; deployment: Deployment; minterKey: Hex };
+let local: LocalChain;
 let reader: ReturnType<typeof createChainBankChain>;
 
 beforeAll(async () => {
@@ -58,22 +57,12 @@ const chain: Bank = {
   url: () => m.platform.url('chain-bank'),
   async player(chips) {
     const p = await m.player(0);
-    const key = generatePrivateKey();
-    const wallet = privateKeyToAccount(key).address;
-    await db.owner.query("select * from auth.link_wallet($1, $2, 'evm', $3)", [p.userId, wallet, local.deployment.chainId]);
-    if (chips > 0) await mintChips({ rpcUrl: local.url, deployment: local.deployment, minterKey: local.minterKey, to: wallet, chips: BigInt(chips) });
-    return { ...p, key, wallet };
+    return { ...p, ...(await fundedWallet(db, local, p.userId, BigInt(chips))) };
   },
   balance: async (p) => Number((await reader.balanceOf(p.wallet!)) / 1_000_000n),
-  async depositBody(p, tableId, seatIndex, amount) {
-    const permit = await signPermit({
-      rpcUrl: local.url, deployment: local.deployment, ownerKey: p.key!, chips: BigInt(amount), deadline: BigInt(Math.floor(Date.now() / 1000) + 3600),
-    });
-    return {
-      body: { tableId, seatIndex, amount, permit: { v: permit.v, r: permit.r, s: permit.s, deadline: permit.deadline.toString() }, signerAddress: p.wallet },
-      headers: {},
-    };
-  },
+  depositBody: async (p, tableId, seatIndex, amount) => ({
+    body: await permitDeposit(local, { key: p.key!, wallet: p.wallet! }, tableId, BigInt(amount), { seatIndex }), headers: {},
+  }),
   forcedDestination: (p) => p.wallet!,
 };
 

@@ -5,11 +5,11 @@
 // withdraw. On-chain balances are read back and must equal what the game says.
 import { randomUUID } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import type { Address, Hex } from 'viem';
-import { mintChips, signPermit } from '../server/chain/dev-wallet.ts';
+import type { Address } from 'viem';
+import { mintChips } from '../server/chain/dev-wallet.ts';
 import { createChainBankChain } from '../server/chain/evm.ts';
-import type { Deployment } from '../server/chain/types.ts';
 import { bridgedUser } from './helpers/auth.ts';
+import { fundedWallet, inAnHour, permitDeposit, type LocalChain } from './helpers/chain-bank.ts';
 import { expectCleanAudit } from './helpers/cage.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { call, POKER_SETTINGS } from './helpers/money.ts';
@@ -24,7 +24,7 @@ let db: TestDatabase;
 let platform: TestPlatform;
 let bank: string;
 let game: string;
-let local: { url: string; deployment: Deployment; minterKey: Hex };
+let local: LocalChain;
 let reader: ReturnType<typeof createChainBankChain>;
 // the bank reaches the game through this proxy, so a callback can be dropped or its answer lost
 let proxy: ChaosProxy;
@@ -54,11 +54,7 @@ afterAll(async () => {
 /** A bridged player with a linked EVM wallet holding `chips` on chain. */
 async function player(chips = 1000n) {
   const { userId, jwt } = await bridgedUser(db, { secret: SECRET, issuer: ISSUER });
-  const key = generatePrivateKey();
-  const wallet = privateKeyToAccount(key).address;
-  await db.owner.query("select * from auth.link_wallet($1, $2, 'evm', $3)", [userId, wallet, local.deployment.chainId]);
-  if (chips > 0n) await mintChips({ rpcUrl: local.url, deployment: local.deployment, minterKey: local.minterKey, to: wallet, chips });
-  return { userId, key, wallet, auth: { authorization: `Bearer ${jwt}` } };
+  return { userId, ...(await fundedWallet(db, local, userId, chips)), auth: { authorization: `Bearer ${jwt}` } };
 }
 type Player = Awaited<ReturnType<typeof player>>;
 
@@ -69,14 +65,8 @@ async function table(p: Player) {
   return tableId;
 }
 
-const inAnHour = () => BigInt(Math.floor(Date.now() / 1000) + 3600);
-async function depositBody(p: Player, tableId: string, chips: bigint, opts: { seatIndex?: number; deadline?: bigint; signer?: Address } = {}) {
-  const permit = await signPermit({ rpcUrl: local.url, deployment: local.deployment, ownerKey: p.key, chips, deadline: opts.deadline ?? inAnHour() });
-  return {
-    tableId, seatIndex: opts.seatIndex ?? 0, amount: Number(chips),
-    permit: { v: permit.v, r: permit.r, s: permit.s, deadline: permit.deadline.toString() }, signerAddress: opts.signer ?? p.wallet,
-  };
-}
+const depositBody = (p: Player, tableId: string, chips: bigint, opts: { seatIndex?: number; deadline?: bigint; signer?: Address } = {}) =>
+  permitDeposit(local, p, tableId, chips, opts);
 const deposit = (p: Player, body: unknown) => call(`${bank}/api/deposit`, { headers: p.auth, body });
 const seats = async (tableId: string) => (await call(`${game}/api/tables/${tableId}`)).body.seats;
 

@@ -1,0 +1,34 @@
+// Chain-bank fixtures for tests: a player's EVM wallet (a viem private-key account) linked to their
+// user and funded with chips on the local chain, and a deposit body carrying a permit that wallet
+// signed as a browser wallet would (the chain bank's POST /api/deposit).
+import type { Address, Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { mintChips, signPermit } from '../../server/chain/dev-wallet.ts';
+import type { Deployment } from '../../server/chain/types.ts';
+import type { TestDatabase } from './db.ts';
+
+/** The chain-bank role's local chain (its `chain` field under the test harness). */
+export interface LocalChain { url: string; deployment: Deployment; minterKey: Hex }
+
+export const inAnHour = () => BigInt(Math.floor(Date.now() / 1000) + 3600);
+
+/** A fresh wallet linked to `userId`, holding `chips` on the local chain. */
+export async function fundedWallet(db: TestDatabase, local: LocalChain, userId: string, chips: bigint) {
+  const key = generatePrivateKey();
+  const wallet = privateKeyToAccount(key).address;
+  await db.owner.query("select * from auth.link_wallet($1, $2, 'evm', $3)", [userId, wallet, local.deployment.chainId]);
+  if (chips > 0n) await mintChips({ rpcUrl: local.url, deployment: local.deployment, minterKey: local.minterKey, to: wallet, chips });
+  return { key, wallet };
+}
+
+/** A deposit body: `chips` to `seatIndex` of `tableId`, paid by a permit the wallet of `key` signs now. */
+export async function permitDeposit(
+  local: LocalChain, w: { key: Hex; wallet: Address }, tableId: string, chips: bigint,
+  opts: { seatIndex?: number; deadline?: bigint; signer?: Address } = {},
+) {
+  const permit = await signPermit({ rpcUrl: local.url, deployment: local.deployment, ownerKey: w.key, chips, deadline: opts.deadline ?? inAnHour() });
+  return {
+    tableId, seatIndex: opts.seatIndex ?? 0, amount: Number(chips),
+    permit: { v: permit.v, r: permit.r, s: permit.s, deadline: permit.deadline.toString() }, signerAddress: opts.signer ?? w.wallet,
+  };
+}
