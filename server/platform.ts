@@ -63,7 +63,7 @@ export async function startPlatform(options: {
       log.info({ dataDir: embedded.dataDir, port: embedded.port }, 'embedded PostgreSQL started');
     }
     if (!options.databaseUrl) {
-      const result = await migrate(databaseUrl, { log: (msg) => log.info({ component: 'migrate' }, msg), roleSecret: config.DB_ROLE_SECRET, seedSwitches: { realMoney: config.REAL_MONEY_ENABLED, environment: deploymentEnvironment(config), testSeeds: config.testAuthPermitted } });
+      const result = await migrate(databaseUrl, { log: (msg) => log.info({ component: 'migrate' }, msg), roleSecret: config.DB_ROLE_SECRET, seedSwitches: { realMoney: config.REAL_MONEY_ENABLED, environment: deploymentEnvironment(config), testSeeds: config.testAuthPermitted, idleKickSeconds: config.IDLE_KICK_SECONDS } });
       log.info({ applied: result.applied.length, repeatables: result.repeatablesApplied }, 'database migrated');
     }
     const peers: Peers = new Map();

@@ -11,6 +11,7 @@ import { generatePrivateKey } from 'viem/accounts';
 import type { Hex } from 'viem';
 import { createChainBankChain } from '../server/chain/evm.ts';
 import { expectCleanAudit } from './helpers/cage.ts';
+import { satOutSince } from './helpers/game.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { call, POKER_SETTINGS, startMoneyPlatform } from './helpers/money.ts';
 import { TEST_SERVICE_KEY } from './helpers/platform.ts';
@@ -120,6 +121,10 @@ describe.each([['cage', cage], ['chain-bank', chain]] as const)('the bank interf
     expect((await deposit(p, tableId, 0, 80)).r.status).toBe(200);
     expect(await call(`${bank.url()}/api/withdraw`, { body: { tableId, forced: true, userId: p.userId } })).toEqual({ status: 401, body: { error: 'forced_withdraw_requires_service_key' } });
     expect((await call(`${bank.url()}/api/withdraw`, { headers: { 'x-service-key': TEST_SERVICE_KEY }, body: { tableId, forced: 'yes', userId: p.userId } })).status).toBe(400);
+    // the sit-out timeout's withdraw: only for a player the dealer sat out for the house's idle time
+    expect(await call(`${bank.url()}/api/withdraw`, { headers: { 'x-service-key': TEST_SERVICE_KEY }, body: { tableId, forced: true, userId: p.userId } }))
+      .toEqual({ status: 409, body: { error: 'player_not_idle' } });
+    await satOutSince(db.owner, tableId, p.userId);
     const out = await call(`${bank.url()}/api/withdraw`, { headers: { 'x-service-key': TEST_SERVICE_KEY }, body: { tableId, forced: true, userId: p.userId } });
     expect(out.body).toMatchObject({ status: 'confirmed', amount: 80 });
     const destination = bank.forcedDestination(p);

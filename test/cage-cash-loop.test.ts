@@ -5,6 +5,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import type pg from 'pg';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { expectCleanAudit } from './helpers/cage.ts';
+import { satOutSince } from './helpers/game.ts';
 import { call, startMoneyPlatform } from './helpers/money.ts';
 
 let db: TestDatabase;
@@ -94,6 +95,9 @@ test('a forced withdraw moves the stack to a FREE custody entry, which its owner
   const p = await m.player(300);
   const tableId = await m.table(p.auth);
   await m.deposit(p.auth, { tableId, seatIndex: 0, amount: 120 });
+  // the sit-out timeout's withdraw: only for a player the dealer sat out for the house's idle time
+  expect(await m.withdraw(m.service, { tableId, forced: true, userId: p.userId })).toEqual({ status: 409, body: { error: 'player_not_idle' } });
+  await satOutSince(db.owner, tableId, p.userId);
   const forced = await m.withdraw(m.service, { tableId, forced: true, userId: p.userId });
   expect(forced.status).toBe(200);
   expect(forced.body.destination).toMatch(/^custody:\d+$/);

@@ -7,6 +7,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { base58 } from '@scure/base';
 import { createTestDatabase, playerGrant, type TestDatabase } from './helpers/db.ts';
 import { expectCleanAudit } from './helpers/cage.ts';
+import { satOutSince } from './helpers/game.ts';
 import { call, POKER_SETTINGS, startMoneyPlatform, type Answer } from './helpers/money.ts';
 import { TEST_SERVICE_KEY } from './helpers/platform.ts';
 
@@ -320,6 +321,7 @@ describe('withdraw', () => {
     const tableId = await m.table(a.auth);
     await sit(a, tableId, 0, 100);
     await sit(b, tableId, 1, 100);
+    await satOutSince(db.owner, tableId, b.userId);
     await m.hand({ action: 'begin', tableId, handId: 'h1' });
     expect(await m.withdraw(a.auth, { tableId })).toEqual(refused(409, 'hand_in_progress'));
     expect(await forced(tableId, b.userId)).toEqual(refused(409, 'hand_in_progress'));
@@ -525,6 +527,8 @@ describe('custody claim', () => {
     const [owner, thief] = await players(300, 0) as [Player, Player];
     const tableId = await m.table(owner.auth);
     await sit(owner, tableId, 0, 120);
+    expect(await forced(tableId, owner.userId)).toEqual(refused(409, 'player_not_idle'));
+    await satOutSince(db.owner, tableId, owner.userId);
     const kicked = await forced(tableId, owner.userId);
     expect(kicked.status).toBe(200);
     const entryId = kicked.body.custodyEntryId as string;

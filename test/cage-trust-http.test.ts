@@ -74,7 +74,7 @@ describe('POST /api/deposit needs an idempotency key', () => {
 });
 
 describe('the service key alone moves no chip', () => {
-  test('credit-chips without a live deposit is 409 credit_not_backed; settle-withdrawal without the cage\'s entry is 409 settlement_not_found', async () => {
+  test('credit-chips without a live deposit is 409 credit_not_backed; no stand-up names a player it cannot prove; a seat not leaving is not settled', async () => {
     const victim = await m.player(500);
     const thief = await m.player(0);
     const tableId = await m.table(victim.auth);
@@ -84,13 +84,22 @@ describe('the service key alone moves no chip', () => {
     });
     expect(credit).toEqual({ status: 409, body: { error: 'credit_not_backed' } });
 
-    const up = await call(`${m.game}/internal/stand-up`, { headers: m.service, body: { tableId, userId: victim.userId } });
-    expect(up.status).toBe(200);
+    // the service key names no player it cannot prove: a user id is not a grant; a player dealt in is
+    // not idle; a stack is not a bust
+    const standUp = (body: Record<string, unknown>) => call(`${m.game}/internal/stand-up`, { headers: m.service, body: { tableId, ...body } });
+    expect((await standUp({ userId: victim.userId })).status).toBe(400);
+    expect(await standUp({ sid: victim.userId })).toEqual({ status: 401, body: { error: 'session_required' } });
+    expect(await standUp({ sid: randomUUID() })).toEqual({ status: 401, body: { error: 'session_required' } });
+    expect(await standUp({ userId: victim.userId, reason: 'idle' })).toEqual({ status: 409, body: { error: 'player_not_idle' } });
+    expect(await standUp({ userId: victim.userId, reason: 'bust' })).toEqual({ status: 409, body: { error: 'not_busted' } });
+    expect(await m.withdraw(m.service, { tableId, forced: true, userId: victim.userId })).toEqual({ status: 409, body: { error: 'player_not_idle' } });
+    const { rows: [seat] } = await db.owner.query('select id, status from game.table_players where table_id = $1 and user_id = $2', [tableId, victim.userId]);
+    expect(seat.status).toBe('seated');
     const closed = await call(`${m.game}/internal/settle-withdrawal`, {
-      headers: m.service, body: { playerId: up.body.playerId, ledgerRefId: 'withdraw:0xforged', settlement: 'cash_out' },
+      headers: m.service, body: { playerId: seat.id.toString(), ledgerRefId: 'withdraw:0xforged', settlement: 'cash_out' },
     });
-    expect(closed).toEqual({ status: 409, body: { error: 'settlement_not_found' } });
-    // the victim's own withdrawal still settles the seat it stood up
+    expect(closed).toEqual({ status: 409, body: { error: 'seat_not_leaving' } });
+    // the victim's own withdrawal settles the seat
     const out = await m.withdraw(victim.auth, { tableId });
     expect(out.body).toMatchObject({ status: 'confirmed', amount: 200 });
     expect(await m.balance(victim.auth)).toBe(500);

@@ -11,6 +11,7 @@ import { createChainBankChain } from '../server/chain/evm.ts';
 import { bridgedUser } from './helpers/auth.ts';
 import { fundedWallet, inAnHour, permitDeposit, type LocalChain } from './helpers/chain-bank.ts';
 import { expectCleanAudit } from './helpers/cage.ts';
+import { satOutSince } from './helpers/game.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { call, POKER_SETTINGS } from './helpers/money.ts';
 import { startTestPlatform, TEST_SERVICE_KEY, type TestPlatform } from './helpers/platform.ts';
@@ -140,6 +141,7 @@ test('a forced withdraw (service key) pays the last permit signer; without the k
   const tableId = await table(p);
   expect((await deposit(p, await depositBody(p, tableId, 120n))).status).toBe(200);
   expect(await call(`${bank}/api/withdraw`, { body: { tableId, forced: true, userId: p.userId } })).toEqual({ status: 401, body: { error: 'forced_withdraw_requires_service_key' } });
+  await satOutSince(db.owner, tableId, p.userId);
   const out = await call(`${bank}/api/withdraw`, { headers: { 'x-service-key': TEST_SERVICE_KEY }, body: { tableId, forced: true, userId: p.userId } });
   expect(out.body).toMatchObject({ status: 'confirmed', amount: 120, destination: p.wallet });
   expect(await reader.balanceOf(p.wallet)).toBe(300n * C);

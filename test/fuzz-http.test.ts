@@ -47,7 +47,7 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'game POST /internal/credit-chips': { auth: 'service', fields: ['creditKey', 'tableId', 'userId', 'seatIndex', 'amount', 'moneyKind'] },
   'game POST /internal/credit-chips/cancel': { auth: 'service', fields: ['creditKey', 'tableId', 'userId'] },
   'game POST /internal/settle-withdrawal': { auth: 'service', fields: ['playerId', 'ledgerRefId', 'settlement', 'tableId', 'userId'] },
-  'game POST /internal/stand-up': { auth: 'service', fields: ['tableId', 'userId', 'onlyIfBusted'] },
+  'game POST /internal/stand-up': { auth: 'service', fields: ['tableId', 'sid', 'userId', 'reason'] },
   'game GET /claim-board/state': { auth: 'jwt', query: ['now'] },
   'game POST /claim-board/claim': { auth: 'jwt', fields: ['sectionKey', 'idempotencyKey', 'now'] },
   'game POST /internal/claim-board/condition-met': { auth: 'service', fields: ['userId', 'conditionKey', 'idempotencyKey'] },

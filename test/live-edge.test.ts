@@ -192,8 +192,8 @@ function fakeRoom(query: (sql: string) => unknown, turnTimeSec = 30) {
   const deps = {
     pool: { query: async (sql: string) => query(sql) },
     log,
-    hands: { begin: async () => undefined, finish: async () => ({ busted: [] }), abandon: async () => null, release: async () => undefined },
-    options: { handDelayMs: 0, timeoutsBeforeSitOut: 2, idleKickMs: 1e9 },
+    hands: { begin: async () => undefined, finish: async () => ({ busted: [] }), abandon: async () => null, release: async () => undefined, sitOut: async () => undefined, idle: async () => [] },
+    options: { handDelayMs: 0, timeoutsBeforeSitOut: 2 },
     forcedWithdraw: async () => undefined,
     standUp: async () => ({ status: 200, body: {} }),
   } as unknown as RoomDeps;

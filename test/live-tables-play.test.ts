@@ -6,7 +6,8 @@
 // The main platform keeps TIMEOUTS_BEFORE_SIT_OUT at its default of 2, so the timer test can show a
 // check and then a fold by the timer, the second one sitting the player out (the same two seconds
 // of waiting as with 1). The idle-removal test starts a second platform on the same database with
-// TIMEOUTS_BEFORE_SIT_OUT 1 and IDLE_KICK_SECONDS 1. HAND_DELAY_MS is 10 on both.
+// TIMEOUTS_BEFORE_SIT_OUT 1 and sets the house's idle time (game.house_rules, which `npm start`
+// seeds from IDLE_KICK_SECONDS) to 1 s for its duration. HAND_DELAY_MS is 10 on both.
 import type pg from 'pg';
 import { expectCleanAudit } from './helpers/cage.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
@@ -22,7 +23,7 @@ let db: TestDatabase;
 let cagePool: pg.Pool;
 let m: Money;
 let live: LiveClient;
-// the idle-removal platform (IDLE_KICK_SECONDS 1), started by its test
+// the idle-removal platform (TIMEOUTS_BEFORE_SIT_OUT 1), started by its test
 let m2: Money | undefined;
 let live2: LiveClient | undefined;
 
@@ -250,7 +251,16 @@ test('a sit asked for during a hand is pending and done at its end, before the n
 });
 
 test('idle removal: a sat-out player is removed between hands by the forced withdraw; a FREE custody entry holds the stack and is claimed', async () => {
-  m2 = await startMoneyPlatform(db, { env: { HAND_DELAY_MS: '10', TIMEOUTS_BEFORE_SIT_OUT: '1', IDLE_KICK_SECONDS: '1' } });
+  await db.owner.query('update game.house_rules set idle_kick_seconds = 1');
+  try {
+    await idleRemoval();
+  } finally {
+    await db.owner.query('update game.house_rules set idle_kick_seconds = 300');
+  }
+});
+
+async function idleRemoval() {
+  m2 = await startMoneyPlatform(db, { env: { HAND_DELAY_MS: '10', TIMEOUTS_BEFORE_SIT_OUT: '1' } });
   live2 = liveClient(m2, db);
   const l = live2;
   const players = [await l.player(500), await l.player(500), await l.player(500)];
@@ -310,7 +320,7 @@ test('idle removal: a sat-out player is removed between hands by the forced with
   await l.standUpAll([a, b], tableId);
   await expectSettled(l, m2, tableId, players, 1500);
   await expectCleanAudit(cagePool);
-});
+}
 
 /**
  * `buyIns.length` players (seat i = buy-in i) play up to `maxHands` hands with random legal

@@ -147,11 +147,35 @@ describe('the attacks found from outside', () => {
     expect(await outcome(as('poker_game').query("select * from game.finish_hand($1, 'forged', $2, 0, $3)", [
       world.registering, JSON.stringify(Object.fromEntries(pos.map((p) => [p, 0]))), epoch,
     ]))).toMatch(/^GM(NHP|NCT) /);
-    expect(await outcome(as('poker_game').query('select * from game.stand_up($1, $2)', [world.playing, world.victim])))
-      .toBe('GMSUT stand_up_not_allowed_in_tournament');
+    for (const fn of ['stand_up_busted', 'stand_up_idle']) {
+      expect(await outcome(as('poker_game').query(`select * from game.${fn}($1, $2)`, [world.playing, world.victim])))
+        .toBe('GMSUT stand_up_not_allowed_in_tournament');
+    }
     expect(await outcome(as('poker_game').query('select * from game.credit_seat($1, $2, $3, 1, 100)', [`k-${randomUUID()}`, world.playing, world.attacker])))
       .toBe('GMNCT not_a_cash_table');
     expect(await books()).toBe(before);
+  });
+
+  test('game: no stand-up names a player it cannot prove: a voluntary one needs the player\'s grant, a forced one a player sat out for the house\'s idle time, a bust a zero stack', async () => {
+    const before = await books();
+    const seat = () => db.owner.query('select status, sat_out_at from game.table_players where table_id = $1 and user_id = $2', [world.cash, world.victim]).then((r) => r.rows[0]);
+    // the victim's user id, a made-up handle: not a live grant (no service login reads the grants)
+    for (const forged of [world.victim, randomUUID()]) {
+      expect(await outcome(as('poker_game').query('select * from game.stand_up($1, $2)', [world.cash, forged]))).toBe('AUSES session_required');
+    }
+    expect(await outcome(as('poker_game').query('select * from game.stand_up_idle($1, $2)', [world.cash, world.victim]))).toBe('GMIDL player_not_idle');
+    expect(await outcome(as('poker_game').query('select * from game.stand_up_busted($1, $2)', [world.cash, world.victim]))).toBe('GMNBU not_busted');
+    // sitting a player out is the dealer's, under the table's lease: no lease, no epoch, no sit-out
+    expect(await outcome(as('poker_game').query('select game.set_sitting_out($1, $2, true, null)', [world.cash, world.victim]))).toBe('GMLSE lease_lost');
+    expect(await outcome(as('poker_game').query('select game.set_sitting_out($1, $2, true, 1)', [world.cash, world.victim]))).toBe('GMLSE lease_lost');
+    // sat out just now (as the dealer would) is not idle: the house's idle time has to pass
+    await db.owner.query('update game.table_players set sat_out_at = now() where table_id = $1 and user_id = $2 and status = \'seated\'', [world.cash, world.victim]);
+    expect(await outcome(as('poker_game').query('select * from game.stand_up_idle($1, $2)', [world.cash, world.victim]))).toBe('GMIDL player_not_idle');
+    expect((await as('poker_game').query('select * from game.idle_players($1)', [world.cash])).rows).toEqual([]);
+    await db.owner.query('update game.table_players set sat_out_at = null where table_id = $1 and user_id = $2', [world.cash, world.victim]);
+    expect(await seat()).toEqual({ status: 'seated', sat_out_at: null });
+    expect(await books()).toBe(before);
+    expect(await violations()).toEqual([]);
   });
 
   test('cage (the service key\'s grant): a claim id no open claim backs mints nothing (grant_not_backed), whatever the amount', async () => {
@@ -495,7 +519,11 @@ const REVIEWED: Record<string, string> = {
   'game.set_table_status(text,text)': 'a table\'s status; moves nothing',
   'game.set_tournament_trace(text,jsonb)': 'a span\'s ids; moves nothing',
   'game.settle_seat(bigint,text,text)': 'bound: the cage\'s settlement of the position',
-  'game.stand_up(text,uuid,boolean)': 'freezes the user\'s own stack for their own settlement; cash tables only; a forced stand-up is the service\'s by the spec (next: the grant for the voluntary one)',
+  'game.stand_up(text,uuid)': 'the player\'s token grant; cash tables only',
+  'game.stand_up_busted(text,uuid)': 'state: a zero stack; cash tables only',
+  'game.stand_up_idle(text,uuid)': 'state: sat out (by the lease holder) for the house\'s idle time, which no service login may set; cash tables only',
+  'game.set_sitting_out(text,uuid,boolean,bigint)': 'the table\'s lease epoch (the dealer\'s word, as a hand end); moves nothing',
+  'game.idle_players(text)': 'reads',
   'game.take_lease(text,uuid,integer)': 'the presence lock of the process',
   'game.tournament_advance_level(text,integer)': 'state: the level\'s deadline',
   'game.tournament_begin_play(text)': 'state: the grace elapsed',

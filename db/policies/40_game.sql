@@ -14,7 +14,11 @@ grant select on game.tables, game.table_players, game.position_links, game.seat_
 grant execute on function
   game.credit_seat(text, text, uuid, integer, bigint),
   game.cancel_credit(text, text, uuid, bigint),
-  game.stand_up(text, uuid, boolean),
+  game.stand_up(text, uuid),
+  game.stand_up_busted(text, uuid),
+  game.stand_up_idle(text, uuid),
+  game.set_sitting_out(text, uuid, boolean, bigint),
+  game.idle_players(text),
   game.settle_seat(bigint, text, text),
   game.begin_hand(text, text, bigint),
   game.finish_hand(text, text, jsonb, bigint, bigint),

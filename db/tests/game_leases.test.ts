@@ -241,6 +241,50 @@ test('a stand-up records when the seat started leaving; seat changes are announc
   }
 });
 
+test('sitting out is the lease holder\'s to record; a forced (idle) stand-up waits for the house\'s idle time; dealing in again clears it', async () => {
+  const t = await seatedTable();
+  const user = (id: bigint) => db.owner.query('select user_id from game.table_players where id = $1', [String(id)]).then((r) => r.rows[0].user_id as string);
+  const [ua, ub] = [await user(t.a), await user(t.b)];
+  const satOut = (u: string, out: boolean, epoch: bigint | null) =>
+    game.query('select game.set_sitting_out($1, $2, $3, $4) as found', [t.tableId, u, out, epoch === null ? null : String(epoch)]).then((r) => r.rows[0].found);
+  const idle = () => game.query('select u from game.idle_players($1) u', [t.tableId]).then((r) => r.rows.map((x) => x.u));
+  const standUpIdle = (u: string) => game.query('select * from game.stand_up_idle($1, $2)', [t.tableId, u]);
+  const p = await startProcess();
+  const { epoch } = await take(p, t.tableId);
+  await expect(satOut(ua, true, null)).rejects.toMatchObject({ message: 'lease_lost' });
+  await expect(satOut(ua, true, epoch - 1n)).rejects.toMatchObject({ message: 'lease_lost' });
+  expect(await satOut(ua, true, epoch)).toBe(true);
+  expect(await satOut(randomUUID(), true, epoch)).toBe(false);
+  const first = (await db.owner.query('select sat_out_at from game.table_players where id = $1', [String(t.a)])).rows[0].sat_out_at;
+  expect(first).toBeInstanceOf(Date);
+  // sitting out again keeps when it began
+  expect(await satOut(ua, true, epoch)).toBe(true);
+  expect((await db.owner.query('select sat_out_at from game.table_players where id = $1', [String(t.a)])).rows[0].sat_out_at).toEqual(first);
+  // the house's idle time (300 s by default) has not passed: nobody is idle, the forced stand-up is refused
+  expect(await idle()).toEqual([]);
+  await expect(standUpIdle(ua)).rejects.toMatchObject({ code: 'GMIDL', message: 'player_not_idle' });
+  await expect(standUpIdle(ub)).rejects.toMatchObject({ code: 'GMIDL', message: 'player_not_idle' });
+  // the operators' house rule, not the caller, says how long: with 0 s the sat-out player is idle (only them)
+  await db.owner.query('update game.house_rules set idle_kick_seconds = 0');
+  try {
+    expect(await idle()).toEqual([ua]);
+    await expect(standUpIdle(ub)).rejects.toMatchObject({ code: 'GMIDL' });
+    // dealt in again: not idle any more
+    expect(await satOut(ua, false, epoch)).toBe(true);
+    expect(await idle()).toEqual([]);
+    await expect(standUpIdle(ua)).rejects.toMatchObject({ code: 'GMIDL' });
+    expect(await satOut(ua, true, epoch)).toBe(true);
+    expect(await standUpIdle(ua).then((r) => r.rows[0])).toMatchObject({ player_id: t.a, chip_balance: 100n });
+    expect((await db.owner.query('select status from game.table_players where id = $1', [String(t.a)])).rows[0].status).toBe('leaving');
+  } finally {
+    await db.owner.query('update game.house_rules set idle_kick_seconds = 300');
+  }
+  // no service login may change the house rules
+  for (const login of [game, cage]) {
+    await expect(login.query('update game.house_rules set idle_kick_seconds = 0')).rejects.toMatchObject({ code: '42501' });
+  }
+});
+
 test('the cage role cannot touch leases', async () => {
   await expect(cage.query('select * from game.take_lease($1, $2, 30)', ['t', randomUUID()])).rejects.toMatchObject({ code: '42501' });
   await expect(cage.query('select * from game.recover_interrupted_hands()')).rejects.toMatchObject({ code: '42501' });

@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import { secretMatches, requireServiceKey } from '../http/service-key.ts';
 import { tableId as tableIdSchema } from '../http/schemas.ts';
+import { playerSession } from '../http/jwt.ts';
 import { withSpan } from '../telemetry/index.ts';
 import { withdrawKey } from '../cage/seams.ts';
 import { ChainRevert, ChainUnavailable, BASE_UNITS_PER_CHIP } from '../chain/types.ts';
@@ -81,10 +82,11 @@ export async function payWithdrawal(deps: BankDeps, tableId: string, row: Withdr
 }
 
 /** Stands the player up on the game, opens the settlement, pays it, delivers it. */
-async function settleOut(deps: BankDeps, span: Span, a: { userId: string; tableId: string; mode: 'voluntary' | 'forced' | 'bust'; destination?: string }) {
-  const up = await deps.game.post<{ playerId: string; chipAmount: string; historyHash: string }>('/internal/stand-up', {
-    tableId: a.tableId, userId: a.userId, ...(a.mode === 'bust' ? { onlyIfBusted: true } : {}),
-  });
+async function settleOut(deps: BankDeps, span: Span, a: { userId: string; tableId: string; mode: 'voluntary' | 'forced' | 'bust'; destination?: string; sid?: string | null }) {
+  // the stand-up carries its authority: the player's grant, or a bust / the sit-out timeout (SQL checks the state)
+  if (a.mode === 'voluntary' && !a.sid) throw new ApiError(401, 'session_required');
+  const up = await deps.game.post<{ playerId: string; chipAmount: string; historyHash: string }>('/internal/stand-up',
+    a.mode === 'voluntary' ? { tableId: a.tableId, sid: a.sid } : { tableId: a.tableId, userId: a.userId, reason: a.mode === 'bust' ? 'bust' : 'idle' });
   if ('unreachable' in up) throw new ApiError(503, 'game_unavailable');
   if (!up.ok) {
     const code = String(up.body.error ?? 'stand_up_refused');
@@ -146,6 +148,7 @@ async function withdraw(deps: BankDeps, req: Request, res: Response, span: Span)
   let userId: string;
   let destination: string | undefined;
   let tableId: string;
+  let sid: string | null = null;
   if (forced) {
     if (!secretMatches(req.get('x-service-key'), deps.serviceKey)) throw new ApiError(401, 'forced_withdraw_requires_service_key');
     const parsed = forcedBody.safeParse(b);
@@ -157,6 +160,7 @@ async function withdraw(deps: BankDeps, req: Request, res: Response, span: Span)
     const parsed = voluntaryBody.safeParse(b);
     if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
     userId = res.locals.claims.sub;
+    sid = playerSession(res);
     tableId = parsed.data.tableId;
     destination = parsed.data.destinationWallet;
     span.setAttribute('auth.linked', true);
@@ -165,7 +169,7 @@ async function withdraw(deps: BankDeps, req: Request, res: Response, span: Span)
   const table = await readTable(deps, tableId);
   if (table.status === 'frozen') throw new ApiError(409, 'table_frozen');
   requireChain(deps);
-  const { row } = await settleOut(deps, span, { userId, tableId, mode: forced ? 'forced' : 'voluntary', destination });
+  const { row } = await settleOut(deps, span, { userId, tableId, mode: forced ? 'forced' : 'voluntary', destination, sid });
   return withdrawAnswer(span, row);
 }
 

@@ -191,11 +191,15 @@ function installDepositRoutes(app: Express, deps: CashDeps) {
 
 // ---- withdraw, forced withdraw, bust --------------------------------------------------------
 
-/** Stands the player up on the game, writes the terminal row and its receipt, zeroes the seat. */
-async function settleSeatOut(deps: CashDeps, userId: string, tid: string, mode: 'cash_out' | 'custody' | 'bust') {
-  const up = await deps.game.post<{ playerId: string; chipAmount: string; historyHash: string }>('/internal/stand-up', {
-    tableId: tid, userId, ...(mode === 'bust' ? { onlyIfBusted: true } : {}),
-  });
+/**
+ * Stands the player up on the game, writes the terminal row and its receipt, zeroes the seat. The
+ * stand-up carries its authority: the player's grant (`sid`) for a cash-out, else a bust or the
+ * sit-out timeout, which the game's SQL accepts only for a zero stack or an idle player.
+ */
+async function settleSeatOut(deps: CashDeps, userId: string, tid: string, mode: 'cash_out' | 'custody' | 'bust', sid: string | null = null) {
+  if (mode === 'cash_out' && !sid) throw new ApiError(401, 'session_required');
+  const up = await deps.game.post<{ playerId: string; chipAmount: string; historyHash: string }>('/internal/stand-up',
+    mode === 'cash_out' ? { tableId: tid, sid } : { tableId: tid, userId, reason: mode === 'bust' ? 'bust' : 'idle' });
   if ('unreachable' in up) throw new ApiError(503, 'game_unavailable');
   if (!up.ok) {
     const code = up.body.error ?? 'stand_up_refused';
@@ -245,19 +249,19 @@ async function recentSettlement(deps: CashDeps, userId: string, tid: string) {
   return finishSettlement(deps, userId, tid, { ...r, receipt });
 }
 
-/** Who withdraws: the JWT's user, or (forced: the service key and `forced: true`) the body's userId. */
-async function withdrawer(deps: CashDeps, req: Request, res: Response, b: Record<string, unknown>): Promise<{ userId: string; forced: boolean }> {
+/** Who withdraws: the JWT's user (and its grant), or (forced: the service key and `forced: true`) the body's userId. */
+async function withdrawer(deps: CashDeps, req: Request, res: Response, b: Record<string, unknown>): Promise<{ userId: string; forced: boolean; sid: string | null }> {
   // `forced` present (and not false) selects the forced branch, where it must be exactly true
   const forced = b.forced !== undefined && b.forced !== false;
   if (!forced) {
     await new Promise<void>((resolve, reject) => deps.jwt.require(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
-    return { userId: res.locals.claims.sub, forced };
+    return { userId: res.locals.claims.sub, forced, sid: playerSession(res) };
   }
   if (!secretMatches(req.get('x-service-key'), deps.serviceKey)) throw new ApiError(401, 'forced_withdraw_requires_service_key');
   if (b.forced !== true) throw new ApiError(400, 'bad_request', [{ path: ['forced'], message: 'must be exactly true', code: 'invalid_value' }]);
   const parsed = z.uuid().safeParse(b.userId);
   if (!parsed.success) throw new ApiError(400, 'bad_request', [{ path: ['userId'], message: 'the user id (uuid) whose seat to clear', code: 'invalid_format' }]);
-  return { userId: parsed.data, forced };
+  return { userId: parsed.data, forced, sid: null };
 }
 
 /** The table a withdrawal names, refused when it cannot be withdrawn from here. */
@@ -286,14 +290,14 @@ function installWithdrawRoutes(app: Express, deps: CashDeps) {
       });
       return;
     }
-    const { userId, forced } = await withdrawer(deps, req, res, b);
+    const { userId, forced, sid } = await withdrawer(deps, req, res, b);
     await withSpan('admin.withdraw', {
       'withdraw.userId': userId, 'withdraw.tableId': typeof b.tableId === 'string' ? b.tableId.slice(0, 64) : '',
       'withdraw.forced': forced, 'auth.linked': forced ? 'skipped_forced' : 'not_required',
     }, async (span) => {
       try {
         const table = await withdrawTable(deps, b);
-        const { row, receipt } = await settleSeatOut(deps, userId, table.table_id, forced ? 'custody' : 'cash_out');
+        const { row, receipt } = await settleSeatOut(deps, userId, table.table_id, forced ? 'custody' : 'cash_out', sid);
         span.setAttributes({
           'withdraw.table_id': table.table_id, 'withdraw.player_id': row.player_id.toString(), 'withdraw.chip_amount': row.amount.toString(),
           'withdraw.history_hash': row.history_hash, 'withdraw.idempotency_key': row.idempotency_key, 'withdraw.tx_hash': row.ledger_ref_id,

@@ -68,7 +68,7 @@ export async function migrate(
   options: {
     root?: string; log?: (msg: string) => void; /** DB_ROLE_SECRET, for the service logins' passwords */ roleSecret?: string;
     /** Switches seeded from the environment when the database has none yet (REAL_MONEY_ENABLED); never changed after. */
-    seedSwitches?: { realMoney: boolean; environment?: 'local' | 'staging' | 'production'; testSeeds?: boolean };
+    seedSwitches?: { realMoney: boolean; environment?: 'local' | 'staging' | 'production'; testSeeds?: boolean; idleKickSeconds?: number };
   } = {},
 ): Promise<MigrateResult> {
   const root = options.root ?? DB_ROOT;
@@ -102,6 +102,11 @@ export async function migrate(
       // the deployment's environment, whose claim board settings the play-chip transfer gate follows
       if (options.seedSwitches.environment) {
         await client.query('update cage.deployment set environment = $1, updated_at = now() where environment <> $1', [options.seedSwitches.environment]);
+      }
+      // the house's idle time (IDLE_KICK_SECONDS) follows the configuration on every start: the
+      // game's SQL accepts a forced stand-up only for a player sat out this long
+      if (options.seedSwitches.idleKickSeconds !== undefined) {
+        await client.query('update game.house_rules set idle_kick_seconds = $1, updated_at = now() where idle_kick_seconds <> $1', [options.seedSwitches.idleKickSeconds]);
       }
     }
   } finally {

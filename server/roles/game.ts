@@ -68,7 +68,7 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
   const board = createClaimBoard({ pool, log: roleLog, environment, clock, bank });
   const live = createLiveTables({
     pool, log: roleLog, jwt, hands, board,
-    options: { handDelayMs: config.HAND_DELAY_MS, timeoutsBeforeSitOut: config.TIMEOUTS_BEFORE_SIT_OUT, idleKickMs: config.IDLE_KICK_SECONDS * 1000 },
+    options: { handDelayMs: config.HAND_DELAY_MS, timeoutsBeforeSitOut: config.TIMEOUTS_BEFORE_SIT_OUT },
     bank,
     process: gameProcess,
     limits: {

@@ -120,8 +120,21 @@ export interface StandUpRow {
   money_kind: MoneyKind;
 }
 
+/**
+ * The dealer's record that a seated player sat out `secondsAgo` ago (what game.set_sitting_out
+ * writes under a room's lease), for tests without a room: a forced withdraw (the sit-out timeout)
+ * is accepted only for a player sat out for the house's idle time.
+ */
+export async function satOutSince(owner: pg.Pool, tableId: string, userId: string, secondsAgo = 3600): Promise<void> {
+  await owner.query(
+    "update game.table_players set sat_out_at = now() - make_interval(secs => $3) where table_id = $1 and user_id = $2 and status = 'seated'",
+    [tableId, userId, secondsAgo],
+  );
+}
+
+/** The player's own stand-up: game.stand_up takes their access grant (the sid of their JWT), never a user id. */
 export async function standUp(game: pg.Pool, tableId: string, userId: string): Promise<StandUpRow> {
-  const { rows } = await game.query<StandUpRow>('select * from game.stand_up($1, $2)', [tableId, userId]);
+  const { rows } = await game.query<StandUpRow>('select * from game.stand_up($1, $2)', [tableId, await playerGrant(game, userId)]);
   return rows[0]!;
 }
 

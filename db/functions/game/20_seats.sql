@@ -228,16 +228,22 @@ begin
 end;
 $$;
 
--- Stands a player up: the seat stops playing and its stack and chain head are frozen for the
--- cage's settlement (status leaving). Standing up again returns the same position unchanged.
-create or replace function game.stand_up(p_table_id text, p_user_id uuid, p_only_if_busted boolean default false)
+-- The three stand-ups, one per authority (a service login names no player it could not prove):
+--   game.stand_up(table, sid)             the player's own: the user of the access JWT's live grant
+--   game.stand_up_busted(table, user)     a bust: only a position with nothing left
+--   game.stand_up_idle(table, user)       the spec's sit-out timeout: only a position the dealer sat
+--                                         out at least the house's idle_kick_seconds ago
+-- Each freezes the position (`leaving`) for its settlement and returns its stack and chain head;
+-- standing up again returns the same.
+create or replace function game_private.stand_up_position(p_table_id text, p_user_id uuid, p_reason text)
   returns table (player_id bigint, seat_index integer, chip_balance bigint, history_hash text, money_kind text)
-  language plpgsql volatile security definer
+  language plpgsql volatile
   set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_table game.tables;
   v_player game.table_players;
+  v_idle integer;
 begin
   -- a hand left by a game process that is gone does not hold the table (35_leases.sql)
   v_table := game_private.recover_orphaned_hand(game_private.require_cash_table(game_private.lock_table(p_table_id), 'stand_up'));
@@ -247,19 +253,78 @@ begin
   if v_player.id is null then
     perform game_private.refuse('not_at_table');
   end if;
-  -- a bust report stands up only a position that has nothing left
-  if coalesce(p_only_if_busted, false) and v_player.chip_balance <> 0 then
-    perform game_private.refuse('not_busted', format('the stack is %s', v_player.chip_balance));
-  end if;
   if v_player.status = 'seated' then
+    if p_reason = 'bust' and v_player.chip_balance <> 0 then
+      perform game_private.refuse('not_busted', format('the stack is %s', v_player.chip_balance));
+    end if;
+    if p_reason = 'idle' then
+      select h.idle_kick_seconds into v_idle from game.house_rules h;
+      if v_player.sat_out_at is null or v_player.sat_out_at > now() - make_interval(secs => coalesce(v_idle, 300)) then
+        perform game_private.refuse('player_not_idle', case when v_player.sat_out_at is null then 'the player is dealt in'
+          else format('sat out since %s; the house removes after %s s', v_player.sat_out_at, v_idle) end);
+      end if;
+    end if;
     if v_table.current_hand_id is not null then
       perform game_private.refuse('hand_in_progress', format('hand %s', v_table.current_hand_id));
     end if;
     update game.table_players p set status = 'leaving', leaving_at = now() where p.id = v_player.id;
     perform game_private.seats_changed(p_table_id);
+  elsif p_reason = 'bust' and v_player.chip_balance <> 0 then
+    perform game_private.refuse('not_busted', format('the stack is %s', v_player.chip_balance));
   end if;
   return query select v_player.id, v_player.seat_index, v_player.chip_balance, v_player.history_hash, v_table.money_kind::text;
 end;
+$$;
+
+create or replace function game.stand_up(p_table_id text, p_sid uuid)
+  returns table (player_id bigint, seat_index integer, chip_balance bigint, history_hash text, money_kind text)
+  language sql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select * from game_private.stand_up_position(p_table_id, auth_private.user_of_sid(p_sid), 'voluntary')
+$$;
+
+create or replace function game.stand_up_busted(p_table_id text, p_user_id uuid)
+  returns table (player_id bigint, seat_index integer, chip_balance bigint, history_hash text, money_kind text)
+  language sql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select * from game_private.stand_up_position(p_table_id, p_user_id, 'bust')
+$$;
+
+create or replace function game.stand_up_idle(p_table_id text, p_user_id uuid)
+  returns table (player_id bigint, seat_index integer, chip_balance bigint, history_hash text, money_kind text)
+  language sql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select * from game_private.stand_up_position(p_table_id, p_user_id, 'idle')
+$$;
+
+-- The dealer sits a seated player out (turn timeouts, or their own sit_out) or deals them in again,
+-- under the table's lease (the epoch of the room that deals it). Sitting out keeps the time it
+-- began; returns false when the user has no seated position here.
+create or replace function game.set_sitting_out(p_table_id text, p_user_id uuid, p_out boolean, p_epoch bigint)
+  returns boolean
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  perform game_private.check_lease(p_table_id, p_epoch);
+  update game.table_players p set sat_out_at = case when coalesce(p_out, false) then coalesce(p.sat_out_at, now()) end
+   where p.table_id = p_table_id and p.user_id = p_user_id and p.status = 'seated';
+  return found;
+end;
+$$;
+
+-- The seated players of a table sat out for at least the house's idle time: the ones the dealer
+-- removes (a forced withdraw, to custody) between hands.
+create or replace function game.idle_players(p_table_id text) returns setof uuid
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select p.user_id from game.table_players p, game.house_rules h
+   where p.table_id = p_table_id and p.status = 'seated' and p.sat_out_at <= now() - make_interval(secs => h.idle_kick_seconds)
+   order by p.seat_index
 $$;
 
 -- Zeroes a settled position: the cage has written its terminal ledger row (p_ledger_ref_id).

@@ -47,6 +47,15 @@ export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Log
       const { rows } = await fencedQuery<{ hand: string | null }>(tableId, 'select game.abandon_hand($1, $2) as hand', (epoch) => [tableId, epoch]);
       return rows[0]?.hand ?? null;
     },
+    /** The dealer sits a seated player out or deals them in again (SQL keeps when it began). */
+    async sitOut(tableId: string, userId: string, out: boolean): Promise<void> {
+      await fencedQuery(tableId, 'select game.set_sitting_out($1, $2, $3, $4)', (epoch) => [tableId, userId, out, epoch]);
+    },
+    /** The players sat out for the house's idle time (game.house_rules): the ones to remove. */
+    async idle(tableId: string): Promise<string[]> {
+      const { rows } = await pool.query<{ user_id: string }>('select user_id from game.idle_players($1) as user_id', [tableId]);
+      return rows.map((r) => r.user_id);
+    },
     /** Releases the table from a hand begun but never dealt: nothing is recorded (no card was dealt). */
     async release(tableId: string, handId: string): Promise<void> {
       await fencedQuery(tableId, 'select game.release_hand($1, $2, $3)', (epoch) => [tableId, handId, epoch]);

@@ -24,6 +24,8 @@ interface SeatRow {
   seat_index: number;
   chip_balance: string;
   status: string;
+  /** Sat out by the dealer (game.set_sitting_out): a reloaded room keeps them out. */
+  sat_out?: boolean;
 }
 
 /** The tournament states in their order (spec: Tournament lifecycle). */
@@ -44,8 +46,6 @@ export interface RoomOptions {
   handDelayMs: number;
   /** Consecutive turn-timer expiries after which a player is sat out. */
   timeoutsBeforeSitOut: number;
-  /** How long a sat-out player keeps the seat before being removed (forced withdraw). */
-  idleKickMs: number;
 }
 
 interface Seat extends TableSeat {
@@ -53,7 +53,6 @@ interface Seat extends TableSeat {
   userId: string;
   agentId: string | null;
   timeouts: number;
-  sittingOutSince: number | null;
   leaveAfterHand: boolean;
 }
 
@@ -250,7 +249,7 @@ export class Room {
 
   private async reloadSeats(): Promise<void> {
     const rows = this.record.mode === 'sng' ? await this.readTournament() : (await this.deps.pool.query<SeatRow>(
-      `select id::text, user_id, agent_id, seat_index, chip_balance::text, status from game.table_players
+      `select id::text, user_id, agent_id, seat_index, chip_balance::text, status, sat_out_at is not null as sat_out from game.table_players
         where table_id = $1 and status = 'seated' order by seat_index`,
       [this.tableId],
     )).rows;
@@ -261,7 +260,7 @@ export class Room {
       const same = known && known.positionId === r.id;
       const seat: Seat = same ? { ...known, agentId: r.agent_id, stack: BigInt(r.chip_balance) } : {
         seat: r.seat_index, playerId: r.id, positionId: r.id, userId: r.user_id, agentId: r.agent_id, stack: BigInt(r.chip_balance),
-        sittingOut: false, waitingForBigBlind: running, timeouts: 0, sittingOutSince: null, leaveAfterHand: false,
+        sittingOut: r.sat_out === true, waitingForBigBlind: running && r.sat_out !== true, timeouts: 0, leaveAfterHand: false,
       };
       next.set(r.seat_index, seat);
     }
@@ -699,7 +698,8 @@ export class Room {
     else if (seat) {
       seat.timeouts += 1;
       if (seat.timeouts >= this.deps.options.timeoutsBeforeSitOut && !seat.sittingOut) {
-        this.seats.set(seat.seat, { ...sitOut([seat], seat.seat)[0]!, ...{ positionId: seat.positionId, userId: seat.userId, agentId: seat.agentId, timeouts: seat.timeouts, leaveAfterHand: seat.leaveAfterHand }, sittingOutSince: Date.now() } as Seat);
+        this.seats.set(seat.seat, { ...sitOut([seat], seat.seat)[0]!, ...{ positionId: seat.positionId, userId: seat.userId, agentId: seat.agentId, timeouts: seat.timeouts, leaveAfterHand: seat.leaveAfterHand } } as Seat);
+        this.recordSitOut(seat.userId, true);
         this.deps.log.info({ tableId: this.tableId, userId: seat.userId }, 'player sat out after timeouts');
       }
     }
@@ -822,16 +822,27 @@ export class Room {
     return call().catch(() => ({ status: 503, body: { error: 'cage_unavailable' } }));
   }
 
-  /** Sat-out players past the idle timeout are removed through the bank (forced withdraw to custody). */
+  /**
+   * Sat-out players past the house's idle time are removed through the bank (forced withdraw to
+   * custody). SQL keeps when each sat out and says who is idle; it refuses a forced stand-up of
+   * anyone else, so the room asks it rather than its own clock.
+   */
   private async kickIdle(): Promise<void> {
-    const now = Date.now();
-    for (const s of [...this.seats.values()]) {
-      if (s.sittingOut && s.sittingOutSince !== null && now - s.sittingOutSince >= this.deps.options.idleKickMs) {
-        this.deps.log.info({ tableId: this.tableId, userId: s.userId }, 'idle player removed (forced withdraw)');
-        await this.deps.forcedWithdraw(s.userId).catch((err) => this.deps.log.warn({ err: (err as Error).message, userId: s.userId }, 'idle kick failed'));
-      }
+    await this.sitOutWrites;
+    const idle = [...this.seats.values()].some((s) => s.sittingOut) ? await this.deps.hands.idle(this.tableId) : [];
+    for (const userId of idle) {
+      this.deps.log.info({ tableId: this.tableId, userId }, 'idle player removed (forced withdraw)');
+      await this.deps.forcedWithdraw(userId).catch((err) => this.deps.log.warn({ err: (err as Error).message, userId }, 'idle kick failed'));
     }
     await this.reloadSeats();
+  }
+
+  /** Sitting out is written in order, best effort (a failure is logged: the player is not removed for idleness). */
+  private sitOutWrites: Promise<void> = Promise.resolve();
+  private recordSitOut(userId: string, out: boolean): void {
+    this.sitOutWrites = this.sitOutWrites.then(() => this.deps.hands.sitOut(this.tableId, userId, out)).catch((err: Error) => {
+      this.deps.log.warn({ tableId: this.tableId, userId, out, err: err.message }, 'sitting out not recorded');
+    });
   }
 
   /** Periodic check (the game role calls it): idle kicks happen between hands. */
@@ -929,7 +940,8 @@ export class Room {
     // a player who never stepped away has nothing to come back from (no wait for the big blind)
     if (!out && !s.sittingOut) return null;
     const changed = out ? sitOut([s], seat)[0]! : comeBack([s], seat)[0]!;
-    this.seats.set(seat, { ...s, sittingOut: changed.sittingOut, waitingForBigBlind: changed.waitingForBigBlind, sittingOutSince: out ? Date.now() : null, timeouts: 0 });
+    this.seats.set(seat, { ...s, sittingOut: changed.sittingOut, waitingForBigBlind: changed.waitingForBigBlind, timeouts: 0 });
+    this.recordSitOut(userId, out);
     this.broadcastState();
     if (!out) this.scheduleDeal();
     return null;

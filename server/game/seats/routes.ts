@@ -16,7 +16,18 @@ const creditBody = z.object({
   amount: chips,
 });
 const cancelBody = creditBody.omit({ seatIndex: true });
-const standUpBody = z.object({ tableId, userId: z.uuid(), onlyIfBusted: z.boolean().default(false) });
+// A stand-up names its authority: the player's own grant (`sid`, voluntary), or a bust or the
+// sit-out timeout of a named user, which SQL accepts only for a zero stack or a player sat out
+// for the house's idle time.
+const standUpBody = z.union([
+  z.strictObject({ tableId, sid: z.uuid() }),
+  z.strictObject({ tableId, userId: z.uuid(), reason: z.enum(['bust', 'idle']) }),
+]);
+const STAND_UP_SQL = {
+  voluntary: 'select player_id, seat_index, chip_balance, history_hash, money_kind from game.stand_up($1, $2)',
+  bust: 'select player_id, seat_index, chip_balance, history_hash, money_kind from game.stand_up_busted($1, $2)',
+  idle: 'select player_id, seat_index, chip_balance, history_hash, money_kind from game.stand_up_idle($1, $2)',
+} as const;
 const settleBody = z.object({
   playerId: positionId,
   ledgerRefId: z.string().min(1).max(200),
@@ -60,10 +71,9 @@ export function installSeatRoutes(
 
   app.post('/internal/stand-up', service, async (req, res) => {
     const b = standUpBody.parse(req.body ?? {});
-    const { rows } = await pool.query(
-      'select player_id, seat_index, chip_balance, history_hash, money_kind from game.stand_up($1, $2, $3)',
-      [b.tableId, b.userId, b.onlyIfBusted],
-    );
+    const { rows } = 'sid' in b
+      ? await pool.query(STAND_UP_SQL.voluntary, [b.tableId, b.sid])
+      : await pool.query(STAND_UP_SQL[b.reason], [b.tableId, b.userId]);
     const p = rows[0];
     changed(b.tableId);
     res.json({
