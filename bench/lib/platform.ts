@@ -93,6 +93,30 @@ export interface Case {
  * each round, each round's line printed with the failures it added (`noun`: "failed round trip").
  * Returns each case's rates and this process's event-loop utilization per measured round.
  */
+/**
+ * BENCH_PROFILE=<case name>: a CPU profile of this process (client and roles) while that case runs
+ * in the first measured round, written to BENCH_PROFILE_DIR (default the temp dir) for
+ * Chrome DevTools. Returns the function that stops it and answers the file, or null.
+ */
+async function startCaseProfile(name: string): Promise<(() => Promise<string>) | null> {
+  if (process.env.BENCH_PROFILE !== name) return null;
+  const { Session } = await import('node:inspector/promises');
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return async () => {
+    const { profile } = await session.post('Profiler.stop');
+    session.disconnect();
+    const { writeFile } = await import('node:fs/promises');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const file = join(process.env.BENCH_PROFILE_DIR ?? tmpdir(), `bench-${name.replace(/[^\w.-]/g, '_')}-${Date.now()}.cpuprofile`);
+    await writeFile(file, JSON.stringify(profile));
+    return file;
+  };
+}
+
 export async function interleavedRounds(options: {
   cases: Case[];
   rounds: number;
@@ -115,7 +139,9 @@ export async function interleavedRounds(options: {
     const line: string[] = [];
     for (const c of order) {
       const elu = performance.eventLoopUtilization();
+      const profiling = !warmUp && round === 0 ? await startCaseProfile(c.name) : null;
       const rate = await c.run(warmUp ? Math.min(1, seconds) : seconds);
+      if (profiling) log(`cpu profile of ${c.name} (round 1): ${await profiling()}`);
       if (!warmUp) {
         results.get(c.name)!.push(rate);
         busy.get(c.name)!.push(performance.eventLoopUtilization(elu).utilization);
