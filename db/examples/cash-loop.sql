@@ -53,7 +53,7 @@ reset role;
 
 -- The stand-up: the game freezes the position (stack and chain head) ...
 set role poker_game;
-select seat_index, chip_balance from game.stand_up('example-table', (select player from ids));
+select seat_index, chip_balance from game.stand_up('example-table', (select player_sid from ids));
 reset role;
 -- (its answer carries the position and its chain head to the cage, over HTTP)
 update ids set (position, head) = (select id, history_hash from game.table_players where table_id = 'example-table');
