@@ -46,6 +46,12 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
     serviceKey: config.SERVICE_KEY,
     timeoutMs: config.GAME_CALL_TIMEOUT_MS * 4,
   });
+  const chainBank = createServiceClient({
+    baseUrl: () => config.CHAIN_BANK_URL ?? peers?.get('chain-bank') ?? `http://${config.HOST}:${config.CHAIN_BANK_PORT}`,
+    serviceKey: config.SERVICE_KEY,
+    // a payout waits for its receipt (the confirm window) before it answers
+    timeoutMs: Math.max(config.GAME_CALL_TIMEOUT_MS * 4, config.CHAIN_CONFIRM_WINDOW_MS + 5000),
+  });
   const betting = createServiceClient({ baseUrl: () => config.BETTING_URL ?? peers?.get('betting') ?? `http://${config.HOST}:${config.BETTING_PORT}`,
     serviceKey: config.SERVICE_KEY, timeoutMs: config.GAME_CALL_TIMEOUT_MS });
   let runner: Runner;
@@ -67,7 +73,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
         tournament_blinds: createTournamentBlindsTask({ pool, log }),
         tournament_reserve_expiry: createTournamentReserveExpiryTask({ pool, log }),
         tournament_settle: createTournamentSettleTask({ pool, log }),
-        tournament_payout: createTournamentPayoutTask({ cage, log }),
+        tournament_payout: createTournamentPayoutTask({ cage, chainBank, log }),
         tournament_payout_reconcile: createTournamentPayoutReconcileTask({ pool, log, intervalSeconds: 30 }),
         tournament_rearm: createTournamentRearmTask({ pool, log }),
         betting_reconcile_stakes: createBettingReconcileStakesTask({
