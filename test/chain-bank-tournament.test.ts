@@ -139,3 +139,42 @@ test('stand_up while registering: the game asks the chain bank, which pays the e
   expect(await call(`${bank}/api/tournament/unregister`, { headers: b.auth, body: { tableId } })).toEqual({ status: 409, body: { error: 'tournament_not_in_registration' } });
   expect(await balance(b)).toBe(200n);
 }, 60_000);
+
+test('a payout that never reached the chain bank: its reconciler pays it once it is 30 s old, confirms it and closes the tournament', async () => {
+  const host = await player(0n);
+  const tableId = await sngTable(host, { clockFactor: 1 });
+  const [a, b] = [await player(300n), await player(300n)];
+  await enter(a, tableId);
+  await enter(b, tableId);
+  // play starts (as the worker's start job would) and ends with a the winner; settlement begins with its payout job lost
+  await db.owner.query("update game.tables set starts_at = now() - interval '1 s' where table_id = $1", [tableId]);
+  await db.owner.query('select game.tournament_begin_play($1)', [tableId]);
+  await db.owner.query(
+    `update game.table_players set tournament_stack = case when user_id = $2 then 2000 else 0 end,
+            elimination_order = case when user_id = $2 then 1 else 2 end, tie_place = case when user_id = $2 then 1 else 2 end
+      where table_id = $1 and status <> 'closed'`, [tableId, a.userId]);
+  const client = await db.owner.connect();
+  try {
+    await client.query('begin');
+    await client.query("update game.tables set tournament_state = 'ended', ended_at = now(), current_hand_id = null where table_id = $1", [tableId]);
+    await client.query('select cage.settle_tournament($1)', [tableId]);
+    await client.query('select graphile_worker.remove_job($1)', [`payout:${tableId}:1`]);
+    await client.query('commit');
+  } finally {
+    client.release();
+  }
+  const reconcileNow = () => (platform.role('chain-bank') as unknown as { reconcileNow(): Promise<void> }).reconcileNow();
+  // younger than 30 s: left alone
+  await reconcileNow();
+  expect((await db.owner.query('select confirmed_at from cage.payout_intents where table_id = $1', [tableId])).rows[0].confirmed_at).toBeNull();
+  await db.owner.query("update cage.payout_intents set created_at = now() - interval '31 s', failed_at = now() where table_id = $1", [tableId]);
+  await reconcileNow();
+  const { rows: [i] } = await db.owner.query('select confirmed_at, failed_at, tx_hash from cage.payout_intents where table_id = $1', [tableId]);
+  expect(i).toMatchObject({ confirmed_at: expect.any(Date), failed_at: null, tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+  expect((await db.owner.query('select tournament_state from game.tables where table_id = $1', [tableId])).rows[0].tournament_state).toBe('closed');
+  expect(await balance(a)).toBe(200n + 180n);
+  // once: a second run pays nothing more
+  await reconcileNow();
+  expect(await balance(a)).toBe(380n);
+  expect(await reader.tableBalance(tableId)).toBe(20n * C);
+}, 60_000);

@@ -237,8 +237,7 @@ async function deposit(deps: BankDeps, req: Request, res: Response, span: Span) 
   depositPhases.deposits++;
   span.setAttribute('deposit.result', 'confirmed');
   deps.log.info({ userId, tableId: b.tableId, amount: b.amount.toString(), txHash }, 'chain deposit confirmed');
-  if (row.mode === 'sng') return { status: 'confirmed', txHash, idempotencyKey: key, ...(await entryState(deps, b.tableId, key)) };
-  return { status: 'confirmed', txHash, idempotencyKey: key };
+  return { status: 'confirmed', txHash, idempotencyKey: key, ...(row.mode === 'sng' ? await entryState(deps, b.tableId, key) : {}) };
 }
 
 export function installBankDepositRoutes(app: Express, deps: BankDeps) {
