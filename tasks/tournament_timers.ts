@@ -7,8 +7,10 @@
 //   tournament_blinds          the level's deadline: the next level (re-armed at the next deadline);
 //   tournament_reserve_expiry  an unpaid reserve self-releases;
 //   tournament_settle          ended -> settling (payout rows, their payout jobs);
-//   tournament_payout          one place paid through the cage's withdraw (payoutIntent branch);
-//   tournament_payout_reconcile  every 30 s: payouts unconfirmed for more than 30 s are posted again;
+//   tournament_payout          one place paid through its bank's withdraw (payoutIntent branch): the
+//                              cage's, or the chain bank's for a chain-bank table;
+//   tournament_payout_reconcile  every 30 s: the cage's payouts unconfirmed for more than 30 s are posted
+//                              again (a chain-bank table's: the chain bank's own reconciler);
 //   tournament_rearm           at worker start: every live tournament's timers armed from the stored state.
 import type { Task } from 'graphile-worker';
 import type pg from 'pg';
@@ -77,17 +79,26 @@ export function createTournamentSettleTask({ pool, log }: TimerDeps): Task {
   };
 }
 
-/** One place paid through the cage's payoutIntent branch; a failure is retried by graphile-worker (and the reconciler). */
-export function createTournamentPayoutTask(deps: { cage: ServiceClient; log: Logger }): Task {
-  const payload = tablePayload.extend({ position: z.number().int().min(1).max(10), amount: z.string().regex(/^[0-9]{1,19}$/) });
+/**
+ * One place paid through its bank's payoutIntent branch: the cage's, or the chain bank's for a
+ * chain-bank table (`bank` in the payload, written by cage.settle_tournament from the table row;
+ * each bank refuses a table that is not its own). A failure is retried by graphile-worker (and the
+ * bank's reconciler: the worker's for the cage, the chain bank's own for the chain).
+ */
+export function createTournamentPayoutTask(deps: { cage: ServiceClient; chainBank: ServiceClient; log: Logger }): Task {
+  const payload = tablePayload.extend({
+    position: z.number().int().min(1).max(10), amount: z.string().regex(/^[0-9]{1,19}$/), bank: z.enum(['cage', 'chain']).default('cage'),
+  });
   return async (raw) => {
     const p = parsed(payload, raw, deps.log, 'tournament_payout');
     if (!p) return;
-    const answer = await deps.cage.post('/api/withdraw', { tableId: p.tableId, payoutIntent: { position: p.position, amount: p.amount } });
-    if ('unreachable' in answer) throw new Error(`the cage did not answer (${answer.reason}); retried`);
+    const bank = p.bank === 'chain' ? deps.chainBank : deps.cage;
+    const name = p.bank === 'chain' ? 'the chain bank' : 'the cage';
+    const answer = await bank.post('/api/withdraw', { tableId: p.tableId, payoutIntent: { position: p.position, amount: p.amount } });
+    if ('unreachable' in answer) throw new Error(`${name} did not answer (${answer.reason}); retried`);
     if (!answer.ok) {
-      if (answer.status >= 500) throw new Error(`the cage answered ${answer.status}; retried`);
-      deps.log.error({ ...p, status: answer.status, error: answer.body.error }, 'payout refused by the cage; not retried');
+      if (answer.status >= 500) throw new Error(`${name} answered ${answer.status}; retried`);
+      deps.log.error({ ...p, status: answer.status, error: answer.body.error }, `payout refused by ${name}; not retried`);
       return;
     }
     deps.log.info({ tableId: p.tableId, position: p.position }, 'tournament payout confirmed');

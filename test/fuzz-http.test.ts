@@ -133,6 +133,7 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'chain-bank GET /api/deposits/:idempotencyKey': { auth: 'jwt' },
   'chain-bank POST /api/withdraw': { auth: 'jwt', fields: ['tableId', 'destinationWallet', 'forced', 'userId', 'payoutIntent'] },
   'chain-bank POST /internal/bust': { auth: 'service', fields: ['tableId', 'userId'] },
+  'chain-bank POST /api/tournament/unregister': { auth: 'jwt', fields: ['tableId'] },
   // admin
   'admin GET /health': { auth: 'none' },
   'admin ALL /graphql': { auth: 'service', fields: ['query', 'variables', 'operationName', 'extensions'] },

@@ -432,6 +432,11 @@ const REVIEWED: Record<string, string> = {
   'bank.retry_withdrawal(text)': 'bookkeeping: a failed payment tried again to its own destination',
   'bank.mark_withdrawal_settled(text)': 'bound: the game closed the position under this key',
   'bank.unsettled_withdrawals(integer,integer)': 'reads',
+  'bank.refund_tournament_entry(uuid,text)': 'the player\'s token grant; their own paid entry, refunded to the wallet that signed its confirmed deposit',
+  'bank.open_tournament_payout(text,integer,bigint)': 'state: the game\'s payout row of the place (user, amount), paid to the wallet of that player\'s confirmed entry deposit',
+  'bank.advance_tournament_payment(text,text,text,bigint,text,numeric,text)': 'the chain\'s receipt (the PaidOut or Withdrawn event of its own destination and amount)',
+  'bank.retry_tournament_payment(text)': 'bookkeeping: a failed payment tried again to its own destination',
+  'bank.tournament_payments_to_resume(integer,integer)': 'reads (and clears failedAt)',
   // betting (issue 19): the betting service's login
   'betting.claim_quote(uuid,text)': 'the player\'s token grant; reads the payout its market recorded (moves nothing)',
   'betting.record_bet(text)': 'bound: the cage\'s pending stake of this ref (user, market, runner and amount read from it)',

@@ -7,7 +7,7 @@ revoke all on all functions in schema bank, bank_private from public;
 alter default privileges in schema bank, bank_private revoke execute on functions from public;
 
 grant usage on schema bank to poker_bank, poker_worker;
-grant select on bank.deployments, bank.deposit_intents, bank.withdraw_intents to poker_bank, poker_worker;
+grant select on bank.deployments, bank.deposit_intents, bank.withdraw_intents, bank.tournament_payments to poker_bank, poker_worker;
 grant execute on function
   bank.activate_deployment(bigint, text, text),
   bank.create_table(text, text, jsonb, uuid, integer, integer, text, text),
@@ -22,11 +22,16 @@ grant execute on function
   bank.advance_withdrawal(text, text, text, bigint, text, numeric, text),
   bank.retry_withdrawal(text),
   bank.mark_withdrawal_settled(text),
-  bank.unsettled_withdrawals(integer, integer)
+  bank.unsettled_withdrawals(integer, integer),
+  bank.refund_tournament_entry(uuid, text),
+  bank.open_tournament_payout(text, integer, bigint),
+  bank.advance_tournament_payment(text, text, text, bigint, text, numeric, text),
+  bank.retry_tournament_payment(text),
+  bank.tournament_payments_to_resume(integer, integer)
   to poker_bank;
 -- the bank reads the tables it serves and the switches, as the cage does
 grant usage on schema game, cage to poker_bank;
-grant select on game.tables to poker_bank;
+grant select on game.tables, game.table_players to poker_bank;
 grant execute on function cage.switch_states() to poker_bank;
 
 drop policy if exists deployments_read on bank.deployments;
@@ -35,3 +40,8 @@ drop policy if exists deposit_intents_read on bank.deposit_intents;
 create policy deposit_intents_read on bank.deposit_intents for select to poker_bank, poker_worker using (true);
 drop policy if exists withdraw_intents_read on bank.withdraw_intents;
 create policy withdraw_intents_read on bank.withdraw_intents for select to poker_bank, poker_worker using (true);
+drop policy if exists tournament_payments_read on bank.tournament_payments;
+create policy tournament_payments_read on bank.tournament_payments for select to poker_bank, poker_worker using (true);
+-- the bank reads the registrants of its tournaments (a paid entry's seat, the field's count)
+drop policy if exists table_players_bank_read on game.table_players;
+create policy table_players_bank_read on game.table_players for select to poker_bank using (true);

@@ -91,10 +91,34 @@ interface DepositRow {
 
 type Span = Parameters<Parameters<typeof withSpan>[2]>[0];
 
-/** A replayed key: its state (spec: confirmed -> replay; submitted/pending -> in flight; failed -> 409). */
-function replayAnswer(row: DepositRow, span: Span) {
+/** A tournament entry's seat (once paid; after the field filled, the shuffled one) and the tournament's state and count. */
+async function entryState(deps: BankDeps, tableId: string, key: string) {
+  const { rows } = await deps.pool.query<{ seat_index: number | null; tournament_state: string; registered_count: number }>(
+    `select (select p.seat_index from game.table_players p where p.table_id = t.table_id and p.entry_ref_id = $2) as seat_index,
+            t.tournament_state,
+            (select count(*)::int from game.table_players p where p.table_id = t.table_id and p.status <> 'closed') as registered_count
+       from game.tables t where t.table_id = $1`, [tableId, key],
+  );
+  const r = rows[0];
+  return { seatIndex: r?.seat_index ?? null, tournamentState: r?.tournament_state, registeredCount: r?.registered_count };
+}
+
+/**
+ * A replayed key: its state (spec: confirmed -> replay; submitted/pending -> in flight; failed -> 409).
+ * A tournament entry refunded since answers that (what is true now), as the cage's replay does.
+ */
+async function replayAnswer(deps: BankDeps, row: DepositRow, span: Span) {
   if (row.status === 'confirmed') {
     span.setAttribute('deposit.result', 'replay_confirmed');
+    if (row.mode === 'sng') {
+      const { rows } = await deps.pool.query<{ tx_hash: string | null; payment_key: string }>(
+        "select tx_hash, payment_key from bank.tournament_payments where entry_key = $1 and kind = 'refund'", [row.idempotency_key],
+      );
+      if (rows[0]) {
+        return { status: 'refunded', txHash: row.tx_hash, idempotencyKey: row.idempotency_key, seatIndex: null, replay: true, refundTxHash: rows[0].tx_hash };
+      }
+      return { status: 'confirmed', txHash: row.tx_hash, idempotencyKey: row.idempotency_key, replay: true, ...(await entryState(deps, row.table_id, row.idempotency_key)) };
+    }
     return { status: 'confirmed', txHash: row.tx_hash, idempotencyKey: row.idempotency_key, replay: true };
   }
   if (row.status === 'failed') {
@@ -161,7 +185,7 @@ async function deposit(deps: BankDeps, req: Request, res: Response, span: Span) 
   );
   if (known[0]) {
     if (known[0].user_id !== userId || known[0].table_id !== b.tableId || BigInt(known[0].amount) !== b.amount) throw new ApiError(409, 'idempotency_key_reused');
-    return replayAnswer(known[0], span);
+    return replayAnswer(deps, known[0], span);
   }
   // 2. the permit's signer
   const recovered = await timedPhase('recoverMs', () => chain.recoverPermitSigner({ owner: claimed, chips: b.amount, permit: { ...b.permit, r: b.permit.r as Hex, s: b.permit.s as Hex } })
@@ -183,7 +207,7 @@ async function deposit(deps: BankDeps, req: Request, res: Response, span: Span) 
     throw err;
   });
   const row = rows[0]!;
-  if (row.replayed) return replayAnswer(row, span);
+  if (row.replayed) return replayAnswer(deps, row, span);
   let txHash: Hex;
   try {
     txHash = await timedPhase('chainMs', () => chain.submitDeposit({ tableId: b.tableId, owner: claimed, chips: b.amount, permit: { ...b.permit, r: b.permit.r as Hex, s: b.permit.s as Hex } }));
@@ -208,12 +232,12 @@ async function deposit(deps: BankDeps, req: Request, res: Response, span: Span) 
     span.setAttribute('deposit.result', 'submitted_not_confirmed');
     return { status: 'submitted', txHash, idempotencyKey: key, note: 'not confirmed within the window: chips are credited once it confirms' };
   }
-  // 5. the seat (a tournament entry is credited by the tournament branch: not on this bank yet)
-  await timedPhase('callbackMs', () => creditDeposit(deps, { idempotency_key: key, table_id: b.tableId, user_id: userId, seat_index: b.seatIndex ?? null, amount: b.amount }));
+  // 5. the seat, or the tournament entry (its seat the one the deposit held: row.seat_index)
+  await timedPhase('callbackMs', () => creditDeposit(deps, { idempotency_key: key, table_id: b.tableId, user_id: userId, seat_index: row.seat_index, amount: b.amount }));
   depositPhases.deposits++;
   span.setAttribute('deposit.result', 'confirmed');
   deps.log.info({ userId, tableId: b.tableId, amount: b.amount.toString(), txHash }, 'chain deposit confirmed');
-  return { status: 'confirmed', txHash, idempotencyKey: key };
+  return { status: 'confirmed', txHash, idempotencyKey: key, ...(row.mode === 'sng' ? await entryState(deps, b.tableId, key) : {}) };
 }
 
 export function installBankDepositRoutes(app: Express, deps: BankDeps) {

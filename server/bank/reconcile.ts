@@ -7,12 +7,18 @@
 //   - confirmed deposits whose credit never landed: the game's credit-chips callback again (once:
 //     the game's credit is idempotent per key);
 //   - withdrawals pending or submitted: paid or their receipt read; confirmed ones whose settle
-//     callback never landed: redelivered.
+//     callback never landed: redelivered;
+//   - tournaments: payout intents of chain tables with no confirmedAt older than 30 s posted again
+//     (failedAt cleared; paid, confirmed, announced), refunds not yet confirmed paid.
 import type { Hex } from 'viem';
 import { tableKey } from '../chain/contracts.ts';
 import { BASE_UNITS_PER_CHIP } from '../chain/types.ts';
 import { creditDeposit, settleDepositOutcome, type BankDeps } from './deposit.ts';
 import { deliverChainSettlement, payWithdrawal } from './withdraw.ts';
+import { payPlace, payTournamentPayment, type PaymentRow } from './tournaments.ts';
+
+/** Payout intents with no confirmedAt are posted again once older than this (spec: Limits). */
+export const PAYOUT_REPOST_SECONDS = 30;
 
 export interface ReconcileRun {
   confirmed: number;
@@ -69,7 +75,6 @@ export async function reconcileChainBank(deps: BankDeps, graceSeconds: number): 
     'select idempotency_key, table_id, user_id, seat_index, amount, mode, wallet, tx_hash from bank.uncredited_deposits(0, 200)',
   );
   for (const d of uncredited) {
-    if (d.mode !== 'cash') continue;
     // a confirmation is the chain's: read again from its receipt before any seat is funded (a row
     // confirmed by anything but this process's own read of the chain is named, never credited)
     if (!(await depositOnChain(deps, d))) { run.unverified++; continue; }
@@ -92,6 +97,24 @@ export async function reconcileChainBank(deps: BankDeps, graceSeconds: number): 
   for (const w of unsettled) {
     if (w.settlement !== 'bust' && !(await withdrawalOnChain(deps, w))) { run.unverified++; continue; }
     if (await deliverChainSettlement(deps, w)) run.settled++;
+  }
+  // tournaments: payouts with no confirmedAt older than 30 s posted again (failedAt cleared), and
+  // refunds not yet confirmed paid (each one's own errors logged; the next run tries again)
+  const { rows: payments } = await deps.pool.query<{ kind: string; table_id: string; position: number | null; amount: bigint; payment_key: string }>(
+    'select kind, table_id, position, amount, payment_key from bank.tournament_payments_to_resume($1, 200)', [PAYOUT_REPOST_SECONDS],
+  );
+  for (const p of payments) {
+    try {
+      if (p.kind === 'payout') {
+        const { row } = await payPlace(deps, p.table_id, p.position!, BigInt(p.amount), 0);
+        if (row.status === 'confirmed') run.paid++;
+      } else {
+        const { rows: [refund] } = await deps.pool.query<PaymentRow>('select * from bank.tournament_payments where payment_key = $1', [p.payment_key]);
+        if ((await payTournamentPayment(deps, refund!, 0)).status === 'confirmed') run.paid++;
+      }
+    } catch (err) {
+      deps.log.warn({ payment: p.payment_key, err: (err as Error).message }, 'tournament payment not resumed; the next run tries again');
+    }
   }
   return run;
 }

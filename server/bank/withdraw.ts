@@ -7,7 +7,8 @@
 //              funds to the last permit signer, no linkage check;
 //   bust       POST /internal/bust from the game: a zero stack closes the position, nothing is paid.
 // Idempotency key keccak256(userId:tableId:historyHash:chipAmount); an intent stays confirmed until
-// the settle callback lands (the reconciler redelivers it). Tournament payouts are not on this bank yet.
+// the settle callback lands (the reconciler redelivers it). With payoutIntent (service key only): a
+// tournament place paid from the vault (server/bank/tournaments.ts).
 import type { Express, Request, Response } from 'express';
 import { getAddress, type Address, type Hex } from 'viem';
 import { z } from 'zod';
@@ -19,6 +20,7 @@ import { withSpan } from '../telemetry/index.ts';
 import { withdrawKey } from '../cage/seams.ts';
 import { ChainRevert, ChainUnavailable, BASE_UNITS_PER_CHIP } from '../chain/types.ts';
 import { requireChain, type BankDeps } from './deposit.ts';
+import { chainPayoutWithdraw } from './tournaments.ts';
 
 interface WithdrawalRow {
   idempotency_key: string; status: string; tx_hash: string | null; error: string | null; amount: bigint; destination: string | null;
@@ -142,7 +144,13 @@ const forcedBody = z.object({ tableId: tableIdSchema, forced: z.literal(true), u
 
 async function withdraw(deps: BankDeps, req: Request, res: Response, span: Span) {
   const b = (req.body ?? {}) as Record<string, unknown>;
-  if (b.payoutIntent !== undefined) throw new ApiError(501, 'not_yet_chain_bank', undefined, { phase: 'chain-tournaments' });
+  if (b.payoutIntent !== undefined) {
+    span.setAttributes({ 'withdraw.table_id': typeof b.tableId === 'string' ? b.tableId.slice(0, 64) : '', 'auth.linked': 'skipped_forced' });
+    const answer = await chainPayoutWithdraw(deps, req, b);
+    span.setAttributes({ 'withdraw.result': 'replay' in answer && answer.replay ? 'replay_confirmed' : answer.status === 'confirmed' ? 'confirmed' : 'failed',
+      'withdraw.destination': answer.destination, 'withdraw.tx_hash': answer.txHash ?? '', 'withdraw.idempotency_key': answer.idempotencyKey });
+    return answer;
+  }
   if (b.tableId === undefined || b.tableId === null || b.tableId === '') throw new ApiError(400, 'missing_table_id');
   const forced = b.forced !== undefined && b.forced !== false;
   let userId: string;

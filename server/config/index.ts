@@ -125,6 +125,8 @@ const schema = z.object({
   // the auth role's internal address, for the game role's wallet reads (default: this process's)
   // the cage role's internal address, for the worker's reconciler (default: this process's cage)
   CAGE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  // the chain-bank role's internal address, for the worker's payouts of chain-bank tournaments (default: this process's chain bank)
+  CHAIN_BANK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // the betting service the cage notifies of stakes and asks for claims (default: this process's betting role)
   BETTING_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // how often the betting role's sweep moves the markets along with their tournaments

@@ -14,6 +14,7 @@ import { createServiceClient } from '../http/service-client.ts';
 import { installTableRoutes } from '../game/tables/create.ts';
 import { installBankDepositRoutes, type BankDeps } from '../bank/deposit.ts';
 import { installBankWithdrawRoutes } from '../bank/withdraw.ts';
+import { installChainTournamentRoutes } from '../bank/tournaments.ts';
 import { scheduleReconciler } from '../bank/reconcile.ts';
 import { createChainBankChain } from '../chain/evm.ts';
 import { startLocalChain, type LocalChain } from '../chain/local.ts';
@@ -87,6 +88,7 @@ export async function startChainBank({ config, databaseUrl, log, peers }: RoleCo
         });
         installBankDepositRoutes(app, deps);
         installBankWithdrawRoutes(app, deps);
+        installChainTournamentRoutes(app, deps);
       },
     });
     return {

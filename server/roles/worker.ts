@@ -31,6 +31,23 @@ export function crontab(config: Config) {
   ].join('\n');
 }
 
+/** The banks the worker posts to: the cage (its reconcilers, a cage table's payouts) and the chain bank (a chain table's payouts). */
+function bankClients(config: Config, peers: RoleContext['peers']) {
+  return {
+    cage: createServiceClient({
+      baseUrl: () => config.CAGE_URL ?? peers?.get('cage') ?? `http://${config.HOST}:${config.CAGE_PORT}`,
+      serviceKey: config.SERVICE_KEY,
+      timeoutMs: config.GAME_CALL_TIMEOUT_MS * 4,
+    }),
+    chainBank: createServiceClient({
+      baseUrl: () => config.CHAIN_BANK_URL ?? peers?.get('chain-bank') ?? `http://${config.HOST}:${config.CHAIN_BANK_PORT}`,
+      serviceKey: config.SERVICE_KEY,
+      // a payout waits for its receipt (the confirm window) before it answers
+      timeoutMs: Math.max(config.GAME_CALL_TIMEOUT_MS * 4, config.CHAIN_CONFIRM_WINDOW_MS + 5000),
+    }),
+  };
+}
+
 export async function startWorker({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole & { runner: Runner }> {
   const pool = createRolePool(databaseUrl, 'poker_worker', { max: 4, applicationName: 'worker', secret: config.DB_ROLE_SECRET });
   // graphile-worker's own pool: it serialises job ids to JSON when it records a failure, which a
@@ -41,11 +58,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
     serviceKey: config.SERVICE_KEY,
     timeoutMs: config.GAME_CALL_TIMEOUT_MS,
   });
-  const cage = createServiceClient({
-    baseUrl: () => config.CAGE_URL ?? peers?.get('cage') ?? `http://${config.HOST}:${config.CAGE_PORT}`,
-    serviceKey: config.SERVICE_KEY,
-    timeoutMs: config.GAME_CALL_TIMEOUT_MS * 4,
-  });
+  const { cage, chainBank } = bankClients(config, peers);
   const betting = createServiceClient({ baseUrl: () => config.BETTING_URL ?? peers?.get('betting') ?? `http://${config.HOST}:${config.BETTING_PORT}`,
     serviceKey: config.SERVICE_KEY, timeoutMs: config.GAME_CALL_TIMEOUT_MS });
   let runner: Runner;
@@ -67,7 +80,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
         tournament_blinds: createTournamentBlindsTask({ pool, log }),
         tournament_reserve_expiry: createTournamentReserveExpiryTask({ pool, log }),
         tournament_settle: createTournamentSettleTask({ pool, log }),
-        tournament_payout: createTournamentPayoutTask({ cage, log }),
+        tournament_payout: createTournamentPayoutTask({ cage, chainBank, log }),
         tournament_payout_reconcile: createTournamentPayoutReconcileTask({ pool, log, intervalSeconds: 30 }),
         tournament_rearm: createTournamentRearmTask({ pool, log }),
         betting_reconcile_stakes: createBettingReconcileStakesTask({

@@ -51,7 +51,8 @@ $$;
 -- ({ wallet, amount, deadline, v, r, s }): the same key again answers the deposit as it stands
 -- (replayed), for another table, seat or amount idempotency_key_reused. Refused: a table of the
 -- cage (not_a_chain_table), a frozen one (table_frozen), a wallet not linked to the player
--- (wallet_not_linked), a tournament entry of another amount than its entry fee.
+-- (wallet_not_linked), a tournament entry of another amount than its entry fee; a tournament entry
+-- holds the registrant's seat (bank_private.hold_entry_seat: the seat's gates are the game's).
 create or replace function bank.open_deposit(
   p_sid uuid, p_key text, p_table_id text, p_seat_index integer, p_amount bigint, p_wallet text, p_deadline bigint
 ) returns table (idempotency_key text, status text, tx_hash text, error text, user_id uuid, table_id text, seat_index integer,
@@ -65,6 +66,7 @@ declare
   v_row bank.deposit_intents;
   v_table game.tables;
   v_deployment bank.deployments;
+  v_seat integer := p_seat_index;
 begin
   if p_key is null or p_key !~ '^0x[0-9a-f]{64}$' or p_wallet is null or p_wallet !~ '^0x[0-9a-fA-F]{40}$'
      or p_deadline is null or p_deadline <= 0 then
@@ -97,8 +99,12 @@ begin
     if not exists (select from auth.wallets w where w.user_id = v_user and w.chain = 'evm' and lower(w.address) = lower(p_wallet)) then
       perform bank_private.refuse('wallet_not_linked');
     end if;
+    -- a tournament entry holds the registrant's seat while the chain confirms it (40_tournaments.sql)
+    if v_table.mode = 'sng' then
+      v_seat := bank_private.hold_entry_seat(p_sid, v_user, p_table_id, p_seat_index);
+    end if;
     insert into bank.deposit_intents as d (idempotency_key, deployment_id, user_id, table_id, seat_index, wallet, amount, deadline, mode)
-    values (p_key, v_deployment.id, v_user, p_table_id, p_seat_index, p_wallet, p_amount, p_deadline, v_table.mode)
+    values (p_key, v_deployment.id, v_user, p_table_id, v_seat, p_wallet, p_amount, p_deadline, v_table.mode)
     on conflict do nothing
     returning d.* into v_row;
     if v_row.idempotency_key is not null then
@@ -109,7 +115,8 @@ begin
     select * into v_row from bank.deposit_intents d where d.idempotency_key = p_key;
   end if;
   if v_row.user_id <> v_user or v_row.table_id <> p_table_id or v_row.amount <> p_amount
-     or v_row.seat_index is distinct from p_seat_index or lower(v_row.wallet) <> lower(p_wallet) then
+     or (v_row.seat_index is distinct from p_seat_index and (v_row.mode = 'cash' or p_seat_index is not null))
+     or lower(v_row.wallet) <> lower(p_wallet) then
     perform bank_private.refuse('idempotency_key_reused', 'this permit was used for another deposit');
   end if;
   return query select v_row.idempotency_key, v_row.status, v_row.tx_hash, v_row.error, v_row.user_id, v_row.table_id,
@@ -203,6 +210,10 @@ begin
   end if;
   update bank.deposit_intents d set status = 'failed', error = left(coalesce(p_error, 'failed'), 300), updated_at = now()
    where d.idempotency_key = p_key returning * into v_row;
+  -- a tournament entry that will not be paid releases the seat it held (as the cage's overdraft does)
+  if v_row.mode = 'sng' then
+    perform bank_private.release_entry_seat(v_row.table_id, v_row.user_id);
+  end if;
   return v_row;
 end;
 $$;

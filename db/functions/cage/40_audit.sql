@@ -330,6 +330,7 @@ begin
                and l.kind not in ('tournament_entry', 'tournament_refund', 'tournament_payout')) as other
     ) g
    where t.mode = 'sng'
+     and t.bank = 'cage' -- a chain-bank tournament's money is in its vault, on chain
      and (coalesce(a.balance, 0) <> g.claims + g.unpaid + g.fee or g.other > 0)
   union all
   --    tournament chips are conserved while it plays: startingStack for every entry

@@ -66,8 +66,14 @@ begin
      or p_amount is null or p_amount <= 0 then
     perform game_private.refuse('invalid_credit', 'key (1..200 chars), user, seat index and a positive amount');
   end if;
+  v_table := game_private.lock_table(p_table_id);
+  -- a chain-bank tournament's entry: accepted only from the chain bank's confirmed deposit (tournaments/20_money.sql)
+  if v_table.mode = 'sng' and v_table.bank = 'chain' then
+    return query select * from game_private.credit_chain_entry(v_table, p_key, p_user_id, p_seat_index, p_amount);
+    return;
+  end if;
   -- a hand left by a game process that is gone does not hold the table (35_leases.sql)
-  v_table := game_private.recover_orphaned_hand(game_private.require_cash_table(game_private.lock_table(p_table_id), 'credit_seat'));
+  v_table := game_private.recover_orphaned_hand(game_private.require_cash_table(v_table, 'credit_seat'));
 
   select * into v_credit from game.seat_credits c where c.credit_key = p_key;
   if v_credit.credit_key is not null then

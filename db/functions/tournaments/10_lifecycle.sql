@@ -212,6 +212,16 @@ begin
   if v_table.tournament_state <> 'registering' then
     perform game_private.refuse('tournament_not_in_registration', format('the tournament is %s', v_table.tournament_state));
   end if;
+  -- a chain-bank entry on its way (its permit deposit not resolved, or confirmed and not yet
+  -- accepted) keeps its seat: the chain bank releases it if the chain refuses the deposit
+  if exists (select from bank.deposit_intents d
+              where d.table_id = p_table_id and d.user_id = v_player.user_id and d.mode = 'sng'
+                and (d.status in ('pending', 'submitted') or (d.status = 'confirmed' and d.credited_at is null))) then
+    if p_player_id is not null then
+      return false;
+    end if;
+    perform game_private.refuse('entry_in_flight', 'an entry deposit of this player is on its way to the chain');
+  end if;
   update game.table_players p set status = 'closed', closed_at = now() where p.id = v_player.id;
   perform graphile_worker.remove_job(format('tournament_reserve:%s', v_player.id));
   perform game_private.registration_changed(p_table_id);

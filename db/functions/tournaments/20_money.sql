@@ -1,3 +1,96 @@
+-- The tournament table of a cage call, locked: a chain-bank tournament's money is in its vault,
+-- paid in and out by the chain bank alone (db/functions/bank/40_tournaments.sql).
+create or replace function cage_private.cage_tournament(p_table_id text) returns game.tables
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+begin
+  v_table := game_private.lock_tournament(p_table_id);
+  if v_table.bank <> 'cage' then
+    perform cage_private.refuse('not_a_cage_table', format('table %s keeps its money on chain', p_table_id));
+  end if;
+  return v_table;
+end;
+$$;
+
+-- A registration paid (the table locked, the registrant's row a reserve): its entry claim is the
+-- fee (chip_balance), its chain link the buy-in under the entry's ref, its expiry job gone; the
+-- entry completing the field moves the tournament to starting. Both banks' entries end here.
+create or replace function game_private.accept_tournament_entry(v_table game.tables, p_player_id bigint, p_amount bigint, p_ref text)
+  returns game.tables
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_seats integer;
+begin
+  update game.table_players p
+     set chip_balance = p_amount, entry_state = 'paid', entry_ref_id = p_ref, reserved_until = null
+   where p.id = p_player_id;
+  perform game_private.extend_chain(p_player_id, 'buy_in', p_amount, p_ref);
+  perform graphile_worker.remove_job(format('tournament_reserve:%s', p_player_id));
+  v_seats := game_private.setting_bigint(v_table.settings, 'seats')::integer;
+  if (select count(*) from game.table_players p where p.table_id = v_table.table_id and p.status <> 'closed' and p.entry_state = 'paid') >= v_seats then
+    return game_private.tournament_to_starting(v_table.table_id);
+  end if;
+  perform game_private.registration_changed(v_table.table_id);
+  return v_table;
+end;
+$$;
+
+-- The entry of a chain-bank tournament (game.credit_seat's branch for it, the chain bank's credit
+-- callback): accepted only from the chain bank's deposit under p_key, confirmed on chain, not
+-- credited yet, mode sng, of this user, table, seat and amount (its seat the reserve it held).
+-- The registrant's reserve becomes the paid entry (game_private.accept_tournament_entry); the credit
+-- is recorded in game.seat_credits (replay-once per key, as a cash credit).
+create or replace function game_private.credit_chain_entry(
+  v_table game.tables, p_key text, p_user_id uuid, p_seat_index integer, p_amount bigint
+) returns table (player_id bigint, seat_index integer, chip_balance bigint, history_hash text, status text)
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+  v_credit game.seat_credits;
+  v_player game.table_players;
+begin
+  select * into v_credit from game.seat_credits c where c.credit_key = p_key;
+  if v_credit.credit_key is not null then
+    if v_credit.table_id <> v_table.table_id or v_credit.user_id <> p_user_id or v_credit.amount <> p_amount then
+      perform game_private.refuse('invalid_credit', format('credit %s was for other values', p_key));
+    end if;
+    return query select p.id, p.seat_index, p.chip_balance, p.history_hash, 'replayed'::text
+                   from game.table_players p where p.id = v_credit.player_id;
+    return;
+  end if;
+  if not exists (select from bank.deposit_intents d
+                  where d.idempotency_key = p_key and d.status = 'confirmed' and d.credited_at is null and d.mode = 'sng'
+                    and d.user_id = p_user_id and d.table_id = v_table.table_id and d.seat_index = p_seat_index and d.amount = p_amount) then
+    perform game_private.refuse('credit_not_backed',
+      format('no confirmed chain entry deposit %s for this user, table, seat and amount', p_key));
+  end if;
+  select * into v_player from game.table_players p
+   where p.table_id = v_table.table_id and p.user_id = p_user_id and p.status <> 'closed' for update;
+  if v_player.id is null then
+    perform game_private.refuse('tournament_not_registered', 'the seat this entry held is gone');
+  end if;
+  if v_player.entry_state = 'paid' then
+    perform game_private.refuse('tournament_already_registered');
+  end if;
+  perform game_private.require_registering(v_table);
+  if p_amount <> game_private.setting_bigint(v_table.settings, 'entryFee') then
+    perform game_private.refuse('tournament_entry_fee_mismatch', format('the entry fee is %s', v_table.settings ->> 'entryFee'));
+  end if;
+  perform game_private.accept_tournament_entry(v_table, v_player.id, p_amount, p_key);
+  insert into game.seat_credits (credit_key, table_id, user_id, player_id, amount, status)
+  values (p_key, v_table.table_id, p_user_id, v_player.id, p_amount, 'credited');
+  return query select p.id, p.seat_index, p.chip_balance, p.history_hash, 'credited'::text
+                 from game.table_players p where p.id = v_player.id;
+end;
+$$;
+
 -- Tournament money on the cage (spec: "Tournaments on the cage"). The table's tournament pool
 -- (cage account tournament_pool, scope = the table id) takes each entry fee (tournament_entry,
 -- user -> pool), gives a refund back (tournament_refund, pool -> user) and pays the places
@@ -27,7 +120,6 @@ declare
   v_player game.table_players;
   v_user_account bigint;
   v_pool bigint;
-  v_seats integer;
 begin
   if v_user is null or p_idempotency_key is null or p_idempotency_key !~ '^[\x21-\x7e]{1,128}$'
      or (p_seat_index is not null and p_seat_index not between 0 and 9) then
@@ -37,7 +129,7 @@ begin
     perform cage_private.refuse('invalid_amount', 'a positive whole number of chips');
   end if;
   v_ref := format('deposit:%s:%s', v_user, p_idempotency_key);
-  v_table := game_private.lock_tournament(p_table_id);
+  v_table := cage_private.cage_tournament(p_table_id);
   select * into v_intent from cage.deposit_intents d where d.ref_id = v_ref;
   if v_intent.ref_id is null then
     perform cage_private.require_real_money(v_table.money_kind::text);
@@ -89,18 +181,7 @@ begin
   perform cage.post_movement(v_ref, 'tournament_entry', v_table.money_kind::text,
     array[v_user_account, v_pool], array[-p_amount, p_amount],
     jsonb_build_object('table_id', p_table_id, 'player_id', v_player.id));
-  update game.table_players p
-     set chip_balance = p_amount, entry_state = 'paid', entry_ref_id = v_ref, reserved_until = null
-   where p.id = v_player.id;
-  perform game_private.extend_chain(v_player.id, 'buy_in', p_amount, v_ref);
-  perform graphile_worker.remove_job(format('tournament_reserve:%s', v_player.id));
-
-  v_seats := game_private.setting_bigint(v_table.settings, 'seats')::integer;
-  if (select count(*) from game.table_players p where p.table_id = p_table_id and p.status <> 'closed' and p.entry_state = 'paid') >= v_seats then
-    v_table := game_private.tournament_to_starting(p_table_id);
-  else
-    perform game_private.registration_changed(p_table_id);
-  end if;
+  v_table := game_private.accept_tournament_entry(v_table, v_player.id, p_amount, v_ref);
   select p.seat_index into v_player.seat_index from game.table_players p where p.id = v_player.id;
   return query select v_ref, 'paid'::text, v_player.seat_index, v_table.tournament_state, game_private.registered_count(p_table_id);
 end;
@@ -121,7 +202,7 @@ declare
   v_player game.table_players;
   v_ref text;
 begin
-  v_table := game_private.lock_tournament(p_table_id);
+  v_table := cage_private.cage_tournament(p_table_id);
   select * into v_player from game.table_players p
    where p.table_id = p_table_id and p.user_id = v_user and p.status <> 'closed' for update;
   if v_player.id is null then
@@ -212,7 +293,7 @@ begin
   update game.tables t set tournament_state = 'settling' where t.table_id = p_table_id returning t.* into v_table;
   for r in select i.position, i.amount from cage.payout_intents i where i.table_id = p_table_id loop
     perform graphile_worker.add_job('tournament_payout',
-      json_build_object('tableId', p_table_id, 'position', r.position, 'amount', r.amount::text),
+      json_build_object('tableId', p_table_id, 'position', r.position, 'amount', r.amount::text, 'bank', v_table.bank),
       job_key => format('payout:%s:%s', p_table_id, r.position), max_attempts => 1000);
   end loop;
   perform game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'tournament_state_changed', 'state', 'settling'));
@@ -241,7 +322,7 @@ declare
   v_table game.tables;
   v_intent cage.payout_intents;
 begin
-  v_table := game_private.lock_tournament(p_table_id);
+  v_table := cage_private.cage_tournament(p_table_id);
   select * into v_intent from cage.payout_intents i where i.table_id = p_table_id and i.position = p_position for update;
   if v_intent.table_id is null then
     perform game_private.refuse('payout_not_found', format('no payout for place %s', p_position));
@@ -292,6 +373,7 @@ as $$
   update cage.payout_intents i set submitted_at = now(), failed_at = null
    where (i.table_id, i.position) in (
      select q.table_id, q.position from cage.payout_intents q
+       join game.tables t on t.table_id = q.table_id and t.bank = 'cage' -- a chain table's: the chain bank's reconciler
       where q.confirmed_at is null and q.created_at < now() - make_interval(secs => coalesce(p_seconds, 30))
       order by q.created_at limit least(coalesce(p_limit, 100), 1000))
   returning i.table_id, i.position, i.amount
