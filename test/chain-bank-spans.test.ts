@@ -125,13 +125,15 @@ test('deposit results: signature_invalid, wallet_not_linked, failed, table_froze
   // no block within the window: submitted; mined afterwards, the reconciler credits it
   await rpc('evm_setAutomine', [false]);
   try {
-    expect(await result(await permitDeposit(local, p, tableId, 10n, { deadline: inAnHour() }), 200)).toBe('submitted_not_confirmed');
+    expect(await result(await permitDeposit(local, p, tableId, 60n, { deadline: inAnHour() }), 200)).toBe('submitted_not_confirmed');
   } finally {
     await rpc('evm_mine');
     await rpc('evm_setAutomine', [true]);
   }
+  // older than the reconciler's grace (the window plus a margin), as a deposit left by its request
+  await db.owner.query("update bank.deposit_intents set updated_at = now() - interval '10 minutes' where table_id = $1 and status = 'submitted'", [tableId]);
   await (platform.role('chain-bank') as unknown as { reconcileNow(): Promise<void> }).reconcileNow();
-  expect((await withdraw(p, { tableId })).body).toMatchObject({ status: 'confirmed', amount: 10 });
+  expect((await withdraw(p, { tableId })).body).toMatchObject({ status: 'confirmed', amount: 60 });
 });
 
 test('withdraw results: not_at_table, table_frozen, wallet_not_linked, room_not_found (an unknown table)', async () => {
@@ -146,6 +148,8 @@ test('withdraw results: not_at_table, table_frozen, wallet_not_linked, room_not_
   expect(await result({ tableId: `sp-none-${randomUUID().slice(0, 8)}` }, 404)).toBe('room_not_found');
   expect((await deposit(p, await permitDeposit(local, p, tableId, 50n))).body).toMatchObject({ status: 'confirmed' });
   expect(await result({ tableId, destinationWallet: privateKeyToAccount(generatePrivateKey()).address }, 400)).toBe('wallet_not_linked');
+  // refused before the stand-up: the seat still plays
+  expect((await db.owner.query('select status from game.table_players where table_id = $1 and user_id = $2', [tableId, p.userId])).rows).toEqual([{ status: 'seated' }]);
   await db.owner.query('select game.set_table_status($1, $2)', [tableId, 'frozen']);
   expect(await result({ tableId }, 409)).toBe('table_frozen');
   await db.owner.query('select game.set_table_status($1, $2)', [tableId, 'active']);

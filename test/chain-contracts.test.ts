@@ -71,16 +71,16 @@ test('recoverPermitSigner recovers the signer of a right permit, another address
   const player = await newPlayer(chain, 0n);
   const other = await newPlayer(chain, 0n);
   const permit = await permitOf(player.key, 10n);
-  expect(await bank.recoverPermitSigner({ owner: player.address, chips: 10n, permit })).toBe(player.address);
+  expect((await bank.recoverPermitSigner({ owner: player.address, chips: 10n, permit })).signer).toBe(player.address);
   // a 0/1 recovery id (some wallets) recovers the same signer
-  expect(await bank.recoverPermitSigner({ owner: player.address, chips: 10n, permit: { ...permit, v: permit.v - 27 } })).toBe(player.address);
+  expect((await bank.recoverPermitSigner({ owner: player.address, chips: 10n, permit: { ...permit, v: permit.v - 27 } })).signer).toBe(player.address);
   // signed by another key, or for another amount or deadline: not the owner
   const byOther = await permitOf(other.key, 10n);
-  expect(await bank.recoverPermitSigner({ owner: player.address, chips: 10n, permit: byOther })).not.toBe(player.address);
-  expect(await bank.recoverPermitSigner({ owner: player.address, chips: 11n, permit })).not.toBe(player.address);
-  expect(await bank.recoverPermitSigner({ owner: player.address, chips: 10n, permit: { ...permit, deadline: permit.deadline + 1n } })).not.toBe(player.address);
+  expect((await bank.recoverPermitSigner({ owner: player.address, chips: 10n, permit: byOther })).signer).not.toBe(player.address);
+  expect((await bank.recoverPermitSigner({ owner: player.address, chips: 11n, permit })).signer).not.toBe(player.address);
+  expect((await bank.recoverPermitSigner({ owner: player.address, chips: 10n, permit: { ...permit, deadline: permit.deadline + 1n } })).signer).not.toBe(player.address);
   const zero = `0x${'00'.repeat(32)}` as Hex;
-  expect(await bank.recoverPermitSigner({ owner: player.address, chips: 10n, permit: { ...permit, r: zero, s: zero } })).toBeNull();
+  expect((await bank.recoverPermitSigner({ owner: player.address, chips: 10n, permit: { ...permit, r: zero, s: zero } })).signer).toBeNull();
 });
 
 test('a wrong signer, an expired permit and an insufficient balance revert with their reason and move nothing', async () => {

@@ -76,7 +76,8 @@ export function requireChain(deps: BankDeps): ChainBankChain {
 }
 
 /** The player's linked EVM wallets, read from the auth role (spec: the auth service's internal read). */
-async function linkedWallets(deps: BankDeps, userId: string): Promise<string[]> {
+/** The user's linked EVM wallets (lower case), read from the auth role (the spec's internal read). */
+export async function linkedWallets(deps: BankDeps, userId: string): Promise<string[]> {
   if (!deps.auth) throw new ApiError(503, 'auth_service_not_configured');
   const answer = await deps.auth.get<{ wallets: { walletAddress?: string; address?: string }[] }>(`/api/internal/user-wallets/${userId}`);
   if ('unreachable' in answer) throw new ApiError(503, answer.reason === 'not_configured' ? 'auth_service_not_configured' : 'auth_server_unavailable');
@@ -188,9 +189,10 @@ async function deposit(deps: BankDeps, req: Request, res: Response, span: Span) 
     return replayAnswer(deps, known[0], span);
   }
   // 2. the permit's signer
-  const recovered = await timedPhase('recoverMs', () => chain.recoverPermitSigner({ owner: claimed, chips: b.amount, permit: { ...b.permit, r: b.permit.r as Hex, s: b.permit.s as Hex } })
+  const { signer: recovered, nonce } = await timedPhase('recoverMs', () => chain.recoverPermitSigner({ owner: claimed, chips: b.amount, permit: { ...b.permit, r: b.permit.r as Hex, s: b.permit.s as Hex } })
     .catch((err: unknown) => { if (err instanceof ChainUnavailable) throw new ApiError(503, 'chain_unavailable'); throw err; }));
-  span.setAttribute('deposit.recovered_signer', recovered ?? '');
+  // the permit's nonce: the token's nonce for the signer, which the permit consumes
+  span.setAttributes({ 'deposit.recovered_signer': recovered ?? '', 'deposit.nonce': nonce.toString() });
   if (!recovered) { span.setAttribute('deposit.result', 'signature_invalid'); throw new ApiError(400, 'signature_invalid'); }
   if (recovered.toLowerCase() !== claimed.toLowerCase()) { span.setAttribute('deposit.result', 'signature_invalid'); throw new ApiError(400, 'invalid_signer_address'); }
   // 3. linked to the player (the auth role's read; SQL checks it again)

@@ -16,10 +16,10 @@ import { ApiError, zodIssues } from '../http/errors.ts';
 import { secretMatches, requireServiceKey } from '../http/service-key.ts';
 import { tableId as tableIdSchema } from '../http/schemas.ts';
 import { playerSession } from '../http/jwt.ts';
-import { withSpan } from '../telemetry/index.ts';
+import { errorCode, withSpan } from '../telemetry/index.ts';
 import { withdrawKey } from '../cage/seams.ts';
 import { ChainRevert, ChainUnavailable, BASE_UNITS_PER_CHIP } from '../chain/types.ts';
-import { requireChain, type BankDeps } from './deposit.ts';
+import { linkedWallets, requireChain, type BankDeps } from './deposit.ts';
 import { chainPayoutWithdraw } from './tournaments.ts';
 
 interface WithdrawalRow {
@@ -177,6 +177,12 @@ async function withdraw(deps: BankDeps, req: Request, res: Response, span: Span)
   const table = await readTable(deps, tableId);
   if (table.status === 'frozen') throw new ApiError(409, 'table_frozen');
   requireChain(deps);
+  // a destination named in the body is one of the player's linked wallets, checked before the seat
+  // is stood up (SQL checks it again when the withdrawal opens)
+  if (destination && !(await linkedWallets(deps, userId)).includes(destination.toLowerCase())) {
+    span.setAttribute('auth.linked', false);
+    throw new ApiError(400, 'wallet_not_linked');
+  }
   const { row } = await settleOut(deps, span, { userId, tableId, mode: forced ? 'forced' : 'voluntary', destination, sid });
   return withdrawAnswer(span, row);
 }
@@ -188,8 +194,9 @@ export function installBankWithdrawRoutes(app: Express, deps: BankDeps) {
       try {
         res.json(await withdraw(deps, req, res, span));
       } catch (err) {
-        const code = err instanceof ApiError ? err.code : 'failed';
-        span.setAttribute('withdraw.result', SPEC_RESULTS.has(code) ? code : 'failed');
+        const code = err instanceof ApiError ? err.code : errorCode(err) ?? 'failed';
+        // the spec's name for a withdrawal from a table that does not exist (404 table_not_found)
+        span.setAttribute('withdraw.result', code === 'table_not_found' ? 'room_not_found' : SPEC_RESULTS.has(code) ? code : 'failed');
         throw err;
       }
     });

@@ -48,19 +48,20 @@ export class EvmChainBankChain implements ChainBankChain {
     this.pollingIntervalMs = config.pollingIntervalMs ?? 250;
   }
 
-  async recoverPermitSigner(args: { owner: Address; chips: bigint; permit: PermitParts }): Promise<Address | null> {
+  async recoverPermitSigner(args: { owner: Address; chips: bigint; permit: PermitParts }): Promise<{ signer: Address | null; nonce: bigint }> {
     const value = toBaseUnits(args.chips);
     const [domain, nonce] = await onChain(() => Promise.all([this.tokenDomain(), permitNonce(this.client, this.deployment, args.owner)]));
     try {
-      return await recoverTypedDataAddress({
+      const signer = await recoverTypedDataAddress({
         domain,
         types: PERMIT_TYPES,
         primaryType: 'Permit',
         message: permitMessage(this.deployment, args.owner, value, nonce, args.permit.deadline),
         signature: permitSignature(args.permit),
       });
+      return { signer, nonce };
     } catch {
-      return null;
+      return { signer: null, nonce };
     }
   }
 

@@ -52,7 +52,7 @@ export interface VaultWithdrawal {
 export interface ChainBankChain {
   readonly deployment: Deployment;
   /** The permit's signer as the token's EIP-712 domain recovers it (null when it recovers nothing). */
-  recoverPermitSigner(args: { owner: Address; chips: bigint; permit: PermitParts }): Promise<Address | null>;
+  recoverPermitSigner(args: { owner: Address; chips: bigint; permit: PermitParts }): Promise<{ signer: Address | null; nonce: bigint }>;
   /**
    * Sends the vault's registerAndDeposit(keccak256(tableId), owner, base units, permit): the token
    * permit then the transfer into the vault. Resolves with the hash once the node accepted the
