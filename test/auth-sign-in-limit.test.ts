@@ -130,3 +130,31 @@ test('behind a trusted proxy, a forwarded value that is no address is still coun
   expect((await signIn(role, 'nobody@example.com', 'pw', odd)).status).toBe(401);
   expect((await signIn(role, 'nobody@example.com', 'pw', odd)).status).toBe(429);
 });
+
+test('only failures count against an account: an operator signing in again and again is never locked out; failures still are; the per-address limit still holds', async () => {
+  const role = await auth({ AUTH_SIGN_IN_LIMIT_PER_PEER: '30' });
+  await admin('busy-operator@example.com', 'the-operators-password');
+  // twice the per-account limit of sign-ins in one window, most of them successful, a typo now and then
+  for (let i = 0; i < PER_ACCOUNT * 2; i++) {
+    const res = await signIn(role, 'busy-operator@example.com', i % 5 === 4 ? 'a-typo' : 'the-operators-password');
+    expect([i, res.status]).toEqual([i, i % 5 === 4 ? 401 : 200]);
+  }
+  // failures alone still reach the account's limit (the last success cleared what came before it; one typo since)
+  const failures = [];
+  for (let i = 0; i < PER_ACCOUNT + 1; i++) failures.push((await signIn(role, 'busy-operator@example.com', `wrong-${i}`)).status);
+  expect(failures.filter((s) => s === 401).length).toBe(PER_ACCOUNT - 1);
+  expect(failures.at(-1)).toBe(429);
+  // the right password is refused too while the account's count is over (counted before the check)
+  expect((await signIn(role, 'busy-operator@example.com', 'the-operators-password')).status).toBe(429);
+  // and the per-address limit counts every attempt, successes included: 20 + 11 + 1 = 32 > 30
+  await admin('other-operator@example.com', 'another-password');
+  expect((await signIn(role, 'other-operator@example.com', 'another-password')).status).toBe(429);
+});
+
+test('a made-up or stale session cannot clear an account\'s count', async () => {
+  const auth = db.pool('poker_auth', 1);
+  await db.owner.query("insert into auth.attempt_limits (key, points, expire) values ('sign-in:account:127.0.0.1:x', 5, 9999999999999)");
+  const { rows } = await auth.query("select auth.clear_sign_in_attempts(decode(repeat('ab', 32), 'hex'), 'sign-in:account:127.0.0.1:x') as cleared");
+  expect(rows[0].cleared).toBe(false);
+  expect((await db.owner.query("select points from auth.attempt_limits where key = 'sign-in:account:127.0.0.1:x'")).rows).toEqual([{ points: 5 }]);
+});

@@ -403,6 +403,7 @@ const REVIEWED: Record<string, string> = {
   'auth.check_reset_token(bytea)': 'identity root: the token\'s hash',
   'auth.consume_nonce(text,uuid)': 'identity root: a nonce it issued',
   'auth.count_attempt(text,integer)': 'counts only; no reset',
+  'auth.clear_sign_in_attempts(bytea,text)': 'state: a session opened in the last minute (its token hash) and that session\'s own account key; the per-address count stands',
   'auth.create_session(text,bytea,bytea,integer)': 'proof of the admin\'s password (the scrypt key, compared in SQL)',
   'auth.current_admin()': 'the request\'s admin session handle',
   'auth.grant_access(uuid,integer)': 'identity root: a token it mints',

@@ -42,3 +42,5 @@ create policy wallets_auth_read on auth.wallets for select to poker_auth using (
 -- but the owner); nobody else reads it.
 drop policy if exists attempt_limits_auth_all on auth.attempt_limits;
 grant execute on function auth.count_attempt(text, integer) to poker_auth;
+-- ... and cleared for an account only by a sign-in that just succeeded (its session's token hash)
+grant execute on function auth.clear_sign_in_attempts(bytea, text) to poker_auth;

@@ -1,10 +1,12 @@
 // Attempt limits of the auth role (issue 10). An attempt is counted BEFORE the work it guards (the
 // password check, the reset-token lookup), in Postgres (auth.count_attempt over auth.attempt_limits,
-// the auth login's only way to touch the counters: it cannot reset one), so concurrent attempts
+// the auth login's only way to add to the counters), so concurrent attempts
 // cannot all slip under the limit and every auth process counts into the same rows: the upsert
 // increments one row under its row lock, so each attempt sees a distinct count. Keys: the client
 // address, and for sign-in (address, account); never the account alone, which would let anyone
-// lock an admin out. A fixed window per key.
+// lock an admin out. A fixed window per key. A sign-in that succeeds clears its (address, account)
+// count (auth.clear_sign_in_attempts, bound to the session it opened): only failures count against
+// an account, while the per-address count keeps counting every attempt.
 // The client address is Express's `req.ip`: the TCP peer unless TRUST_PROXY names the proxies
 // whose X-Forwarded-For is believed. An IPv6 client counts by its /64, the block one host holds.
 import { createHash } from 'node:crypto';
@@ -24,6 +26,8 @@ export interface AttemptLimits {
 export interface AttemptLimiter {
   /** Counts one sign-in attempt of this client for this account; 429 too_many_attempts when over. */
   signIn(req: Request, res: Response, email: string): Promise<void>;
+  /** The attempt succeeded (`tokenHash`: its new session's): this client's count for the account is cleared. */
+  signedIn(req: Request, email: string, tokenHash: Buffer): Promise<void>;
   /** Counts one password-recovery request of this client (request and reset share the budget). */
   recovery(req: Request, res: Response): Promise<void>;
 }
@@ -94,6 +98,11 @@ export function createAttemptLimiter(pool: pg.Pool, limits: AttemptLimits, log: 
     signIn(req, res, email) {
       const peer = clientKey(req.ip);
       return take('sign-in', res, [[signInByPeer, peer], [signInByAccount, `${peer}:${accountKey(email)}`]]);
+    },
+    async signedIn(req, email, tokenHash) {
+      // SQL clears the account's count only for the session this sign-in just opened
+      const key = `sign-in:account:${clientKey(req.ip)}:${accountKey(email)}`.slice(0, 255);
+      await pool.query('select auth.clear_sign_in_attempts($1, $2)', [tokenHash, key]);
     },
     recovery(req, res) {
       return take('recovery', res, [[recoveryByPeer, clientKey(req.ip)]]);

@@ -86,6 +86,8 @@ export function installSessionRoutes(
       log.warn({ marker: 'auth.sign_in.failed' }, 'sign-in failed');
       throw new ApiError(401, 'invalid_credentials');
     }
+    // only failures count against the account: this success clears its count from this address
+    await limiter.signedIn(req, body.email, hashToken(token)).catch((err: Error) => log.warn({ err: err.message }, 'sign-in count not cleared'));
     res.set('set-cookie', cookie(token, SESSION_TTL_SECONDS));
     res.json({ token, user: { id: created.user_id, email: body.email }, expiresAt: created.expires_at });
   });

@@ -27,3 +27,28 @@ begin
   returning l.points, greatest(l.expire - v_now, 0);
 end;
 $$;
+
+-- A sign-in that succeeded clears what it counted against its account from its address: only
+-- failed attempts count against an account (an operator signing in often is never locked out). It
+-- is bound to proof: p_token_hash is the hash of a session opened in the last minute (only who signed
+-- in holds its token), and p_key must be that session's account key (the hash of its email, as the
+-- auth role keys it: `sign-in:account:<address>:<base64url sha-256 of the email>`). The per-address
+-- count stands. Returns whether a count was cleared.
+create or replace function auth.clear_sign_in_attempts(p_token_hash bytea, p_key text) returns boolean
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_email text;
+begin
+  select lower(trim(c.email)) into v_email
+    from auth_private.sessions s join auth_private.credentials c on c.user_id = s.user_id
+   where s.token_hash = p_token_hash and s.revoked_at is null and s.created_at > now() - interval '1 minute';
+  if v_email is null or p_key is null or left(p_key, 16) <> 'sign-in:account:'
+     or right(p_key, 44) <> ':' || translate(rtrim(encode(sha256(convert_to(v_email, 'UTF8')), 'base64'), '='), '+/', '-_') then
+    return false;
+  end if;
+  delete from auth.attempt_limits l where l.key = p_key;
+  return found;
+end;
+$$;
