@@ -23,6 +23,12 @@ test('defaults: the parametric payout for the full seat count, kind open, 30 s a
   });
 });
 
+test('a blind structure without its ante fields has no antes (they default: no start level, 0, factor 1)', () => {
+  const { anteStartLevel: _a, startingAnte: _s, anteIncreaseFactor: _f, ...noAntes } = structure;
+  expect(resolveSngSettings({ ...base, blindStructure: noAntes }).blindStructure)
+    .toEqual({ ...noAntes, anteStartLevel: null, startingAnte: 0, anteIncreaseFactor: 1 });
+});
+
 test('the structure is preferred over a legacy list, and its own duration over levelDurationSeconds', () => {
   const r = resolveSngSettings({ ...base, blindLevels: [{ sb: 1, bb: 2 }], levelDurationSeconds: 45 });
   expect(r.levelDurationSeconds).toBe(120);

@@ -11,9 +11,10 @@ export const blindStructureSchema = z.object({
   startingSmallBlind: whole().min(1),
   increaseFactor: z.number().min(1.01).max(100),
   levelDurationSeconds: z.number().int().min(30).max(86_400),
-  anteStartLevel: z.number().int().min(0).max(10_000).nullable(),
-  startingAnte: whole(),
-  anteIncreaseFactor: z.number().min(1).max(100),
+  // no antes unless asked for: the three ante fields default to none (issue 21)
+  anteStartLevel: z.number().int().min(0).max(10_000).nullable().default(null),
+  startingAnte: whole().default(0),
+  anteIncreaseFactor: z.number().min(1).max(100).default(1),
 }).strict();
 
 const legacyLevel = z.object({ sb: whole(), bb: whole().min(1), ante: whole().optional() }).strict();
