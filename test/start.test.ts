@@ -29,6 +29,20 @@ const children: Started[] = [];
 const tempDirs: string[] = [];
 const dataDirs: string[] = [];
 
+/** `npm run admin:create -- --email <email>` with only `env` (and ADMIN_PASSWORD): its exit code and output. */
+function createAdmin(env: Record<string, string>, email: string): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['server/cli/create-admin.ts', '--email', email], {
+      cwd: ROOT, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ADMIN_PASSWORD: 'a-long-enough-password', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.stderr.on('data', (c) => (err += c));
+    child.on('close', (code) => resolve({ code, out, err }));
+  });
+}
+
 function spawnMain(env: Record<string, string>, args: string[] = []): Started {
   const proc = spawn(process.execPath, ['server/main.ts', ...args], {
     cwd: ROOT,
@@ -217,9 +231,14 @@ describe('with its embedded PostgreSQL', () => {
     await expectHealthy(lines.cage!);
     const pid = await postmasterPid(dataDir);
 
+    // an admin is created against the running platform's database (the data directory is in use)
+    const admin = await createAdmin({ PG_DATA_DIR: dataDir, PG_PORT: env.PG_PORT! }, 'ops-while-running@example.com');
+    expect(admin).toMatchObject({ code: 0, out: expect.stringMatching(/^admin ops-while-running@example\.com created: /) });
+
     const cage = createRolePool(ownerUrl, 'poker_cage', { max: 1 });
     const owner = createOwnerPool(ownerUrl, 1);
     try {
+      expect((await owner.query("select count(*)::int as n from auth_private.credentials where email = 'ops-while-running@example.com'")).rows).toEqual([{ n: 1 }]);
       expect(await balanceOf(cage, seeded.account)).toBe(123n);
       const state = await bookState(owner);
       expect(state.migrations).toEqual(seeded.migrations);

@@ -1,13 +1,13 @@
 // `npm run admin:create -- --email ops@example.com`: creates an admin account (email/password) on
-// the configured database (DATABASE_URL, or the embedded one under PG_DATA_DIR, started for the
-// occasion). The password comes from ADMIN_PASSWORD or, if unset, from the first line of stdin;
+// the configured database (DATABASE_URL, or the embedded one under PG_DATA_DIR: the running one when
+// `npm start` holds it, else started for the occasion). The password comes from ADMIN_PASSWORD or, if unset, from the first line of stdin;
 // it is never an argument (arguments show in `ps`). Poker users can never be given one: the
 // database refuses a credential for a bridged user.
 import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { hashPassword } from '../auth/passwords.ts';
 import { ConfigError, loadConfig } from '../config/index.ts';
-import { startEmbeddedPostgres } from '../db/embedded.ts';
+import { runningEmbeddedUrl, startEmbeddedPostgres } from '../db/embedded.ts';
 import { migrate } from '../db/migrate.ts';
 
 async function readPassword(): Promise<string> {
@@ -34,10 +34,12 @@ async function main(): Promise<number> {
     return 2;
   }
   const config = loadConfig();
-  const embedded = config.DATABASE_URL ? undefined : await startEmbeddedPostgres({ dataDir: config.PG_DATA_DIR, port: config.PG_PORT });
-  const url = config.DATABASE_URL ?? embedded!.url;
+  // a running platform's embedded database is used as it runs (it is migrated already)
+  const running = config.DATABASE_URL ? undefined : await runningEmbeddedUrl(config.PG_DATA_DIR);
+  const embedded = config.DATABASE_URL || running ? undefined : await startEmbeddedPostgres({ dataDir: config.PG_DATA_DIR, port: config.PG_PORT });
+  const url = config.DATABASE_URL ?? running ?? embedded!.url;
   try {
-    await migrate(url, { roleSecret: config.DB_ROLE_SECRET });
+    if (!running) await migrate(url, { roleSecret: config.DB_ROLE_SECRET });
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {

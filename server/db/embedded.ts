@@ -126,6 +126,26 @@ async function stopOrphan(dataDir: string, log: (msg: string) => void) {
   if (!(await waitForExit(pid, 30_000))) throw new Error(`orphaned postgres pid ${pid} on ${dataDir} did not stop`);
 }
 
+/**
+ * The URL of a postgres already running on this data directory (a platform's `npm start` holds
+ * it), or undefined: its postmaster.pid names a live postgres on this directory and its port. A
+ * tool such as `npm run admin:create` then talks to that server instead of starting its own (the
+ * directory is in use). The owner's password is the embedded cluster's (`postgres`; it listens on
+ * 127.0.0.1 only).
+ */
+export async function runningEmbeddedUrl(dataDir: string): Promise<string | undefined> {
+  const dir = path.resolve(dataDir);
+  const pidFile = path.join(dir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return undefined;
+  const [pidLine, , , portLine] = (await readFile(pidFile, 'utf8')).split('\n');
+  const pid = Number(pidLine);
+  const port = Number(portLine);
+  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid) || !Number.isInteger(port) || port <= 0) return undefined;
+  const info = await processInfo(pid);
+  if (!info || info.name !== 'postgres' || !` ${info.args} `.includes(` ${dir} `)) return undefined;
+  return `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
+}
+
 export interface EmbeddedPostgres {
   url: string;
   port: number;
