@@ -388,7 +388,11 @@ export class LiveTables {
     if (r.tournamentPhase !== 'registering') return refuse(c, 'stand_up_not_allowed_in_tournament', ref);
     const res = await this.registry.bank('/api/tournament/unregister', { tableId: r.tableId }, { token: c.token });
     if (res.status !== 200) return refuse(c, String(res.body.error ?? 'unregister_refused'), ref);
-    return send(c, { type: 'tournament_unregistered', tableId: r.tableId, status: res.body.status, amount: res.body.amount, txHash: res.body.txHash ?? null, ref });
+    // a chain refund not confirmed yet carries its payment state and a note (the bank's reconciler pays it)
+    return send(c, {
+      type: 'tournament_unregistered', tableId: r.tableId, status: res.body.status, amount: res.body.amount, txHash: res.body.txHash ?? null,
+      ...(typeof res.body.payment === 'string' ? { payment: res.body.payment } : {}), ...(typeof res.body.note === 'string' ? { note: res.body.note } : {}), ref,
+    });
   }
 
   private async sittingOut(c: Connection, m: { tableId: string; ref?: unknown }, out: boolean): Promise<void> {
