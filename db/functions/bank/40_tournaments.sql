@@ -95,16 +95,8 @@ begin
   if v_table.bank <> 'chain' then
     perform bank_private.refuse('not_a_chain_table', format('table %s keeps its money in the cage', p_table_id));
   end if;
-  select * into v_player from game.table_players p
-   where p.table_id = p_table_id and p.user_id = v_user and p.status <> 'closed' for update;
-  if v_player.id is null then
-    perform game_private.refuse('tournament_not_registered');
-  end if;
-  if v_table.tournament_state <> 'registering' then
-    perform game_private.refuse('tournament_not_in_registration', format('the tournament is %s', v_table.tournament_state));
-  end if;
+  v_player := game_private.leaving_registrant(v_table, v_user);
   if v_player.entry_state = 'reserved' then
-    perform game.tournament_release_reserve(p_table_id, v_user, null);
     return query select 'released'::text, 0::bigint, null::text, game_private.registered_count(p_table_id);
     return;
   end if;

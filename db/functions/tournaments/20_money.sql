@@ -187,6 +187,32 @@ begin
 end;
 $$;
 
+-- A registrant leaving a registering tournament (either bank's unregister; the caller holds the
+-- table's lock): their open position, locked. An unpaid reserve is released here and returned as
+-- it was (entry_state 'reserved'); a paid one is left to the caller's refund. Refused
+-- tournament_not_registered, or tournament_not_in_registration once it started.
+create or replace function game_private.leaving_registrant(p_table game.tables, p_user_id uuid) returns game.table_players
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_player game.table_players;
+begin
+  select * into v_player from game.table_players p
+   where p.table_id = p_table.table_id and p.user_id = p_user_id and p.status <> 'closed' for update;
+  if v_player.id is null then
+    perform game_private.refuse('tournament_not_registered');
+  end if;
+  if p_table.tournament_state <> 'registering' then
+    perform game_private.refuse('tournament_not_in_registration', format('the tournament is %s', p_table.tournament_state));
+  end if;
+  if v_player.entry_state = 'reserved' then
+    perform game.tournament_release_reserve(p_table.table_id, p_user_id, null);
+  end if;
+  return v_player;
+end;
+$$;
+
 -- The bank's POST /api/tournament/unregister: a registrant leaves while the tournament registers.
 -- A paid entry is refunded (tournament_refund, pool -> user, ref `tournament-refund:{entry ref}`)
 -- and its position closed; an unpaid reserve is released. Anything later: not in registration.
@@ -203,16 +229,8 @@ declare
   v_ref text;
 begin
   v_table := cage_private.cage_tournament(p_table_id);
-  select * into v_player from game.table_players p
-   where p.table_id = p_table_id and p.user_id = v_user and p.status <> 'closed' for update;
-  if v_player.id is null then
-    perform game_private.refuse('tournament_not_registered');
-  end if;
-  if v_table.tournament_state <> 'registering' then
-    perform game_private.refuse('tournament_not_in_registration', format('the tournament is %s', v_table.tournament_state));
-  end if;
+  v_player := game_private.leaving_registrant(v_table, v_user);
   if v_player.entry_state = 'reserved' then
-    perform game.tournament_release_reserve(p_table_id, v_user, null);
     return query select 'released'::text, 0::bigint, null::text, game_private.registered_count(p_table_id);
     return;
   end if;
