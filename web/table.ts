@@ -65,6 +65,7 @@ export async function openTable(root: HTMLElement, tableId: string, options: { s
     const legal = s?.legal;
     const seat = mySeat();
     const stand = seat ? h('button', { class: 'secondary', id: 'stand-up', disabled: standPending, onclick: () => void standUp() }, standPending ? 'Leaving after this hand…' : 'Stand up') : null;
+    actionsEl.dataset.turn = legal ? `${legal.handId}:${legal.seq}` : '';
     if (!legal) {
       mount(actionsEl, h('div', { class: 'row' }, h('span', { class: 'muted' }, seat ? 'Waiting for your turn.' : 'Watching.'), stand));
       return;

@@ -50,7 +50,8 @@ export async function tournamentPage(view: HTMLElement, tableId: string) {
     const canRegister = state === 'registering' && session() && !mine();
     mount(info,
       h('div', { class: 'row' }, h('strong', {}, 'State: '), h('span', { id: 'tournament-state' }, state),
-        h('span', {}, `· entry fee ${settings.entryFee} · starting stack ${settings.startingStack} · registered `, h('span', { id: 'registered-count' }, `${registered}/${settings.seats}`))),
+        h('span', {}, `· entry fee ${settings.entryFee} · starting stack ${settings.startingStack} · ${settings.seats} seats`),
+        state === 'registering' ? h('span', {}, '· registered ', h('span', { id: 'registered-count' }, `${registered}/${settings.seats}`)) : null),
       h('div', { class: 'row' },
         canRegister ? h('button', { id: 'register', onclick: () => void register() }, `Register (${settings.entryFee} chips)`) : null,
         state === 'registering' && mine() ? h('button', { class: 'secondary', id: 'unregister', onclick: () => void unregister() }, 'Unregister') : null),
