@@ -145,10 +145,9 @@ suite('the web client in chromium', () => {
       throw new Error(`unsupported method ${method}`);
     });
     await page.addInitScript(() => {
-      (window as unknown as { ethereum: unknown }).ethereum = {
-        request: ({ method, params }: { method: string; params?: unknown[] }) =>
-          (window as unknown as { __walletRequest: (m: string, p: unknown[]) => Promise<unknown> }).__walletRequest(method, params ?? []),
-      };
+      // runs in the page (this file's types have no DOM: the page's global as what it is there)
+      const page = globalThis as unknown as { ethereum: unknown; __walletRequest: (m: string, p: unknown[]) => Promise<unknown> };
+      page.ethereum = { request: ({ method, params }: { method: string; params?: unknown[] }) => page.__walletRequest(method, params ?? []) };
     });
     const me = await signIn(page, 'wallets');
     await page.goto('/#/wallets');
@@ -213,7 +212,8 @@ suite('the web client in chromium', () => {
       const turn = await page.locator('#actions').getAttribute('data-turn');
       await screenshot(page, 'table-turn');
       await page.locator('#act-check, #act-call').first().click();
-      await page.waitForFunction((prev) => document.querySelector('#actions')?.getAttribute('data-turn') !== prev, turn);
+      await page.waitForFunction((prev) => (globalThis as unknown as { document: { querySelector(s: string): { getAttribute(a: string): string | null } | null } })
+        .document.querySelector('#actions')?.getAttribute('data-turn') !== prev, turn);
     }
     await page.locator('.hand-result').first().waitFor();
     await screenshot(page, 'table-hand-result');
