@@ -210,7 +210,7 @@ suite('the web client in chromium', () => {
       await next.waitFor({ timeout: 30_000 });
       if (await page.locator('.hand-result').count()) break;
       const turn = await page.locator('#actions').getAttribute('data-turn');
-      await screenshot(page, 'table-turn');
+      if (turns === 0) await screenshot(page, 'table-turn');
       await page.locator('#act-check, #act-call').first().click();
       await page.waitForFunction((prev) => (globalThis as unknown as { document: { querySelector(s: string): { getAttribute(a: string): string | null } | null } })
         .document.querySelector('#actions')?.getAttribute('data-turn') !== prev, turn);
