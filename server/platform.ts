@@ -13,6 +13,7 @@ import { startAdmin } from './roles/admin.ts';
 import { startWorker } from './roles/worker.ts';
 import { startBetting } from './roles/betting.ts';
 import { startChainBank } from './roles/chain-bank.ts';
+import { startWeb } from './roles/web.ts';
 
 const STARTERS: Partial<Record<Role, (ctx: RoleContext) => Promise<StartedRole>>> = {
   auth: startAuth,
@@ -22,6 +23,7 @@ const STARTERS: Partial<Record<Role, (ctx: RoleContext) => Promise<StartedRole>>
   worker: startWorker,
   betting: startBetting,
   'chain-bank': startChainBank,
+  web: startWeb,
 };
 
 export interface Platform {

@@ -67,7 +67,7 @@ test('an empty variable counts as unset', () => {
 });
 
 test('roles: all built roles by default; --role repeatable and comma-separated; unknown refused', () => {
-  expect(parseRoles([])).toEqual(['auth', 'game', 'cage', 'chain-bank', 'admin', 'worker', 'betting']);
+  expect(parseRoles([])).toEqual(['auth', 'game', 'cage', 'chain-bank', 'admin', 'worker', 'betting', 'web']);
   expect(parseRoles(['--role', 'cage'])).toEqual(['cage']);
   expect(parseRoles(['--role', 'cage', '--role=worker', '--role', 'cage,admin'])).toEqual(['cage', 'worker', 'admin']);
   expect(() => parseRoles(['--role', 'nope'])).toThrow(/unknown role 'nope'/);

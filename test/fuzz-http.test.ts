@@ -1,4 +1,4 @@
-// The HTTP fuzz: every route the running roles (auth, game, cage, admin, betting) actually mount, driven with
+// The HTTP fuzz: every route the running roles (auth, game, cage, admin, betting, chain-bank, web) actually mount, driven with
 // malformed and hostile values (path parameters, query, bodies of every shape and encoding, auth
 // headers: none, garbage, a real JWT, the service key). No answer may be a 500, an uncoded 5xx, an
 // error without a JSON `error` code or a stack; every role stays up; the cage audit stays empty.
@@ -14,7 +14,7 @@ import {
   closeFuzzAgent, contractBreach, encodeLoose, FUZZ_RUNS, FUZZ_SEED, fieldValue, hostileJson, hostileString, inPool, pathSegment, rawRequest,
 } from './helpers/fuzz.ts';
 
-type RoleName = 'auth' | 'game' | 'cage' | 'admin' | 'betting' | 'chain-bank';
+type RoleName = 'auth' | 'game' | 'cage' | 'admin' | 'betting' | 'chain-bank' | 'web';
 type Auth = 'none' | 'jwt' | 'service' | 'operator';
 
 /** Every route the fuzz knows: how it authenticates, and the body/query fields it reads. */
@@ -137,7 +137,16 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   // admin
   'admin GET /health': { auth: 'none' },
   'admin ALL /graphql': { auth: 'service', fields: ['query', 'variables', 'operationName', 'extensions'] },
+  // web (the client's files and the same-origin proxy)
+  'web GET /health': { auth: 'none' },
+  'web GET /api/web/config': { auth: 'none' },
+  'web ALL /api/gw/:role/{*rest}': { auth: 'jwt', fields: ['sectionKey', 'tableId', 'seatIndex', 'amount', 'walletAddress', 'chainId'], query: ['mode', 'limit'] },
+  'web GET /': { auth: 'none' },
+  'web GET /app/:name': { auth: 'none' },
 };
+
+/** Paths the web role's proxy forwards (server/web/proxy.ts), for the fuzz to reach the roles behind it. */
+const WEB_PROXIED = ['claim-board/claim', 'claim-board/state', 'api/tables', 'api/deposit', 'api/withdraw', 'api/wallets', 'api/cage/balances', 'api/auth/bridge', 'api/hands'];
 
 let db: TestDatabase;
 let m: Awaited<ReturnType<typeof startMoneyPlatform>>;
@@ -150,8 +159,8 @@ const counts = { requests: 0, byStatus: new Map<number, number>() };
 beforeAll(async () => {
   process.stdout.write(`fuzz-http: FUZZ_SEED=${FUZZ_SEED} FUZZ_RUNS=${FUZZ_RUNS}\n`);
   db = await createTestDatabase();
-  m = await startMoneyPlatform(db, { alsoAdmin: true, alsoBetting: true, alsoChainBank: true });
-  for (const role of ['auth', 'game', 'cage', 'admin', 'betting', 'chain-bank'] as const) base[role] = m.platform.url(role);
+  m = await startMoneyPlatform(db, { alsoAdmin: true, alsoBetting: true, alsoChainBank: true, alsoWeb: true });
+  for (const role of ['auth', 'game', 'cage', 'admin', 'betting', 'chain-bank', 'web'] as const) base[role] = m.platform.url(role);
   player = await m.player(1000);
   tableId = await m.table(player.auth);
   operator = (await m.operator()).auth;
@@ -170,7 +179,7 @@ interface Mounted {
 }
 
 function mounted(): Mounted[] {
-  return (['auth', 'game', 'cage', 'admin', 'betting', 'chain-bank'] as const).flatMap((role) =>
+  return (['auth', 'game', 'cage', 'admin', 'betting', 'chain-bank', 'web'] as const).flatMap((role) =>
     m.platform.role(role).routes!().map((r) => ({ role, ...r, key: `${role} ${r.method} ${r.path}` })),
   );
 }
@@ -210,7 +219,10 @@ function requestsFor(route: Mounted, seed: number) {
   const query = fc.dictionary(fc.constantFrom(...(hint.query ?? []), 'x', 'limit', 'environment'), fc.oneof(hostileString, fc.constantFrom(...(hint.query ?? []).flatMap(plausible).map(String), '1')), { maxKeys: 3 });
   const arb = fc.record({
     method: fc.constantFrom(...methods),
-    segments: fc.tuple(...params.map((p) => pathSegment(p.startsWith('{') ? ['a', 'a/b'] : [tableId, player.userId, randomUUID(), 'daily_fuzz']))),
+    segments: fc.tuple(...params.map((p) => (p === ':role' ? fc.oneof(fc.constantFrom('auth', 'game', 'bank'), pathSegment([]))
+      // the web proxy's paths, as written (slashes and all), so some calls pass the allowlist
+      : p === '{*rest}' && route.role === 'web' ? fc.oneof(pathSegment(['a', 'a/b']), fc.constantFrom(...WEB_PROXIED))
+        : pathSegment(p.startsWith('{') ? ['a', 'a/b'] : [tableId, player.userId, randomUUID(), 'daily_fuzz'])))),
     query: fc.oneof(fc.constant({}), query),
     repeatQuery: fc.boolean(),
     body,

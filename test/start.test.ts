@@ -92,7 +92,7 @@ async function until<T>(what: string, fn: () => T | undefined | Promise<T | unde
 function printedLines(child: Started): Record<string, string> {
   const lines: Record<string, string> = {};
   for (const line of child.stdout.split('\n')) {
-    const match = /^(cage|admin|worker|postgres|auth|game|chain-bank|chain|betting) +(\S.*)$/.exec(line);
+    const match = /^(cage|admin|worker|postgres|auth|game|chain-bank|chain|betting|web) +(\S.*)$/.exec(line);
     if (match) lines[match[1]!] = match[2]!;
   }
   return lines;
@@ -180,15 +180,19 @@ describe('with its embedded PostgreSQL', () => {
     dataDir = path.join(await tempDir(), 'pg');
     dataDirs.push(dataDir);
     const pgPort = await freePort();
-    env = { PG_DATA_DIR: dataDir, PG_PORT: String(pgPort), PORT: '0', GAME_PORT: '0', CAGE_PORT: '0', ADMIN_PORT: '0', BETTING_PORT: '0', CHAIN_BANK_PORT: '0' };
+    env = { PG_DATA_DIR: dataDir, PG_PORT: String(pgPort), PORT: '0', GAME_PORT: '0', CAGE_PORT: '0', ADMIN_PORT: '0', BETTING_PORT: '0', CHAIN_BANK_PORT: '0', WEB_PORT: '0' };
     ownerUrl = `postgres://postgres:postgres@127.0.0.1:${pgPort}/postgres`;
   });
 
   test('a fresh data directory: prints the bound URLs, serves /health, stops cleanly on SIGINT', async () => {
     expect(existsSync(dataDir)).toBe(false);
     const child = spawnMain(env);
-    const lines = await waitForLines(child, ['auth', 'game', 'cage', 'chain-bank', 'chain', 'admin', 'worker', 'betting', 'postgres']);
-    expect(Object.keys(lines).sort()).toEqual(['admin', 'auth', 'betting', 'cage', 'chain', 'chain-bank', 'game', 'postgres', 'worker']);
+    const lines = await waitForLines(child, ['auth', 'game', 'cage', 'chain-bank', 'chain', 'admin', 'worker', 'betting', 'web', 'postgres']);
+    expect(Object.keys(lines).sort()).toEqual(['admin', 'auth', 'betting', 'cage', 'chain', 'chain-bank', 'game', 'postgres', 'web', 'worker']);
+    await expectHealthy(lines.web!);
+    // the web client's page, and its proxy reaching the game role
+    expect((await fetch(`${lines.web}/`)).headers.get('content-type')).toMatch(/^text\/html/);
+    expect((await fetch(`${lines.web}/api/gw/game/api/tables`)).status).toBe(200);
     await expectHealthy(lines['chain-bank']!);
     // the local chain answers JSON-RPC
     const rpc = await fetch(lines.chain!, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }) });
@@ -344,7 +348,7 @@ describe('with DATABASE_URL', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     unusedDataDir = path.join(await tempDir(), 'never');
-    env = { DATABASE_URL: db.url, PG_DATA_DIR: unusedDataDir, PG_PORT: String(await freePort()), PORT: '0', GAME_PORT: '0', CAGE_PORT: '0', ADMIN_PORT: '0', BETTING_PORT: '0', CHAIN_BANK_PORT: '0' };
+    env = { DATABASE_URL: db.url, PG_DATA_DIR: unusedDataDir, PG_PORT: String(await freePort()), PORT: '0', GAME_PORT: '0', CAGE_PORT: '0', ADMIN_PORT: '0', BETTING_PORT: '0', CHAIN_BANK_PORT: '0', WEB_PORT: '0' };
   });
 
   afterAll(async () => {
@@ -358,12 +362,13 @@ describe('with DATABASE_URL', () => {
 
   test('starts no embedded postgres and creates no data directory', async () => {
     const child = spawnMain(env);
-    const lines = await waitForLines(child, ['auth', 'game', 'cage', 'chain-bank', 'chain', 'admin', 'worker', 'betting']);
+    const lines = await waitForLines(child, ['auth', 'game', 'cage', 'chain-bank', 'chain', 'admin', 'worker', 'betting', 'web']);
     await expectHealthy(lines.cage!);
     await expectHealthy(lines.admin!);
-    expect(Object.keys(printedLines(child)).sort()).toEqual(['admin', 'auth', 'betting', 'cage', 'chain', 'chain-bank', 'game', 'worker']);
+    expect(Object.keys(printedLines(child)).sort()).toEqual(['admin', 'auth', 'betting', 'cage', 'chain', 'chain-bank', 'game', 'web', 'worker']);
     expect(existsSync(unusedDataDir)).toBe(false);
     // each role's pool connects when it first works (the betting sweep on its first tick): waited for
+    // (the web role has no database connection)
     const expected = ['admin', 'auth', 'betting', 'cage', 'chain-bank', 'game', 'worker'];
     await until('a connection of every role', async () => {
       const seen = await connectionsBy();

@@ -33,7 +33,7 @@ export async function developmentSecret(config: Config): Promise<string> {
 export function developmentOrigins(config: Config): string[] {
   const hosts = new Set([config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST]);
   if (config.HOST === '127.0.0.1' || config.HOST === 'localhost') ['127.0.0.1', 'localhost'].forEach((h) => hosts.add(h));
-  const ports = [config.PORT, config.GAME_PORT, config.CAGE_PORT, config.ADMIN_PORT].filter((p) => p > 0);
+  const ports = [config.PORT, config.GAME_PORT, config.CAGE_PORT, config.ADMIN_PORT, config.WEB_PORT].filter((p) => p > 0);
   return [...hosts].flatMap((h) => ports.map((p) => `http://${h}:${p}`));
 }
 

@@ -4,11 +4,11 @@ import { isIP } from 'node:net';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { z } from 'zod';
 
-export const ROLES = ['auth', 'game', 'cage', 'chain-bank', 'admin', 'worker', 'betting'] as const;
+export const ROLES = ['auth', 'game', 'cage', 'chain-bank', 'admin', 'worker', 'betting', 'web'] as const;
 export type Role = (typeof ROLES)[number];
 
 // Roles that exist in this build. Later issues add to this list as they land.
-export const AVAILABLE_ROLES: readonly Role[] = ['auth', 'game', 'cage', 'chain-bank', 'admin', 'worker', 'betting'];
+export const AVAILABLE_ROLES: readonly Role[] = ['auth', 'game', 'cage', 'chain-bank', 'admin', 'worker', 'betting', 'web'];
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 const flag = z
@@ -69,6 +69,8 @@ const schema = z.object({
   CHAIN_BANK_PORT: port(3676),
   ADMIN_PORT: port(3677),
   BETTING_PORT: port(3678),
+  // the web client (server/roles/web.ts): its pages and the same-origin proxy to the other roles
+  WEB_PORT: port(3679),
   HTTP_BODY_LIMIT: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
   SERVICE_KEY: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   // the service logins' passwords are derived from it (server/db/roles.ts); required in production

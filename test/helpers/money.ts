@@ -33,11 +33,11 @@ export async function call<T = any>(url: string, init: { method?: string; header
 
 export async function startMoneyPlatform(
   db: TestDatabase,
-  options: { env?: Record<string, string | undefined>; log?: Logger; alsoAdmin?: boolean; alsoWorker?: boolean; alsoBetting?: boolean; alsoChainBank?: boolean } = {},
+  options: { env?: Record<string, string | undefined>; log?: Logger; alsoAdmin?: boolean; alsoWorker?: boolean; alsoBetting?: boolean; alsoChainBank?: boolean; alsoWeb?: boolean } = {},
 ) {
   const platform = await startTestPlatform({
     databaseUrl: db.url,
-    roles: ['auth', 'game', 'cage', ...(options.alsoAdmin ? (['admin'] as const) : []), ...(options.alsoWorker ? (['worker'] as const) : []), ...(options.alsoBetting ? (['betting'] as const) : []), ...(options.alsoChainBank ? (['chain-bank'] as const) : [])],
+    roles: ['auth', 'game', 'cage', ...(options.alsoAdmin ? (['admin'] as const) : []), ...(options.alsoWorker ? (['worker'] as const) : []), ...(options.alsoBetting ? (['betting'] as const) : []), ...(options.alsoChainBank ? (['chain-bank'] as const) : []), ...(options.alsoWeb ? (['web'] as const) : [])],
     env: { AUTH_SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true', ...options.env },
     log: options.log,
   });

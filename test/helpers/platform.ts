@@ -37,6 +37,7 @@ export async function startTestPlatform(options: {
     ADMIN_PORT: '0',
     BETTING_PORT: '0',
     CHAIN_BANK_PORT: '0',
+    WEB_PORT: '0',
     BETTING_SWEEP_MS: '200',
     SERVICE_KEY: TEST_SERVICE_KEY,
     NODE_ENV: 'test',

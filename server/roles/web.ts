@@ -1,0 +1,95 @@
+// The web role (`--role web`, WEB_PORT 3679): the web client (web/: sign in, lobby, table,
+// tournament, claim board, wallets, hand histories) and the same-origin proxy it calls the other
+// roles through (server/web/proxy.ts), the game role's websocket included (server/web/ws.ts). It has
+// no database and no secret: every call it forwards carries the player's own access JWT.
+// Upstreams: AUTH_URL, GAME_URL and BANK_URL, else the roles of this process (the bank: the cage,
+// else the chain bank), else the default ports on HOST.
+import { stat } from 'node:fs/promises';
+import express, { type RequestHandler } from 'express';
+import { listen, mountedRoutes } from '../http/app.ts';
+import { refuseDeepJson, refuseHostileTarget, refuseNulInBody } from '../http/edge.ts';
+import { errorHandler, notFound } from '../http/errors.ts';
+import { bigintAsString } from '../http/json.ts';
+import { requestLog } from '../http/request-log.ts';
+import { deploymentEnvironment, type Config } from '../config/index.ts';
+import type { Peers, RoleContext, StartedRole } from './types.ts';
+import { installProxyRoutes, type Upstream } from '../web/proxy.ts';
+import { installStaticRoutes, WEB_DIR } from '../web/static.ts';
+import { relayWebsockets } from '../web/ws.ts';
+
+/**
+ * The page may run only its own scripts and styles and talk only to its own origin (the proxy and
+ * the websocket relay): no inline script, no eval, no frame, no plugin.
+ */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "connect-src 'self'",
+  "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
+].join('; ');
+
+const securityHeaders: RequestHandler = (req, res, next) => {
+  res.set({
+    'content-security-policy': CONTENT_SECURITY_POLICY,
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+    'x-frame-options': 'DENY',
+    'cross-origin-opener-policy': 'same-origin',
+    'cross-origin-resource-policy': 'same-origin',
+    'permissions-policy': 'camera=(), microphone=(), geolocation=()',
+  });
+  if (req.path.startsWith('/api/')) res.set('cache-control', 'no-store');
+  next();
+};
+
+export function webUpstreams(config: Config, peers: Peers | undefined): (role: Upstream) => string | undefined {
+  const local = (port: number) => `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
+  return (role) => {
+    if (role === 'auth') return config.AUTH_URL ?? peers?.get('auth') ?? local(config.PORT);
+    if (role === 'game') return config.GAME_URL ?? peers?.get('game') ?? local(config.GAME_PORT);
+    return config.BANK_URL ?? peers?.get('cage') ?? peers?.get('chain-bank') ?? local(config.CAGE_PORT);
+  };
+}
+
+export async function startWeb({ config, log, peers }: RoleContext): Promise<StartedRole> {
+  const roleLog = log.child({ role: 'web' });
+  const upstream = webUpstreams(config, peers);
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  app.set('json replacer', bigintAsString);
+  app.use(requestLog(roleLog));
+  app.use(securityHeaders);
+  app.use(refuseHostileTarget);
+  app.use(express.json({ limit: config.HTTP_BODY_LIMIT, strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
+  app.use(refuseNulInBody);
+  // no database: healthy while the client's files can be read (latency: that read)
+  app.get('/health', async (_req, res) => {
+    const started = performance.now();
+    try {
+      await stat(WEB_DIR);
+      res.json({ ok: true, latency: Math.round((performance.now() - started) * 100) / 100 });
+    } catch {
+      res.status(503).json({ ok: false, error: 'client_files_missing' });
+    }
+  });
+  // what the page needs to know about this deployment before it signs anyone in
+  app.get('/api/web/config', (_req, res) => {
+    res.json({ testAuth: config.testAuthPermitted, environment: deploymentEnvironment(config) });
+  });
+  installProxyRoutes(app, { upstream, timeoutMs: Math.max(config.GAME_CALL_TIMEOUT_MS * 2, 10_000) });
+  installStaticRoutes(app);
+  app.use(notFound);
+  app.use(errorHandler(roleLog));
+
+  const http = await listen(app, config.HOST, config.WEB_PORT);
+  const closeRelays = relayWebsockets(http.server, { game: () => upstream('game'), log: roleLog });
+  roleLog.info({ url: http.url }, 'web listening');
+  return {
+    role: 'web',
+    url: http.url,
+    routes: () => mountedRoutes(app),
+    async stop() {
+      closeRelays();
+      await http.close();
+    },
+  };
+}

@@ -1,0 +1,145 @@
+// The web role's same-origin proxy: the browser calls `/api/gw/<role>/<path>` on the page's own
+// origin and the web role forwards the call to that role, for a fixed allowlist of (method, path)
+// only. What is forwarded: the Authorization header unchanged (the player's access JWT), the
+// Origin (the auth role's trusted-origin check judges the page's origin), an Idempotency-Key, the
+// query string and a JSON body (parsed and size-checked here first). Never cookies, never the
+// service key (the web role holds none). The upstream's answer comes back as it is, except that an
+// upstream that cannot be reached, times out or fails uncoded is a coded 502/504 here.
+// `/api/gw/game/ws` and `/api/gw/game/ws/tables/<tableId>` are the game role's websocket, relayed
+// byte for byte (ws.ts).
+import type { Express, Request, Response } from 'express';
+import { ApiError } from '../http/errors.ts';
+import { withSpan } from '../telemetry/index.ts';
+
+export type Upstream = 'auth' | 'game' | 'bank';
+
+/** Each upstream's allowed calls: a method and a path pattern (`:x` one segment). */
+export const ALLOWLIST: Record<Upstream, [string, string][]> = {
+  auth: [
+    ['POST', '/api/auth/bridge'],
+    ['POST', '/api/auth/siwe/nonce'],
+    ['POST', '/api/link-wallet'],
+    ['GET', '/api/wallets'],
+    ['POST', '/api/wallets/set-primary'],
+    ['DELETE', '/api/wallets/:address'],
+  ],
+  game: [
+    ['GET', '/claim-board/state'],
+    ['POST', '/claim-board/claim'],
+    ['GET', '/api/tables'],
+    ['GET', '/api/tables/:tableId'],
+    ['GET', '/api/hands'],
+    ['GET', '/api/hands/:handId'],
+  ],
+  bank: [
+    ['GET', '/api/economy'],
+    ['POST', '/api/deposit'],
+    ['POST', '/api/withdraw'],
+    ['POST', '/api/tournament/unregister'],
+    ['GET', '/api/cage/balances'],
+    ['GET', '/api/cage/receipts'],
+    ['GET', '/api/cage/receipt-key'],
+  ],
+};
+
+const SEGMENT = /^[A-Za-z0-9._:~-]{1,128}$/;
+
+/** Whether `path` (decoded segments checked, never `..`) is on `role`'s allowlist for `method`. */
+export function allowed(role: Upstream, method: string, path: string): boolean {
+  const segments = path.split('/');
+  return ALLOWLIST[role].some(([m, pattern]) => {
+    if (m !== method) return false;
+    const want = pattern.split('/');
+    if (want.length !== segments.length) return false;
+    return want.every((w, i) => (w.startsWith(':') ? SEGMENT.test(segments[i]!) && !/^\.+$/.test(segments[i]!) : w === segments[i]));
+  });
+}
+
+const FORWARDED_HEADERS = ['authorization', 'origin', 'idempotency-key', 'accept'];
+
+interface Answer {
+  status: number;
+  contentType: string | null;
+  body: Buffer;
+}
+
+async function forward(base: string, req: Request, path: string, timeoutMs: number): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  for (const name of FORWARDED_HEADERS) {
+    const value = req.get(name);
+    if (value !== undefined) headers[name] = value;
+  }
+  const query = req.originalUrl.includes('?') ? req.originalUrl.slice(req.originalUrl.indexOf('?')) : '';
+  const hasBody = req.method !== 'GET' && req.method !== 'DELETE';
+  if (hasBody) headers['content-type'] = 'application/json';
+  let res: globalThis.Response;
+  try {
+    res = await fetch(`${base}${path}${query}`, {
+      method: req.method, headers, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs),
+      body: hasBody ? JSON.stringify(req.body ?? {}) : undefined,
+    });
+  } catch (err) {
+    if ((err as Error).name === 'TimeoutError') throw new ApiError(504, 'upstream_timeout');
+    throw new ApiError(502, 'upstream_unavailable');
+  }
+  const body = Buffer.from(await res.arrayBuffer());
+  // a coded answer passes; an uncoded 5xx (or a 500 of any kind) is the upstream's failure
+  if (res.status >= 500 && (res.status === 500 || !codeOf(body))) throw new ApiError(502, 'upstream_error');
+  return { status: res.status, contentType: res.headers.get('content-type'), body };
+}
+
+function codeOf(body: Buffer): string | undefined {
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as { error?: unknown };
+    return typeof parsed?.error === 'string' ? parsed.error : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function send(res: Response, answer: Answer) {
+  res.status(answer.status);
+  if (answer.contentType) res.set('content-type', answer.contentType);
+  res.send(answer.body);
+}
+
+export function installProxyRoutes(app: Express, deps: { upstream: (role: Upstream) => string | undefined; timeoutMs: number }) {
+  app.all('/api/gw/:role/{*rest}', async (req, res) => {
+    const role = req.params.role as string;
+    if (!(role in ALLOWLIST)) throw new ApiError(404, 'not_proxied');
+    // the path as sent (still %-encoded): forwarded as written, judged decoded segment by segment
+    const raw = req.path.slice(`/api/gw/${role}`.length);
+    let decoded: string[];
+    try {
+      decoded = raw.split('/').map((s) => decodeURIComponent(s));
+    } catch {
+      throw new ApiError(400, 'malformed_path');
+    }
+    if (decoded.some((s, i) => i > 0 && (s === '' || s.includes('/')))) throw new ApiError(404, 'not_proxied');
+    if (!allowed(role as Upstream, req.method, decoded.join('/'))) throw new ApiError(404, 'not_proxied');
+    const base = deps.upstream(role as Upstream);
+    if (!base) throw new ApiError(503, 'upstream_not_configured');
+    if (role === 'game' && raw === '/claim-board/claim') return void send(res, await submitClaim(base, req, deps.timeoutMs));
+    send(res, await forward(base, req, raw, deps.timeoutMs));
+  });
+}
+
+/**
+ * The claim submit (spec: span `ui.claim.submit`, attributes `section.key` and `claim.outcome`, or
+ * `error.code` when the claim answered no outcome).
+ */
+function submitClaim(base: string, req: Request, timeoutMs: number): Promise<Answer> {
+  const key = typeof req.body?.sectionKey === 'string' ? req.body.sectionKey.slice(0, 64) : '';
+  return withSpan('ui.claim.submit', { 'section.key': key }, async (span) => {
+    const answer = await forward(base, req, '/claim-board/claim', timeoutMs);
+    let body: { outcome?: unknown; error?: unknown } = {};
+    try {
+      body = JSON.parse(answer.body.toString('utf8'));
+    } catch {
+      // not JSON: recorded as the status below
+    }
+    if (typeof body?.outcome === 'string') span.setAttribute('claim.outcome', body.outcome);
+    else span.setAttribute('error.code', typeof body?.error === 'string' ? body.error : `http_${answer.status}`);
+    return answer;
+  });
+}
