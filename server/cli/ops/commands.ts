@@ -311,7 +311,7 @@ const balances: Command = {
     if (ctx.args.length > 1) throw new UsageError('expected [userId]');
     const userId = ctx.args[0] ?? null;
     const data = await graphql(ctx, 'balances',
-      'query ($userId: UUID) { allAccountBalances(condition: { userId: $userId }, orderBy: [ACCOUNT_TYPE_ASC, SCOPE_ASC, MONEY_KIND_ASC]) { nodes { accountType scope moneyKind balance } } }',
+      'query ($userId: UUID) { allAccountBalances(condition: { userId: $userId }, orderBy: [ROW_ID_ASC]) { nodes { accountType scope moneyKind balance } } }',
       { userId });
     const rows = data.allAccountBalances.nodes as { accountType: string; scope: string | null; moneyKind: string; balance: string }[];
     ctx.json(rows);
