@@ -24,7 +24,8 @@ RUN mkdir -p .data && chown node:node .data
 
 USER node
 
-# cage, admin (auth 3673, game 3674 and chain-bank 3676 join as those roles land)
-EXPOSE 3673 3674 3675 3676 3677 3678
+# auth 3673, game 3674 (HTTP and the websocket), cage 3675, chain-bank 3676, admin 3677, betting
+# 3678, and the web role's 3679 (the browser client, where that role is built); the worker has no port.
+EXPOSE 3673 3674 3675 3676 3677 3678 3679
 
 CMD ["node", "--import", "./server/telemetry/register.ts", "server/main.ts"]

@@ -1,0 +1,358 @@
+// The operator CLI's commands: each is one call (or a few) of the platform's own HTTP routes, with
+// the credential that route takes: an operator's access JWT (signed in for the command), or the
+// service key where the route takes `x-service-key` (invite minting), or none (the lobby).
+import { randomUUID } from 'node:crypto';
+import { callJson, Refusal, UsageError, type OpsRole } from './client.ts';
+
+export type Credential = 'operator' | 'service-key' | 'none';
+
+export interface Context {
+  args: string[];
+  flags: Record<string, string | true>;
+  url(role: OpsRole): string;
+  /** The operator's `authorization` header (signed in once, on first use). */
+  operator(): Promise<Record<string, string>>;
+  /** The `x-service-key` header (SERVICE_KEY from the environment). */
+  serviceKey(): Record<string, string>;
+  /** A readable line on stdout (suppressed under --json). */
+  say(line: string): void;
+  /** The platform's answer, printed as JSON under --json. */
+  json(value: unknown): void;
+}
+
+export interface Command {
+  usage: string;
+  help: string;
+  credential: Credential;
+  flags: string[];
+  run(ctx: Context): Promise<number>;
+}
+
+// ---- arguments ----------------------------------------------------------------------------------
+
+function positional(ctx: Context, count: number, names: string): string[] {
+  if (ctx.args.length !== count) throw new UsageError(`expected ${names}`);
+  return ctx.args;
+}
+
+function flagString(ctx: Context, name: string): string | undefined {
+  const v = ctx.flags[name];
+  if (v === true) throw new UsageError(`--${name} needs a value`);
+  return v;
+}
+
+function wholeNumber(value: string | undefined, name: string, min = 0): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^-?\d+$/.test(value) || !Number.isSafeInteger(Number(value)) || Number(value) < min) {
+    throw new UsageError(`${name} must be a whole number${min > 0 ? ` >= ${min}` : ''}`);
+  }
+  return Number(value);
+}
+
+function decimal(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+(\.\d+)?$/.test(value)) throw new UsageError(`${name} must be a number`);
+  return Number(value);
+}
+
+function oneOf<T extends string>(value: string | undefined, name: string, allowed: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`${name} must be one of ${allowed.join(', ')}`);
+  return value as T;
+}
+
+function onOff(value: string | undefined, name: string): boolean | undefined {
+  if (value === undefined || value === 'status') return undefined;
+  if (value === 'on') return true;
+  if (value === 'off') return false;
+  throw new UsageError(`${name}: on, off or status`);
+}
+
+function pair(value: string | undefined, name: string, separator: string, fallback: [number, number]): [number, number] {
+  if (value === undefined) return fallback;
+  const parts = value.split(separator);
+  if (parts.length !== 2) throw new UsageError(`${name} is <a>${separator}<b>`);
+  return [wholeNumber(parts[0], name)!, wholeNumber(parts[1], name)!];
+}
+
+function jsonFlag(ctx: Context, name: string): Record<string, unknown> | undefined {
+  const raw = flagString(ctx, name);
+  if (raw === undefined) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(raw);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  } catch {
+    // falls through
+  }
+  throw new UsageError(`--${name} must be a JSON object`);
+}
+
+const onOffText = (b: boolean) => (b ? 'on' : 'off');
+
+// ---- invites ------------------------------------------------------------------------------------
+
+const invite: Command = {
+  usage: 'invite [--max-uses N] [--expires-in SECONDS] [--created-by TEXT]',
+  help: 'mint an invite code for the bridge (POST /admin/invite-codes; takes SERVICE_KEY, not the admin)',
+  credential: 'service-key',
+  flags: ['max-uses', 'expires-in', 'created-by'],
+  async run(ctx) {
+    positional(ctx, 0, 'no arguments');
+    const body: Record<string, unknown> = {};
+    const maxUses = wholeNumber(flagString(ctx, 'max-uses'), '--max-uses', 1);
+    if (maxUses !== undefined) body.maxUses = maxUses;
+    const raw = flagString(ctx, 'expires-in');
+    if (raw !== undefined) body.expiresInSeconds = /^-\d+$/.test(raw) ? -wholeNumber(raw.slice(1), '--expires-in')! : wholeNumber(raw, '--expires-in');
+    body.createdBy = flagString(ctx, 'created-by') ?? 'ops-cli';
+    const r = await callJson(`${ctx.url('auth')}/admin/invite-codes`, { what: 'invite', headers: ctx.serviceKey(), body });
+    ctx.json(r);
+    ctx.say(`invite ${r.code} (max uses ${r.maxUses}, expires ${r.expiresAt ?? 'never'})`);
+    return 0;
+  },
+};
+
+// ---- chips --------------------------------------------------------------------------------------
+
+function exchange(direction: 'purchase' | 'redemption'): Command {
+  const verb = direction === 'purchase' ? 'buy' : 'redeem';
+  return {
+    usage: `${verb} <userId> <amount> [--kind play|real] [--ref EXTERNAL_REF]`,
+    help: direction === 'purchase'
+      ? 'chips bought outside credited to a user (POST /api/operator/purchase; --kind default real)'
+      : 'chips of a user paid out to the outside (POST /api/operator/redemption; --kind default real)',
+    credential: 'operator',
+    flags: ['kind', 'ref'],
+    async run(ctx) {
+      const [userId, rawAmount] = positional(ctx, 2, '<userId> <amount>');
+      const amount = wholeNumber(rawAmount, '<amount>', 1)!;
+      const moneyKind = oneOf(flagString(ctx, 'kind'), '--kind', ['play', 'real'] as const, 'real');
+      // the platform's replay-once key: pass the payment's own reference; a fresh one otherwise,
+      // printed, so a retry after an unknown outcome can repeat it and never pays twice
+      const externalRef = flagString(ctx, 'ref') ?? `ops-${randomUUID()}`;
+      const r = await callJson(`${ctx.url('cage')}/api/operator/${direction}`, {
+        what: direction, headers: await ctx.operator(), body: { userId: userId!, amount, externalRef, moneyKind },
+      });
+      ctx.json(r);
+      ctx.say(`${direction} ${r.idempotent ? 'already recorded (replay)' : 'recorded'}: ${r.amount} ${r.moneyKind} chips ${direction === 'purchase' ? 'to' : 'from'} ${r.userId}`);
+      ctx.say(`  ref ${externalRef}, ledger ${r.refId}, balance now ${r.balance}`);
+      return 0;
+    },
+  };
+}
+
+// ---- tables and tournaments ---------------------------------------------------------------------
+
+async function createTable(ctx: Context, tableId: string, settings: Record<string, unknown>, what: string) {
+  const moneyKind = oneOf(flagString(ctx, 'money'), '--money', ['play', 'real'] as const, 'play');
+  const r = await callJson(`${ctx.url('cage')}/api/tables`, {
+    what, headers: await ctx.operator(), body: { tableId, gameType: 'poker', settings, moneyKind },
+  });
+  ctx.json(r);
+  return { r, moneyKind };
+}
+
+const tableCreate: Command = {
+  usage: 'create-table <tableId> [--blinds 1/2] [--buy-in 40-200] [--seats 6] [--rake 5] [--rake-cap 10] [--turn 30] [--kind open] [--money play|real] [--settings JSON]',
+  help: 'create a cash table (POST /api/tables on the cage); --settings replaces the built settings',
+  credential: 'operator',
+  flags: ['blinds', 'buy-in', 'seats', 'rake', 'rake-cap', 'turn', 'kind', 'money', 'settings'],
+  async run(ctx) {
+    const [tableId] = positional(ctx, 1, '<tableId>');
+    const [smallBlind, bigBlind] = pair(flagString(ctx, 'blinds'), '--blinds', '/', [1, 2]);
+    const [minBuyIn, maxBuyIn] = pair(flagString(ctx, 'buy-in'), '--buy-in', '-', [40 * bigBlind / 2, 200 * bigBlind / 2]);
+    const settings = jsonFlag(ctx, 'settings') ?? {
+      smallBlind, bigBlind, minBuyIn, maxBuyIn,
+      maxPlayers: wholeNumber(flagString(ctx, 'seats'), '--seats', 2) ?? 6,
+      rakePercent: decimal(flagString(ctx, 'rake'), '--rake') ?? 5,
+      rakeCap: wholeNumber(flagString(ctx, 'rake-cap'), '--rake-cap') ?? 10,
+      rakeMinPot: 0, rakeRequiresFlop: true,
+      turnTimeSec: wholeNumber(flagString(ctx, 'turn'), '--turn', 1) ?? 30, turnTimerEnabled: true,
+      kind: oneOf(flagString(ctx, 'kind'), '--kind', ['open', 'human_only', 'agent', 'copilot'] as const, 'open'),
+    };
+    const { r, moneyKind } = await createTable(ctx, tableId!, settings, 'create-table');
+    ctx.say(`table ${r.tableId} created (${moneyKind} chips, ${String(settings.smallBlind)}/${String(settings.bigBlind)}, status ${r.status})`);
+    return 0;
+  },
+};
+
+const tournamentCreate: Command = {
+  usage: 'create-tournament <tableId> --entry-fee N [--seats 6] [--rake-fee 0] [--stack 3000] [--small-blind 10] [--level 300] [--action-timeout 30] [--kind open] [--money play|real] [--settings JSON]',
+  help: 'create a Sit-and-Go (POST /api/tables with settings.mode sng); --settings replaces the built settings',
+  credential: 'operator',
+  flags: ['entry-fee', 'seats', 'rake-fee', 'stack', 'small-blind', 'level', 'action-timeout', 'kind', 'money', 'settings'],
+  async run(ctx) {
+    const [tableId] = positional(ctx, 1, '<tableId>');
+    let settings = jsonFlag(ctx, 'settings');
+    if (!settings) {
+      const entryFee = wholeNumber(flagString(ctx, 'entry-fee'), '--entry-fee', 1);
+      if (entryFee === undefined) throw new UsageError('--entry-fee is required (or --settings)');
+      settings = {
+        mode: 'sng', kind: oneOf(flagString(ctx, 'kind'), '--kind', ['open', 'human_only', 'agent', 'copilot'] as const, 'open'),
+        seats: wholeNumber(flagString(ctx, 'seats'), '--seats', 2) ?? 6, entryFee,
+        rakeFee: wholeNumber(flagString(ctx, 'rake-fee'), '--rake-fee') ?? 0,
+        startingStack: wholeNumber(flagString(ctx, 'stack'), '--stack', 1) ?? 3000,
+        blindStructure: {
+          startingSmallBlind: wholeNumber(flagString(ctx, 'small-blind'), '--small-blind', 1) ?? 10, increaseFactor: 1.5,
+          levelDurationSeconds: wholeNumber(flagString(ctx, 'level'), '--level', 30) ?? 300,
+        },
+        actionTimeoutSeconds: wholeNumber(flagString(ctx, 'action-timeout'), '--action-timeout', 3) ?? 30,
+      };
+    }
+    const { r, moneyKind } = await createTable(ctx, tableId!, settings, 'create-tournament');
+    ctx.say(`tournament ${r.tableId} created (${moneyKind} chips, ${String(settings.seats)} seats, entry fee ${String(settings.entryFee)}, status ${r.status})`);
+    return 0;
+  },
+};
+
+const tables: Command = {
+  usage: 'tables [--mode cash|sng]',
+  help: 'list the tables of the lobby (GET /api/tables on the game role; no credential)',
+  credential: 'none',
+  flags: ['mode'],
+  async run(ctx) {
+    positional(ctx, 0, 'no arguments');
+    const mode = flagString(ctx, 'mode');
+    const r = await callJson(`${ctx.url('game')}/api/tables${mode ? `?mode=${encodeURIComponent(mode)}` : ''}`, { what: 'tables' });
+    ctx.json(r);
+    if (!r.tables.length) ctx.say('no tables');
+    for (const t of r.tables as Record<string, unknown>[]) {
+      const stakes = t.mode === 'sng' ? `sng ${String(t.tournamentState)} entry ${String(t.entryFee)}` : `cash ${String(t.smallBlind)}/${String(t.bigBlind)}`;
+      ctx.say(`${String(t.tableId)}  ${String(t.status)}  ${String(t.moneyKind)}  ${stakes}  ${String(t.seated)}/${String(t.seats)} seated`);
+    }
+    return 0;
+  },
+};
+
+// ---- switches -----------------------------------------------------------------------------------
+
+function boardSetting(name: 'board' | 'gate'): Command {
+  const field = name === 'board' ? 'claimBoardEnabled' : 'playTransferGateEnabled';
+  const label = name === 'board' ? 'claim board' : 'play-chip transfer gate';
+  return {
+    usage: `${name} on|off|status [--environment local|staging|production]`,
+    help: `switch the ${label} (PATCH /admin/claim-settings on the game role; default: the deployment's environment)`,
+    credential: 'operator',
+    flags: ['environment'],
+    async run(ctx) {
+      if (ctx.args.length > 1) throw new UsageError('expected on, off or status');
+      const enabled = onOff(ctx.args[0], name);
+      const environment = flagString(ctx, 'environment');
+      if (environment !== undefined) oneOf(environment, '--environment', ['local', 'staging', 'production'] as const, 'local');
+      const base = `${ctx.url('game')}/admin/claim-settings`;
+      const headers = await ctx.operator();
+      const r = enabled === undefined
+        ? await callJson(`${base}${environment ? `?environment=${environment}` : ''}`, { what: name, headers })
+        : await callJson(base, { what: name, method: 'PATCH', headers, body: { ...(environment ? { environment } : {}), [field]: enabled } });
+      ctx.json(r);
+      ctx.say(`${label} ${onOffText(r[field])} (environment ${r.environment})`);
+      return 0;
+    },
+  };
+}
+
+const realMoney: Command = {
+  usage: 'real-money on|off|status',
+  help: 'the operators\' real_money switch (GET/POST /api/operator/switches on the cage)',
+  credential: 'operator',
+  flags: [],
+  async run(ctx) {
+    if (ctx.args.length > 1) throw new UsageError('expected on, off or status');
+    const enabled = onOff(ctx.args[0], 'real-money');
+    const url = `${ctx.url('cage')}/api/operator/switches`;
+    const headers = await ctx.operator();
+    if (enabled === undefined) {
+      const r = await callJson(url, { what: 'real-money', headers });
+      ctx.json(r);
+      const s = (r.switches as { name: string; enabled: boolean }[]).find((x) => x.name === 'real_money');
+      ctx.say(`real money ${onOffText(s?.enabled ?? false)}`);
+      return 0;
+    }
+    const r = await callJson(url, { what: 'real-money', headers, body: { name: 'real_money', enabled } });
+    ctx.json(r);
+    ctx.say(`real money ${onOffText(r.enabled)}${r.changed ? '' : ' (unchanged)'}`);
+    return 0;
+  },
+};
+
+// ---- reads: audit and balances ------------------------------------------------------------------
+
+async function graphql(ctx: Context, what: string, query: string, variables?: Record<string, unknown>) {
+  const r = await callJson(`${ctx.url('admin')}/graphql`, { what, headers: await ctx.operator(), body: { query, variables } });
+  if (r?.errors?.length) throw new Refusal(what, 200, { error: 'graphql_error', errors: r.errors });
+  return r.data;
+}
+
+const audit: Command = {
+  usage: 'audit',
+  help: 'run the cage audit (the admin GraphQL\'s audit); exit 3 when it finds violations',
+  credential: 'operator',
+  flags: [],
+  async run(ctx) {
+    positional(ctx, 0, 'no arguments');
+    const data = await graphql(ctx, 'audit', '{ audit { nodes { invariant subject detail } } }');
+    const rows = data.audit.nodes as { invariant: string; subject: string; detail: unknown }[];
+    ctx.json(rows);
+    if (!rows.length) {
+      ctx.say('audit: the books hold (0 violations)');
+      return 0;
+    }
+    ctx.say(`audit: ${rows.length} violation${rows.length === 1 ? '' : 's'}`);
+    for (const v of rows) ctx.say(`  ${v.invariant}  ${v.subject}  ${JSON.stringify(v.detail)}`);
+    return 3;
+  },
+};
+
+const balances: Command = {
+  usage: 'balances [userId]',
+  help: 'a user\'s cage accounts, or without a user every system account (the admin GraphQL\'s allAccountBalances)',
+  credential: 'operator',
+  flags: [],
+  async run(ctx) {
+    if (ctx.args.length > 1) throw new UsageError('expected [userId]');
+    const userId = ctx.args[0] ?? null;
+    const data = await graphql(ctx, 'balances',
+      'query ($userId: UUID) { allAccountBalances(condition: { userId: $userId }, orderBy: [ROW_ID_ASC]) { nodes { accountType scope moneyKind balance } } }',
+      { userId });
+    const rows = data.allAccountBalances.nodes as { accountType: string; scope: string | null; moneyKind: string; balance: string }[];
+    ctx.json(rows);
+    if (!rows.length) ctx.say(userId ? `no cage account for ${userId}` : 'no system account');
+    for (const a of rows) ctx.say(`${a.accountType}${a.scope ? ` ${a.scope}` : ''}  ${a.moneyKind}  ${a.balance}`);
+    return 0;
+  },
+};
+
+// ---- escape -------------------------------------------------------------------------------------
+
+const escape: Command = {
+  usage: 'escape <tableId> --reason TEXT',
+  help: 'empty a cash table that cannot go on into custody and freeze it (POST /escape/:tableId on the cage)',
+  credential: 'operator',
+  flags: ['reason'],
+  async run(ctx) {
+    const [tableId] = positional(ctx, 1, '<tableId>');
+    const reason = flagString(ctx, 'reason');
+    if (!reason?.trim()) throw new UsageError('--reason is required (1..500 characters, recorded with the escape)');
+    const r = await callJson(`${ctx.url('cage')}/escape/${encodeURIComponent(tableId!)}`, { what: 'escape', headers: await ctx.operator(), body: { reason } });
+    ctx.json(r);
+    ctx.say(`table ${r.tableId} escaped${r.replay ? ' (replay of the first escape)' : ''}: ${r.outcome}, ${r.status}, escrow ${r.escrow}`);
+    for (const e of r.entries as { entryId: string; userId: string; amount: number }[]) ctx.say(`  custody entry ${e.entryId}: ${e.amount} to ${e.userId}`);
+    if (r.hold) ctx.say(`  hold ${r.hold.entryId}: ${r.hold.amount} awaiting reconciliation`);
+    if (r.toHouse) ctx.say(`  rake to the house: ${r.toHouse}`);
+    return 0;
+  },
+};
+
+export const COMMANDS: Record<string, Command> = {
+  invite,
+  buy: exchange('purchase'),
+  redeem: exchange('redemption'),
+  'create-table': tableCreate,
+  'create-tournament': tournamentCreate,
+  tables,
+  board: boardSetting('board'),
+  gate: boardSetting('gate'),
+  'real-money': realMoney,
+  audit,
+  balances,
+  escape,
+};
