@@ -114,8 +114,9 @@ export class Agent {
   private standPending = false;
   /** Set by a reconnect: the first state after it resends what was left unanswered. */
   private rejoined = false;
-  private finish!: (summary: AgentSummary) => void;
-  private fail!: (err: Error) => void;
+  private finish: (summary: AgentSummary) => void = () => undefined;
+  private fail: (err: Error) => void = () => undefined;
+  private readonly done: Promise<AgentSummary>;
   readonly summary: AgentSummary;
 
   constructor(options: AgentOptions) {
@@ -125,6 +126,10 @@ export class Agent {
     this.summary = {
       agentId: '', tableId: options.tableId, hands: 0, actions: 0, reconnects: 0, resends: 0, duplicates: 0, ignored: 0, stoodUp: null, place: null,
     };
+    this.done = new Promise<AgentSummary>((resolve, reject) => {
+      this.finish = resolve;
+      this.fail = reject;
+    });
   }
 
   /** Plays until done (stood up, or the tournament over for us); rejects on a refusal it cannot go on from. */
@@ -134,13 +139,10 @@ export class Agent {
     const t = await http<TableInfo & { error?: string }>(`${this.o.game}/api/tables/${encodeURIComponent(this.o.tableId)}`);
     if (t.status !== 200) throw new Error(`table ${this.o.tableId}: ${t.status} ${JSON.stringify(t.body)}`);
     this.table = t.body;
-    if (this.o.tournament !== (this.table.mode === 'sng')) throw new Error(`table ${this.o.tableId} is a ${this.table.mode} table${this.o.tournament ? '' : ': use --tournament'}`);
-    const done = new Promise<AgentSummary>((resolve, reject) => {
-      this.finish = resolve;
-      this.fail = reject;
-    });
+    if (Boolean(this.o.tournament) !== (this.table.mode === 'sng')) throw new Error(`table ${this.o.tableId} is a ${this.table.mode} table${this.o.tournament ? '' : ': use --tournament'}`);
+    if (this.phase === 'done') return this.done; // stopped before it started
     this.connect();
-    return done;
+    return this.done;
   }
 
   /** Stand up at the next chance (Ctrl-C, or the hands are played). */
@@ -360,6 +362,11 @@ export class Agent {
       return;
     }
     if (this.phase === 'sitting') {
+      if (e.code === 'seat_taken' && this.o.seat === undefined) {
+        this.phase = 'joining'; // someone sat there first: join again, and take another free seat
+        this.send({ type: 'join', tableId: this.o.tableId });
+        return;
+      }
       if (e.code === 'cage_unavailable' || e.code === 'hand_in_progress') {
         this.phase = 'joining'; // the next state sits again, under the same key
         return;
