@@ -13,6 +13,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { calmAction, latestState, liveClient, prng, until, type LiveClient, type LivePlayer, type Msg } from './helpers/live.ts';
 import { POKER_SETTINGS, startMoneyPlatform } from './helpers/money.ts';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
+import { playBot, SNG, tournamentBooks } from './helpers/tournament.ts';
 
 jest.setTimeout(120_000);
 
@@ -25,7 +26,8 @@ let proxy: TcpProxy;
 beforeAll(async () => {
   db = await createTestDatabase();
   cagePool = db.pool('poker_cage');
-  m = await startMoneyPlatform(db, { env: { HAND_DELAY_MS: '5' } });
+  // the worker runs the Sit-and-Go's timers (start, blinds, settlement, payouts)
+  m = await startMoneyPlatform(db, { alsoWorker: true, env: { HAND_DELAY_MS: '5' } });
   live = liveClient(m, db);
   proxy = await startTcpProxy(m.game);
 });
@@ -117,5 +119,31 @@ test('the example agent plays 20 hands against a bot, survives a cut socket mid-
   expect(rows[0].n).toBeGreaterThanOrEqual(HANDS);
 
   await live.standUpAll([bot], tableId);
+  await expectCleanAudit(cagePool);
+});
+
+test('the example agent with --tournament registers for a two-seat Sit-and-Go, pays the entry fee through the bank, plays it to its end against a bot; the tournament closes, the audit is empty', async () => {
+  const owner = await m.player(1000);
+  const agentId = await live.createAgent(owner.auth, 'sng-example');
+  const tableId = await m.table(owner.auth, SNG({ seats: 2 }));
+  const agent = runAgent(['--game', m.game, '--bank', m.cage, '--table', tableId, '--tournament'], { POKER_TOKEN: owner.jwt, POKER_AGENT_ID: agentId });
+  try {
+    // the bot registers once the agent holds its seat (a human's entry: register, then the deposit)
+    const bot = await live.player(1000);
+    await live.join(bot, tableId);
+    await until(async () => (await m.room(tableId)).body.seats.length === 1, 'the agent registered', 30_000, 20);
+    const r = await live.request(bot.ws, { type: 'register_for_tournament', tableId });
+    expect(r).toMatchObject({ type: 'tournament_registered' });
+    expect((await m.deposit(bot.auth, { tableId, amount: 100, seatIndex: r.seatIndex })).status).toBe(200);
+    await playBot(live, bot, tableId, prng(13), 'calm', 60_000);
+    expect(await agent.exited).toBe(0);
+  } finally {
+    agent.child.kill();
+  }
+  const summary = JSON.parse(/^summary (.*)$/m.exec(agent.output())![1]!);
+  expect([1, 2]).toContain(summary.place);
+  expect(summary.actions).toBeGreaterThan(0);
+  process.stdout.write(`example agent (Sit-and-Go): place ${summary.place} after ${summary.hands} hands, ${summary.actions} actions\n`);
+  await until(async () => (await tournamentBooks(db.owner, tableId)).state === 'closed', 'the tournament closed', 30_000, 50);
   await expectCleanAudit(cagePool);
 });
