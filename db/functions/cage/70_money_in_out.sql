@@ -62,6 +62,15 @@ begin
   end if;
   -- the claim behind it, held (for share) so the lost-claim reconciler cannot abandon it meanwhile
   select * into v_intent from claims.claim_intents i where i.claim_id = p_claim_id for share;
+  if v_intent.status = 'claimed' then
+    -- a twin request of the same claim granted and finished it while this one waited for the
+    -- intent (its grant committed after the look above): this grant is that one, replayed
+    v_entry := cage_private.existing_entry(p_claim_id, 'grant', p_amount, v_match);
+    if v_entry.id is not null then
+      return query select (v_entry.memo ->> 'user_id')::uuid, p_amount, p_claim_id, 'replayed'::text;
+      return;
+    end if;
+  end if;
   if v_intent.claim_id is null or v_intent.status <> 'open' or v_intent.amount <> p_amount or v_intent.user_id <> v_user
      or v_intent.recipient is distinct from p_recipient
      or (p_section_key is not null and (p_section_key <> v_intent.section_key or p_period <> v_intent.period)) then

@@ -1,7 +1,102 @@
 // What the live tables send on the wire (docs/protocol.md): chips as decimal strings (bigint end to
 // end), cards as two-character strings, a game_state personalised per connection.
 import { cardToString, type Card } from '../poker/cards.ts';
-import { legalActions, type HandEvent, type HandResult, type HandState } from '../poker/engine.ts';
+import { legalActions, type ActionType, type HandEvent, type HandResult, type HandState, type Street } from '../poker/engine.ts';
+
+/** A value as it reaches a client: bigints become decimal strings (toJson), everything else as is. */
+export type Wired<T> = T extends bigint ? string
+  : T extends readonly (infer U)[] ? Wired<U>[]
+  : T extends object ? { [K in keyof T]: Wired<T[K]> }
+  : T;
+
+/** One seat of a `game_state` (cards only where the viewer may see them). */
+export interface WireSeat {
+  seatIndex: number;
+  userId: string;
+  agentId: string | null;
+  stack: string;
+  bet: string;
+  inHand: boolean;
+  folded: boolean;
+  allIn: boolean;
+  sittingOut: boolean;
+  cards: string[] | null;
+}
+
+/** The legal actions of the seat to act (sent to that seat only). */
+export interface WireLegal {
+  actions: ActionType[];
+  toCall: string;
+  minRaiseTo: string | null;
+  maxRaiseTo: string | null;
+  seq: number;
+  handId: string;
+}
+
+/** `game_state` as stateWriter writes it (docs/protocol.md); the tournament fields only on `sng` tables. */
+export interface GameStateMessage {
+  type: 'game_state';
+  tableId: string;
+  blinds: { small: string; big: string; ante: string };
+  handId: string | null;
+  seq: number | null;
+  street: Street | null;
+  status: HandState['status'] | 'waiting';
+  board: string[];
+  button: number | null;
+  smallBlindSeat: number | null;
+  bigBlindSeat: number | null;
+  currentBet: string;
+  pots: { amount: string; eligible: number[] }[];
+  toAct: number | null;
+  turnDeadline: string | null;
+  tournament?: unknown;
+  tournamentSchedule?: unknown;
+  yourSeat: number | null;
+  seats: WireSeat[];
+  legal: WireLegal | null;
+  tournamentMyView?: unknown;
+}
+
+/** `hand_result` as it reaches a client (handResult below, through toJson). */
+export type HandResultMessage = Wired<ReturnType<typeof handResult>>;
+
+/** `stood_up` (stoodUp below). */
+export interface StoodUpMessage {
+  type: 'stood_up';
+  tableId: string;
+  amount: string | null;
+  txHash: unknown;
+  receipt: unknown;
+  busted?: boolean;
+  ref?: unknown;
+}
+
+/**
+ * The other server messages a client reads (docs/protocol.md; ws.ts sends them): the ones with a
+ * shape of their own. Every message carries `type`; a client meets types not listed here too
+ * (tournament broadcasts, ...) and must pass over them.
+ */
+export type ServerMessage =
+  | GameStateMessage
+  | HandResultMessage
+  | StoodUpMessage
+  | { type: 'hello'; userId: string | null; agentId: string | null; role: 'player' | 'spectator' }
+  | { type: 'authenticated'; userId: string | null; agentId: string | null; ref?: unknown }
+  | { type: 'joined'; tableId: string; role: 'player' | 'spectator'; ref?: unknown }
+  | { type: 'left'; tableId: string; ref?: unknown }
+  | { type: 'seated'; tableId: string; seatIndex: number; chipBalance: unknown; ref?: unknown }
+  | { type: 'sit_pending' | 'stand_up_pending' | 'sat_out' | 'sat_in'; tableId: string; ref?: unknown }
+  | { type: 'action_ack'; tableId: string; duplicate?: true; ref?: unknown }
+  | { type: 'error'; code: string; tableId?: string; field?: string; url?: string | null; ref?: unknown }
+  | { type: 'pong'; ref?: unknown }
+  | { type: 'table_closed'; tableId: string; reason: 'lease_lost' | 'server_stopping' }
+  | { type: 'tournament_registered'; tableId: string; seatIndex: number; reservedUntil: number; entryFee: string; registeredCount: number; ref?: unknown }
+  | { type: 'tournament_unregistered'; tableId: string; status: 'refunded' | 'released'; amount: unknown; txHash: unknown; ref?: unknown }
+  | { type: 'player_eliminated'; tableId: string; handId: string; userId: string; seatIndex: number; position: number; remaining: number }
+  | { type: 'tournament_ended'; tableId: string; finalStandings: { position: number; userId: string; agentId: string | null }[]; payouts: unknown[] };
+
+export type ServerMessageType = ServerMessage['type'];
 
 export const cards = (list: readonly Card[]) => list.map(cardToString);
 
@@ -30,7 +125,7 @@ export function stoodUp(tableId: string, body: Record<string, unknown>, ref?: un
   return toJson({
     type: 'stood_up', tableId, amount: chipString(body.amount), txHash: body.txHash ?? null, receipt: body.receipt ?? null,
     ...(ref !== undefined ? { ref } : {}),
-  });
+  } satisfies StoodUpMessage);
 }
 
 export interface SeatView {
@@ -54,7 +149,11 @@ export interface TournamentState {
   mine: (seat: number | null) => unknown;
 }
 
-const str = (v: bigint | null | undefined) => (v === null || v === undefined ? null : v.toString());
+function str(v: bigint): string;
+function str(v: bigint | null | undefined): string | null;
+function str(v: bigint | null | undefined): string | null {
+  return v === null || v === undefined ? null : v.toString();
+}
 
 /**
  * The state of a table (and its hand, if one runs) as each connection may see it: `stateWriter`
@@ -89,7 +188,7 @@ export function stateWriter(
     toAct: betting ? hand.toAct : null,
     turnDeadline: turnDeadline ? new Date(turnDeadline).toISOString() : null,
     ...(tournament ? tournament.shared : {}),
-  }, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)).slice(0, -1);
+  } satisfies Omit<GameStateMessage, 'yourSeat' | 'seats' | 'legal'>, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)).slice(0, -1);
   const seatJson = (s: SeatView, showCards: boolean) => {
     const p = players.get(s.seatIndex);
     return JSON.stringify({
@@ -103,7 +202,7 @@ export function stateWriter(
       allIn: p ? p.stack === 0n && !p.folded : false,
       sittingOut: s.sittingOut,
       cards: showCards && p ? cards(p.hole) : null,
-    });
+    } satisfies WireSeat);
   };
   const hidden = seats.map((s) => seatJson(s, false));
   let shown: string[] | null = null; // every seat's cards: built when a viewer may see them
@@ -115,7 +214,7 @@ export function stateWriter(
       const l = legalActions(hand);
       legal = l === null ? 'null' : JSON.stringify({
         actions: l.actions, toCall: str(l.toCall), minRaiseTo: str(l.minRaiseTo), maxRaiseTo: str(l.maxRaiseTo), seq: l.seq, handId: l.handId,
-      });
+      } satisfies WireLegal);
     }
     return legal;
   };
@@ -137,7 +236,7 @@ export function stateWriter(
 export function handResult(tableId: string, handId: string, result: HandResult, seats: readonly SeatView[]) {
   const userOf = new Map(seats.map((s) => [s.seatIndex, s.userId]));
   return {
-    type: 'hand_result',
+    type: 'hand_result' as const,
     tableId,
     handId,
     board: cards(result.board),
