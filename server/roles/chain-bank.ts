@@ -11,10 +11,10 @@ import { createRolePool } from '../db/pools.ts';
 import { lazyJwtVerifier } from '../http/jwt.ts';
 import { authIssuer } from '../config/index.ts';
 import { createServiceClient } from '../http/service-client.ts';
-import { installTableRoutes } from '../game/tables/create.ts';
-import { installBankDepositRoutes, type BankDeps } from '../bank/deposit.ts';
-import { installBankWithdrawRoutes } from '../bank/withdraw.ts';
-import { installChainTournamentRoutes } from '../bank/tournaments.ts';
+import { installTableRoutes, tableCreateRoutes } from '../game/tables/create.ts';
+import { bankDepositRoutes, installBankDepositRoutes, type BankDeps } from '../bank/deposit.ts';
+import { bankWithdrawRoutes, installBankWithdrawRoutes } from '../bank/withdraw.ts';
+import { chainTournamentRoutes, installChainTournamentRoutes } from '../bank/tournaments.ts';
 import { scheduleReconciler } from '../bank/reconcile.ts';
 import { createChainBankChain } from '../chain/evm.ts';
 import { startLocalChain, type LocalChain } from '../chain/local.ts';
@@ -81,6 +81,10 @@ export async function startChainBank({ config, databaseUrl, log, peers }: RoleCo
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
+      api: {
+        role: 'chain-bank',
+        routes: [...tableCreateRoutes({ testAuthPermitted: config.testAuthPermitted, bank: 'chain' }), ...bankDepositRoutes, ...bankWithdrawRoutes, ...chainTournamentRoutes],
+      },
       routes: (app: Express) => {
         installTableRoutes(app, {
           pool, log: roleLog, requireJwt: jwt.require, testAuthPermitted: config.testAuthPermitted, bank: 'chain',
