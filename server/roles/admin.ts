@@ -192,8 +192,7 @@ export async function startAdmin({ config, databaseUrl, log, peers }: RoleContex
       await pool.end();
     }
   };
-  let http;
-  let app;
+  let http, app;
   try {
     const serv = pgl.createServ(grafserv);
     app = await createApp({

@@ -23,6 +23,11 @@ import { publicClientFor } from '../chain/client.ts';
 import type { Address, Hex } from 'viem';
 import type { RoleContext, StartedRole } from './types.ts';
 
+/** Every route the chain bank mounts, described. */
+export const chainBankRoutes = (testAuthPermitted: boolean) => [
+  ...tableCreateRoutes({ testAuthPermitted, bank: 'chain' }), ...bankDepositRoutes, ...bankWithdrawRoutes, ...chainTournamentRoutes,
+];
+
 /** The chain: configured (EVM_RPC_URL and the contracts), or a local anvil with the contracts deployed. */
 async function openChain(config: RoleContext['config'], log: RoleContext['log']): Promise<{ chain?: ChainBankChain; local?: LocalChain }> {
   if (!config.EVM_RPC_URL && config.NODE_ENV === 'production') {
@@ -81,10 +86,7 @@ export async function startChainBank({ config, databaseUrl, log, peers }: RoleCo
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
-      api: {
-        role: 'chain-bank',
-        routes: [...tableCreateRoutes({ testAuthPermitted: config.testAuthPermitted, bank: 'chain' }), ...bankDepositRoutes, ...bankWithdrawRoutes, ...chainTournamentRoutes],
-      },
+      api: { role: 'chain-bank', routes: chainBankRoutes(config.testAuthPermitted) },
       routes: (app: Express) => {
         installTableRoutes(app, {
           pool, log: roleLog, requireJwt: jwt.require, testAuthPermitted: config.testAuthPermitted, bank: 'chain',
