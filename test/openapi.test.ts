@@ -7,6 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { Ajv } from 'ajv';
+import { CLIENT_MESSAGE_TYPES, parseClientMessage } from '../server/game/live/messages.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { call, startMoneyPlatform } from './helpers/money.ts';
 
@@ -90,11 +92,14 @@ describe.each(ROLES)('the %s role', (role) => {
 });
 
 /** The request-body (or query) schema of an operation, compiled. */
-function validatorFor(role: RoleName, method: string, path: string, where: 'body' | 'query') {
+function validatorFor(role: RoleName, method: string, path: string, where: 'body' | 'query'): (value: any) => boolean {
   const op = docs[role].paths[path]?.[method];
   if (!op) throw new Error(`${role} documents no ${method} ${path}`);
   const ajv = new Ajv2020({ strict: false, validateFormats: false });
-  if (where === 'body') return ajv.compile(op.requestBody.content['application/json'].schema);
+  if (where === 'body') {
+    const check = ajv.compile(op.requestBody.content['application/json'].schema);
+    return (value) => check(value);
+  }
   // the query as an object schema of its parameters (each a string in the URL: the numbers coerced here)
   const params = (op.parameters as { in: string; name: string; required: boolean; schema: Record<string, unknown> }[]).filter((p) => p.in === 'query');
   const check = ajv.compile({
@@ -150,6 +155,51 @@ describe('real requests against their documented schemas', () => {
       expect((await call(`${m.platform.url(role)}/api/tables?limit=0`)).status).toBe(400);
       expect((await call(`${m.platform.url(role)}/api/tables?mode=tournament`)).status).toBe(400);
       expect((await call(`${m.platform.url(role)}/api/tables?limit=5&mode=cash`)).status).toBe(200);
+    }
+  });
+});
+
+describe('the websocket document (GET /asyncapi.json on the game role)', () => {
+  let doc: any;
+  beforeAll(async () => {
+    const res = await fetch(`${m.platform.url('game')}/asyncapi.json`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('public, max-age=300');
+    doc = await res.json();
+  });
+
+  it('is an AsyncAPI 3.0 document whose references all resolve', () => {
+    expect(doc.asyncapi).toBe('3.0.0');
+    expect(typeof doc.info.title).toBe('string');
+    expect(typeof doc.info.version).toBe('string');
+    expect(Object.values(doc.channels).map((c: any) => c.address)).toEqual(['/ws', '/ws/tables/{tableId}']);
+    const resolve = (ref: string) => ref.slice(2).split('/').reduce((node: any, key) => node?.[key], doc);
+    const refs = JSON.stringify(doc).match(/"\$ref":"[^"]+"/g)!.map((r) => r.slice(8, -1));
+    expect(refs.length).toBeGreaterThan(0);
+    expect(refs.filter((r) => resolve(r) === undefined)).toEqual([]);
+    for (const op of Object.values(doc.operations) as any[]) {
+      expect(op.action).toBe('receive');
+      expect(resolve(op.channel.$ref)).toBeDefined();
+    }
+  });
+
+  it('has one message per client message type the server parses', () => {
+    expect(Object.keys(doc.components.messages).sort()).toEqual([...CLIENT_MESSAGE_TYPES].sort());
+  });
+
+  it('judges messages as the server does (the payloads, draft-07, against parseClientMessage)', () => {
+    const ajv = new Ajv({ strict: false, validateFormats: false });
+    const samples: Record<string, unknown>[] = [
+      { type: 'ping' }, { type: 'ping', ref: [1, 'x'] }, { type: 'join', tableId: 't-1' }, { type: 'join' }, { type: 'join', tableId: '' },
+      { type: 'action', tableId: 't-1', seq: 3, action: 'fold' }, { type: 'action', tableId: 't-1', action: 'fold' },
+      { type: 'sit', tableId: 't-1', seatIndex: 0, amount: '40', idempotencyKey: 'k' }, { type: 'sit', tableId: 't-1', idempotencyKey: '' },
+      { type: 'register_for_tournament', tableId: 't-1', advisorAgentId: null }, { type: 'register_for_tournament', tableId: 't-1', advisorAgentId: 'x' },
+      { type: 'auth', token: 'x' }, { type: 'stand_up', tableId: 't-1' }, { type: 'sit_out', tableId: 'x'.repeat(65) },
+    ];
+    for (const sample of samples) {
+      const message = doc.components.messages[sample.type as string];
+      expect(message.payload.schemaFormat).toBe('application/schema+json;version=draft-07');
+      expect({ sample, valid: ajv.validate(message.payload.schema, sample) }).toEqual({ sample, valid: parseClientMessage(sample).ok });
     }
   });
 });

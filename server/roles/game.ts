@@ -27,12 +27,13 @@ import { claimRoutes, type Environment } from '../claims/board.ts';
 import { agentRoutes } from '../game/agents/routes.ts';
 import { handHistoryRoutes } from '../game/hands/histories.ts';
 import { tournamentRoutes } from '../tournaments/routes.ts';
+import { asyncApiRoute, installAsyncApiRoute } from '../game/live/asyncapi.ts';
 
 /** Every route the game role mounts, described (the test hand route only while the test harness is permitted). */
 export function gameRoutes(options: { environment: Environment; testAuthPermitted: boolean }): RouteContract[] {
   return [
     ...tableReadRoutes, ...seatRoutes, ...claimRoutes(options.environment), ...agentRoutes, ...handHistoryRoutes, ...tournamentRoutes,
-    ...(options.testAuthPermitted ? testHandRoutes : []),
+    ...(options.testAuthPermitted ? testHandRoutes : []), asyncApiRoute,
   ];
 }
 
@@ -99,6 +100,7 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
       pool,
       api: { role: 'game', routes: gameRoutes({ environment, testAuthPermitted: config.testAuthPermitted }) },
       routes: (app: Express) => {
+        installAsyncApiRoute(app);
         installTableReadRoute(app, { pool });
 
         // the seat functions announce their changes (game_seats); the room's process hears them
