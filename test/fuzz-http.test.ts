@@ -21,6 +21,7 @@ type Auth = 'none' | 'jwt' | 'service' | 'operator';
 const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }> = {
   // auth
   'auth GET /health': { auth: 'none' },
+  'auth GET /openapi.json': { auth: 'none' },
   'auth POST /api/auth/bridge': { auth: 'none', fields: ['idToken', 'inviteCode'] },
   'auth POST /api/dev/mint-jwt': { auth: 'service', fields: ['userId'] },
   'auth GET /api/auth/jwks': { auth: 'none' },
@@ -42,6 +43,8 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'auth POST /api/wallets/set-primary': { auth: 'jwt', fields: ['walletAddress'] },
   // game
   'game GET /health': { auth: 'none' },
+  'game GET /openapi.json': { auth: 'none' },
+  'game GET /asyncapi.json': { auth: 'none' },
   'game GET /api/tables/:tableId': { auth: 'none' },
   'game GET /api/tables': { auth: 'none', query: ['mode', 'status', 'moneyKind', 'after', 'limit'] },
   'game POST /internal/credit-chips': { auth: 'service', fields: ['creditKey', 'tableId', 'userId', 'seatIndex', 'amount', 'moneyKind'] },
@@ -73,6 +76,7 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'game GET /admin/tournaments/:tableId': { auth: 'operator' },
   // cage
   'cage GET /health': { auth: 'none' },
+  'cage GET /openapi.json': { auth: 'none' },
   'cage GET /api/cage/receipt-key': { auth: 'none' },
   'cage POST /api/tables': { auth: 'jwt', fields: ['tableId', 'gameType', 'settings', 'moneyKind'] },
   'cage POST /api/deposit': { auth: 'jwt', fields: ['tableId', 'seatIndex', 'amount', 'idempotencyKey'] },
@@ -120,6 +124,7 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'cage POST /api/tournament/unregister': { auth: 'jwt', fields: ['tableId'] },
   // betting
   'betting GET /health': { auth: 'none' },
+  'betting GET /openapi.json': { auth: 'none' },
   'betting GET /api/markets': { auth: 'none', query: ['tableId'] },
   'betting GET /api/markets/:marketId': { auth: 'none' },
   'betting POST /internal/bets': { auth: 'service', fields: ['stakeRef'] },
@@ -128,6 +133,7 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'betting POST /internal/claims': { auth: 'service', fields: ['marketId', 'sid'] },
   // chain-bank
   'chain-bank GET /health': { auth: 'none' },
+  'chain-bank GET /openapi.json': { auth: 'none' },
   'chain-bank POST /api/tables': { auth: 'jwt', fields: ['tableId', 'gameType', 'settings'] },
   'chain-bank POST /api/deposit': { auth: 'jwt', fields: ['tableId', 'seatIndex', 'amount', 'permit', 'signerAddress'] },
   'chain-bank GET /api/deposits/:idempotencyKey': { auth: 'jwt' },
@@ -136,6 +142,7 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'chain-bank POST /api/tournament/unregister': { auth: 'jwt', fields: ['tableId'] },
   // admin
   'admin GET /health': { auth: 'none' },
+  'admin GET /openapi.json': { auth: 'none' },
   'admin ALL /graphql': { auth: 'service', fields: ['query', 'variables', 'operationName', 'extensions'] },
   // web (the client's files and the same-origin proxy)
   'web GET /health': { auth: 'none' },

@@ -15,15 +15,27 @@ import { ApiError } from '../http/errors.ts';
 import { withSpan } from '../telemetry/index.ts';
 import type { KeyStore } from './keys.ts';
 import { walletAddressClaim } from './token-claims.ts';
+import { describeRoute } from '../http/openapi.ts';
 
 const TEST_TOKEN = /^test-idp-token:([A-Za-z0-9._:@-]{1,200})$/;
-const bridgeBody = z.object({ idToken: z.string().max(16384).optional(), inviteCode: z.string().max(128).optional() }).strip();
+export const bridgeBody = z.object({ idToken: z.string().max(16384).optional(), inviteCode: z.string().max(128).optional() }).strip();
 
 interface Identity {
   provider: string;
   subject: string;
   email: string | null;
 }
+
+export const bridgeRoutes = [
+  describeRoute({
+    method: 'post', path: '/api/auth/bridge', auth: 'none', summary: 'Exchanges an identity provider\'s ID token (and an invite code for a new account) for an access JWT',
+    body: bridgeBody,
+    responses: {
+      200: '{ token, user: { id, email }, created }', 400: 'idp_token_missing', 401: 'idp_token_invalid',
+      403: 'invite_required / invite_invalid (account creation is invite-gated)', 503: 'idp_not_configured',
+    },
+  }),
+];
 
 export function installBridgeRoute(app: Express, deps: { pool: pg.Pool; keys: KeyStore; config: Config; log: Logger }) {
   const { pool, keys, config, log } = deps;

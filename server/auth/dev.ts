@@ -8,10 +8,21 @@ import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
 import type { KeyStore } from './keys.ts';
 import { walletAddressClaim } from './token-claims.ts';
+import { describeRoute } from '../http/openapi.ts';
+
+export const mintJwtBody = z.object({ userId: z.uuid() });
+
+/** The contract of installDevRoutes: mounted only while the test harness is permitted. */
+export const devRoutes = [
+  describeRoute({
+    method: 'post', path: '/api/dev/mint-jwt', auth: 'none', summary: 'Test harness: an access JWT for an existing user', body: mintJwtBody,
+    responses: { 200: '{ token }', 404: 'user_not_found' },
+  }),
+];
 
 export function installDevRoutes(app: Express, deps: { pool: pg.Pool; keys: KeyStore }) {
   app.post('/api/dev/mint-jwt', async (req, res) => {
-    const { userId } = z.object({ userId: z.uuid() }).parse(req.body ?? {});
+    const { userId } = mintJwtBody.parse(req.body ?? {});
     const { rows } = await deps.pool.query<{ email: string | null }>('select u.email from auth.users u where u.id = $1', [userId]);
     if (!rows[0]) throw new ApiError(404, 'user_not_found');
     // never an operator's token: no role claim, whatever the body asks

@@ -16,9 +16,10 @@ import { withSpan } from '../telemetry/index.ts';
 import type { AuthSettings } from './config.ts';
 import { requireTrustedOrigin } from './sessions.ts';
 import { NONCE_TTL_SECONDS } from './link-wallet.ts';
+import { describeRoute } from '../http/openapi.ts';
 
 const BASE58 = /^[1-9A-HJ-NP-Za-km-z]{32,44}$/;
-const linkBody = z.object({
+export const solanaLinkBody = z.object({
   address: z.string().regex(BASE58),
   message: z.string().min(1).max(2048),
   signature: z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{64,90}$/),
@@ -40,6 +41,20 @@ export function solanaLinkMessage(domain: string, address: string, nonce: string
   return `${domain} wants you to link your Solana account:\n${address}\n\nNonce: ${nonce}`;
 }
 
+export const solanaNonceBody = z.object({ address: z.string() });
+
+/** The contracts of installSolanaLinkRoutes: an address that is not base58 is 400 `invalid walletAddress`. */
+export const solanaLinkRoutes = [
+  describeRoute({
+    method: 'post', path: '/api/auth/solana/nonce', auth: ['session', 'jwt'], summary: 'A nonce for linking a Solana wallet', body: solanaNonceBody,
+    responses: { 200: '{ nonce, expiresAt, message }', 400: 'invalid walletAddress', 403: 'untrusted_origin' },
+  }),
+  describeRoute({
+    method: 'post', path: '/api/link-wallet/solana', auth: ['session', 'jwt'], summary: 'Links a Solana wallet by its signed message', body: solanaLinkBody,
+    responses: { 200: '{ ok, walletAddress, isPrimary, alreadyLinked? }', 400: 'invalid walletAddress / invalid message', 401: 'invalid signature', 403: 'untrusted_origin', 409: 'wallet already linked to another account' },
+  }),
+];
+
 export function installSolanaLinkRoutes(
   app: Express,
   deps: {
@@ -51,7 +66,7 @@ export function installSolanaLinkRoutes(
   app.post('/api/auth/solana/nonce', async (req, res) => {
     const userId = await userOf(req);
     requireTrustedOrigin(settings, req);
-    const { address } = z.object({ address: z.string() }).parse(req.body ?? {});
+    const { address } = solanaNonceBody.parse(req.body ?? {});
     if (!BASE58.test(address)) throw new ApiError(400, 'invalid walletAddress');
     publicKeyOf(address);
     const nonce = randomBytes(16).toString('hex');
@@ -64,7 +79,7 @@ export function installSolanaLinkRoutes(
   app.post('/api/link-wallet/solana', async (req, res) => {
     const userId = await userOf(req);
     requireTrustedOrigin(settings, req);
-    const parsed = linkBody.safeParse(req.body ?? {});
+    const parsed = solanaLinkBody.safeParse(req.body ?? {});
     if (!parsed.success) throw new ApiError(400, 'invalid walletAddress');
     const { address, message, signature } = parsed.data;
     const publicKey = publicKeyOf(address);

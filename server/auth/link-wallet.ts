@@ -23,11 +23,12 @@ import { ApiError, refusedWith } from '../http/errors.ts';
 import type { AuthSettings } from './config.ts';
 import type { EvmSignatureVerifier } from './evm-signatures.ts';
 import { requireTrustedOrigin } from './sessions.ts';
+import { describeRoute } from '../http/openapi.ts';
 
 export const NONCE_TTL_SECONDS = 5 * 60;
 
-const nonceBody = z.object({ walletAddress: z.string().max(64), chainId: z.number().int().min(1).max(2 ** 31 - 1) });
-const linkBody = z.object({
+export const nonceBody = z.object({ walletAddress: z.string().max(64), chainId: z.number().int().min(1).max(2 ** 31 - 1) });
+export const linkBody = z.object({
   message: z.string().min(1).max(4096),
   // 65 bytes from an EOA; a contract wallet's (EIP-1271, ERC-6492 with its deploy data) is longer
   signature: z.string().regex(/^0x(?:[0-9a-fA-F]{2})+$/).max(16_384),
@@ -92,6 +93,21 @@ function checksum(address: string): `0x${string}` {
   if (!isAddress(address, { strict: false })) throw new ApiError(400, 'invalid walletAddress');
   return getAddress(address);
 }
+
+/** The contracts of installLinkWalletRoutes (SIWE): a refused body is 400 `invalid walletAddress`. */
+export const linkWalletRoutes = [
+  describeRoute({
+    method: 'post', path: '/api/auth/siwe/nonce', auth: ['session', 'jwt'], summary: 'A SIWE nonce for linking an EVM wallet', body: nonceBody,
+    responses: { 200: '{ nonce, expiresAt, domain }', 400: 'invalid walletAddress', 403: 'untrusted_origin (the Origin header is required)' },
+  }),
+  describeRoute({
+    method: 'post', path: '/api/link-wallet', auth: ['session', 'jwt'], summary: 'Links an EVM wallet by its signed SIWE message', body: linkBody,
+    responses: {
+      200: '{ ok, walletAddress, chainId, isPrimary, alreadyLinked? }', 400: 'invalid walletAddress / invalid message',
+      401: 'no nonce / message does not contain issued nonce / invalid signature', 403: 'untrusted_origin', 409: 'wallet already linked to another account',
+    },
+  }),
+];
 
 export function installLinkWalletRoutes(
   app: Express,

@@ -18,10 +18,22 @@ import { ApiError } from '../http/errors.ts';
 import type { AuthSettings } from './config.ts';
 import { hashPassword } from './passwords.ts';
 import type { AttemptLimiter } from './rate-limit.ts';
+import { describeRoute } from '../http/openapi.ts';
 
-const requestBody = z.object({ email: z.string().max(320), redirectTo: z.url({ protocol: /^https?$/ }) });
-const resetBody = z.object({ newPassword: z.string().min(12).max(1024), token: z.string().regex(/^[\w-]{43}$/) });
+export const requestResetBody = z.object({ email: z.string().max(320), redirectTo: z.url({ protocol: /^https?$/ }) });
+export const resetBody = z.object({ newPassword: z.string().min(12).max(1024), token: z.string().regex(/^[\w-]{43}$/) });
 const hash = (token: string) => createHash('sha256').update(token).digest();
+
+export const passwordResetRoutes = [
+  describeRoute({
+    method: 'post', path: '/api/auth/request-password-reset', auth: 'none', summary: 'Mails a reset link (the same answer for an unknown email)', body: requestResetBody,
+    responses: { 200: '{ status: true }', 400: 'untrusted_redirect', 429: 'too_many_attempts' },
+  }),
+  describeRoute({
+    method: 'post', path: '/api/auth/reset-password', auth: 'none', summary: 'Sets a new password with a reset token; revokes every session', body: resetBody,
+    responses: { 200: '{ status: true }', 400: 'reset_token_invalid / reset_token_expired', 429: 'too_many_attempts' },
+  }),
+];
 
 export function installPasswordResetRoutes(
   app: Express,
@@ -34,7 +46,7 @@ export function installPasswordResetRoutes(
   const hashNew = deps.hashPassword ?? hashPassword;
 
   app.post('/api/auth/request-password-reset', async (req, res) => {
-    const { email, redirectTo } = requestBody.parse(req.body ?? {});
+    const { email, redirectTo } = requestResetBody.parse(req.body ?? {});
     await limiter.recovery(req, res);
     if (!settings.trustedOrigins.has(new URL(redirectTo).origin)) throw new ApiError(400, 'untrusted_redirect');
     // the token is made in SQL and leaves only in the worker's mail job: this process never holds it

@@ -12,12 +12,13 @@ import type { KeyStore } from './keys.ts';
 import { DECOY_PARAMS, derivePasswordKey } from './passwords.ts';
 import type { AttemptLimiter } from './rate-limit.ts';
 import { walletAddressClaim } from './token-claims.ts';
+import { describeRoute } from '../http/openapi.ts';
 
 export const SESSION_COOKIE = 'poker_session';
 export const SESSION_TTL_SECONDS = 12 * 60 * 60;
 const SESSION_TOKEN = /^[A-Za-z0-9_-]{43}$/;
 
-const signInBody = z.object({ email: z.email().max(320), password: z.string().min(1).max(1024) }).strip();
+export const signInBody = z.object({ email: z.email().max(320), password: z.string().min(1).max(1024) }).strip();
 const hashToken = (token: string) => createHash('sha256').update(token).digest();
 
 function sessionToken(req: Request): string | undefined {
@@ -44,6 +45,26 @@ export function requireTrustedOrigin(settings: AuthSettings, req: Request) {
   const origin = req.get('origin');
   if (!origin || !settings.trustedOrigins.has(origin)) throw new ApiError(403, 'untrusted_origin');
 }
+
+/** The contracts of installSessionRoutes (server/http/openapi.ts). */
+export const sessionRoutes = [
+  describeRoute({
+    method: 'post', path: '/api/auth/sign-in/email', auth: 'none', summary: 'An operator signs in: opens an admin session', body: signInBody,
+    responses: { 200: '{ token, user: { id, email }, expiresAt } and the poker_session cookie', 401: 'invalid_credentials', 403: 'untrusted_origin', 429: 'too_many_attempts' },
+  }),
+  describeRoute({
+    method: 'post', path: '/api/auth/sign-out', auth: ['session', 'none'], summary: 'Revokes the admin session (if any) and clears its cookie',
+    responses: { 200: '{ ok: true }', 403: 'untrusted_origin' },
+  }),
+  describeRoute({
+    method: 'get', path: '/api/auth/get-session', auth: ['session', 'none'], summary: 'The admin session, or null',
+    responses: { 200: '{ session: { expiresAt }, user: { id, email } } or null' },
+  }),
+  describeRoute({
+    method: 'get', path: '/api/auth/token', auth: 'session', summary: 'An operator\'s access JWT for the admin session',
+    responses: { 200: '{ token }', 401: 'not signed in' },
+  }),
+];
 
 export function installSessionRoutes(
   app: Express,

@@ -14,6 +14,7 @@ import { verifyAccessJwt } from '../http/jwt.ts';
 import type { AuthSettings } from './config.ts';
 import type { KeyStore } from './keys.ts';
 import { trustedOrigin, type SessionReader } from './sessions.ts';
+import { describeRoute } from '../http/openapi.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -47,6 +48,34 @@ export function callerResolver(deps: { keys: KeyStore; settings: AuthSettings; s
   };
 }
 
+export const setPrimaryBody = z.object({ walletAddress: z.string().min(1).max(128) });
+const walletParams = z.object({ address: z.string().describe('the wallet\'s address (longer than 128: wallet_not_found)') });
+const publicUserParams = z.object({ publicUserId: z.string().describe('a user id (not a uuid: user_not_found)') });
+
+/** The contracts of installWalletRoutes: the caller is an admin session or this service's own access JWT. */
+export const walletRoutes = [
+  describeRoute({
+    method: 'get', path: '/api/wallets', auth: ['session', 'jwt'], summary: 'The caller\'s linked wallets',
+    responses: { 200: '{ wallets: [{ address, chainId, isPrimary, createdAt }] }' },
+  }),
+  describeRoute({
+    method: 'post', path: '/api/wallets/set-primary', auth: ['session', 'jwt'], summary: 'Makes a linked wallet the primary one', body: setPrimaryBody,
+    responses: { 200: '{ ok, primary, alreadyPrimary? }', 403: 'untrusted_origin', 404: 'wallet_not_found' },
+  }),
+  describeRoute({
+    method: 'delete', path: '/api/wallets/:address', auth: ['session', 'jwt'], summary: 'Unlinks a wallet', params: walletParams,
+    responses: { 200: '{ ok, unlinked, wasPrimary }', 403: 'untrusted_origin', 404: 'wallet_not_found' },
+  }),
+  describeRoute({
+    method: 'get', path: '/api/internal/user-wallets/:publicUserId', auth: 'service', summary: 'A user\'s EVM wallets (service to service)', params: publicUserParams,
+    responses: { 200: '{ wallets: [{ address, chainId, isPrimary, createdAt }] }', 404: 'user_not_found' },
+  }),
+  describeRoute({
+    method: 'get', path: '/api/internal/user-wallets-solana/:publicUserId', auth: 'service', summary: 'A user\'s Solana wallets (service to service)', params: publicUserParams,
+    responses: { 200: '{ wallets: [{ address }] }', 404: 'user_not_found' },
+  }),
+];
+
 export function installWalletRoutes(
   app: Express,
   deps: { pool: pg.Pool; settings: AuthSettings; log: Logger; userOf: (req: Request) => Promise<string>; serviceKey?: string },
@@ -65,7 +94,7 @@ export function installWalletRoutes(
 
   app.post('/api/wallets/set-primary', trustedOrigin(settings), async (req, res) => {
     const userId = await userOf(req);
-    const { walletAddress } = z.object({ walletAddress: z.string().min(1).max(128) }).parse(req.body ?? {});
+    const { walletAddress } = setPrimaryBody.parse(req.body ?? {});
     const { rows } = await pool.query<{ address: string; already_primary: boolean }>(
       'select address, already_primary from auth.set_primary_wallet($1, $2)', [userId, walletAddress],
     );

@@ -25,6 +25,7 @@ import type { ServiceClient } from '../http/service-client.ts';
 import { withSpan } from '../telemetry/index.ts';
 import { depositKeyOf } from '../cage/seams.ts';
 import { ChainRevert, ChainUnavailable, type ChainBankChain } from '../chain/types.ts';
+import { describeRoute } from '../http/openapi.ts';
 
 export interface BankDeps {
   pool: pg.Pool;
@@ -40,7 +41,7 @@ export interface BankDeps {
   confirmWindowMs: number;
 }
 
-const depositBody = z.object({
+export const chainDepositBody = z.object({
   tableId: tableIdSchema,
   seatIndex: z.number().int().min(0).max(9).nullish(),
   amount: z.union([z.string().regex(/^[1-9][0-9]{0,12}$/), z.number().int().positive().max(9_223_372_036_854)]).transform((v) => BigInt(v)),
@@ -164,7 +165,7 @@ export async function settleDepositOutcome(deps: BankDeps, chain: ChainBankChain
 }
 
 async function deposit(deps: BankDeps, req: Request, res: Response, span: Span) {
-  const parsed = depositBody.safeParse(req.body ?? {});
+  const parsed = chainDepositBody.safeParse(req.body ?? {});
   if (!parsed.success) {
     const b = (req.body ?? {}) as Record<string, unknown>;
     if (b.tableId === undefined || b.amount === undefined || b.permit === undefined || b.signerAddress === undefined) {
@@ -241,6 +242,22 @@ async function deposit(deps: BankDeps, req: Request, res: Response, span: Span) 
   deps.log.info({ userId, tableId: b.tableId, amount: b.amount.toString(), txHash }, 'chain deposit confirmed');
   return { status: 'confirmed', txHash, idempotencyKey: key, ...(row.mode === 'sng' ? await entryState(deps, b.tableId, key) : {}) };
 }
+
+/** The contracts of installBankDepositRoutes. */
+export const bankDepositRoutes = [
+  describeRoute({
+    method: 'post', path: '/api/deposit', auth: 'jwt', summary: 'Buys into a seat with an EIP-2612 permit of the signer\'s linked wallet', body: chainDepositBody,
+    responses: {
+      200: '{ status: confirmed, txHash, idempotencyKey, ... }', 400: 'wallet_not_linked / permit refused', 404: 'table_not_found',
+      409: 'seat_taken / hand_in_progress / table_frozen', 503: 'chain_not_configured / chain_unavailable',
+    },
+  }),
+  describeRoute({
+    method: 'get', path: '/api/deposits/:idempotencyKey', auth: 'jwt', summary: 'The caller\'s deposit by its key (0x and 64 hex digits)',
+    params: z.object({ idempotencyKey: z.string().describe('0x and 64 lower-case hex digits (anything else: deposit_not_found)') }),
+    responses: { 200: '{ idempotencyKey, status, txHash, error, tableId, seatIndex, amount, moneyKind: real, wallet, creditedAt, createdAt, updatedAt }', 404: 'deposit_not_found' },
+  }),
+];
 
 export function installBankDepositRoutes(app: Express, deps: BankDeps) {
   app.post('/api/deposit', deps.jwt.require, async (req, res) => {

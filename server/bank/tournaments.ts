@@ -19,6 +19,7 @@ import { tableId as tableIdSchema } from '../http/schemas.ts';
 import { playerSession } from '../http/jwt.ts';
 import { ChainRevert, ChainUnavailable } from '../chain/types.ts';
 import { requireChain, type BankDeps } from './deposit.ts';
+import { describeRoute } from '../http/openapi.ts';
 
 export interface PaymentRow {
   payment_key: string; kind: 'payout' | 'refund'; table_id: string; position: number | null; user_id: string; amount: bigint;
@@ -97,7 +98,7 @@ export async function payPlace(deps: BankDeps, tableId: string, position: number
   return { row: paid, replayed: !!opened.replayed };
 }
 
-const payoutBody = z.object({
+export const chainPayoutBody = z.object({
   tableId: tableIdSchema,
   payoutIntent: z.object({
     position: z.number().int().min(1).max(10),
@@ -112,7 +113,7 @@ const payoutBody = z.object({
 export async function chainPayoutWithdraw(deps: BankDeps, req: Request, b: Record<string, unknown>) {
   if (!deps.serviceKey) throw new ApiError(503, 'service_key_not_configured');
   if (!secretMatches(req.get('x-service-key'), deps.serviceKey)) throw new ApiError(401, 'payout_requires_service_key');
-  const parsed = payoutBody.safeParse(b);
+  const parsed = chainPayoutBody.safeParse(b);
   if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
   const { tableId, payoutIntent: { position, amount } } = parsed.data;
   requireChain(deps);
@@ -134,10 +135,19 @@ export async function chainPayoutWithdraw(deps: BankDeps, req: Request, b: Recor
   };
 }
 
+export const chainUnregisterBody = z.object({ tableId: tableIdSchema }).strict();
+
+export const chainTournamentRoutes = [
+  describeRoute({
+    method: 'post', path: '/api/tournament/unregister', auth: 'jwt', summary: 'Refunds the caller\'s paid registration on chain while the tournament registers', body: chainUnregisterBody,
+    responses: { 200: 'the refund' },
+  }),
+];
+
 export function installChainTournamentRoutes(app: Express, deps: BankDeps) {
   // The bank's refund of a registration (its shape is the cage's: docs/decisions.md, "Tournaments").
   app.post('/api/tournament/unregister', deps.jwt.require, async (req, res) => {
-    const parsed = z.object({ tableId: tableIdSchema }).strict().safeParse(req.body ?? {});
+    const parsed = chainUnregisterBody.safeParse(req.body ?? {});
     if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
     const userId: string = res.locals.claims.sub;
     const { tableId } = parsed.data;

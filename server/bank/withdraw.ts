@@ -21,6 +21,8 @@ import { withdrawKey } from '../cage/seams.ts';
 import { ChainRevert, ChainUnavailable, BASE_UNITS_PER_CHIP } from '../chain/types.ts';
 import { linkedWallets, requireChain, type BankDeps } from './deposit.ts';
 import { chainPayoutWithdraw } from './tournaments.ts';
+import { describeRoute } from '../http/openapi.ts';
+import { chainPayoutBody } from './tournaments.ts';
 
 interface WithdrawalRow {
   idempotency_key: string; status: string; tx_hash: string | null; error: string | null; amount: bigint; destination: string | null;
@@ -139,8 +141,8 @@ function withdrawAnswer(span: Span, row: WithdrawalRow) {
 /** The spec's withdraw.result values; any other refusal is reported as `failed`. */
 const SPEC_RESULTS = new Set(['confirmed', 'replay_confirmed', 'wallet_not_linked', 'nothing_to_withdraw', 'failed', 'room_not_found', 'not_at_table', 'table_frozen']);
 
-const voluntaryBody = z.object({ tableId: tableIdSchema, destinationWallet: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional() }).strict();
-const forcedBody = z.object({ tableId: tableIdSchema, forced: z.literal(true), userId: z.uuid() }).strict();
+export const voluntaryBody = z.object({ tableId: tableIdSchema, destinationWallet: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional() }).strict();
+export const forcedBody = z.object({ tableId: tableIdSchema, forced: z.literal(true), userId: z.uuid() }).strict();
 
 async function withdraw(deps: BankDeps, req: Request, res: Response, span: Span) {
   const b = (req.body ?? {}) as Record<string, unknown>;
@@ -187,6 +189,24 @@ async function withdraw(deps: BankDeps, req: Request, res: Response, span: Span)
   return withdrawAnswer(span, row);
 }
 
+export const chainBustBody = z.object({ tableId: tableIdSchema, userId: z.uuid() });
+
+/** The contracts of installBankWithdrawRoutes. */
+export const bankWithdrawRoutes = [
+  describeRoute({
+    method: 'post', path: '/api/withdraw', auth: ['jwt', 'service'], summary: 'Stands up and pays a seat out on chain: voluntary (JWT), forced or a tournament payout (x-service-key)',
+    body: z.union([voluntaryBody, forcedBody, chainPayoutBody]),
+    responses: {
+      200: '{ status: confirmed, txHash, ... }', 400: 'missing_table_id / wallet_not_linked / nothing_to_withdraw / failed',
+      401: 'forced_withdraw_requires_service_key / payout_requires_service_key', 404: 'room_not_found / not_at_table', 409: 'table_frozen',
+    },
+  }),
+  describeRoute({
+    method: 'post', path: '/internal/bust', auth: 'service', summary: 'Clears a busted seat (zero stack)', body: chainBustBody,
+    responses: { 200: '{ ok, ledgerRefId, historyHash, settled, replay? }' },
+  }),
+];
+
 export function installBankWithdrawRoutes(app: Express, deps: BankDeps) {
   app.post('/api/withdraw', async (req, res) => {
     const b = (req.body ?? {}) as Record<string, unknown>;
@@ -203,7 +223,7 @@ export function installBankWithdrawRoutes(app: Express, deps: BankDeps) {
   });
 
   app.post('/internal/bust', requireServiceKey(deps.serviceKey), async (req, res) => {
-    const parsed = z.object({ tableId: tableIdSchema, userId: z.uuid() }).safeParse(req.body ?? {});
+    const parsed = chainBustBody.safeParse(req.body ?? {});
     if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
     await readTable(deps, parsed.data.tableId);
     await withSpan('admin.withdraw', { 'withdraw.tableId': parsed.data.tableId, 'withdraw.userId': parsed.data.userId }, async (span) => {

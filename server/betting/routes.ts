@@ -16,6 +16,7 @@ import { requireServiceKey } from '../http/service-key.ts';
 import { tableId } from '../http/schemas.ts';
 import { UUID } from '../http/jwt.ts';
 import { marketById, marketJson, syncedMarketOfTable } from './markets.ts';
+import { describeRoute } from '../http/openapi.ts';
 
 export const marketId = z.string().min(1).max(80);
 export const stakeRef = z.string().regex(/^bet-stake:[0-9a-f-]{36}:[\x21-\x7e]{1,128}$/, 'a stake ref (bet-stake:{userId}:{key})');
@@ -27,12 +28,45 @@ function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   return parsed.data;
 }
 
+export const bettingMarketsQuery = z.object({ tableId }).strict();
+export const betBody = z.object({ stakeRef }).strict();
+export const unbetServiceBody = z.object({ stakeRef, sid }).strict();
+export const claimQuoteBody = z.object({ marketId, sid }).strict();
+
+/** The contracts of installBettingRoutes: public reads, and the cage's calls (x-service-key). */
+export const bettingRoutes = [
+  describeRoute({
+    method: 'get', path: '/api/markets', auth: 'none', summary: 'A tournament\'s market, brought up to date', query: bettingMarketsQuery,
+    responses: { 200: '{ tableId, markets }' },
+  }),
+  describeRoute({
+    method: 'get', path: '/api/markets/:marketId', auth: 'none', summary: 'A market, brought up to date', params: z.object({ marketId }),
+    responses: { 200: 'the market', 404: 'market_not_found' },
+  }),
+  describeRoute({
+    method: 'post', path: '/internal/bets', auth: 'service', summary: 'Records a stake the cage took', body: betBody,
+    responses: { 200: '{ status: recorded, stakeRef, marketId, userId, runnerUserId, amount, replay? }' },
+  }),
+  describeRoute({
+    method: 'get', path: '/internal/bets/:stakeRef', auth: 'service', summary: 'A recorded bet', params: z.object({ stakeRef }),
+    responses: { 200: '{ stakeRef, marketId, amount, status }', 404: 'bet_not_found' },
+  }),
+  describeRoute({
+    method: 'post', path: '/internal/unbets', auth: 'service', summary: 'Takes a bet back (the bettor\'s grant)', body: unbetServiceBody,
+    responses: { 200: '{ status: unbet, stakeRef, marketId, amount, replay? }' },
+  }),
+  describeRoute({
+    method: 'post', path: '/internal/claims', auth: 'service', summary: 'What a bettor may claim of a settled market', body: claimQuoteBody,
+    responses: { 200: '{ marketId, userId, amount, marketStatus }' },
+  }),
+];
+
 export function installBettingRoutes(app: Express, deps: { pool: pg.Pool; log: Logger; serviceKey: string | undefined }) {
   const { pool, log } = deps;
   const service = requireServiceKey(deps.serviceKey);
 
   app.get('/api/markets', async (req, res) => {
-    const q = parse(z.object({ tableId }).strict(), req.query);
+    const q = parse(bettingMarketsQuery, req.query);
     const market = await syncedMarketOfTable(pool, q.tableId);
     res.json({ tableId: q.tableId, markets: market ? [await marketJson(pool, market)] : [] });
   });
@@ -46,7 +80,7 @@ export function installBettingRoutes(app: Express, deps: { pool: pg.Pool; log: L
   });
 
   app.post('/internal/bets', service, async (req, res) => {
-    const b = parse(z.object({ stakeRef }).strict(), req.body ?? {});
+    const b = parse(betBody, req.body ?? {});
     const { rows } = await pool.query<{ stake_ref: string; market_id: string; user_id: string; runner_user_id: string; amount: bigint; replayed: boolean }>(
       'select stake_ref, market_id, user_id, runner_user_id, amount, replayed from betting.record_bet($1)', [b.stakeRef],
     );
@@ -68,7 +102,7 @@ export function installBettingRoutes(app: Express, deps: { pool: pg.Pool; log: L
   });
 
   app.post('/internal/unbets', service, async (req, res) => {
-    const b = parse(z.object({ stakeRef, sid }).strict(), req.body ?? {});
+    const b = parse(unbetServiceBody, req.body ?? {});
     const { rows } = await pool.query<{ stake_ref: string; market_id: string; amount: bigint; replayed: boolean }>(
       'select stake_ref, market_id, amount, replayed from betting.remove_bet($1, $2)', [b.sid, b.stakeRef],
     );
@@ -78,7 +112,7 @@ export function installBettingRoutes(app: Express, deps: { pool: pg.Pool; log: L
   });
 
   app.post('/internal/claims', service, async (req, res) => {
-    const b = parse(z.object({ marketId, sid }).strict(), req.body ?? {});
+    const b = parse(claimQuoteBody, req.body ?? {});
     const { rows } = await pool.query<{ market_id: string; user_id: string; amount: bigint; market_status: string }>(
       'select market_id, user_id, amount, market_status from betting.claim_quote($1, $2)', [b.sid, b.marketId],
     );

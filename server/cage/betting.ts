@@ -24,6 +24,7 @@ import { ApiError, zodIssues } from '../http/errors.ts';
 import { chips, idempotencyKey, tableId } from '../http/schemas.ts';
 import { playerSession, type JwtVerifier } from '../http/jwt.ts';
 import type { ServiceAnswer, ServiceClient } from '../http/service-client.ts';
+import { describeRoute } from '../http/openapi.ts';
 
 export interface BettingCageDeps {
   pool: pg.Pool;
@@ -35,7 +36,7 @@ export interface BettingCageDeps {
 const marketId = z.string().min(1).max(80);
 const stakeRef = z.string().min(1).max(200);
 
-const stakeBody = z.object({
+export const stakeBody = z.object({
   marketId,
   runnerUserId: z.uuid(),
   amount: chips,
@@ -84,6 +85,42 @@ export async function resolveStake(db: pg.Pool, ref: string, error: string) {
   return rows[0]!;
 }
 
+export const marketsQuery = z.object({ tableId }).strict();
+export const unbetBody = z.object({ stakeRef }).strict();
+export const betClaimBody = z.object({ marketId }).strict();
+
+/** The contracts of installBettingCageRoutes: the player's side of the betting service. */
+export const bettingCageRoutes = [
+  describeRoute({
+    method: 'post', path: '/api/betting/markets', auth: 'none', summary: 'A no-op: markets open with their tournaments',
+    responses: { 200: '{ ok, status: noop, detail }' },
+  }),
+  describeRoute({
+    method: 'get', path: '/api/betting/markets', auth: 'none', summary: 'A tournament\'s market, from the betting service', query: marketsQuery,
+    responses: { 200: 'the betting service\'s answer', 503: 'betting_unavailable' },
+  }),
+  describeRoute({
+    method: 'get', path: '/api/betting/markets/:marketId', auth: 'none', summary: 'A market, from the betting service', params: z.object({ marketId }),
+    responses: { 200: 'the betting service\'s answer', 404: 'market_not_found', 503: 'betting_unavailable' },
+  }),
+  describeRoute({
+    method: 'get', path: '/api/betting/bets', auth: 'jwt', summary: 'The caller\'s bets', responses: { 200: '{ bets: [...] }' },
+  }),
+  describeRoute({
+    method: 'post', path: '/api/betting/stake', auth: 'jwt', summary: 'Stakes chips on a runner (the key: Idempotency-Key header or idempotencyKey)',
+    body: stakeBody, headers: z.object({ 'idempotency-key': z.string().optional() }),
+    responses: { 200: 'the stake, confirmed', 202: 'the stake, pending', 400: 'missing_idempotency_key / bad_request', 402: 'insufficient_cage_balance', 409: 'stake_compensated / market_closed' },
+  }),
+  describeRoute({
+    method: 'post', path: '/api/betting/unbet', auth: 'jwt', summary: 'Takes a stake back while the market is open', body: unbetBody,
+    responses: { 200: '{ status: unbet, stakeRef, txHash, amount, moneyKind, replay? }', 404: 'stake_not_found', 409: 'stake_compensated / market_closed' },
+  }),
+  describeRoute({
+    method: 'post', path: '/api/betting/claim', auth: 'jwt', summary: 'Claims a settled market\'s payout', body: betClaimBody,
+    responses: { 200: '{ status: confirmed, txHash, marketId, amount, moneyKind, replay? }' },
+  }),
+];
+
 export function installBettingCageRoutes(app: Express, deps: BettingCageDeps) {
   installBettingReads(app, deps);
   installStake(app, deps);
@@ -98,7 +135,7 @@ function installBettingReads(app: Express, deps: BettingCageDeps) {
   });
 
   app.get('/api/betting/markets', async (req, res) => {
-    const q = parse(z.object({ tableId }).strict(), req.query);
+    const q = parse(marketsQuery, req.query);
     const answer = await betting.get(`/api/markets?tableId=${encodeURIComponent(q.tableId)}`);
     if (!answer.ok) throw refusal(answer);
     res.json(answer.body);
@@ -163,7 +200,7 @@ function installStake(app: Express, deps: BettingCageDeps) {
 function installUnbetAndClaim(app: Express, deps: BettingCageDeps) {
   const { pool, log, betting } = deps;
   app.post('/api/betting/unbet', deps.jwt.require, async (req, res) => {
-    const b = parse(z.object({ stakeRef }).strict(), req.body ?? {});
+    const b = parse(unbetBody, req.body ?? {});
     const sid = sessionOf(res);
     // the caller's own stake, or not found (the betting service checks the grant again in SQL)
     const { rows } = await pool.query<{ status: string }>('select status from cage.bet_stakes where ref_id = $1 and user_id = $2', [b.stakeRef, res.locals.claims.sub]);
@@ -181,7 +218,7 @@ function installUnbetAndClaim(app: Express, deps: BettingCageDeps) {
   });
 
   app.post('/api/betting/claim', deps.jwt.require, async (req, res) => {
-    const b = parse(z.object({ marketId }).strict(), req.body ?? {});
+    const b = parse(betClaimBody, req.body ?? {});
     const sid = sessionOf(res);
     // the betting service's own computation (it settles the market first if its tournament is over)
     const quote = await betting.post<{ amount: string }>('/internal/claims', { marketId: b.marketId, sid });

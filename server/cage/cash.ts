@@ -20,16 +20,49 @@ import type { ReceiptSigner, StoredReceipt } from './receipts.ts';
 import { payoutWithdraw, tournamentDeposit } from './tournaments.ts';
 import { deliverSettlement, depositKeyOf, fundSeat, settlePosition, type SettlementRow, withdrawKey } from './seams.ts';
 import { realMoneyOn } from './switches.ts';
+import { describeRoute } from '../http/openapi.ts';
 
 /** How long after a settlement a repeated withdraw (the seat now empty) answers with that settlement. */
 export const WITHDRAW_REPLAY_WINDOW_SECONDS = 15 * 60;
 
-const depositBody = z.object({
+export const depositBody = z.object({
   tableId,
   seatIndex: z.number().int().min(0).max(9),
   amount: chips,
   idempotencyKey: idempotencyKey.optional(),
 });
+
+const depositKeyParams = z.object({ idempotencyKey });
+export const bustBody = z.object({ tableId, userId: z.uuid() });
+
+/** The contracts of installCashRoutes. */
+export const cashRoutes = [
+  describeRoute({
+    method: 'post', path: '/api/deposit', auth: 'jwt', summary: 'Buys into a seat (a cash table) or pays a Sit-and-Go entry, from the cage balance',
+    description: 'The idempotency key: the Idempotency-Key header or the body\'s idempotencyKey. A tournament entry also reads seatIndex (nullable).',
+    body: depositBody, headers: z.object({ 'idempotency-key': idempotencyKey.optional() }),
+    responses: {
+      200: '{ status: confirmed, txHash, idempotencyKey, seatIndex, chipBalance, receipt, replay? }', 402: 'insufficient_cage_balance',
+      404: 'table_not_found', 409: 'seat_taken / hand_in_progress / table_frozen / ...', 503: 'game_unavailable',
+    },
+  }),
+  describeRoute({
+    method: 'get', path: '/api/deposits/:idempotencyKey', auth: 'jwt', summary: 'The caller\'s deposit under its idempotency key', params: depositKeyParams,
+    responses: { 200: '{ idempotencyKey, status, txHash, tableId, seatIndex, amount, moneyKind, createdAt, updatedAt, error? }', 404: 'deposit_not_found' },
+  }),
+  describeRoute({
+    method: 'post', path: '/api/withdraw', auth: ['jwt', 'service'], summary: 'Stands up and settles a seat: voluntary (JWT), forced or a tournament payout (x-service-key)',
+    body: 'server/cage/cash.ts: { tableId } (JWT); { tableId, forced: true, userId } (x-service-key); { tableId, payoutIntent: { position, amount } } (x-service-key)',
+    responses: {
+      200: '{ status: confirmed, txHash, destination, amount, idempotencyKey, historyHash, receipt, custodyEntryId?, replay? }',
+      400: 'missing_table_id / nothing_to_withdraw / bad_request', 409: 'hand_in_progress / table_frozen / stand_up_not_allowed_in_tournament',
+    },
+  }),
+  describeRoute({
+    method: 'post', path: '/internal/bust', auth: 'service', summary: 'Clears a busted seat (zero stack)', body: bustBody,
+    responses: { 200: '{ ok, ledgerRefId, historyHash, receipt, replay? }' },
+  }),
+];
 
 /** The caller's own deposit under its idempotency key (GET /api/deposits/:idempotencyKey). */
 function depositJson(r: { ref_id: string; idempotency_key: string; status: string; error: string | null; table_id: string; seat_index: number; amount: bigint; money_kind: string; created_at: Date; updated_at: Date }) {
@@ -324,7 +357,7 @@ function installWithdrawRoutes(app: Express, deps: CashDeps) {
   });
 
   app.post('/internal/bust', requireServiceKey(deps.serviceKey), async (req, res) => {
-    const b = z.object({ tableId, userId: z.uuid() }).parse(req.body ?? {});
+    const b = bustBody.parse(req.body ?? {});
     const { row, receipt } = await settleSeatOut(deps, b.userId, b.tableId, 'bust');
     res.json({ ok: true, ledgerRefId: row.ledger_ref_id, historyHash: row.history_hash, receipt: receiptJson(receipt), ...(row.replayed ? { replay: true } : {}) });
   });

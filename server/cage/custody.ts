@@ -22,6 +22,7 @@ import { ApiError, zodIssues } from '../http/errors.ts';
 import { operatorSession, type JwtVerifier } from '../http/jwt.ts';
 import { chips, tableId } from '../http/schemas.ts';
 import { requireServiceKey } from '../http/service-key.ts';
+import { describeRoute } from '../http/openapi.ts';
 
 export interface CustodyDeps {
   pool: pg.Pool;
@@ -69,6 +70,36 @@ function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
 
 /** The cursor of the next page: the last id when the page is full. */
 const nextBefore = (ids: bigint[], limit: number) => (ids.length === limit ? ids[ids.length - 1]!.toString() : null);
+
+const tableParams = z.object({ tableId });
+
+/** The contracts of installCustodyRoutes. */
+export const custodyRoutes = [
+  describeRoute({
+    method: 'post', path: '/escape/:tableId', auth: 'admin', summary: 'Escapes a table: every seat to custody, the table fenced', params: tableParams, body: escapeBody,
+    responses: { 200: '{ ok, outcome, escrow, fence, ..., replay? }', 404: 'table_not_found' },
+  }),
+  describeRoute({
+    method: 'get', path: '/admin/custody/holds', auth: 'admin', summary: 'Custody holds, filtered and paged', query: holdsQuery,
+    responses: { 200: '{ holds, next }' },
+  }),
+  describeRoute({
+    method: 'post', path: '/admin/custody/reconcile', auth: 'admin', summary: 'Reconciles a hold: pro rata or a custom split', body: reconcileBody,
+    responses: { 200: '{ ok, ..., replay? }' },
+  }),
+  describeRoute({
+    method: 'post', path: '/admin/custody/dispute', auth: 'admin', summary: 'Disputes a custody entry', body: disputeBody,
+    responses: { 200: '{ ok, disputeId, ..., replay? }' },
+  }),
+  describeRoute({
+    method: 'post', path: '/admin/custody/release', auth: 'service', summary: 'Releases a disputed entry under the arbiter\'s signature', body: releaseBody,
+    responses: { 200: '{ ok, ... }', 401: 'invalid_arbiter_signature', 503: 'custody_arbiter_not_configured' },
+  }),
+  describeRoute({
+    method: 'get', path: '/api/custody', auth: 'jwt', summary: 'The caller\'s custody entries, paged', query: playerQuery,
+    responses: { 200: '{ entries, next }' },
+  }),
+];
 
 export function installCustodyRoutes(app: Express, deps: CustodyDeps) {
   installEscapeRoute(app, deps);

@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import { playerSession, type JwtVerifier } from '../http/jwt.ts';
 import { withSpan } from '../telemetry/index.ts';
+import { describeRoute } from '../http/openapi.ts';
 
 export const MICRO_PER_CHIP = 1_000_000n;
 
@@ -22,7 +23,7 @@ type GasDeps = { pool: pg.Pool; log: Logger; jwt: JwtVerifier };
 const micro = z.union([z.string().regex(/^[1-9][0-9]{0,24}$/), z.number().int().positive().max(Number.MAX_SAFE_INTEGER)])
   .transform((v) => BigInt(v))
   .refine((v) => v % MICRO_PER_CHIP === 0n, { message: 'a whole number of chips in micro-units (a multiple of 1000000)' });
-const gasBody = z.object({ amountMicro: micro, moneyKind: z.enum(['play', 'real']).default('play') }).strict();
+export const gasBody = z.object({ amountMicro: micro, moneyKind: z.enum(['play', 'real']).default('play') }).strict();
 const idempotencyKey = z.string().regex(/^[\x21-\x7e]{1,128}$/, '1..128 printable characters');
 
 function request(req: Request) {
@@ -40,6 +41,24 @@ interface WithdrawalRow { ref_id: string; status: string; chips: bigint; money_k
 const withdrawalJson = (w: WithdrawalRow) => ({
   refId: w.ref_id, status: w.status, amountMicro: asMicro(w.chips), moneyKind: w.money_kind, ...(w.error ? { error: w.error } : {}),
 });
+
+const gasHeaders = z.object({ 'idempotency-key': idempotencyKey });
+
+/** The contracts of installGasRoutes: amounts in micro-chips. */
+export const gasRoutes = [
+  describeRoute({
+    method: 'get', path: '/api/gas-tank', auth: 'jwt', summary: 'The caller\'s gas tanks and withdrawals',
+    responses: { 200: '{ unit: micro, microPerChip, tanks: [{ moneyKind, balanceMicro }], withdrawals }' },
+  }),
+  describeRoute({
+    method: 'post', path: '/api/gas/deposit', auth: 'jwt', summary: 'Moves chips from the cage balance into the gas tank', body: gasBody, headers: gasHeaders,
+    responses: { 200: '{ status: confirmed, refId, amountMicro, moneyKind, tankMicro, balance, replay? }', 400: 'missing_idempotency_key / bad_request', 402: 'insufficient_cage_balance' },
+  }),
+  describeRoute({
+    method: 'post', path: '/api/gas/withdraw', auth: 'jwt', summary: 'Moves chips from the gas tank back to the cage balance', body: gasBody, headers: gasHeaders,
+    responses: { 200: '{ refId, status, amountMicro, moneyKind, ... }', 400: 'missing_idempotency_key / bad_request', 402: 'insufficient_gas' },
+  }),
+];
 
 export function installGasRoutes(app: Express, deps: GasDeps) {
   const { pool, log, jwt } = deps;

@@ -22,12 +22,13 @@ import { chips } from '../http/schemas.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { receiptJson } from './cash.ts';
 import { issueReceipt, type ReceiptSigner, type StoredReceipt } from './receipts.ts';
+import { describeRoute } from '../http/openapi.ts';
 
-const grantBody = z.object({
+export const grantBody = z.object({
   recipient: z.string().min(1).max(128), amount: z.unknown(), claimId: z.string().min(1).max(200),
   sectionKey: z.string().min(1).max(64).optional(), period: z.string().min(1).max(16).optional(),
 }).refine((b) => (b.sectionKey === undefined) === (b.period === undefined), { message: 'sectionKey and period go together', path: ['period'] });
-const correctionBody = z.object({
+export const correctionBody = z.object({
   ref: z.string().regex(/^[\x21-\x7e]{1,128}$/, '1..128 printable characters'),
   moneyKind: z.enum(['play', 'real']),
   legs: z.array(z.object({
@@ -36,7 +37,7 @@ const correctionBody = z.object({
   }).strict()).min(2).max(16),
   reason: z.string().trim().min(1).max(500),
 }).strict();
-const exchangeBody = z.object({
+export const exchangeBody = z.object({
   userId: z.uuid(),
   amount: z.unknown(),
   externalRef: z.string().regex(/^[\x21-\x7e]{1,128}$/, '1..128 printable characters'),
@@ -55,6 +56,42 @@ function amountOf(value: unknown): bigint {
 }
 
 type MoneyDeps = { pool: pg.Pool; log: Logger; signer: ReceiptSigner; jwt: JwtVerifier; serviceKey: string | undefined };
+
+export const switchBody = z.object({ name: z.enum(['real_money']), enabled: z.boolean() }).strict();
+export const custodyClaimBody = z.object({ entryId: z.union([z.string().regex(/^[1-9][0-9]{0,17}$/), z.number().int().positive()]).transform(String) });
+
+/** The contracts of installMoneyRoutes. */
+export const moneyRoutes = [
+  describeRoute({
+    method: 'post', path: '/api/grant', auth: 'service', summary: 'Credits a claim-board grant (idempotent by claimId)', body: grantBody,
+    responses: { 200: '{ ok, claimId, userId, amount, txHash } (a replay: idempotent: true)', 409: 'ref_id_conflict' },
+  }),
+  ...(['purchase', 'redemption'] as const).map((direction) => describeRoute({
+    method: 'post', path: `/api/operator/${direction}`, auth: 'admin', summary: `Records a ${direction} of chips for a user (idempotent by externalRef)`, body: exchangeBody,
+    responses: { 200: `the ${direction}, with the balance`, 402: 'insufficient_cage_balance', 403: 'real_money_disabled' },
+  })),
+  describeRoute({
+    method: 'post', path: '/api/operator/correction', auth: 'admin', summary: 'A balanced correcting entry in the journal', body: correctionBody,
+    responses: { 200: '{ ok, refId, entryId, idempotent? }' },
+  }),
+  describeRoute({
+    method: 'get', path: '/api/operator/switches', auth: 'admin', summary: 'The economy\'s switches', responses: { 200: '{ switches }' },
+  }),
+  describeRoute({
+    method: 'post', path: '/api/operator/switches', auth: 'admin', summary: 'Sets a switch (real_money)', body: switchBody,
+    responses: { 200: '{ name, enabled, ..., changed }' },
+  }),
+  describeRoute({
+    method: 'post', path: '/api/custody/claim', auth: 'jwt', summary: 'Claims a custody entry back to the cage balance', body: custodyClaimBody,
+    responses: { 200: 'the claim, with its receipt', 404: 'custody_entry_not_found' },
+  }),
+  describeRoute({
+    method: 'get', path: '/api/cage/receipts', auth: 'jwt', summary: 'The caller\'s signed receipts', responses: { 200: '{ receipts }' },
+  }),
+  describeRoute({
+    method: 'get', path: '/api/cage/balances', auth: 'jwt', summary: 'The caller\'s cage balances (play, real)', responses: { 200: '{ balances }' },
+  }),
+];
 
 export function installMoneyRoutes(app: Express, deps: MoneyDeps) {
   installGrantRoute(app, deps);
@@ -134,7 +171,7 @@ function installOperatorRoutes(app: Express, deps: MoneyDeps) {
     res.json({ switches: rows.map(switchJson) });
   });
   app.post('/api/operator/switches', operator, async (req, res) => {
-    const b = parse(z.object({ name: z.enum(['real_money']), enabled: z.boolean() }).strict(), req.body);
+    const b = parse(switchBody, req.body);
     const { rows } = await pool.query('select name, enabled, updated_at, changed from cage.set_switch($1, $2, $3)', [
       operatorSession(res), b.name, b.enabled,
     ]);
@@ -149,7 +186,7 @@ function installPlayerRoutes(app: Express, deps: MoneyDeps) {
   const { pool, log } = deps;
   app.post('/api/custody/claim', deps.jwt.require, async (req, res) => {
     const userId: string = res.locals.claims.sub;
-    const b = parse(z.object({ entryId: z.union([z.string().regex(/^[1-9][0-9]{0,17}$/), z.number().int().positive()]).transform(String) }), req.body);
+    const b = parse(custodyClaimBody, req.body);
     // the claim and its receipt in one transaction: a claim never exists without its receipt
     const { c, receipt } = await inTransaction(pool, async (client) => {
       const { rows } = await client.query('select entry_id, ref_id, amount, money_kind, table_id, replayed from cage.claim_custody($1, $2)', [

@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { requireServiceKey } from '../http/service-key.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
+import { describeRoute } from '../http/openapi.ts';
 
 export interface RakeReconciliation {
   reconciliationId: string;
@@ -66,13 +67,25 @@ export async function reconcileRake(pool: pg.Pool, tableId?: string): Promise<Ra
   return run;
 }
 
-const body = z.object({ tableId: z.string().min(1).max(128).optional() }).strict();
+export const reconcileRakeBody = z.object({ tableId: z.string().min(1).max(128).optional() }).strict();
+
+/** The contracts of installRakeRoutes. */
+export const rakeRoutes = [
+  describeRoute({
+    method: 'post', path: '/settlement/reconcile-rake', auth: 'service', summary: 'Claims the house rows of the rake (one table or all)', body: reconcileRakeBody,
+    responses: { 200: '{ ok, ..., amount }' },
+  }),
+  describeRoute({
+    method: 'get', path: '/settlement/rake/:tableId', auth: 'service', summary: 'A table\'s rake',
+    responses: { 200: 'the table\'s rake totals', 404: 'table_not_found' },
+  }),
+];
 
 export function installRakeRoutes(app: Express, deps: { pool: pg.Pool; log: Logger; serviceKey: string | undefined }) {
   const service = requireServiceKey(deps.serviceKey);
 
   app.post('/settlement/reconcile-rake', service, async (req, res) => {
-    const parsed = body.safeParse(req.body ?? {});
+    const parsed = reconcileRakeBody.safeParse(req.body ?? {});
     if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
     const { tableId } = parsed.data;
     await withSpan('cage.rake.reconcile', { 'rake.table_id': tableId ?? '*' }, async (span) => {

@@ -19,11 +19,42 @@ import { requireServiceKey } from '../http/service-key.ts';
 import { tableId as tableIdParam } from '../http/schemas.ts';
 import { MICRO_PER_CHIP } from './gas.ts';
 import { PENDING_ROUTES } from './not-yet.ts';
+import { describeRoute } from '../http/openapi.ts';
+import { tableListQuery } from '../game/tables/read.ts';
 
 type ReadDeps = {
   pool: pg.Pool; jwt: JwtVerifier; game: ServiceClient; serviceKey: string | undefined; testAuthPermitted: boolean; environment: string;
 };
 
+
+export const seedBody = z.object({ amount: z.number().int().min(1).max(1_000_000), idempotencyKey: z.string().regex(/^[\x21-\x7e]{1,128}$/) }).strict();
+const tableParams = z.object({ tableId: tableIdParam });
+
+/** The contracts of installCageReads (the seed route only while the test harness is permitted). */
+export const cageReadRoutes = (testAuthPermitted: boolean) => [
+  describeRoute({
+    method: 'get', path: '/api/tables', auth: 'none', summary: 'The lobby, from the game role (its query is judged there)', query: tableListQuery,
+    responses: { 200: 'the game role\'s answer', 503: 'game_unavailable' },
+  }),
+  describeRoute({
+    method: 'get', path: '/api/tables/:tableId', auth: 'none', summary: 'A table, from the game role', params: tableParams,
+    responses: { 200: 'the game role\'s answer', 404: 'table_not_found', 503: 'game_unavailable' },
+  }),
+  describeRoute({
+    method: 'get', path: '/api/economy', auth: 'none', summary: 'The economy\'s switches and the play-transfer gate',
+    responses: { 200: 'the switches and the gate' },
+  }),
+  describeRoute({ method: 'get', path: '/api/demo', auth: 'none', summary: 'The demo\'s settings', responses: { 200: 'the demo settings' } }),
+  describeRoute({ method: 'get', path: '/api/house', auth: 'none', summary: 'The house\'s seating (not served yet: see the pending routes)', responses: { 200: 'the house settings' } }),
+  describeRoute({
+    method: 'get', path: '/settlement/tables/:tableId', auth: 'service', summary: 'A table\'s withdrawals and deposits', params: tableParams,
+    responses: { 200: '{ tableId, withdrawals, deposits }' },
+  }),
+  ...(testAuthPermitted ? [describeRoute({
+    method: 'post', path: '/internal/test/seed-chips', auth: 'jwt', summary: 'Test harness: play chips for the caller', body: seedBody,
+    responses: { 200: '{ ok, refId, amount, moneyKind: play, balance, replay? }' },
+  })] : []),
+];
 
 export function installCageReads(app: Express, deps: ReadDeps) {
   installTablesProxy(app, deps);
@@ -125,7 +156,6 @@ function installSettlementReads(app: Express, deps: ReadDeps) {
 function installTestSeeds(app: Express, deps: ReadDeps) {
   const { pool } = deps;
   {
-    const seedBody = z.object({ amount: z.number().int().min(1).max(1_000_000), idempotencyKey: z.string().regex(/^[\x21-\x7e]{1,128}$/) }).strict();
     app.post('/internal/test/seed-chips', deps.jwt.require, async (req, res) => {
       const parsed = seedBody.safeParse(req.body ?? {});
       if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));

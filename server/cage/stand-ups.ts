@@ -12,6 +12,7 @@ import { requireServiceKey } from '../http/service-key.ts';
 import type { ServiceClient } from '../http/service-client.ts';
 import type { ReceiptSigner } from './receipts.ts';
 import { settleStoodUp } from './seams.ts';
+import { describeRoute } from '../http/openapi.ts';
 
 const BATCH = 200;
 
@@ -36,13 +37,20 @@ export async function settleLostStandUps(
   return counts;
 }
 
-const body = z.object({ graceSeconds: z.number().int().min(0).max(86_400).optional() }).strict();
+export const reconcileStandUpsBody = z.object({ graceSeconds: z.number().int().min(0).max(86_400).optional() }).strict();
+
+export const standUpReconcileRoutes = [
+  describeRoute({
+    method: 'post', path: '/settlement/reconcile-stand-ups', auth: 'service', summary: 'Settles the stand-ups a failed call left unsettled', body: reconcileStandUpsBody,
+    responses: { 200: 'the stand-ups settled' },
+  }),
+];
 
 export function installStandUpReconcileRoute(app: Express, deps: {
   pool: pg.Pool; game: ServiceClient; signer: ReceiptSigner; log: Logger; serviceKey: string | undefined; defaultGraceSeconds: number;
 }) {
   app.post('/settlement/reconcile-stand-ups', requireServiceKey(deps.serviceKey), async (req, res) => {
-    const { graceSeconds } = body.parse(req.body ?? {});
+    const { graceSeconds } = reconcileStandUpsBody.parse(req.body ?? {});
     const counts = await settleLostStandUps(deps, graceSeconds ?? deps.defaultGraceSeconds);
     if (counts.settled + counts.failed > 0) deps.log.info(counts, 'lost stand-ups reconciled');
     res.json(counts);

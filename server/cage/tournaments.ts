@@ -16,6 +16,7 @@ import { idempotencyKey, tableId } from '../http/schemas.ts';
 import type { ServiceClient } from '../http/service-client.ts';
 import { playerSession, type JwtVerifier } from '../http/jwt.ts';
 import { RESERVE_TTL_SECONDS } from '../tournaments/lifecycle.ts';
+import { describeRoute } from '../http/openapi.ts';
 
 interface TournamentCageDeps {
   pool: pg.Pool;
@@ -102,10 +103,19 @@ export async function payoutWithdraw(deps: TournamentCageDeps, req: Request, b: 
   };
 }
 
+export const unregisterBody = z.object({ tableId });
+
+export const tournamentCageRoutes = [
+  describeRoute({
+    method: 'post', path: '/api/tournament/unregister', auth: 'jwt', summary: 'Refunds the caller\'s paid registration while the tournament registers', body: unregisterBody,
+    responses: { 200: '{ status, tableId, amount, txHash, registeredCount }' },
+  }),
+];
+
 export function installTournamentCageRoutes(app: Express, deps: TournamentCageDeps) {
   // The bank's refund of a paid registration (the spec leaves its shape open: docs/tournaments.md).
   app.post('/api/tournament/unregister', deps.jwt.require, async (req, res) => {
-    const parsed = z.object({ tableId }).safeParse(req.body ?? {});
+    const parsed = unregisterBody.safeParse(req.body ?? {});
     if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
     const userId: string = res.locals.claims.sub;
     const { rows } = await deps.pool.query<{ outcome: string; amount: bigint; ref_id: string | null; registered_count: number }>(

@@ -20,6 +20,7 @@ import { ApiError, zodIssues } from '../http/errors.ts';
 import { operatorSession, playerSession, type JwtVerifier } from '../http/jwt.ts';
 import type { ServiceClient } from '../http/service-client.ts';
 import { withSpan } from '../telemetry/index.ts';
+import { describeRoute } from '../http/openapi.ts';
 
 export type Outcome = 'credited' | 'locked' | 'already_claimed' | 'forged';
 export type Environment = 'local' | 'staging' | 'production';
@@ -157,6 +158,61 @@ type ClaimRouteDeps = {
   board: ClaimBoard; jwt: JwtVerifier; serviceKey: string | undefined; clock: () => Date; testClock: boolean; pool: pg.Pool; environment: Environment;
 };
 
+/** A claim's body: the section key (identity comes from the JWT only: see IDENTITY_FIELDS). */
+export const claimBody = z.object({ sectionKey: z.string().min(1).max(64) }).loose();
+export const conditionMetBody = z.object({
+  userId: z.uuid(), conditionKey: z.string().regex(/^[a-z0-9][a-z0-9_.:-]{0,63}$/), idempotencyKey: z.string().min(1).max(200),
+});
+/** The board settings an operator sets (the environment defaults to this deployment's). */
+export const boardSettingsBody = (environment: Environment) => z.object({
+  environment: z.enum(['local', 'staging', 'production']).default(environment),
+  claimBoardEnabled: z.boolean().optional(),
+  playTransferGateEnabled: z.boolean().optional(),
+}).strict();
+const environmentQuery = z.object({ environment: z.string().optional().describe('local, staging, production or all (invalid_environment)') });
+
+/** The contracts of installClaimRoutes. */
+export const claimRoutes = (environment: Environment) => [
+  describeRoute({
+    method: 'get', path: '/claim-board/state', auth: 'jwt', summary: 'The caller\'s claim board: each section, claimable or when',
+    responses: { 200: 'the board' },
+  }),
+  describeRoute({
+    method: 'post', path: '/claim-board/claim', auth: 'jwt', summary: 'Claims a section\'s chips', body: claimBody,
+    responses: { 200: '{ outcome: credited, ... }', 403: 'forged (the body names another user)', 409: 'already_claimed / locked' },
+  }),
+  describeRoute({
+    method: 'post', path: '/internal/claim-board/condition-met', auth: 'service', summary: 'A condition met on another role (e.g. wallet_linked)', body: conditionMetBody,
+    responses: { 200: '{ ok, ... }' },
+  }),
+  describeRoute({
+    method: 'get', path: '/admin/claim-sections', auth: 'admin', summary: 'The claim catalog: every section, and those this deployment resolves',
+    responses: { 200: '{ environment, sections, resolved }' },
+  }),
+  describeRoute({
+    method: 'post', path: '/admin/claim-sections', auth: 'admin', summary: 'Creates a section',
+    body: 'claims.create_section: environment (default all), key, kind, cadence, amount, order, conditionKey, enabled',
+    responses: { 201: 'the section', 409: 'section_exists' },
+  }),
+  describeRoute({
+    method: 'patch', path: '/admin/claim-sections', auth: 'admin', summary: 'Edits a section (by key and environment)',
+    body: 'claims.patch_section: key (required), environment (default all), and the fields to change',
+    responses: { 200: 'the section', 404: 'section_not_found' },
+  }),
+  describeRoute({
+    method: 'delete', path: '/admin/claim-sections/:key', auth: 'admin', summary: 'Deletes a section', query: environmentQuery,
+    responses: { 200: '{ ok, deleted }', 404: 'section_not_found' },
+  }),
+  describeRoute({
+    method: 'get', path: '/admin/claim-settings', auth: 'admin', summary: 'The board settings of an environment', query: environmentQuery,
+    responses: { 200: '{ environment, claimBoardEnabled, playTransferGateEnabled }' },
+  }),
+  describeRoute({
+    method: 'patch', path: '/admin/claim-settings', auth: 'admin', summary: 'Switches the claim board and the play-transfer gate', body: boardSettingsBody(environment),
+    responses: { 200: '{ environment, claimBoardEnabled, playTransferGateEnabled }' },
+  }),
+];
+
 export function installClaimRoutes(app: Express, deps: ClaimRouteDeps) {
   installPlayerRoutes(app, deps);
   installConditionRoute(app, deps);
@@ -186,7 +242,8 @@ function installPlayerRoutes(app: Express, deps: ClaimRouteDeps) {
     const userId: string = res.locals.claims.sub;
     const body = (req.body ?? {}) as Record<string, unknown>;
     await withSpan('claim.attempt', { 'auth.user_id': userId, 'section.key': typeof body.sectionKey === 'string' ? body.sectionKey.slice(0, 64) : '' }, async (span) => {
-      if (typeof body.sectionKey !== 'string' || body.sectionKey.length === 0 || body.sectionKey.length > 64) {
+      const claim = claimBody.safeParse(body);
+      if (!claim.success) {
         throw new ApiError(400, 'bad_request', [{ path: ['sectionKey'], message: 'the section key to claim', code: 'invalid_type' }]);
       }
       // identity comes from the JWT only: a body naming another user is a forgery
@@ -194,9 +251,9 @@ function installPlayerRoutes(app: Express, deps: ClaimRouteDeps) {
         && (typeof body[f] !== 'string' || (body[f] as string).toLowerCase() !== userId.toLowerCase()));
       let result;
       if (named.length) {
-        result = { outcome: 'forged' as Outcome, sectionKey: body.sectionKey };
+        result = { outcome: 'forged' as Outcome, sectionKey: claim.data.sectionKey };
       } else {
-        result = await board.claim(userId, playerSession(res), body.sectionKey, nowOf(req));
+        result = await board.claim(userId, playerSession(res), claim.data.sectionKey, nowOf(req));
       }
       span.setAttribute('claim.outcome', result.outcome);
       const status = OUTCOME_STATUS[result.outcome];
@@ -210,9 +267,7 @@ function installConditionRoute(app: Express, deps: ClaimRouteDeps) {
   const { board } = deps;
   const service = requireServiceKey(deps.serviceKey);
   app.post('/internal/claim-board/condition-met', service, async (req, res) => {
-    const parsed = z.object({
-      userId: z.uuid(), conditionKey: z.string().regex(/^[a-z0-9][a-z0-9_.:-]{0,63}$/), idempotencyKey: z.string().min(1).max(200),
-    }).safeParse(req.body ?? {});
+    const parsed = conditionMetBody.safeParse(req.body ?? {});
     if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
     const r = await board.markConditionMet(parsed.data.userId, parsed.data.conditionKey, parsed.data.idempotencyKey);
     res.json({ ok: true, ...r });
@@ -224,6 +279,7 @@ function installOperatorRoutes(app: Express, deps: ClaimRouteDeps) {
   // ---- the operator's catalog and settings (an operator's access JWT; each edit recorded with
   // the operator in claims.catalog_edits) -------------------------------------------------------
   const operator = jwt.requireAdmin;
+  const settingsBody = boardSettingsBody(deps.environment);
   /** The environment an operator's call names, or its default; SQL refuses one that is not (invalid_environment). */
   const environmentOf = (value: unknown, fallback: string) => {
     if (value === undefined) return fallback;
@@ -274,11 +330,7 @@ function installOperatorRoutes(app: Express, deps: ClaimRouteDeps) {
   });
 
   app.patch('/admin/claim-settings', operator, async (req, res) => {
-    const parsed = z.object({
-      environment: z.enum(['local', 'staging', 'production']).default(deps.environment),
-      claimBoardEnabled: z.boolean().optional(),
-      playTransferGateEnabled: z.boolean().optional(),
-    }).strict().safeParse(req.body ?? {});
+    const parsed = settingsBody.safeParse(req.body ?? {});
     if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
     const b = parsed.data;
     const gateBefore = b.playTransferGateEnabled === undefined ? undefined

@@ -10,6 +10,7 @@ import { refuseDeepJson, refuseHostileTarget, refuseNulInBody } from './edge.ts'
 import { errorHandler, notFound } from './errors.ts';
 import { bigintAsString } from './json.ts';
 import { requestLog } from './request-log.ts';
+import { healthRoute, openApiDocument, openApiRoute, type RouteContract } from './openapi.ts';
 
 export interface AppOptions {
   log: Logger;
@@ -19,7 +20,15 @@ export interface AppOptions {
   routes: (app: Express) => void | Promise<void>;
   /** Middleware that must run before the body is parsed (e.g. refusing closed paths outright). */
   before?: (app: Express) => void;
+  /**
+   * The role's contract: the routes `routes` mounts, described (server/http/openapi.ts). With it the
+   * app serves its OpenAPI 3.1 document at GET /openapi.json (/health and /openapi.json included).
+   */
+  api?: { role: string; routes: readonly RouteContract[] };
 }
+
+/** The contracts of the routes createApp itself mounts. */
+export const APP_ROUTES: readonly RouteContract[] = [healthRoute, openApiRoute];
 
 export async function createApp(options: AppOptions): Promise<Express> {
   const app = express();
@@ -43,6 +52,15 @@ export async function createApp(options: AppOptions): Promise<Express> {
       res.status(503).json({ ok: false, error: 'database_unreachable' });
     }
   });
+  if (options.api) {
+    const { role, routes } = options.api;
+    let document: string | undefined;
+    app.get('/openapi.json', (_req, res) => {
+      // generated once, on the first request (a role that is never asked pays nothing)
+      document ??= JSON.stringify(openApiDocument({ role, routes: [...APP_ROUTES, ...routes] }));
+      res.set('cache-control', 'public, max-age=300').type('application/json').send(document);
+    });
+  }
   await options.routes(app);
   app.use(notFound);
   app.use(errorHandler(options.log));

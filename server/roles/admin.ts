@@ -24,6 +24,7 @@ import { createRolePool } from '../db/pools.ts';
 import type { Config } from '../config/index.ts';
 import type { RoleContext, StartedRole } from './types.ts';
 import { judge, type QueryLimits } from '../admin/limits.ts';
+import { describeRoute } from '../http/openapi.ts';
 
 export const ADMIN_SCHEMAS = ['cage', 'game', 'claims'];
 
@@ -61,12 +62,26 @@ const AdminValidationPlugin: GraphileConfig.Plugin = {
   },
 };
 
-const graphqlBody = z.object({
+export const graphqlBody = z.object({
   query: z.string(),
   operationName: z.string().nullish(),
   variables: z.record(z.string(), z.unknown()).nullish(),
   extensions: z.record(z.string(), z.unknown()).nullish(),
 });
+
+/** The admin role's one route (grafserv answers it behind the gate); GraphiQL is not an API route. */
+export const adminRoutes = [
+  describeRoute({
+    method: 'all', path: '/graphql', serves: ['post'], auth: ['admin', 'none'],
+    summary: 'The read-only admin GraphQL (PostGraphile): an operator reads under row-level security; anyone else reads nothing',
+    description: 'Only POST with a JSON body; any other method is 405 method_not_allowed. In production an anonymous caller is refused 401 admin_token_required.',
+    body: graphqlBody,
+    responses: {
+      200: 'the GraphQL result ({ data, errors })', 400: 'bad_request or a cost refusal (query_too_deep, too_many_aliases, ...), with GraphQL\'s errors',
+      401: 'invalid_token / admin_token_required', 403: 'admin_required', 405: 'method_not_allowed', 415: 'unsupported_media_type',
+    },
+  }),
+];
 
 export function queryLimits(config: Config): QueryLimits {
   return {
@@ -177,14 +192,14 @@ export async function startAdmin({ config, databaseUrl, log, peers }: RoleContex
       await pool.end();
     }
   };
-  let http;
-  let app;
+  let http, app;
   try {
     const serv = pgl.createServ(grafserv);
     app = await createApp({
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
+      api: { role: 'admin', routes: adminRoutes },
       routes: (app) => {
         app.all('/graphql', graphqlGate(config, lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') }), roleLog));
         return serv.addTo(app, null, false);

@@ -20,8 +20,16 @@ import { installDevRoutes } from '../auth/dev.ts';
 import { installPasswordResetRoutes } from '../auth/password-reset.ts';
 import { createAttemptLimiter } from '../auth/rate-limit.ts';
 import { corsForTrustedOrigins } from '../auth/cors.ts';
+import { describeRoute, type RouteContract } from '../http/openapi.ts';
+import { sessionRoutes } from '../auth/sessions.ts';
+import { walletRoutes } from '../auth/wallets.ts';
+import { linkWalletRoutes } from '../auth/link-wallet.ts';
+import { bridgeRoutes } from '../auth/bridge.ts';
+import { devRoutes } from '../auth/dev.ts';
+import { passwordResetRoutes } from '../auth/password-reset.ts';
+import { solanaLinkRoutes } from '../auth/link-solana.ts';
 
-const inviteRequest = z
+export const inviteRequest = z
   .object({
     maxUses: z.number().int().min(1).max(1_000_000).default(1),
     // negative: an already-expired code (the spec's rule); at most ten years either way
@@ -29,6 +37,26 @@ const inviteRequest = z
     createdBy: z.string().min(1).max(200).default('admin'),
   })
   .strip();
+
+/** The auth role's own routes. */
+const authRoleRoutes = [
+  describeRoute({
+    method: 'get', path: '/api/auth/jwks', auth: 'none', summary: 'The public keys the access JWTs are signed with (JWKS, EdDSA)',
+    responses: { 200: '{ keys: [JWK] } (cacheable: public, max-age=60)' },
+  }),
+  describeRoute({
+    method: 'post', path: '/admin/invite-codes', auth: 'service', summary: 'Mints an invite code (account creation through the bridge is invite-gated)',
+    body: inviteRequest, responses: { 201: '{ code, maxUses, expiresAt, createdAt }' },
+  }),
+];
+
+/** Every route the auth role mounts, described (the dev route only while the test harness is permitted). */
+export function authRoutes(testAuthPermitted: boolean): RouteContract[] {
+  return [
+    ...sessionRoutes, ...walletRoutes, ...linkWalletRoutes, ...bridgeRoutes, ...(testAuthPermitted ? devRoutes : []),
+    ...passwordResetRoutes, ...solanaLinkRoutes, ...authRoleRoutes,
+  ];
+}
 
 /** 403 account_creation_disabled for every spelling of a closed path, before anything else runs. */
 function closedPaths(log: RoleContext['log']): RequestHandler {
@@ -54,6 +82,7 @@ export async function startAuth({ config, databaseUrl, log, peers }: RoleContext
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
+      api: { role: 'auth', routes: authRoutes(config.testAuthPermitted) },
       before: (app: Express) => {
         // the client address the attempt limits count (req.ip): the TCP peer unless TRUST_PROXY is set
         app.set('trust proxy', config.TRUST_PROXY);

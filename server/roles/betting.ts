@@ -5,7 +5,7 @@
 // up to date on every request that touches it (server/betting/sweep.ts).
 import { createApp, serveRole } from '../http/app.ts';
 import { createRolePool } from '../db/pools.ts';
-import { installBettingRoutes } from '../betting/routes.ts';
+import { bettingRoutes, installBettingRoutes } from '../betting/routes.ts';
 import { startSweep } from '../betting/sweep.ts';
 import type { RoleContext, StartedRole } from './types.ts';
 
@@ -17,6 +17,7 @@ export async function startBetting({ config, databaseUrl, log }: RoleContext): P
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
+      api: { role: 'betting', routes: bettingRoutes },
       routes: (app) => installBettingRoutes(app, { pool, log: roleLog, serviceKey: config.SERVICE_KEY }),
     });
     // the sweep runs once the role listens (a failed start leaves no timer behind)

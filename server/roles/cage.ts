@@ -9,19 +9,32 @@ import { lazyJwtVerifier } from '../http/jwt.ts';
 import { authIssuer, deploymentEnvironment } from '../config/index.ts';
 import { createServiceClient } from '../http/service-client.ts';
 import type { RoleContext, StartedRole } from './types.ts';
-import { installCashRoutes } from '../cage/cash.ts';
-import { installMoneyRoutes } from '../cage/money.ts';
-import { installTournamentCageRoutes } from '../cage/tournaments.ts';
-import { installRakeRoutes } from '../cage/rake.ts';
-import { installStandUpReconcileRoute } from '../cage/stand-ups.ts';
-import { installCustodyRoutes } from '../cage/custody.ts';
+import { cashRoutes, installCashRoutes } from '../cage/cash.ts';
+import { installMoneyRoutes, moneyRoutes } from '../cage/money.ts';
+import { installTournamentCageRoutes, tournamentCageRoutes } from '../cage/tournaments.ts';
+import { installRakeRoutes, rakeRoutes } from '../cage/rake.ts';
+import { installStandUpReconcileRoute, standUpReconcileRoutes } from '../cage/stand-ups.ts';
+import { custodyRoutes, installCustodyRoutes } from '../cage/custody.ts';
 import { graceSeconds } from '../cage/seams.ts';
-import { installNotYetRoutes } from '../cage/not-yet.ts';
-import { installGasRoutes } from '../cage/gas.ts';
-import { installCageReads } from '../cage/reads.ts';
-import { installBettingCageRoutes } from '../cage/betting.ts';
+import { installNotYetRoutes, notYetRoutes } from '../cage/not-yet.ts';
+import { gasRoutes, installGasRoutes } from '../cage/gas.ts';
+import { cageReadRoutes, installCageReads } from '../cage/reads.ts';
+import { bettingCageRoutes, installBettingCageRoutes } from '../cage/betting.ts';
 import { loadReceiptSigner, RECEIPT_ALGORITHM } from '../cage/receipts.ts';
-import { installTableRoutes } from '../game/tables/create.ts';
+import { installTableRoutes, tableCreateRoutes } from '../game/tables/create.ts';
+import { describeRoute, type RouteContract } from '../http/openapi.ts';
+
+/** Every route the cage mounts, described (the test seed only while the test harness is permitted). */
+export function cageRoutes(options: { testAuthPermitted: boolean }): RouteContract[] {
+  return [
+    describeRoute({
+      method: 'get', path: '/api/cage/receipt-key', auth: 'none', summary: 'The public key the cage signs its receipts with',
+      responses: { 200: '{ algorithm, publicKey }' },
+    }),
+    ...tableCreateRoutes({ testAuthPermitted: options.testAuthPermitted }), ...cashRoutes, ...tournamentCageRoutes, ...moneyRoutes, ...rakeRoutes,
+    ...gasRoutes, ...cageReadRoutes(options.testAuthPermitted), ...standUpReconcileRoutes, ...bettingCageRoutes, ...custodyRoutes, ...notYetRoutes,
+  ];
+}
 
 /** Bank CORS: browser routes answer only the poker UI origins (POKER_UI_ORIGINS). */
 function uiCors(origins: Set<string>): RequestHandler {
@@ -69,6 +82,7 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
+      api: { role: 'cage', routes: cageRoutes({ testAuthPermitted: config.testAuthPermitted }) },
       before: (app: Express) => app.use(['/api/tables', '/api/deposit', '/api/withdraw', '/api/cage', '/api/custody', '/api/tournament', '/api/gas-tank', '/api/gas', '/api/economy', '/api/demo', '/api/house', '/api/betting'], uiCors(uiOrigins)),
       routes: (app: Express) => {
         app.get('/api/cage/receipt-key', (_req, res) => {

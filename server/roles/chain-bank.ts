@@ -11,10 +11,10 @@ import { createRolePool } from '../db/pools.ts';
 import { lazyJwtVerifier } from '../http/jwt.ts';
 import { authIssuer } from '../config/index.ts';
 import { createServiceClient } from '../http/service-client.ts';
-import { installTableRoutes } from '../game/tables/create.ts';
-import { installBankDepositRoutes, type BankDeps } from '../bank/deposit.ts';
-import { installBankWithdrawRoutes } from '../bank/withdraw.ts';
-import { installChainTournamentRoutes } from '../bank/tournaments.ts';
+import { installTableRoutes, tableCreateRoutes } from '../game/tables/create.ts';
+import { bankDepositRoutes, installBankDepositRoutes, type BankDeps } from '../bank/deposit.ts';
+import { bankWithdrawRoutes, installBankWithdrawRoutes } from '../bank/withdraw.ts';
+import { chainTournamentRoutes, installChainTournamentRoutes } from '../bank/tournaments.ts';
 import { scheduleReconciler } from '../bank/reconcile.ts';
 import { createChainBankChain } from '../chain/evm.ts';
 import { startLocalChain, type LocalChain } from '../chain/local.ts';
@@ -22,6 +22,11 @@ import type { ChainBankChain } from '../chain/types.ts';
 import { publicClientFor } from '../chain/client.ts';
 import type { Address, Hex } from 'viem';
 import type { RoleContext, StartedRole } from './types.ts';
+
+/** Every route the chain bank mounts, described. */
+export const chainBankRoutes = (testAuthPermitted: boolean) => [
+  ...tableCreateRoutes({ testAuthPermitted, bank: 'chain' }), ...bankDepositRoutes, ...bankWithdrawRoutes, ...chainTournamentRoutes,
+];
 
 /** The chain: configured (EVM_RPC_URL and the contracts), or a local anvil with the contracts deployed. */
 async function openChain(config: RoleContext['config'], log: RoleContext['log']): Promise<{ chain?: ChainBankChain; local?: LocalChain }> {
@@ -81,6 +86,7 @@ export async function startChainBank({ config, databaseUrl, log, peers }: RoleCo
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
+      api: { role: 'chain-bank', routes: chainBankRoutes(config.testAuthPermitted) },
       routes: (app: Express) => {
         installTableRoutes(app, {
           pool, log: roleLog, requireJwt: jwt.require, testAuthPermitted: config.testAuthPermitted, bank: 'chain',

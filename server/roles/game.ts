@@ -19,7 +19,23 @@ import { startGameProcess, type GameProcess } from '../game/live/lease.ts';
 import { createLiveTables } from '../game/live/ws.ts';
 import { installSeatRoutes } from '../game/seats/routes.ts';
 import { installTableReadRoute } from '../game/tables/read.ts';
-import { installTestHandRoute } from '../game/hands/test-route.ts';
+import { installTestHandRoute, testHandRoutes } from '../game/hands/test-route.ts';
+import type { RouteContract } from '../http/openapi.ts';
+import { tableReadRoutes } from '../game/tables/read.ts';
+import { seatRoutes } from '../game/seats/routes.ts';
+import { claimRoutes, type Environment } from '../claims/board.ts';
+import { agentRoutes } from '../game/agents/routes.ts';
+import { handHistoryRoutes } from '../game/hands/histories.ts';
+import { tournamentRoutes } from '../tournaments/routes.ts';
+import { asyncApiRoute, installAsyncApiRoute } from '../game/live/asyncapi.ts';
+
+/** Every route the game role mounts, described (the test hand route only while the test harness is permitted). */
+export function gameRoutes(options: { environment: Environment; testAuthPermitted: boolean }): RouteContract[] {
+  return [
+    ...tableReadRoutes, ...seatRoutes, ...claimRoutes(options.environment), ...agentRoutes, ...handHistoryRoutes, ...tournamentRoutes,
+    ...(options.testAuthPermitted ? testHandRoutes : []), asyncApiRoute,
+  ];
+}
 
 
 /** The bank (the cage), reached through the roles' one client. */
@@ -82,7 +98,9 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
+      api: { role: 'game', routes: gameRoutes({ environment, testAuthPermitted: config.testAuthPermitted }) },
       routes: (app: Express) => {
+        installAsyncApiRoute(app);
         installTableReadRoute(app, { pool });
 
         // the seat functions announce their changes (game_seats); the room's process hears them

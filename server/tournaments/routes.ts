@@ -15,6 +15,7 @@ import { ApiError, refusedWith, zodIssues } from '../http/errors.ts';
 import { requireServiceKey } from '../http/service-key.ts';
 import { tableId } from '../http/schemas.ts';
 import { reserveSeat } from './registration.ts';
+import { describeRoute } from '../http/openapi.ts';
 
 export interface TournamentRouteDeps {
   pool: pg.Pool;
@@ -26,9 +27,9 @@ export interface TournamentRouteDeps {
 
 }
 
-const agentBody = z.object({ tableId, agentId: z.uuid() });
-const tableBody = z.object({ tableId });
-const payoutBody = z.object({
+export const agentBody = z.object({ tableId, agentId: z.uuid() });
+export const tableBody = z.object({ tableId });
+export const payoutBody = z.object({
   tableId,
   position: z.number().int().min(1).max(10),
   userId: z.uuid(),
@@ -55,6 +56,38 @@ async function agentOwner(pool: pg.Pool, agentId: string): Promise<string> {
   if (!rows[0]) throw new ApiError(404, 'agent_not_found');
   return rows[0].owner_user_id;
 }
+
+/** The contracts of installTournamentRoutes. */
+export const tournamentRoutes = [
+  describeRoute({
+    method: 'post', path: '/internal/tournament-register', auth: 'service', summary: 'Reserves a Sit-and-Go seat for an agent', body: agentBody,
+    responses: { 200: '{ ok, status: reserved, ownerUserId, ... }', 404: 'table_not_found / agent_not_found', 400: 'not_a_tournament' },
+  }),
+  describeRoute({
+    method: 'post', path: '/internal/tournament-unregister', auth: 'service', summary: 'Releases an agent\'s reserved seat', body: agentBody,
+    responses: { 200: '{ ok, status: released, ownerUserId }', 404: 'tournament_not_registered', 409: 'paid_registration_use_refund_path' },
+  }),
+  describeRoute({
+    method: 'post', path: '/admin/force-end-tournament', auth: 'service', summary: 'Ends a tournament now (its entries refunded)', body: tableBody,
+    responses: { 200: '{ ok, tableId, state: ended }', 409: 'cannot_force_end' },
+  }),
+  describeRoute({
+    method: 'post', path: '/internal/force-end-tournament', auth: 'service', summary: 'Ends a tournament now (the same as /admin/force-end-tournament)', body: tableBody,
+    responses: { 200: '{ ok, tableId, state: ended }', 409: 'cannot_force_end' },
+  }),
+  describeRoute({
+    method: 'post', path: '/internal/payout-confirmed', auth: 'service', summary: 'A bank confirms a prize\'s payout', body: payoutBody,
+    responses: { 200: '{ ok: true }' },
+  }),
+  describeRoute({
+    method: 'get', path: '/admin/tournaments', auth: 'admin', summary: 'Every tournament (operator)',
+    responses: { 200: '{ tournaments: [...] }' },
+  }),
+  describeRoute({
+    method: 'get', path: '/admin/tournaments/:tableId', auth: 'admin', summary: 'A tournament with its entrants and payouts (operator)', params: z.object({ tableId }),
+    responses: { 200: '{ ...tournament, entrants, payouts }', 404: 'table_not_found', 400: 'not_a_tournament' },
+  }),
+];
 
 export function installTournamentRoutes(app: Express, deps: TournamentRouteDeps) {
   const { pool, log } = deps;

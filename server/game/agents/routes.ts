@@ -12,6 +12,7 @@ import { inTransaction } from '../../db/transaction.ts';
 import { ApiError, zodIssues } from '../../http/errors.ts';
 import { playerSession, type JwtVerifier } from '../../http/jwt.ts';
 import type { ClaimBoard } from '../../claims/board.ts';
+import { describeRoute } from '../../http/openapi.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -24,6 +25,30 @@ function agentIdOf(value: unknown): string {
   if (typeof value !== 'string' || !UUID.test(value)) throw new ApiError(404, 'agent_not_found');
   return value;
 }
+
+export const agentBody = z.object({ name: z.string().trim().min(1).max(64) });
+export const agentVersionBody = z.object({ manifest: z.record(z.string(), z.unknown()).optional() });
+export const agentFlagBody = z.object({ handId: z.string().min(1).max(128).optional(), note: z.string().max(1000).optional() });
+const agentParams = z.object({ agentId: z.uuid().describe('an agent of the caller (anything else: agent_not_found)') });
+
+export const agentRoutes = [
+  describeRoute({
+    method: 'get', path: '/api/agents', auth: 'jwt', summary: 'The caller\'s agents',
+    responses: { 200: '{ agents: [{ agentId, name, version, createdAt }] }' },
+  }),
+  describeRoute({
+    method: 'post', path: '/api/agents', auth: 'jwt', summary: 'Registers an agent', body: agentBody,
+    responses: { 201: '{ agentId, name, createdAt }' },
+  }),
+  describeRoute({
+    method: 'post', path: '/api/agents/:agentId/versions', auth: 'jwt', summary: 'Publishes a version of an agent', params: agentParams, body: agentVersionBody,
+    responses: { 201: '{ agentId, version, publishedAt, event }', 404: 'agent_not_found' },
+  }),
+  describeRoute({
+    method: 'post', path: '/api/agents/:agentId/flags', auth: 'jwt', summary: 'Flags an agent (a hand of it, a note)', params: agentParams, body: agentFlagBody,
+    responses: { 201: '{ flagId, agentId, version, createdAt }', 404: 'agent_not_found' },
+  }),
+];
 
 export function installAgentRoutes(app: Express, deps: { pool: pg.Pool; log: Logger; jwt: JwtVerifier; board: ClaimBoard }) {
   const { pool, log, jwt, board } = deps;
@@ -55,7 +80,7 @@ export function installAgentRoutes(app: Express, deps: { pool: pg.Pool; log: Log
   });
 
   app.post('/api/agents', jwt.require, async (req, res) => {
-    const { name } = parse(z.object({ name: z.string().trim().min(1).max(64) }), req.body);
+    const { name } = parse(agentBody, req.body);
     const { rows } = await pool.query('select id, name, created_at from game.create_agent($1, $2)', [playerSession(res), name]);
     res.status(201).json({ agentId: rows[0].id, name: rows[0].name, createdAt: rows[0].created_at });
   });
@@ -63,7 +88,7 @@ export function installAgentRoutes(app: Express, deps: { pool: pg.Pool; log: Log
   app.post('/api/agents/:agentId/versions', jwt.require, async (req, res) => {
     const userId: string = res.locals.claims.sub;
     const agentId = agentIdOf(req.params.agentId);
-    const { manifest } = parse(z.object({ manifest: z.record(z.string(), z.unknown()).optional() }), req.body);
+    const { manifest } = parse(agentVersionBody, req.body);
     const v = await inTransaction(pool, async (client) => {
       const { rows } = await client.query<{ version: number; published_at: Date; event: string | null }>(
         'select version, published_at, event from game.publish_agent_version($1, $2, $3)',
@@ -79,7 +104,7 @@ export function installAgentRoutes(app: Express, deps: { pool: pg.Pool; log: Log
   app.post('/api/agents/:agentId/flags', jwt.require, async (req, res) => {
     const userId: string = res.locals.claims.sub;
     const agentId = agentIdOf(req.params.agentId);
-    const b = parse(z.object({ handId: z.string().min(1).max(128).optional(), note: z.string().max(1000).optional() }), req.body);
+    const b = parse(agentFlagBody, req.body);
     const flag = await inTransaction(pool, async (client) => {
       const { rows } = await client.query('select id, version, created_at from game.flag_agent_decision($1, $2, $3, $4)', [
         playerSession(res), agentId, b.handId ?? null, b.note ?? null,

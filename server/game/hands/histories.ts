@@ -12,6 +12,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { ApiError, zodIssues } from '../../http/errors.ts';
 import type { JwtVerifier } from '../../http/jwt.ts';
+import { describeRoute } from '../../http/openapi.ts';
 
 const FIRST_SQL_TIME = Date.parse('0001-01-01T00:00:00Z');
 const LAST_SQL_TIME = Date.parse('9999-12-31T23:59:59.999Z');
@@ -20,7 +21,7 @@ const withinSqlYears = (iso: string) => {
   return at >= FIRST_SQL_TIME && at <= LAST_SQL_TIME;
 };
 
-const listQuery = z.object({
+export const handListQuery = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50),
   // a time Postgres holds (year 1 to 9999): `0000-01-01` parses in JavaScript but not in SQL
   before: z.iso.datetime({ offset: true }).refine(withinSqlYears, 'a time between year 1 and 9999').optional(),
@@ -39,12 +40,23 @@ export function redactHistory(history: HistoryEvent[], seats: readonly number[])
   return history.filter((e) => e.type !== 'hole_cards' || seats.includes(e.seat as number));
 }
 
+export const handHistoryRoutes = [
+  describeRoute({
+    method: 'get', path: '/api/hands', auth: 'jwt', summary: 'The caller\'s hands (theirs or their agents\'), newest first', query: handListQuery,
+    responses: { 200: '{ hands: [{ handId, tableId, handNumber, status, startedAt, endedAt, agents, net }] }' },
+  }),
+  describeRoute({
+    method: 'get', path: '/api/hands/:handId', auth: 'jwt', summary: 'A hand\'s history, as the caller may see it',
+    responses: { 200: 'the hand and its events', 404: 'hand_not_found' },
+  }),
+];
+
 export function installHandHistoryRoutes(app: Express, deps: { pool: pg.Pool; jwt: JwtVerifier }) {
   const { pool, jwt } = deps;
 
   app.get('/api/hands', jwt.require, async (req, res) => {
     const userId: string = res.locals.claims.sub;
-    const parsed = listQuery.safeParse(req.query);
+    const parsed = handListQuery.safeParse(req.query);
     if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
     const q = parsed.data;
     const { rows } = await pool.query(

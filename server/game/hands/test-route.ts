@@ -9,8 +9,9 @@ import { requireServiceKey } from '../../http/service-key.ts';
 import { ApiError } from '../../http/errors.ts';
 import type { GameProcess } from '../live/lease.ts';
 import type { createHands } from './hands.ts';
+import { describeRoute } from '../../http/openapi.ts';
 
-const handBody = z.discriminatedUnion('action', [
+export const handBody = z.discriminatedUnion('action', [
   z.object({ action: z.literal('begin'), tableId, handId: z.string().min(1).max(128) }),
   z.object({
     action: z.literal('finish'),
@@ -20,6 +21,14 @@ const handBody = z.discriminatedUnion('action', [
     rake: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
   }),
 ]);
+
+/** The contract of installTestHandRoute: mounted only while the test harness is permitted. */
+export const testHandRoutes = [
+  describeRoute({
+    method: 'post', path: '/internal/test/hand', auth: 'service', summary: 'Test harness: a hand\'s begin or finish, as the dealer calls them', body: handBody,
+    responses: { 200: '{ ok, ... } (finish: the settlement)', 409: 'lease_lost' },
+  }),
+];
 
 export function installTestHandRoute(
   app: Express, deps: { hands: ReturnType<typeof createHands>; serviceKey: string | undefined; process: GameProcess },

@@ -7,19 +7,20 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { requireServiceKey } from '../../http/service-key.ts';
 import { chips, positionId, tableId } from '../../http/schemas.ts';
+import { describeRoute } from '../../http/openapi.ts';
 
-const creditBody = z.object({
+export const creditBody = z.object({
   creditKey: z.string().min(1).max(200),
   tableId,
   userId: z.uuid(),
   seatIndex: z.number().int().min(0).max(9),
   amount: chips,
 });
-const cancelBody = creditBody.omit({ seatIndex: true });
+export const cancelBody = creditBody.omit({ seatIndex: true });
 // A stand-up names its authority: the player's own grant (`sid`, voluntary), or a bust or the
 // sit-out timeout of a named user, which SQL accepts only for a zero stack or a player sat out
 // for the house's idle time.
-const standUpBody = z.union([
+export const standUpBody = z.union([
   z.strictObject({ tableId, sid: z.uuid() }),
   z.strictObject({ tableId, userId: z.uuid(), reason: z.enum(['bust', 'idle']) }),
 ]);
@@ -28,11 +29,31 @@ const STAND_UP_SQL = {
   bust: 'select player_id, seat_index, chip_balance, history_hash, money_kind from game.stand_up_busted($1, $2)',
   idle: 'select player_id, seat_index, chip_balance, history_hash, money_kind from game.stand_up_idle($1, $2)',
 } as const;
-const settleBody = z.object({
+export const settleBody = z.object({
   playerId: positionId,
   ledgerRefId: z.string().min(1).max(200),
   settlement: z.enum(['cash_out', 'custody', 'bust']),
 });
+
+/** The contracts of installSeatRoutes: the cage's seams, service key only. */
+export const seatRoutes = [
+  describeRoute({
+    method: 'post', path: '/internal/credit-chips', auth: 'service', summary: 'Funds a seat (idempotent by creditKey)', body: creditBody,
+    responses: { 200: '{ ok, status, playerId, seatIndex, chipBalance, historyHash }', 409: 'seat_taken / hand_in_progress / ...' },
+  }),
+  describeRoute({
+    method: 'post', path: '/internal/credit-chips/cancel', auth: 'service', summary: 'Cancels a funding the cage could not confirm', body: cancelBody,
+    responses: { 200: '{ ok, status }' },
+  }),
+  describeRoute({
+    method: 'post', path: '/internal/stand-up', auth: 'service', summary: 'Stands a player up: voluntary (their sid), or a bust or the sit-out timeout', body: standUpBody,
+    responses: { 200: '{ ok, playerId, seatIndex, chipAmount, historyHash, moneyKind }', 404: 'not_seated', 409: 'hand_in_progress' },
+  }),
+  describeRoute({
+    method: 'post', path: '/internal/settle-withdrawal', auth: 'service', summary: 'Zeroes a settled seat', body: settleBody,
+    responses: { 200: '{ ok, status, historyHash }' },
+  }),
+];
 
 export function installSeatRoutes(
   app: Express,

@@ -12,6 +12,7 @@ import { playerSession } from '../../http/jwt.ts';
 import { withSpan } from '../../telemetry/index.ts';
 import { resolvedSngSettingsSchema } from '../../tournaments/settings.ts';
 import { realMoneyOn } from '../../cage/switches.ts';
+import { describeRoute, type RouteContract } from '../../http/openapi.ts';
 
 const int = () => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const positive = () => int().min(1);
@@ -89,7 +90,7 @@ function settingsSchema(schemas: ReturnType<typeof tableSettingsSchemas>, gameTy
   return schemas[gameType];
 }
 
-const envelope = z.object({
+export const envelope = z.object({
   tableId: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/, '1..64 characters: letters, digits, _ . : - (not first)'),
   gameType: z.enum(['poker', 'arena']),
   settings: z.record(z.string(), z.unknown()),
@@ -110,6 +111,23 @@ function insertTable(
     : pool.query('select table_id, status from game.create_table($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
       t.tableId, t.gameType, JSON.stringify(t.settings), t.moneyKind, t.sid, ...limit, t.mode, t.kind,
     ]);
+}
+
+/**
+ * The contract of installTableRoutes: the envelope, its settings judged by the game type's schema
+ * (poker, arena, or poker with `mode: 'sng'`). The chain bank's tables are real money whatever
+ * moneyKind says.
+ */
+export function tableCreateRoutes(options: { testAuthPermitted: boolean; bank?: 'cage' | 'chain' }): RouteContract[] {
+  const schemas = tableSettingsSchemas(options);
+  return [describeRoute({
+    method: 'post', path: '/api/tables', auth: 'jwt', summary: options.bank === 'chain' ? 'Creates a real-money table on the chain bank' : 'Creates a table',
+    body: envelope.extend({ settings: z.union([schemas.poker, schemas.arena, schemas.sng]) }),
+    responses: {
+      200: '{ tableId, gameType, status: active }', 400: 'missing_table_id / missing_game_type / validation_failed (with issues)',
+      403: 'real_money_disabled', 409: 'table_exists', 429: 'table_limit_reached',
+    },
+  })];
 }
 
 export function installTableRoutes(

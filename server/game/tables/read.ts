@@ -5,8 +5,9 @@ import type { Express } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
 import { ApiError, zodIssues } from '../../http/errors.ts';
+import { describeRoute } from '../../http/openapi.ts';
 
-const listQuery = z.object({
+export const tableListQuery = z.object({
   mode: z.enum(['cash', 'sng']).optional(),
   status: z.enum(['active', 'pending', 'frozen']).optional(),
   moneyKind: z.enum(['play', 'real']).optional(),
@@ -14,10 +15,22 @@ const listQuery = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50),
 }).strict();
 
+/** The contracts of installTableReadRoute (the cage serves the same two reads: server/cage/reads.ts). */
+export const tableReadRoutes = [
+  describeRoute({
+    method: 'get', path: '/api/tables', auth: 'none', summary: 'The lobby: one summary per table, paged by tableId', query: tableListQuery,
+    responses: { 200: '{ tables: [{ tableId, gameType, moneyKind, status, mode, kind, seats, seated, handInProgress, ... }], next }' },
+  }),
+  describeRoute({
+    method: 'get', path: '/api/tables/:tableId', auth: 'none', summary: 'A table: its record and who sits where (never the deck seed)',
+    responses: { 200: '{ tableId, gameType, settings, moneyKind, status, mode, kind, tournamentState, currentLevel, levelStartedAt, handInProgress, seats }', 404: 'table_not_found' },
+  }),
+];
+
 export function installTableReadRoute(app: Express, deps: { pool: pg.Pool }) {
   const { pool } = deps;
   app.get('/api/tables', async (req, res) => {
-    const parsed = listQuery.safeParse(req.query);
+    const parsed = tableListQuery.safeParse(req.query);
     if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
     const q = parsed.data;
     const { rows } = await pool.query(
