@@ -147,6 +147,7 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   // web (the client's files and the same-origin proxy)
   'web GET /health': { auth: 'none' },
   'web GET /api/web/config': { auth: 'none' },
+  'web GET /openapi.json': { auth: 'none' },
   'web ALL /api/gw/:role/{*rest}': { auth: 'jwt', fields: ['sectionKey', 'tableId', 'seatIndex', 'amount', 'walletAddress', 'chainId'], query: ['mode', 'limit'] },
   'web GET /': { auth: 'none' },
   'web GET /app/:name': { auth: 'none' },

@@ -12,7 +12,7 @@ import { CLIENT_MESSAGE_TYPES, parseClientMessage } from '../server/game/live/me
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { call, startMoneyPlatform } from './helpers/money.ts';
 
-const ROLES = ['auth', 'game', 'cage', 'admin', 'betting', 'chain-bank'] as const;
+const ROLES = ['auth', 'game', 'cage', 'admin', 'betting', 'chain-bank', 'web'] as const;
 type RoleName = (typeof ROLES)[number];
 type Doc = { openapi: string; paths: Record<string, Record<string, any>>; components: { schemas: Record<string, unknown> } };
 
@@ -23,7 +23,7 @@ const headersOf = {} as Record<RoleName, Headers>;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  m = await startMoneyPlatform(db, { alsoAdmin: true, alsoBetting: true, alsoChainBank: true });
+  m = await startMoneyPlatform(db, { alsoAdmin: true, alsoBetting: true, alsoChainBank: true, alsoWeb: true });
   for (const role of ROLES) {
     const res = await fetch(`${m.platform.url(role)}/openapi.json`);
     expect(res.status).toBe(200);
@@ -41,7 +41,7 @@ function documented(doc: Doc): string[] {
   const keys = new Set<string>();
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(item)) {
-      keys.add(`${op['x-express-method'] ?? method.toUpperCase()} ${path.replace(/\{([^}]+)\}/g, ':$1')}`);
+      keys.add(`${op['x-express-method'] ?? method.toUpperCase()} ${op['x-express-path'] ?? path.replace(/\{([^}]+)\}/g, ':$1')}`);
     }
   }
   return [...keys].sort();

@@ -70,7 +70,7 @@ export const openApiRoute = describeRoute({
 });
 
 /** Express's `:param` (and `{/:optional}`-free paths) to OpenAPI's `{param}`. */
-export const openApiPath = (path: string) => path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
+export const openApiPath = (path: string) => path.replace(/\{\*([A-Za-z_][A-Za-z0-9_]*)\}/g, '{$1}').replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
 
 type JsonSchema = Record<string, unknown> & { properties?: Record<string, JsonSchema>; required?: string[] };
 
@@ -139,7 +139,14 @@ export function openApiDocument(options: { role: string; version?: string; route
     const item = (paths[openApiPath(c.path)] ??= {});
     for (const method of methods) {
       if (item[method]) throw new Error(`openapi: ${method.toUpperCase()} ${c.path} is described twice for ${options.role}`);
-      item[method] = operation(options.role, c);
+      // a wildcard (`{*rest}`: the rest of the path) has no OpenAPI spelling: the Express path is kept beside it
+      const op = operation(options.role, c);
+      item[method] = {
+        ...op,
+        // an app.all route serving several methods: one operation each, each its own id
+        ...(methods.length > 1 ? { operationId: `${op.operationId} (${method.toUpperCase()})` } : {}),
+        ...(c.path.includes('{*') ? { 'x-express-path': c.path } : {}),
+      };
     }
   }
   return {

@@ -6,14 +6,16 @@
 // else the chain bank), else the default ports on HOST.
 import { stat } from 'node:fs/promises';
 import express, { type RequestHandler } from 'express';
+import { z } from 'zod';
 import { listen, mountedRoutes } from '../http/app.ts';
+import { describeRoute, openApiDocument, openApiRoute, type RouteContract } from '../http/openapi.ts';
 import { refuseDeepJson, refuseHostileTarget, refuseNulInBody } from '../http/edge.ts';
 import { errorHandler, notFound } from '../http/errors.ts';
 import { bigintAsString } from '../http/json.ts';
 import { requestLog } from '../http/request-log.ts';
 import { deploymentEnvironment, type Config } from '../config/index.ts';
 import type { Peers, RoleContext, StartedRole } from './types.ts';
-import { installProxyRoutes, type Upstream } from '../web/proxy.ts';
+import { ALLOWLIST, installProxyRoutes, type Upstream } from '../web/proxy.ts';
 import { installStaticRoutes, WEB_DIR } from '../web/static.ts';
 import { relayWebsockets } from '../web/ws.ts';
 
@@ -39,6 +41,36 @@ const securityHeaders: RequestHandler = (req, res, next) => {
   if (req.path.startsWith('/api/')) res.set('cache-control', 'no-store');
   next();
 };
+
+/** The web role's routes, described (served at GET /openapi.json); the proxy's allowlist is read from the proxy itself. */
+export const webRoutes: readonly RouteContract[] = [
+  describeRoute({
+    method: 'get', path: '/health', auth: 'none', summary: 'Liveness: the client\'s files can be read',
+    responses: {
+      200: { description: 'healthy', body: z.object({ ok: z.literal(true), latency: z.number().describe('milliseconds') }) },
+      503: 'client_files_missing',
+    },
+  }),
+  openApiRoute,
+  describeRoute({
+    method: 'get', path: '/api/web/config', auth: 'none', summary: 'What the page needs before it signs anyone in',
+    responses: { 200: { description: 'the deployment', body: z.object({ testAuth: z.boolean(), environment: z.string() }) } },
+  }),
+  describeRoute({
+    method: 'all', path: '/api/gw/:role/{*rest}', auth: ['none', 'jwt'], serves: ['get', 'post', 'delete'],
+    summary: 'The same-origin proxy: a fixed list of routes of the auth, game and bank roles, the Authorization header forwarded unchanged',
+    description: `Forwarded (anything else 404 not_proxied): ${Object.entries(ALLOWLIST)
+      .map(([role, routes]) => routes.map(([m, path]) => `${m} /api/gw/${role}${path}`).join(', ')).join('; ')}. `
+      + 'The claim submit (POST /api/gw/game/claim-board/claim) records the span ui.claim.submit. The websocket is relayed at /api/gw/game/ws.',
+    params: z.object({ role: z.enum(Object.keys(ALLOWLIST) as [Upstream, ...Upstream[]]), rest: z.string() }),
+    responses: { 200: 'the upstream\'s answer, status and body as they came', 404: 'not_proxied', 502: 'upstream_unavailable, upstream_error', 504: 'upstream_timeout' },
+  }),
+  describeRoute({ method: 'get', path: '/', auth: 'none', summary: 'The web client\'s page', responses: { 200: 'text/html' } }),
+  describeRoute({
+    method: 'get', path: '/app/:name', auth: 'none', summary: 'A module or style of the client (TypeScript served type-stripped as JavaScript)',
+    params: z.object({ name: z.string() }), responses: { 200: 'text/javascript or text/css', 404: 'not_found' },
+  }),
+];
 
 export function webUpstreams(config: Config, peers: Peers | undefined): (role: Upstream) => string | undefined {
   const local = (port: number) => `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
@@ -74,6 +106,11 @@ export async function startWeb({ config, log, peers }: RoleContext): Promise<Sta
   // what the page needs to know about this deployment before it signs anyone in
   app.get('/api/web/config', (_req, res) => {
     res.json({ testAuth: config.testAuthPermitted, environment: deploymentEnvironment(config) });
+  });
+  let document: string | undefined;
+  app.get('/openapi.json', (_req, res) => {
+    document ??= JSON.stringify(openApiDocument({ role: 'web', routes: webRoutes }));
+    res.set('cache-control', 'public, max-age=300').type('application/json').send(document);
   });
   installProxyRoutes(app, { upstream, timeoutMs: Math.max(config.GAME_CALL_TIMEOUT_MS * 2, 10_000) });
   installStaticRoutes(app);
