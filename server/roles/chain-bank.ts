@@ -15,6 +15,7 @@ import { installTableRoutes } from '../game/tables/create.ts';
 import { installBankDepositRoutes, type BankDeps } from '../bank/deposit.ts';
 import { installBankWithdrawRoutes } from '../bank/withdraw.ts';
 import { installChainTournamentRoutes } from '../bank/tournaments.ts';
+import { installChainInfoRoutes } from '../bank/chain-info.ts';
 import { scheduleReconciler } from '../bank/reconcile.ts';
 import { createChainBankChain } from '../chain/evm.ts';
 import { startLocalChain, type LocalChain } from '../chain/local.ts';
@@ -89,6 +90,7 @@ export async function startChainBank({ config, databaseUrl, log, peers }: RoleCo
         installBankDepositRoutes(app, deps);
         installBankWithdrawRoutes(app, deps);
         installChainTournamentRoutes(app, deps);
+        installChainInfoRoutes(app, deps);
       },
     });
     return {

@@ -19,6 +19,8 @@ export const ALLOWLIST: Record<Upstream, [string, string][]> = {
     ['POST', '/api/auth/bridge'],
     ['POST', '/api/auth/siwe/nonce'],
     ['POST', '/api/link-wallet'],
+    ['POST', '/api/auth/solana/nonce'],
+    ['POST', '/api/link-wallet/solana'],
     ['GET', '/api/wallets'],
     ['POST', '/api/wallets/set-primary'],
     ['DELETE', '/api/wallets/:address'],
@@ -39,6 +41,8 @@ export const ALLOWLIST: Record<Upstream, [string, string][]> = {
     ['GET', '/api/cage/balances'],
     ['GET', '/api/cage/receipts'],
     ['GET', '/api/cage/receipt-key'],
+    ['GET', '/api/chain'],
+    ['GET', '/api/chain/nonces/:address'],
   ],
 };
 

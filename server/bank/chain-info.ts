@@ -1,0 +1,52 @@
+// The chain bank's public reads for a browser wallet (no auth: all of it is public chain data):
+//   GET /api/chain                  what a permit is signed against: the token's EIP-712 domain
+//                                   (tokenName, tokenVersion, chainId, token = verifyingContract, as
+//                                   the token itself reports them, ERC-5267), the vault (the permit's
+//                                   spender) and chipUnits (token base units per chip); `bank:'chain'`
+//                                   is how the web client tells the chain bank from the cage.
+//   GET /api/chain/nonces/:address  the token's next permit nonce for that owner.
+// The browser signs the same typed data as server/chain/dev-wallet.ts signPermit, with
+// eth_signTypedData_v4 (web/permit.ts). 503 chain_not_configured without a chain, chain_unavailable
+// when the node does not answer.
+import type { Express } from 'express';
+import { getAddress, type Address } from 'viem';
+import { ApiError } from '../http/errors.ts';
+import { BASE_UNITS_PER_CHIP, ChainUnavailable } from '../chain/types.ts';
+import { requireChain, type BankDeps } from './deposit.ts';
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+
+async function read<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof ChainUnavailable) throw new ApiError(503, 'chain_unavailable');
+    throw err;
+  }
+}
+
+export function installChainInfoRoutes(app: Express, deps: BankDeps) {
+  app.get('/api/chain', async (_req, res) => {
+    const chain = requireChain(deps);
+    const domain = await read(() => chain.permitDomain());
+    res.json({
+      bank: 'chain',
+      chainId: Number(domain.chainId ?? chain.deployment.chainId),
+      token: domain.verifyingContract ?? chain.deployment.token,
+      vault: chain.deployment.vault,
+      tokenName: domain.name,
+      tokenVersion: domain.version,
+      chipUnits: BASE_UNITS_PER_CHIP.toString(),
+    });
+  });
+
+  app.get('/api/chain/nonces/:address', async (req, res) => {
+    const raw = String(req.params.address);
+    if (!ADDRESS.test(raw)) throw new ApiError(400, 'invalid_address');
+    const chain = requireChain(deps);
+    // any spelling of the address (a checksum is not required): the chain's own form answered
+    const owner = getAddress(raw.toLowerCase()) as Address;
+    const nonce = await read(() => chain.permitNonce(owner));
+    res.json({ owner, nonce: nonce.toString() });
+  });
+}
