@@ -1,6 +1,6 @@
-// The bank this platform runs, and deposits through the chain bank. The bank is the chain bank when
-// it answers `GET /api/chain` (`bank:'chain'`); the cage has no such route (404), and its deposit
-// takes no permit. A chain deposit is paid by an ERC-2612 permit the browser wallet signs with
+// The bank this platform runs, and deposits through the chain bank. Both banks answer
+// `GET /api/economy` with `bank` ('cage' or 'chain'); the chain bank's `GET /api/chain` then says
+// what a permit is signed against. The cage's deposit takes no permit. A chain deposit is paid by an ERC-2612 permit the browser wallet signs with
 // eth_signTypedData_v4: the typed data exactly as server/chain/dev-wallet.ts signPermit builds it
 // (the token's EIP-712 domain as the chain bank reports it, spender the vault, value the chips in
 // token base units, the owner's nonce read from the chain bank, a deadline 30 minutes ahead).
@@ -23,19 +23,30 @@ export interface ChainInfo {
   chipUnits: string;
 }
 
-export type Bank = { kind: 'cage' } | { kind: 'chain'; info: ChainInfo | null; error?: string };
+export type Bank = { kind: 'cage' } | { kind: 'chain'; info: ChainInfo | null; error?: string } | { kind: 'unknown'; error: string };
 
 let known: Promise<Bank> | undefined;
 
-/** Which bank the platform runs (asked once per page load; an answer that says nothing is asked again next time). */
+async function ask(): Promise<Bank> {
+  const economy = await call('bank', '/api/economy');
+  if (!economy.ok) return { kind: 'unknown', error: economy.body?.error ?? `http_${economy.status}` };
+  if (economy.body?.bank !== 'chain') return { kind: 'cage' };
+  const chain = await call('bank', '/api/chain');
+  if (!chain.ok) return { kind: 'chain', info: null, error: chain.body?.error ?? `http_${chain.status}` };
+  return { kind: 'chain', info: chain.body as ChainInfo };
+}
+
+/**
+ * Which bank the platform runs, asked once per page load; an answer that is not whole (the bank or
+ * its chain did not answer) is asked again next time, and meanwhile a deposit says why.
+ */
 export function bank(): Promise<Bank> {
-  known ??= call<ChainInfo>('bank', '/api/chain').then((a): Bank => {
-    if (a.status === 404) return { kind: 'cage' };
-    if (!a.ok) known = undefined;
-    return a.ok ? { kind: 'chain', info: a.body } : { kind: 'chain', info: null, error: (a.body as { error?: string } | null)?.error ?? `http_${a.status}` };
-  }, (err: unknown) => {
+  known ??= ask().then((b) => {
+    if (b.kind === 'unknown' || (b.kind === 'chain' && !b.info)) known = undefined;
+    return b;
+  }, (): Bank => {
     known = undefined;
-    throw err;
+    return { kind: 'unknown', error: 'bank_unavailable' };
   });
   return known;
 }

@@ -117,6 +117,7 @@ export async function openTable(root: HTMLElement, tableId: string, options: { s
 
   async function sit(seatIndex: number, amount: string) {
     if (theBank.kind === 'chain') return sitOnChain(theBank, seatIndex, amount);
+    if (theBank.kind === 'unknown') return say(errorLine(`The bank did not answer (${theBank.error}); reload to try again.`));
     say(h('p', { class: 'muted' }, 'Buying in…'));
     const r = await live.request({ type: 'sit', tableId, seatIndex, amount: Number(amount), idempotencyKey: idempotencyKey() });
     if (r.type === 'sit_pending') say(h('p', { class: 'muted' }, 'You will be seated when this hand ends.'));

@@ -37,7 +37,7 @@ export async function tournamentPage(view: HTMLElement, tableId: string) {
     const r = await table.live.request({ type: 'register_for_tournament', tableId });
     if (r.type !== 'tournament_registered') return void mount(regStatus, errorLine(`Registration refused: ${r.code}`));
     mount(regStatus, h('p', { class: 'muted' }, `Seat ${r.seatIndex} reserved; paying the entry fee (${r.entryFee})…`));
-    if (table.bank.kind === 'chain') return payOnChain(r.seatIndex, String(r.entryFee));
+    if (table.bank.kind !== 'cage') return payOnChain(r.seatIndex, String(r.entryFee));
     const paid = await call('bank', '/api/deposit', { body: { tableId, seatIndex: r.seatIndex, amount: Number(r.entryFee) }, headers: { 'idempotency-key': idempotencyKey() } });
     if (!paid.ok) return void mount(regStatus, errorLine(`Entry fee refused: ${paid.body?.error ?? paid.status}`));
     mount(regStatus, h('p', { class: 'ok', id: 'registered' }, `Registered at seat ${r.seatIndex}: entry fee ${r.entryFee} paid.`));
@@ -45,7 +45,7 @@ export async function tournamentPage(view: HTMLElement, tableId: string) {
 
   /** The chain bank's entry: a deposit of exactly the entry fee for the reserved seat, paid by a permit the browser wallet signs. */
   async function payOnChain(seatIndex: number, entryFee: string) {
-    if (table.bank.kind !== 'chain' || !table.bank.info) return void mount(regStatus, errorLine('The chain bank is unavailable.'));
+    if (table.bank.kind !== 'chain' || !table.bank.info) return void mount(regStatus, errorLine(`The bank did not answer (${table.bank.kind === 'cage' ? '' : table.bank.error}); reload to try again.`));
     mount(regStatus, h('p', { class: 'muted' }, `Seat ${seatIndex} reserved; sign the permit for the entry fee (${entryFee}) in your wallet…`));
     try {
       const outcome = depositOutcome(await chainDeposit(table.bank.info, { tableId, seatIndex, amount: entryFee }));

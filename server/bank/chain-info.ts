@@ -1,9 +1,12 @@
-// The chain bank's public reads for a browser wallet (no auth: all of it is public chain data):
+// The chain bank's public reads for a browser wallet (no auth: all of it is public):
+//   GET /api/economy                the economy's flags, as the cage's at the same place: `bank`
+//                                   ('chain' here, 'cage' there: how the web client tells which bank
+//                                   it talks to), the money kinds (real only) and the units. No chain
+//                                   and no database read.
 //   GET /api/chain                  what a permit is signed against: the token's EIP-712 domain
 //                                   (tokenName, tokenVersion, chainId, token = verifyingContract, as
 //                                   the token itself reports them, ERC-5267), the vault (the permit's
-//                                   spender) and chipUnits (token base units per chip); `bank:'chain'`
-//                                   is how the web client tells the chain bank from the cage.
+//                                   spender) and chipUnits (token base units per chip).
 //   GET /api/chain/nonces/:address  the token's next permit nonce for that owner.
 // The browser signs the same typed data as server/chain/dev-wallet.ts signPermit, with
 // eth_signTypedData_v4 (web/permit.ts). 503 chain_not_configured without a chain, chain_unavailable
@@ -26,6 +29,10 @@ async function read<T>(work: () => Promise<T>): Promise<T> {
 }
 
 export function installChainInfoRoutes(app: Express, deps: BankDeps) {
+  app.get('/api/economy', (_req, res) => {
+    res.json({ bank: 'chain', moneyKinds: ['real'], units: { chip: 1, tokenBaseUnitsPerChip: Number(BASE_UNITS_PER_CHIP) } });
+  });
+
   app.get('/api/chain', async (_req, res) => {
     const chain = requireChain(deps);
     const domain = await read(() => chain.permitDomain());
