@@ -110,7 +110,8 @@ function send(res: Response, answer: Answer) {
 export function installProxyRoutes(app: Express, deps: { upstream: (role: Upstream) => string | undefined; timeoutMs: number }) {
   app.all('/api/gw/:role/{*rest}', async (req, res) => {
     const role = req.params.role as string;
-    if (!(role in ALLOWLIST)) throw new ApiError(404, 'not_proxied');
+    // own keys only: 'valueOf', 'constructor' and the like are no upstream
+    if (!Object.hasOwn(ALLOWLIST, role)) throw new ApiError(404, 'not_proxied');
     // the path as sent (still %-encoded): forwarded as written, judged decoded segment by segment
     const raw = req.path.slice(`/api/gw/${role}`.length);
     let decoded: string[];
