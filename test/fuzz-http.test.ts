@@ -140,6 +140,9 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'chain-bank POST /api/withdraw': { auth: 'jwt', fields: ['tableId', 'destinationWallet', 'forced', 'userId', 'payoutIntent'] },
   'chain-bank POST /internal/bust': { auth: 'service', fields: ['tableId', 'userId'] },
   'chain-bank POST /api/tournament/unregister': { auth: 'jwt', fields: ['tableId'] },
+  'chain-bank GET /api/economy': { auth: 'none' },
+  'chain-bank GET /api/chain': { auth: 'none' },
+  'chain-bank GET /api/chain/nonces/:address': { auth: 'none' },
   // admin
   'admin GET /health': { auth: 'none' },
   'admin GET /openapi.json': { auth: 'none' },
@@ -148,7 +151,7 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'web GET /health': { auth: 'none' },
   'web GET /api/web/config': { auth: 'none' },
   'web GET /openapi.json': { auth: 'none' },
-  'web ALL /api/gw/:role/{*rest}': { auth: 'jwt', fields: ['sectionKey', 'tableId', 'seatIndex', 'amount', 'walletAddress', 'chainId'], query: ['mode', 'limit'] },
+  'web ALL /api/gw/:role/{*rest}': { auth: 'jwt', fields: ['sectionKey', 'tableId', 'seatIndex', 'amount', 'walletAddress', 'chainId', 'permit', 'signerAddress', 'address', 'message', 'signature'], query: ['mode', 'limit'] },
   'web GET /': { auth: 'none' },
   'web GET /app/:name': { auth: 'none' },
 };

@@ -63,6 +63,8 @@ test('the proxy: only its allowlist, the JWT forwarded unchanged, upstream codes
     ['POST', '/api/gw/bank/internal/bust'], ['POST', '/api/gw/game/internal/claim-board/condition-met'], ['GET', '/api/gw/admin/graphql'],
     ['GET', '/api/gw/game/api/tables/..%2f..%2finternal'], ['GET', '/api/gw/game/api/tables/%2e%2e'], ['GET', '/api/gw/game/claim-board/state/'],
     ['GET', '/api/gw/game'], ['DELETE', '/api/gw/game/api/tables'], ['POST', '/api/gw/bank/api/operator/purchase'],
+    // an inherited property's name is no upstream (found by the fuzz: it was a 500)
+    ['POST', '/api/gw/valueOf/api/hands'], ['GET', '/api/gw/constructor/api/tables'], ['GET', '/api/gw/__proto__/api/tables'],
   ] as const) {
     const answer = await rawRequest(web, { method, path, headers: { ...p.auth, 'x-service-key': m.service['x-service-key'] } });
     expect({ method, path, status: answer.status }).toEqual({ method, path, status: answer.status >= 400 && answer.status < 500 ? answer.status : 'not 4xx' });

@@ -1,16 +1,21 @@
 // The lobby: cash tables (blinds, seats, state) and Sit-and-Go tournaments (state, entry fee,
-// registered count, level), from the game role's table list; the player's cage balance.
+// registered count, level), from the game role's table list; the player's cage balance (on the
+// chain bank there is none: chips are tokens in the player's wallet).
 import { call, must, session } from './api.ts';
+import { bank } from './chain.ts';
 import { grid, h, mount } from './ui.ts';
 
 export async function lobbyPage(view: HTMLElement) {
   const render = async () => {
+    const theBank = await bank();
     const [cash, sng, balances] = await Promise.all([
       must('game', '/api/tables?mode=cash&limit=200'),
       must('game', '/api/tables?mode=sng&limit=200'),
-      session() ? call('bank', '/api/cage/balances') : Promise.resolve(null),
+      session() && theBank.kind === 'cage' ? call('bank', '/api/cage/balances') : Promise.resolve(null),
     ]);
-    const balance = balances?.ok ? h('p', { id: 'balance' }, `Your chips: ${balances.body.balances.play} play`, balances.body.balances.real ? `, ${balances.body.balances.real} real` : '') : null;
+    const balance = balances?.ok ? h('p', { id: 'balance' }, `Your chips: ${balances.body.balances.play} play`, balances.body.balances.real ? `, ${balances.body.balances.real} real` : '')
+      : theBank.kind === 'chain' ? h('p', { class: 'muted', id: 'balance' }, `Chain bank${theBank.info ? ` (chain ${theBank.info.chainId})` : ''}: your chips are tokens in your wallet; a sit or an entry is paid with a permit your wallet signs.`)
+        : null;
     mount(view,
       h('h1', {}, 'Lobby'),
       balance,

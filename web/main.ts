@@ -25,6 +25,8 @@ const ROUTES: [RegExp, Page, boolean][] = [
 const NAV: [string, string][] = [['lobby', 'Lobby'], ['claims', 'Claim board'], ['wallets', 'Wallets'], ['hands', 'Hand histories']];
 
 let leave: (() => void) | void;
+/** The navigation now shown; a page still loading from an earlier one is dropped when it resolves. */
+let navigation = 0;
 
 function renderHeader(current: string) {
   const s = session();
@@ -36,11 +38,19 @@ function renderHeader(current: string) {
 }
 
 async function route() {
+  const mine = ++navigation;
   const path = decodeURIComponent(location.hash.replace(/^#\/?/, '')) || (session() ? 'lobby' : 'signin');
   leave?.();
   leave = undefined;
   renderHeader(path);
-  const view = document.getElementById('view')!;
+  // each navigation renders into its own element: a page of an earlier navigation that finishes
+  // loading late renders into a detached one, never over the page now shown
+  const view = h('div', {});
+  mount(document.getElementById('view')!, view);
+  const settle = (done: (() => void) | void) => {
+    if (mine === navigation) leave = done;
+    else done?.();
+  };
   for (const [pattern, page, needsSession] of ROUTES) {
     const m = pattern.exec(path);
     if (!m) continue;
@@ -50,14 +60,14 @@ async function route() {
     }
     mount(view, h('p', { class: 'muted' }, 'Loading…'));
     try {
-      leave = await page(view, ...m.slice(1));
+      settle(await page(view, ...m.slice(1)));
     } catch (err) {
       mount(view, h('p', { class: 'error', role: 'alert' }, `Could not load this page: ${(err as Error).message}`));
     }
     return;
   }
   if (path.startsWith('signin') || path.includes('id_token=')) {
-    leave = await signInPage(view);
+    settle(await signInPage(view));
     return;
   }
   mount(view, h('p', { class: 'error' }, 'No such page.'), h('a', { href: '#/lobby' }, 'Lobby'));

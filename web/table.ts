@@ -2,7 +2,10 @@
 // role buys in through the bank), act with the legal actions and the raise-to bounds of the
 // server's `legal`, stand up (the `stood_up` answer carries the cage's receipt), the hand results,
 // and your receipts for this table with their signatures checked. Also the tournament view's table.
+// On the chain bank the sit is a deposit paid by a permit the browser wallet signs (chain.ts), and a
+// stand-up is paid back on chain to the wallet that signed it (its transaction is the receipt).
 import { idempotencyKey, Live, must, session, type Msg } from './api.ts';
+import { bank, chainDeposit, depositOutcome, type Bank } from './chain.ts';
 import { receiptsCard } from './receipts.ts';
 import { errorLine, h, mount } from './ui.ts';
 
@@ -11,6 +14,8 @@ const cardText = (cards: string[] | null | undefined) => (cards && cards.length 
 export interface TableView {
   live: Live;
   room: Msg;
+  /** The platform's bank: the cage, or the chain bank (deposits by permit). */
+  bank: Bank;
   state: Msg | null;
   /** Extra handlers (the tournament view's messages). */
   onMessage(handler: (m: Msg) => void): void;
@@ -19,7 +24,7 @@ export interface TableView {
 
 /** Renders a live table into `root`; `sitting` false hides the sit form (tournaments). */
 export async function openTable(root: HTMLElement, tableId: string, options: { sitting: boolean }): Promise<TableView> {
-  const room = await must('game', `/api/tables/${encodeURIComponent(tableId)}`);
+  const [room, theBank] = await Promise.all([must('game', `/api/tables/${encodeURIComponent(tableId)}`), bank()]);
   const me = session()?.userId ?? null;
   const live = new Live();
   const extra: ((m: Msg) => void)[] = [];
@@ -30,7 +35,7 @@ export async function openTable(root: HTMLElement, tableId: string, options: { s
   const statusEl = h('div', { id: 'table-status' });
   const resultsEl = h('div', { class: 'log', id: 'results' });
   const receiptsEl = h('div', { id: 'receipts-slot' });
-  const view: TableView = { live, room, state: null, onMessage: (f) => extra.push(f), close: () => live.close() };
+  const view: TableView = { live, room, bank: theBank, state: null, onMessage: (f) => extra.push(f), close: () => live.close() };
   let standPending = false;
 
   mount(root, feltEl, seatsEl, actionsEl, options.sitting ? sitEl : null, statusEl, h('h2', {}, 'Hand results'), resultsEl, receiptsEl);
@@ -111,11 +116,25 @@ export async function openTable(root: HTMLElement, tableId: string, options: { s
   }
 
   async function sit(seatIndex: number, amount: string) {
+    if (theBank.kind === 'chain') return sitOnChain(theBank, seatIndex, amount);
+    if (theBank.kind === 'unknown') return say(errorLine(`The bank did not answer (${theBank.error}); reload to try again.`));
     say(h('p', { class: 'muted' }, 'Buying in…'));
     const r = await live.request({ type: 'sit', tableId, seatIndex, amount: Number(amount), idempotencyKey: idempotencyKey() });
     if (r.type === 'sit_pending') say(h('p', { class: 'muted' }, 'You will be seated when this hand ends.'));
     else if (r.type === 'error') say(errorLine(`Sit refused: ${r.code}`));
     else if (r.type === 'seated') say(h('p', { class: 'ok', id: 'seated' }, `Seated at seat ${r.seatIndex} with ${r.chipBalance}.`));
+  }
+
+  /** The chain bank's sit: a deposit to the seat, paid by a permit the browser wallet signs. */
+  async function sitOnChain(chain: Extract<Bank, { kind: 'chain' }>, seatIndex: number, amount: string) {
+    if (!chain.info) return say(errorLine(`The chain bank is unavailable: ${chain.error}`));
+    say(h('p', { class: 'muted' }, 'Sign the permit in your wallet…'));
+    try {
+      const outcome = depositOutcome(await chainDeposit(chain.info, { tableId, seatIndex, amount }));
+      say(outcome.ok ? h('p', { class: 'ok', id: 'seated' }, `Seat ${seatIndex}: ${amount} chips, ${outcome.text}.`) : errorLine(`Sit refused: ${outcome.text}`));
+    } catch (err) {
+      say(errorLine(`Sit failed: ${(err as Error).message}`));
+    }
   }
 
   async function standUp() {
@@ -130,8 +149,9 @@ export async function openTable(root: HTMLElement, tableId: string, options: { s
   async function stoodUp(m: Msg) {
     standPending = false;
     sitEl.dataset.shown = '';
-    say(h('p', { class: 'ok', id: 'stood-up' }, m.busted ? 'You busted and left the table.' : `You left the table with ${m.amount} chips.`));
-    mount(receiptsEl, await receiptsCard(tableId));
+    const paid = theBank.kind === 'chain' && m.txHash ? `, paid to your wallet on chain (tx ${String(m.txHash).slice(0, 12)}…)` : '';
+    say(h('p', { class: 'ok', id: 'stood-up' }, m.busted ? 'You busted and left the table.' : `You left the table with ${m.amount} chips${paid}.`));
+    if (theBank.kind === 'cage') mount(receiptsEl, await receiptsCard(tableId));
   }
 
   function handResult(m: Msg) {
@@ -159,7 +179,7 @@ export async function openTable(root: HTMLElement, tableId: string, options: { s
   if (hello.type === 'error') say(errorLine(`Not signed in on the table: ${hello.code}`));
   const joined = await live.request({ type: 'join', tableId });
   if (joined.type !== 'joined') throw new Error(joined.code ?? 'join refused');
-  if (session()) mount(receiptsEl, await receiptsCard(tableId));
+  if (session() && theBank.kind === 'cage') mount(receiptsEl, await receiptsCard(tableId));
   return view;
 }
 

@@ -1,7 +1,8 @@
 // A Sit-and-Go: registration (the `register_for_tournament` message reserves a seat; the entry fee
-// is paid through the bank's deposit for that seat, amount = entryFee), the level clock, the
-// standings, the payouts, and the table itself (the tournament deals to every seat).
+// is paid through the bank's deposit for that seat, amount = entryFee; on the chain bank with a
+// permit the browser wallet signs, chain.ts), the level clock, the standings, the payouts, and the table itself (the tournament deals to every seat).
 import { call, idempotencyKey, must, session, type Msg } from './api.ts';
+import { chainDeposit, depositOutcome } from './chain.ts';
 import { openTable } from './table.ts';
 import { errorLine, grid, h, mount } from './ui.ts';
 
@@ -36,9 +37,23 @@ export async function tournamentPage(view: HTMLElement, tableId: string) {
     const r = await table.live.request({ type: 'register_for_tournament', tableId });
     if (r.type !== 'tournament_registered') return void mount(regStatus, errorLine(`Registration refused: ${r.code}`));
     mount(regStatus, h('p', { class: 'muted' }, `Seat ${r.seatIndex} reserved; paying the entry fee (${r.entryFee})…`));
+    if (table.bank.kind !== 'cage') return payOnChain(r.seatIndex, String(r.entryFee));
     const paid = await call('bank', '/api/deposit', { body: { tableId, seatIndex: r.seatIndex, amount: Number(r.entryFee) }, headers: { 'idempotency-key': idempotencyKey() } });
     if (!paid.ok) return void mount(regStatus, errorLine(`Entry fee refused: ${paid.body?.error ?? paid.status}`));
     mount(regStatus, h('p', { class: 'ok', id: 'registered' }, `Registered at seat ${r.seatIndex}: entry fee ${r.entryFee} paid.`));
+  }
+
+  /** The chain bank's entry: a deposit of exactly the entry fee for the reserved seat, paid by a permit the browser wallet signs. */
+  async function payOnChain(seatIndex: number, entryFee: string) {
+    if (table.bank.kind !== 'chain' || !table.bank.info) return void mount(regStatus, errorLine(`The bank did not answer (${table.bank.kind === 'cage' ? '' : table.bank.error}); reload to try again.`));
+    mount(regStatus, h('p', { class: 'muted' }, `Seat ${seatIndex} reserved; sign the permit for the entry fee (${entryFee}) in your wallet…`));
+    try {
+      const outcome = depositOutcome(await chainDeposit(table.bank.info, { tableId, seatIndex, amount: entryFee }));
+      mount(regStatus, outcome.ok ? h('p', { class: 'ok', id: 'registered' }, `Registered at seat ${seatIndex}: entry fee ${entryFee} ${outcome.text}.`)
+        : errorLine(`Entry fee refused: ${outcome.text}`));
+    } catch (err) {
+      mount(regStatus, errorLine(`Entry fee not paid: ${(err as Error).message}`));
+    }
   }
 
   async function unregister() {
@@ -101,7 +116,7 @@ export async function tournamentPage(view: HTMLElement, tableId: string) {
     else if (m.type === 'player_eliminated') eliminated.push(m);
     else if (m.type === 'tournament_ended') ended = m;
     else if (m.type === 'tournament_payout_settled') settled.set(m.position, m);
-    else if (m.type === 'tournament_unregistered') mount(regStatus, h('p', { class: 'ok' }, `Unregistered (${m.status}, ${m.amount} back).`));
+    else if (m.type === 'tournament_unregistered') mount(regStatus, h('p', { class: 'ok', id: 'unregistered' }, `Unregistered (${m.status}, ${m.amount} back${m.txHash ? `, tx ${String(m.txHash).slice(0, 12)}…` : ''}).`));
     else return;
     renderAll();
   });

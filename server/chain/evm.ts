@@ -143,6 +143,14 @@ export class EvmChainBankChain implements ChainBankChain {
     });
   }
 
+  permitDomain(): Promise<TypedDataDomain> {
+    return onChain(() => this.tokenDomain());
+  }
+
+  permitNonce(owner: Address): Promise<bigint> {
+    return onChain(() => permitNonce(this.client, this.deployment, owner));
+  }
+
   private tokenDomain(): Promise<TypedDataDomain> {
     this.domain ??= permitDomain(this.client, this.deployment).catch((err: unknown) => {
       this.domain = undefined;

@@ -1,7 +1,7 @@
 // The chain bank's view of the EVM (issue 20): what server/chain/ offers the chain-bank role. The
 // contracts are in contracts/ (a 6-decimal ERC-20 with ERC-2612 permit, the chip token; and the
 // table vault, keyed by keccak256(tableId)); chips x 10^6 = base units, converted only here.
-import type { Address, Hex } from 'viem';
+import type { Address, Hex, TypedDataDomain } from 'viem';
 
 /** 1 chip = 10^6 token base units (the token has 6 decimals). */
 export const BASE_UNITS_PER_CHIP = 1_000_000n;
@@ -73,6 +73,10 @@ export interface ChainBankChain {
   withdrawalOf(txHash: Hex): Promise<VaultWithdrawal | null>;
   /** Token balance of an address, in base units. */
   balanceOf(address: Address): Promise<bigint>;
+  /** The token's EIP-712 domain as the token reports it (ERC-5267): what a permit is signed in. */
+  permitDomain(): Promise<TypedDataDomain>;
+  /** The token's next permit nonce for `owner`. */
+  permitNonce(owner: Address): Promise<bigint>;
   /** The vault's recorded balance of a table, in base units. */
   tableBalance(tableId: string): Promise<bigint>;
 }

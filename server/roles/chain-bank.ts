@@ -15,6 +15,7 @@ import { installTableRoutes, tableCreateRoutes } from '../game/tables/create.ts'
 import { bankDepositRoutes, installBankDepositRoutes, type BankDeps } from '../bank/deposit.ts';
 import { bankWithdrawRoutes, installBankWithdrawRoutes } from '../bank/withdraw.ts';
 import { chainTournamentRoutes, installChainTournamentRoutes } from '../bank/tournaments.ts';
+import { chainInfoRoutes, installChainInfoRoutes } from '../bank/chain-info.ts';
 import { scheduleReconciler } from '../bank/reconcile.ts';
 import { createChainBankChain } from '../chain/evm.ts';
 import { startLocalChain, type LocalChain } from '../chain/local.ts';
@@ -25,7 +26,7 @@ import type { RoleContext, StartedRole } from './types.ts';
 
 /** Every route the chain bank mounts, described. */
 export const chainBankRoutes = (testAuthPermitted: boolean) => [
-  ...tableCreateRoutes({ testAuthPermitted, bank: 'chain' }), ...bankDepositRoutes, ...bankWithdrawRoutes, ...chainTournamentRoutes,
+  ...tableCreateRoutes({ testAuthPermitted, bank: 'chain' }), ...bankDepositRoutes, ...bankWithdrawRoutes, ...chainTournamentRoutes, ...chainInfoRoutes,
 ];
 
 /** The chain: configured (EVM_RPC_URL and the contracts), or a local anvil with the contracts deployed. */
@@ -50,6 +51,18 @@ async function openChain(config: RoleContext['config'], log: RoleContext['log'])
       deployment: { chainId, token: config.CHAIN_TOKEN_ADDRESS as Address, vault: config.CHAIN_VAULT_ADDRESS as Address },
     }),
   };
+}
+
+/** The chain bank's routes (chainBankRoutes describes them). */
+function installChainBankRoutes(app: Express, config: RoleContext['config'], deps: BankDeps) {
+  installTableRoutes(app, {
+    pool: deps.pool, log: deps.log, requireJwt: deps.jwt.require, testAuthPermitted: config.testAuthPermitted, bank: 'chain',
+    creationLimit: { tables: config.TABLE_CREATE_LIMIT, windowSeconds: config.TABLE_CREATE_WINDOW_SECONDS },
+  });
+  installBankDepositRoutes(app, deps);
+  installBankWithdrawRoutes(app, deps);
+  installChainTournamentRoutes(app, deps);
+  installChainInfoRoutes(app, deps);
 }
 
 export async function startChainBank({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
@@ -87,15 +100,7 @@ export async function startChainBank({ config, databaseUrl, log, peers }: RoleCo
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
       api: { role: 'chain-bank', routes: chainBankRoutes(config.testAuthPermitted) },
-      routes: (app: Express) => {
-        installTableRoutes(app, {
-          pool, log: roleLog, requireJwt: jwt.require, testAuthPermitted: config.testAuthPermitted, bank: 'chain',
-          creationLimit: { tables: config.TABLE_CREATE_LIMIT, windowSeconds: config.TABLE_CREATE_WINDOW_SECONDS },
-        });
-        installBankDepositRoutes(app, deps);
-        installBankWithdrawRoutes(app, deps);
-        installChainTournamentRoutes(app, deps);
-      },
+      routes: (app: Express) => installChainBankRoutes(app, config, deps),
     });
     return {
       app,

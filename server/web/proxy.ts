@@ -19,6 +19,8 @@ export const ALLOWLIST: Record<Upstream, [string, string][]> = {
     ['POST', '/api/auth/bridge'],
     ['POST', '/api/auth/siwe/nonce'],
     ['POST', '/api/link-wallet'],
+    ['POST', '/api/auth/solana/nonce'],
+    ['POST', '/api/link-wallet/solana'],
     ['GET', '/api/wallets'],
     ['POST', '/api/wallets/set-primary'],
     ['DELETE', '/api/wallets/:address'],
@@ -39,6 +41,8 @@ export const ALLOWLIST: Record<Upstream, [string, string][]> = {
     ['GET', '/api/cage/balances'],
     ['GET', '/api/cage/receipts'],
     ['GET', '/api/cage/receipt-key'],
+    ['GET', '/api/chain'],
+    ['GET', '/api/chain/nonces/:address'],
   ],
 };
 
@@ -106,7 +110,8 @@ function send(res: Response, answer: Answer) {
 export function installProxyRoutes(app: Express, deps: { upstream: (role: Upstream) => string | undefined; timeoutMs: number }) {
   app.all('/api/gw/:role/{*rest}', async (req, res) => {
     const role = req.params.role as string;
-    if (!(role in ALLOWLIST)) throw new ApiError(404, 'not_proxied');
+    // own keys only: 'valueOf', 'constructor' and the like are no upstream
+    if (!Object.hasOwn(ALLOWLIST, role)) throw new ApiError(404, 'not_proxied');
     // the path as sent (still %-encoded): forwarded as written, judged decoded segment by segment
     const raw = req.path.slice(`/api/gw/${role}`.length);
     let decoded: string[];
