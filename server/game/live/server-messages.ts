@@ -4,9 +4,8 @@
 // derived from these; test/ws-server-messages.test.ts checks every message real play sends against
 // them. The objects are strict (a field the server sends that is not here fails the test): a new
 // field is added here first. Chips are decimal strings (bigint end to end), cards two characters.
+// The file imports zod only, so a client can copy it (wire.ts checks its lists against the server's).
 import { z } from 'zod';
-import { CATEGORIES } from '../poker/cards.ts';
-import { LIFECYCLE_STATES } from '../../tournaments/lifecycle.ts';
 
 /** Chips: a decimal string (a bigint on the server). */
 export const chips = z.string().regex(/^(0|[1-9][0-9]*)$/).describe('chips: a non-negative decimal string (bigint)');
@@ -27,7 +26,12 @@ const handId = z.string().min(1);
 
 const street = z.enum(['preflop', 'flop', 'turn', 'river']);
 const actionType = z.enum(['fold', 'check', 'call', 'bet', 'raise']);
-const lifecycleState = z.enum(LIFECYCLE_STATES);
+/** A tournament's lifecycle states (the server's LIFECYCLE_STATES, tournaments/lifecycle.ts). */
+export const tournamentState = z.enum(['registering', 'starting', 'playing', 'ended', 'settling', 'closed']);
+/** A hand's category, weakest first (the evaluator's CATEGORIES, poker/cards.ts). */
+export const handCategory = z.enum([
+  'high_card', 'pair', 'two_pair', 'three_of_a_kind', 'straight', 'flush', 'full_house', 'four_of_a_kind', 'straight_flush',
+]);
 const role = z.enum(['player', 'spectator']);
 
 /** One seat of a `game_state` (cards only where the viewer may see them). */
@@ -56,7 +60,7 @@ export const wireLegal = z.strictObject({
 
 /** game_state's `tournament` (docs/tournaments.md): the level and the field, the same for every viewer. */
 const tournamentField = z.strictObject({
-  state: lifecycleState,
+  state: tournamentState,
   currentLevel: count,
   smallBlind: chips,
   bigBlind: chips,
@@ -120,7 +124,7 @@ export const handResultMessage = z.strictObject({
   })),
   uncalled: z.array(z.strictObject({ seat: index, amount: chips })),
   shown: z.array(z.strictObject({
-    seat: index, userId: userId.nullable(), cards: z.array(card), best: z.array(card).length(5), category: z.enum(CATEGORIES), description: z.string(),
+    seat: index, userId: userId.nullable(), cards: z.array(card), best: z.array(card).length(5), category: handCategory, description: z.string(),
   })),
   mucked: z.array(index),
   stacks: z.array(z.strictObject({ seat: index, userId: userId.nullable(), stack: chips, net: signedChips })),

@@ -2,13 +2,21 @@
 // end), cards as two-character strings, a game_state personalised per connection.
 import { cardToString, type Card } from '../poker/cards.ts';
 import { legalActions, type HandEvent, type HandResult, type HandState } from '../poker/engine.ts';
-import type { GameStateMessage, HandResultMessage, StoodUpMessage, WireLegal, WireSeat } from './server-messages.ts';
+import type { z } from 'zod';
+import type { CATEGORIES } from '../poker/cards.ts';
+import type { LIFECYCLE_STATES } from '../../tournaments/lifecycle.ts';
+import type { GameStateMessage, handCategory, HandResultMessage, StoodUpMessage, tournamentState, WireLegal, WireSeat } from './server-messages.ts';
 
 // The messages' shapes are the zod schemas of server-messages.ts; their inferred types are re-exported
 // here for the builders below (each checked with `satisfies`) and for clients.
 export type {
   ErrorMessage, GameStateMessage, HandResultMessage, ServerMessage, ServerMessageOf, ServerMessageType, StoodUpMessage, WireLegal, WireSeat,
 } from './server-messages.ts';
+
+// server-messages.ts imports zod only (a client may copy it): its own lists are the server's (checked here)
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const listsAgree: [Same<z.infer<typeof handCategory>, (typeof CATEGORIES)[number]>, Same<z.infer<typeof tournamentState>, (typeof LIFECYCLE_STATES)[number]>] = [true, true];
+void listsAgree;
 
 export const cards = (list: readonly Card[]) => list.map(cardToString);
 
