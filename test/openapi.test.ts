@@ -9,6 +9,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { Ajv } from 'ajv';
 import { CLIENT_MESSAGE_TYPES, parseClientMessage } from '../server/game/live/messages.ts';
+import { SERVER_MESSAGE_TYPES, serverMessage } from '../server/game/live/server-messages.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { call, startMoneyPlatform } from './helpers/money.ts';
 
@@ -177,14 +178,39 @@ describe('the websocket document (GET /asyncapi.json on the game role)', () => {
     const refs = JSON.stringify(doc).match(/"\$ref":"[^"]+"/g)!.map((r) => r.slice(8, -1));
     expect(refs.length).toBeGreaterThan(0);
     expect(refs.filter((r) => resolve(r) === undefined)).toEqual([]);
+    // the document describes the server: it receives the client's messages and sends its own
+    const names = (op: any) => op.messages.map((r: any) => resolve(resolve(r.$ref).$ref).title.split(': ')[0]);
     for (const op of Object.values(doc.operations) as any[]) {
-      expect(op.action).toBe('receive');
       expect(resolve(op.channel.$ref)).toBeDefined();
+      expect(new Set(names(op))).toEqual(new Set([op.action === 'receive' ? 'client' : 'server']));
     }
+    expect(Object.values(doc.operations).map((op: any) => op.action).sort()).toEqual(['receive', 'receive', 'send', 'send']);
   });
 
-  it('has one message per client message type the server parses', () => {
-    expect(Object.keys(doc.components.messages).sort()).toEqual([...CLIENT_MESSAGE_TYPES].sort());
+  it('has one message per client message type the server parses and per message type the server sends', () => {
+    const named = (side: string) => Object.values(doc.components.messages).filter((m: any) => m.title.startsWith(`${side}: `)).map((m: any) => m.name).sort();
+    expect(named('client')).toEqual([...CLIENT_MESSAGE_TYPES].sort());
+    expect(named('server')).toEqual([...SERVER_MESSAGE_TYPES].sort());
+    expect(SERVER_MESSAGE_TYPES).toEqual(expect.arrayContaining(['game_state', 'hand_result', 'error', 'stood_up', 'tournament_ended']));
+  });
+
+  it('describes the server messages as the schemas judge them (strict payloads, draft-07)', () => {
+    const ajv = new Ajv({ strict: false, validateFormats: false });
+    const uuid = randomUUID();
+    const samples: Record<string, unknown>[] = [
+      { type: 'pong' }, { type: 'pong', ref: 'r1' }, { type: 'pong', extra: 1 },
+      { type: 'hello', userId: null, agentId: null, role: 'spectator' }, { type: 'hello', userId: uuid, agentId: null, role: 'admin' },
+      { type: 'action_ack', tableId: 't-1', duplicate: true, ref: 3 }, { type: 'action_ack', tableId: 't-1', duplicate: false },
+      { type: 'seated', tableId: 't-1', seatIndex: 0, chipBalance: '100' }, { type: 'seated', tableId: 't-1', seatIndex: 0, chipBalance: 100 },
+      { type: 'stood_up', tableId: 't-1', amount: '0', txHash: null, receipt: null, busted: true },
+      { type: 'tournament_state_changed', tableId: 't-1', state: 'ended', forced: false }, { type: 'tournament_state_changed', tableId: 't-1', state: 'ended' },
+      { type: 'error', code: 'table_elsewhere', tableId: 't-1', url: null }, { type: 'error', code: 'x', detail: 'y' },
+    ];
+    for (const sample of samples) {
+      const message = (Object.values(doc.components.messages) as any[]).find((m) => m.title === `server: ${sample.type}`);
+      expect(message.payload.schemaFormat).toBe('application/schema+json;version=draft-07');
+      expect({ sample, valid: ajv.validate(message.payload.schema, sample) }).toEqual({ sample, valid: serverMessage.safeParse(sample).success });
+    }
   });
 
   it('judges messages as the server does (the payloads, draft-07, against parseClientMessage)', () => {

@@ -14,11 +14,12 @@
 // A message of a type it does not know is logged and passed over, never a crash.
 //
 // Outgoing messages are the server's own schema (server/game/live/messages.ts), parsed before they
-// are sent; incoming ones are the server's wire types (server/game/live/wire.ts).
+// are sent; incoming ones are typed by the types inferred from the zod schemas of what the server
+// sends (server/game/live/server-messages.ts, the AsyncAPI document's source too).
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { clientMessage, type ClientMessage } from '../../server/game/live/messages.ts';
-import type { GameStateMessage, HandResultMessage, ServerMessage } from '../../server/game/live/wire.ts';
+import type { ErrorMessage, GameStateMessage, HandResultMessage, ServerMessage } from '../../server/game/live/server-messages.ts';
 import { decide } from './strategy.ts';
 
 export interface AgentOptions {
@@ -348,7 +349,7 @@ export class Agent {
     else if (this.standAfterHand && this.phase === 'standing' && !this.standPending) this.send({ type: 'stand_up', tableId: this.o.tableId });
   }
 
-  private onError(e: Extract<ServerMessage, { type: 'error' }>): void {
+  private onError(e: ErrorMessage): void {
     this.log('refused', { code: e.code, ref: e.ref });
     if (this.pending && e.ref === this.pending.ref) {
       // stale_sequence & co: the hand moved on without this action; the next state asks again

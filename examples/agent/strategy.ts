@@ -7,8 +7,8 @@
 //     anything with a made pair or better after the flop up to a third of our chips);
 //   - fold the rest.
 //
-// The state and its `legal` are the server's own wire types (server/game/live/wire.ts).
-import type { GameStateMessage, WireLegal } from '../../server/game/live/wire.ts';
+// The state and its `legal` are typed by the server's own schemas (server/game/live/server-messages.ts).
+import type { GameStateMessage, WireLegal } from '../../server/game/live/server-messages.ts';
 
 export type Decision = { action: 'fold' | 'check' | 'call' } | { action: 'bet' | 'raise'; amount: string };
 
@@ -43,7 +43,7 @@ export function decide(state: GameStateMessage, legal: WireLegal): Decision {
   const stack = BigInt(me?.stack ?? '0');
   const bigBlind = BigInt(state.blinds.big);
   const toCall = BigInt(legal.toCall);
-  const can = (a: string) => legal.actions.includes(a as WireLegal['actions'][number]);
+  const can = (a: WireLegal['actions'][number]) => legal.actions.includes(a);
   const preflop = state.street === 'preflop';
   const strength = preflop ? startingHand(hole) : madeHand(hole, state.board) ? 1 : 0;
 

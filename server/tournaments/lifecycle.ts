@@ -60,8 +60,12 @@ export function placeAmounts(s: StoredSng): bigint[] {
   return payoutAmounts(prizePool(BigInt(s.entryFee), BigInt(s.rakeFee ?? 0), s.seats), basisPoints(s));
 }
 
+/** A tournament's lifecycle states, in order (game.tables.tournament_state). */
+export const LIFECYCLE_STATES = ['registering', 'starting', 'playing', 'ended', 'settling', 'closed'] as const;
+export type LifecycleState = (typeof LIFECYCLE_STATES)[number];
+
 export interface TournamentRow {
-  tournament_state: string;
+  tournament_state: LifecycleState;
   current_level: number | null;
   level_started_at: Date | null;
   starts_at: Date | null;
@@ -71,8 +75,9 @@ export interface TournamentRow {
   alive_count: number;
 }
 
+// chips as the wire sends them: decimal strings (server/game/live/server-messages.ts)
 const levelWire = (l: Level, durationMs: number) => ({
-  sb: l.smallBlind, bb: l.bigBlind, ...(l.ante > 0n ? { ante: l.ante } : {}), durationMs,
+  sb: l.smallBlind.toString(), bb: l.bigBlind.toString(), ...(l.ante > 0n ? { ante: l.ante.toString() } : {}), durationMs,
 });
 
 /** `tournament` and `tournamentSchedule` of game_state (the same for every viewer). */
@@ -85,8 +90,8 @@ export function tournamentWire(s: StoredSng, t: TournamentRow) {
   const count = parametric ? SCHEDULE_LEVELS_AHEAD : (s.blindLevels?.length ?? 1);
   return {
     tournament: {
-      state: t.tournament_state, currentLevel: n, smallBlind: level.smallBlind, bigBlind: level.bigBlind,
-      ...(level.ante > 0n ? { ante: level.ante } : {}),
+      state: t.tournament_state, currentLevel: n, smallBlind: level.smallBlind.toString(), bigBlind: level.bigBlind.toString(),
+      ...(level.ante > 0n ? { ante: level.ante.toString() } : {}),
       levelEndsAt: t.level_started_at ? t.level_started_at.getTime() + durationMs : null,
       registeredCount: t.registered_count,
     },
@@ -94,7 +99,7 @@ export function tournamentWire(s: StoredSng, t: TournamentRow) {
       levels: Array.from({ length: count }, (_, i) => levelWire(levelOf(s, from + i), durationMs)),
       ...(parametric ? { firstLevel: from } : {}),
       prizeStructure: prizeShares(basisPoints(s)),
-      continues: true,
+      continues: true as const,
       totalLevels: parametric ? null : count,
     },
   };
@@ -115,6 +120,6 @@ export function myView(s: StoredSng, level: Level, alive: bigint[], stack: bigin
     rank,
     stackInBigBlinds: level.bigBlind > 0n ? Number(stack) / Number(level.bigBlind) : 0,
     mRatio: orbit > 0n ? Number(stack) / Number(orbit) : 0,
-    payJumpToNext: bustPlace > 1 ? prize(bustPlace - 1) - prize(bustPlace) : 0n,
+    payJumpToNext: (bustPlace > 1 ? prize(bustPlace - 1) - prize(bustPlace) : 0n).toString(),
   };
 }

@@ -1,28 +1,44 @@
 // The websocket's machine-readable contract (issue 21): an AsyncAPI 3.0 document generated from the
 // zod union the server parses client messages with (messages.ts), served by the game role at
-// GET /asyncapi.json. Each client message is one component (its payload: JSON Schema draft-07, the
-// format AsyncAPI 3.0 names, from z.toJSONSchema). The server's messages are described in
-// docs/protocol.md; they are not in this document yet.
+// GET /asyncapi.json, and from the zod schemas of the messages the server sends (server-messages.ts).
+// Each message is one component (its payload: JSON Schema draft-07, the format AsyncAPI 3.0 names,
+// from z.toJSONSchema: a client message as the server parses it (its input), a server message as it
+// is sent (strict: additionalProperties false)). The document describes the server: a client's
+// message is an operation of action `receive`, a server message one of action `send`.
 import type { Express } from 'express';
 import { z } from 'zod';
 import { describeRoute } from '../../http/openapi.ts';
 import { clientMessage, CLIENT_MESSAGE_TYPES } from './messages.ts';
+import { SERVER_MESSAGES, SERVER_MESSAGE_TYPES } from './server-messages.ts';
 
 const DRAFT_07 = 'application/schema+json;version=draft-07';
 
-const payload = (schema: z.ZodType) => {
-  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { target: 'draft-7', io: 'input', unrepresentable: 'any', reused: 'inline' }) as Record<string, unknown>;
+const payload = (schema: z.ZodType, io: 'input' | 'output' = 'input') => {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { target: 'draft-7', io, unrepresentable: 'any', reused: 'inline' }) as Record<string, unknown>;
   return { schemaFormat: DRAFT_07, schema: rest };
 };
 
-/** The game role's AsyncAPI 3.0 document: the two websocket addresses, and what a client may send. */
+/**
+ * The component name of a server message: its type, unless a client message has that name too (none
+ * does today; `server.<type>` then, so a new type on either side never replaces the other's).
+ */
+export const serverMessageKey = (type: string) => ((CLIENT_MESSAGE_TYPES as readonly string[]).includes(type) ? `server.${type}` : type);
+
+/** The game role's AsyncAPI 3.0 document: the two websocket addresses, what a client may send and what the server sends. */
 export function asyncApiDocument(options: { version?: string } = {}) {
-  const messages = Object.fromEntries(clientMessage.options.map((option) => {
+  const clientMessages = Object.fromEntries(clientMessage.options.map((option) => {
     const type = option.shape.type.value;
     return [type, { name: type, title: `client: ${type}`, contentType: 'application/json', payload: payload(option) }];
   }));
-  const refs = (channel: string) => CLIENT_MESSAGE_TYPES.map((type) => ({ $ref: `#/channels/${channel}/messages/${type}` }));
-  const channelMessages = Object.fromEntries(CLIENT_MESSAGE_TYPES.map((type) => [type, { $ref: `#/components/messages/${type}` }]));
+  const serverMessages = Object.fromEntries(SERVER_MESSAGE_TYPES.map((type) => [serverMessageKey(type), {
+    name: type, title: `server: ${type}`, contentType: 'application/json', payload: payload(SERVER_MESSAGES[type], 'output'),
+  }]));
+  const messages = { ...clientMessages, ...serverMessages };
+  const keys = Object.keys(messages);
+  const clientKeys = [...CLIENT_MESSAGE_TYPES];
+  const serverKeys = SERVER_MESSAGE_TYPES.map(serverMessageKey);
+  const refs = (channel: string, names: readonly string[]) => names.map((key) => ({ $ref: `#/channels/${channel}/messages/${key}` }));
+  const channelMessages = Object.fromEntries(keys.map((key) => [key, { $ref: `#/components/messages/${key}` }]));
   return {
     asyncapi: '3.0.0',
     info: {
@@ -30,7 +46,8 @@ export function asyncApiDocument(options: { version?: string } = {}) {
       version: options.version ?? '0.1.0',
       description: 'Generated from the zod schemas the server parses client messages with (server/game/live/messages.ts). '
         + 'A message that does not parse answers an `error` message: unknown_message_type, missing_seq or bad_request (naming the field). '
-        + 'The server\'s messages (game_state, legal, hand_result, ...) are described in docs/protocol.md.',
+        + 'The messages the server sends are generated from the zod schemas of server/game/live/server-messages.ts (strict: no field beyond those listed; '
+        + 'chips are decimal strings, cards two characters); docs/protocol.md says when each is sent. A client should pass over a type it does not know.',
     },
     defaultContentType: 'application/json',
     channels: {
@@ -49,12 +66,20 @@ export function asyncApiDocument(options: { version?: string } = {}) {
     },
     operations: {
       sendClientMessage: {
-        action: 'receive', channel: { $ref: '#/channels/live' }, messages: refs('live'),
+        action: 'receive', channel: { $ref: '#/channels/live' }, messages: refs('live', clientKeys),
         summary: 'What a client sends (the server receives it)',
       },
       sendClientMessageAtTable: {
-        action: 'receive', channel: { $ref: '#/channels/table' }, messages: refs('table'),
+        action: 'receive', channel: { $ref: '#/channels/table' }, messages: refs('table', clientKeys),
         summary: 'What a client sends on a table\'s address',
+      },
+      receiveServerMessage: {
+        action: 'send', channel: { $ref: '#/channels/live' }, messages: refs('live', serverKeys),
+        summary: 'What the server sends (a client receives it)',
+      },
+      receiveServerMessageAtTable: {
+        action: 'send', channel: { $ref: '#/channels/table' }, messages: refs('table', serverKeys),
+        summary: 'What the server sends on a table\'s address',
       },
     },
     components: { messages },
@@ -63,7 +88,7 @@ export function asyncApiDocument(options: { version?: string } = {}) {
 
 /** GET /asyncapi.json's contract (the game role's OpenAPI document lists it). */
 export const asyncApiRoute = describeRoute({
-  method: 'get', path: '/asyncapi.json', auth: 'none', summary: 'The websocket\'s AsyncAPI 3.0 document (the client messages)',
+  method: 'get', path: '/asyncapi.json', auth: 'none', summary: 'The websocket\'s AsyncAPI 3.0 document (the client and the server messages)',
   responses: { 200: 'the document (cacheable: public, max-age=300)' },
 });
 

@@ -12,8 +12,8 @@ import { randomDeck, shuffledDeck } from '../poker/deck.ts';
 import { comeBack, nextHand, sitOut, type Positions, type TableSeat } from '../poker/table.ts';
 import type { createHands, HandEnd } from '../hands/hands.ts';
 import { isLeaseLost } from './lease.ts';
-import { chipAmount, handResult, stateWriter, stoodUp, historyJson, toJson, type SeatView, type TournamentState } from './wire.ts';
-import { actionMs, levelMs, levelOf, myView, storedSng, tournamentWire, type StoredSng, type TournamentRow } from '../../tournaments/lifecycle.ts';
+import { chipAmount, handResult, stateWriter, stoodUp, historyJson, toJson, type SeatView, type ServerMessageOf, type TournamentState } from './wire.ts';
+import { actionMs, LIFECYCLE_STATES, levelMs, levelOf, myView, storedSng, tournamentWire, type LifecycleState, type StoredSng, type TournamentRow } from '../../tournaments/lifecycle.ts';
 import { refusedWith } from '../../http/errors.ts';
 
 /** A seat as the room reads it. */
@@ -29,7 +29,11 @@ interface SeatRow {
 }
 
 /** The tournament states in their order (spec: Tournament lifecycle). */
-const LIFECYCLE = ['registering', 'starting', 'playing', 'ended', 'settling', 'closed'];
+const LIFECYCLE: readonly string[] = LIFECYCLE_STATES;
+
+/** A lifecycle broadcast as announcements() builds it (publish adds the tableId). */
+type Announcement = DistributiveOmit<ServerMessageOf<'tournament_state_changed' | 'blind_level_changed' | 'tournament_ended' | 'tournament_payout_settled'>, 'tableId'>;
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /** The longest turn a table may give (one hour): creation refuses more, and stored rows above it are clamped when a room loads. */
 export const MAX_TURN_TIME_SEC = 3600;
@@ -426,16 +430,16 @@ export class Room {
    * Lifecycle messages sent to the room's connections, then recorded as announced (so the room that
    * runs the table next announces none of them again); the tournament's span follows the moves.
    */
-  private async publish(messages: Record<string, unknown>[]): Promise<void> {
+  private async publish(messages: Announcement[]): Promise<void> {
     if (messages.length === 0) return;
     for (const m of messages) {
-      const json = toJson({ ...m, tableId: this.tableId });
+      const json = toJson({ ...m, tableId: this.tableId } satisfies ServerMessageOf<Announcement['type']>);
       for (const w of this.watchers) w.send(json);
     }
     await this.deps.pool.query('select game.record_tournament_announced($1, $2, $3, $4)', [
       this.tableId, this.announced.state, this.announced.level, [...this.announcedPayouts],
     ]).catch((err: Error) => this.deps.log.warn({ tableId: this.tableId, err: err.message }, 'announcements not recorded'));
-    const states = messages.filter((m) => m.type === 'tournament_state_changed').map((m) => String(m.state));
+    const states = messages.flatMap((m) => (m.type === 'tournament_state_changed' ? [m.state] : []));
     if (states.length) await this.deps.lifecycleStates?.(states);
   }
 
@@ -452,10 +456,10 @@ export class Room {
    * move in order (none skipped, also when notices were missed or the room was away), the final
    * standings right after `settling`, every confirmed payout before `closed`, and every level reached.
    */
-  private async announcements(type: unknown, claimed: unknown): Promise<Record<string, unknown>[]> {
+  private async announcements(type: unknown, claimed: unknown): Promise<Announcement[]> {
     const t = this.tournament;
     if (!t) return [];
-    const out: Record<string, unknown>[] = [];
+    const out: Announcement[] = [];
     const ms = (d: Date | null) => (d ? d.getTime() : null);
     // the state the notice names, when the database has reached it (a fast worker may be further on
     // already); otherwise the database's own
@@ -463,18 +467,19 @@ export class Room {
     const target = order(claimed) >= 0 && order(claimed) <= order(t.tournament_state) ? String(claimed) : t.tournament_state;
     if (type === 'tournament_state_changed') {
       for (let i = order(this.announced.state) + 1; i <= order(target); i++) {
-        const state = LIFECYCLE[i]!;
+        const state = LIFECYCLE_STATES[i] as Exclude<LifecycleState, 'registering'>; // i >= 1: registering is never a move
         // a level reached while playing is announced before the play ends
         if (state === 'ended' && this.announced.state === 'playing') out.push(...this.levelAnnouncements());
         if (state === 'closed') out.push(...(await this.pendingPayouts()));
         this.announced.state = state;
-        out.push({
-          type: 'tournament_state_changed', state,
-          ...(state === 'starting' ? { startsAt: ms(t.starts_at) } : {}),
-          ...(state === 'playing' ? { currentLevel: 0, levelStartedAt: ms(t.play_started_at) } : {}),
-          ...(state === 'ended' ? { forced: t.alive_count > 1 } : {}),
-          ...(state === 'closed' ? { closedAt: ms(t.closed_at) } : {}),
-        });
+        const moved = 'tournament_state_changed' as const;
+        out.push(
+          state === 'starting' ? { type: moved, state, startsAt: ms(t.starts_at) }
+          : state === 'playing' ? { type: moved, state, currentLevel: 0, levelStartedAt: ms(t.play_started_at) }
+          : state === 'ended' ? { type: moved, state, forced: t.alive_count > 1 }
+          : state === 'closed' ? { type: moved, state, closedAt: ms(t.closed_at) }
+          : { type: moved, state },
+        );
         if (state === 'playing') this.announced.level = Math.max(this.announced.level ?? 0, 0);
         if (state === 'settling' && !this.announced.ended) {
           this.announced.ended = true;
@@ -491,10 +496,10 @@ export class Room {
   }
 
   /** Every level the tournament reached that was not announced yet, in order (each with the time it began). */
-  private levelAnnouncements(): Record<string, unknown>[] {
+  private levelAnnouncements(): Announcement[] {
     const t = this.tournament;
     if (!t || t.current_level === null || this.announced.state !== 'playing') return [];
-    const out: Record<string, unknown>[] = [];
+    const out: Announcement[] = [];
     const duration = levelMs(this.sng!);
     const current = t.current_level;
     for (let level = (this.announced.level ?? 0) + 1; level <= current; level++) {
@@ -502,7 +507,7 @@ export class Room {
       const l = levelOf(this.sng!, level);
       out.push({
         type: 'blind_level_changed', currentLevel: level, levelStartedAt: startedAt,
-        smallBlind: l.smallBlind, bigBlind: l.bigBlind, ...(l.ante > 0n ? { ante: l.ante } : {}),
+        smallBlind: l.smallBlind.toString(), bigBlind: l.bigBlind.toString(), ...(l.ante > 0n ? { ante: l.ante.toString() } : {}),
         levelEndsAt: startedAt === null ? null : startedAt + duration,
       });
       this.announced.level = level;
@@ -514,15 +519,15 @@ export class Room {
    * The confirmed payouts this room has not announced, in place order: each once, from its row,
    * whether its confirmation call (/internal/payout-confirmed) came or is still on its way.
    */
-  private async pendingPayouts(): Promise<Record<string, unknown>[]> {
+  private async pendingPayouts(): Promise<Announcement[]> {
     const { rows } = await this.deps.pool.query<{ position: number; user_id: string; amount: bigint; tx_hash: string }>(
       'select position, user_id, amount, tx_hash from game.tournament_payouts($1) where confirmed_at is not null order by position', [this.tableId],
     );
-    const out: Record<string, unknown>[] = [];
+    const out: Announcement[] = [];
     for (const r of rows) {
       if (this.announcedPayouts.has(r.position)) continue;
       this.announcedPayouts.add(r.position);
-      out.push({ type: 'tournament_payout_settled', position: r.position, userId: r.user_id, amount: r.amount, txHash: r.tx_hash });
+      out.push({ type: 'tournament_payout_settled', position: r.position, userId: r.user_id, amount: String(r.amount), txHash: r.tx_hash });
     }
     return out;
   }
@@ -570,7 +575,9 @@ export class Room {
     this.hand = null;
     const remaining = hand.players.length - end.busted.length;
     for (const b of end.busted) {
-      const message = toJson({ type: 'player_eliminated', tableId: this.tableId, handId: hand.handId, userId: b.userId, seatIndex: b.seat, position: b.place, tiedFrom: b.tiePlace, remaining });
+      const message = toJson({
+        type: 'player_eliminated', tableId: this.tableId, handId: hand.handId, userId: b.userId, seatIndex: b.seat, position: b.place, tiedFrom: b.tiePlace, remaining,
+      } satisfies ServerMessageOf<'player_eliminated'>);
       for (const w of this.watchers) w.send(message);
     }
     await this.reloadSeats();
@@ -784,12 +791,12 @@ export class Room {
   private async standUpAfterHand(userId: string): Promise<void> {
     let message: string;
     if (this.seatOf(userId) === null) {
-      message = toJson({ type: 'stood_up', tableId: this.tableId, amount: '0', txHash: null, receipt: null, busted: true });
+      message = toJson({ type: 'stood_up', tableId: this.tableId, amount: '0', txHash: null, receipt: null, busted: true } satisfies ServerMessageOf<'stood_up'>);
     } else {
       const answer = await this.bankCall(() => this.deps.standUp({ userId, token: this.tokens.get(userId) ?? null }));
       if (answer.status !== 200) this.deps.log.warn({ tableId: this.tableId, userId, status: answer.status, error: answer.body.error }, 'stand-up after the hand refused');
       message = answer.status === 200 ? stoodUp(this.tableId, answer.body)
-        : toJson({ type: 'error', code: String(answer.body.error ?? 'stand_up_refused'), tableId: this.tableId });
+        : toJson({ type: 'error', code: String(answer.body.error ?? 'stand_up_refused'), tableId: this.tableId } satisfies ServerMessageOf<'error'>);
     }
     for (const w of this.watchers) if (w.userId === userId) w.send(message);
   }

@@ -9,7 +9,7 @@ import type { ClaimBoard } from '../../claims/board.ts';
 import type { createHands } from '../hands/hands.ts';
 import type { GameProcess } from './lease.ts';
 import { Room, type RoomDeps, type RoomOptions, type TableRecord, type Watcher } from './room.ts';
-import { toJson } from './wire.ts';
+import { toJson, type ServerMessageOf } from './wire.ts';
 import { TournamentSpans } from '../../tournaments/lifecycle-span.ts';
 
 export interface RoomRegistryDeps {
@@ -181,7 +181,7 @@ export class RoomRegistry {
    * process runs the table now) or it unloads. Its watchers get `table_closed` with the reason and
    * leave it (their connections stay open); joining again finds where the table runs now.
    */
-  private async stopRoom(tableId: string, reason: string): Promise<void> {
+  private async stopRoom(tableId: string, reason: ServerMessageOf<'table_closed'>['reason']): Promise<void> {
     const r = this.rooms.get(tableId);
     if (!r) return;
     this.rooms.delete(tableId);
@@ -190,7 +190,7 @@ export class RoomRegistry {
     const room = await r.catch(() => null);
     if (!room) return;
     room.close();
-    const message = toJson({ type: 'table_closed', tableId, reason });
+    const message = toJson({ type: 'table_closed', tableId, reason } satisfies ServerMessageOf<'table_closed'>);
     for (const w of room.watchers) {
       w.send(message);
       (w as Watcher & { tables?: Set<string> }).tables?.delete(tableId);
@@ -202,7 +202,7 @@ export class RoomRegistry {
    * Unloads a room: it stops and its table's lease is released (a hand in progress is abandoned). A
    * join meanwhile loads the room again only once the lease is released (so it takes a new one).
    */
-  unload = (tableId: string, reason = 'unloaded'): Promise<void> => {
+  unload = (tableId: string, reason: ServerMessageOf<'table_closed'>['reason'] = 'idle'): Promise<void> => {
     this.idleSince.delete(tableId);
     const done = (async () => {
       await this.stopRoom(tableId, reason);

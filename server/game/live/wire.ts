@@ -1,102 +1,22 @@
 // What the live tables send on the wire (docs/protocol.md): chips as decimal strings (bigint end to
 // end), cards as two-character strings, a game_state personalised per connection.
 import { cardToString, type Card } from '../poker/cards.ts';
-import { legalActions, type ActionType, type HandEvent, type HandResult, type HandState, type Street } from '../poker/engine.ts';
+import { legalActions, type HandEvent, type HandResult, type HandState } from '../poker/engine.ts';
+import type { z } from 'zod';
+import type { CATEGORIES } from '../poker/cards.ts';
+import type { LIFECYCLE_STATES } from '../../tournaments/lifecycle.ts';
+import type { GameStateMessage, handCategory, HandResultMessage, StoodUpMessage, tournamentState, WireLegal, WireSeat } from './server-messages.ts';
 
-/** A value as it reaches a client: bigints become decimal strings (toJson), everything else as is. */
-export type Wired<T> = T extends bigint ? string
-  : T extends readonly (infer U)[] ? Wired<U>[]
-  : T extends object ? { [K in keyof T]: Wired<T[K]> }
-  : T;
+// The messages' shapes are the zod schemas of server-messages.ts; their inferred types are re-exported
+// here for the builders below (each checked with `satisfies`) and for clients.
+export type {
+  ErrorMessage, GameStateMessage, HandResultMessage, ServerMessage, ServerMessageOf, ServerMessageType, StoodUpMessage, WireLegal, WireSeat,
+} from './server-messages.ts';
 
-/** One seat of a `game_state` (cards only where the viewer may see them). */
-export interface WireSeat {
-  seatIndex: number;
-  userId: string;
-  agentId: string | null;
-  stack: string;
-  bet: string;
-  inHand: boolean;
-  folded: boolean;
-  allIn: boolean;
-  sittingOut: boolean;
-  cards: string[] | null;
-}
-
-/** The legal actions of the seat to act (sent to that seat only). */
-export interface WireLegal {
-  actions: ActionType[];
-  toCall: string;
-  minRaiseTo: string | null;
-  maxRaiseTo: string | null;
-  seq: number;
-  handId: string;
-}
-
-/** `game_state` as stateWriter writes it (docs/protocol.md); the tournament fields only on `sng` tables. */
-export interface GameStateMessage {
-  type: 'game_state';
-  tableId: string;
-  blinds: { small: string; big: string; ante: string };
-  handId: string | null;
-  seq: number | null;
-  street: Street | null;
-  status: HandState['status'] | 'waiting';
-  board: string[];
-  button: number | null;
-  smallBlindSeat: number | null;
-  bigBlindSeat: number | null;
-  currentBet: string;
-  pots: { amount: string; eligible: number[] }[];
-  toAct: number | null;
-  turnDeadline: string | null;
-  tournament?: unknown;
-  tournamentSchedule?: unknown;
-  yourSeat: number | null;
-  seats: WireSeat[];
-  legal: WireLegal | null;
-  tournamentMyView?: unknown;
-}
-
-/** `hand_result` as it reaches a client (handResult below, through toJson). */
-export type HandResultMessage = Wired<ReturnType<typeof handResult>>;
-
-/** `stood_up` (stoodUp below). */
-export interface StoodUpMessage {
-  type: 'stood_up';
-  tableId: string;
-  amount: string | null;
-  txHash: unknown;
-  receipt: unknown;
-  busted?: boolean;
-  ref?: unknown;
-}
-
-/**
- * The other server messages a client reads (docs/protocol.md; ws.ts sends them): the ones with a
- * shape of their own. Every message carries `type`; a client meets types not listed here too
- * (tournament broadcasts, ...) and must pass over them.
- */
-export type ServerMessage =
-  | GameStateMessage
-  | HandResultMessage
-  | StoodUpMessage
-  | { type: 'hello'; userId: string | null; agentId: string | null; role: 'player' | 'spectator' }
-  | { type: 'authenticated'; userId: string | null; agentId: string | null; ref?: unknown }
-  | { type: 'joined'; tableId: string; role: 'player' | 'spectator'; ref?: unknown }
-  | { type: 'left'; tableId: string; ref?: unknown }
-  | { type: 'seated'; tableId: string; seatIndex: number; chipBalance: unknown; ref?: unknown }
-  | { type: 'sit_pending' | 'stand_up_pending' | 'sat_out' | 'sat_in'; tableId: string; ref?: unknown }
-  | { type: 'action_ack'; tableId: string; duplicate?: true; ref?: unknown }
-  | { type: 'error'; code: string; tableId?: string; field?: string; url?: string | null; ref?: unknown }
-  | { type: 'pong'; ref?: unknown }
-  | { type: 'table_closed'; tableId: string; reason: 'lease_lost' | 'server_stopping' }
-  | { type: 'tournament_registered'; tableId: string; seatIndex: number; reservedUntil: number; entryFee: string; registeredCount: number; ref?: unknown }
-  | { type: 'tournament_unregistered'; tableId: string; status: 'refunded' | 'released'; amount: unknown; txHash: unknown; ref?: unknown }
-  | { type: 'player_eliminated'; tableId: string; handId: string; userId: string; seatIndex: number; position: number; remaining: number }
-  | { type: 'tournament_ended'; tableId: string; finalStandings: { position: number; userId: string; agentId: string | null }[]; payouts: unknown[] };
-
-export type ServerMessageType = ServerMessage['type'];
+// server-messages.ts imports zod only (a client may copy it): its own lists are the server's (checked here)
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const listsAgree: [Same<z.infer<typeof handCategory>, (typeof CATEGORIES)[number]>, Same<z.infer<typeof tournamentState>, (typeof LIFECYCLE_STATES)[number]>] = [true, true];
+void listsAgree;
 
 export const cards = (list: readonly Card[]) => list.map(cardToString);
 
@@ -123,7 +43,8 @@ const chipString = (v: unknown): string | null =>
 /** `stood_up` from the bank's answer to a withdraw: the amount (a decimal string), the transfer's hash and receipt. */
 export function stoodUp(tableId: string, body: Record<string, unknown>, ref?: unknown): string {
   return toJson({
-    type: 'stood_up', tableId, amount: chipString(body.amount), txHash: body.txHash ?? null, receipt: body.receipt ?? null,
+    // txHash and receipt as the bank answered them (its contract: a string and the cage's signed receipt, or none)
+    type: 'stood_up', tableId, amount: chipString(body.amount), txHash: (body.txHash ?? null) as string | null, receipt: (body.receipt ?? null) as StoodUpMessage['receipt'],
     ...(ref !== undefined ? { ref } : {}),
   } satisfies StoodUpMessage);
 }
@@ -145,8 +66,8 @@ export interface Viewer {
 
 /** The tournament fields of an SnG table's game_state: shared by every viewer, and the viewer's own. */
 export interface TournamentState {
-  shared: { tournament: unknown; tournamentSchedule: unknown };
-  mine: (seat: number | null) => unknown;
+  shared: Required<Pick<GameStateMessage, 'tournament' | 'tournamentSchedule'>>;
+  mine: (seat: number | null) => Exclude<GameStateMessage['tournamentMyView'], undefined>;
 }
 
 function str(v: bigint): string;
@@ -188,7 +109,7 @@ export function stateWriter(
     toAct: betting ? hand.toAct : null,
     turnDeadline: turnDeadline ? new Date(turnDeadline).toISOString() : null,
     ...(tournament ? tournament.shared : {}),
-  } satisfies Omit<GameStateMessage, 'yourSeat' | 'seats' | 'legal'>, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)).slice(0, -1);
+  } satisfies Omit<GameStateMessage, 'yourSeat' | 'seats' | 'legal' | 'tournamentMyView'>).slice(0, -1);
   const seatJson = (s: SeatView, showCards: boolean) => {
     const p = players.get(s.seatIndex);
     return JSON.stringify({
@@ -233,24 +154,26 @@ export function stateWriter(
 }
 
 /** The end of a hand, for everyone: pots and winners, what was shown (best five, description). */
-export function handResult(tableId: string, handId: string, result: HandResult, seats: readonly SeatView[]) {
+export function handResult(tableId: string, handId: string, result: HandResult, seats: readonly SeatView[]): HandResultMessage {
   const userOf = new Map(seats.map((s) => [s.seatIndex, s.userId]));
   return {
-    type: 'hand_result' as const,
+    type: 'hand_result',
     tableId,
     handId,
     board: cards(result.board),
     showdown: result.showdown,
-    rake: result.rake,
-    pots: result.pots.map((p) => ({ amount: p.amount, rake: p.rake, eligible: p.eligible, winners: p.winners })),
-    uncalled: result.uncalled,
+    rake: str(result.rake),
+    pots: result.pots.map((p) => ({
+      amount: str(p.amount), rake: str(p.rake), eligible: p.eligible, winners: p.winners.map((w) => ({ seat: w.seat, amount: str(w.amount) })),
+    })),
+    uncalled: result.uncalled.map((u) => ({ seat: u.seat, amount: str(u.amount) })),
     shown: result.shown.map((s) => ({
       seat: s.seat, userId: userOf.get(s.seat) ?? null, cards: cards(s.hole), best: cards(s.value.best),
       category: s.value.category, description: s.value.description,
     })),
     mucked: result.mucked,
-    stacks: result.stacks.map((s) => ({ seat: s.seat, userId: userOf.get(s.seat) ?? null, stack: s.stack, net: s.net })),
-  };
+    stacks: result.stacks.map((s) => ({ seat: s.seat, userId: userOf.get(s.seat) ?? null, stack: str(s.stack), net: str(s.net) })),
+  } satisfies HandResultMessage;
 }
 
 /** The hand's events for storage: cards as strings, bigints as strings (via toJson). */

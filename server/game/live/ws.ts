@@ -21,7 +21,7 @@ import type { Room, RoomOptions, Watcher } from './room.ts';
 import { createRoomRegistry, every, type RoomRegistry } from './rooms.ts';
 import { reserveSeat } from '../../tournaments/registration.ts';
 import { REFUSALS } from '../../http/errors.ts';
-import { stoodUp, toJson } from './wire.ts';
+import { stoodUp, toJson, type ServerMessage } from './wire.ts';
 import type { ServiceClient } from '../../http/service-client.ts';
 import { parseClientMessage, type ClientMessage } from './messages.ts';
 
@@ -112,8 +112,9 @@ export interface LiveTablesDeps {
   limits: LiveLimits;
 }
 
-const send = (c: Connection, message: Record<string, unknown>) => c.send(toJson(message));
-const refuse = (c: Connection, code: string, ref?: unknown, extra: Record<string, unknown> = {}) =>
+/** Sends one message: its shape checked against the server messages' schemas (server-messages.ts). */
+const send = (c: Connection, message: ServerMessage) => c.send(toJson(message));
+const refuse = (c: Connection, code: string, ref?: unknown, extra: { tableId?: string; field?: string; url?: string | null; message?: string } = {}) =>
   send(c, { type: 'error', code, ...(ref !== undefined ? { ref } : {}), ...extra });
 
 /** Who may sit at this table (spec: the audience gate). */
@@ -325,7 +326,8 @@ export class LiveTables {
     const seated = async () => {
       const res = await answer;
       if (res.status !== 200) return refuse(c, String(res.body.error ?? 'sit_refused'), ref);
-      send(c, { type: 'seated', tableId: r.tableId, seatIndex: res.body.seatIndex, chipBalance: res.body.chipBalance, ref });
+      // the seat as the bank's deposit answered it (its contract: seatIndex, chipBalance a decimal string)
+      send(c, { type: 'seated', tableId: r.tableId, seatIndex: res.body.seatIndex as number, chipBalance: res.body.chipBalance as string, ref });
       return r.broadcastState();
     };
     // a pending sit completes at the hand's end; the connection's other messages go on meanwhile
@@ -388,9 +390,11 @@ export class LiveTables {
     if (r.tournamentPhase !== 'registering') return refuse(c, 'stand_up_not_allowed_in_tournament', ref);
     const res = await this.registry.bank('/api/tournament/unregister', { tableId: r.tableId }, { token: c.token });
     if (res.status !== 200) return refuse(c, String(res.body.error ?? 'unregister_refused'), ref);
-    // a chain refund not confirmed yet carries its payment state and a note (the bank's reconciler pays it)
+    // a chain refund not confirmed yet carries its payment state and a note (the bank's reconciler pays it);
+    // status, amount (a decimal string) and txHash as the bank's unregister answered them
+    const body = res.body as { status: 'refunded' | 'released'; amount: string; txHash?: string | null };
     return send(c, {
-      type: 'tournament_unregistered', tableId: r.tableId, status: res.body.status, amount: res.body.amount, txHash: res.body.txHash ?? null,
+      type: 'tournament_unregistered', tableId: r.tableId, status: body.status, amount: body.amount, txHash: body.txHash ?? null,
       ...(typeof res.body.payment === 'string' ? { payment: res.body.payment } : {}), ...(typeof res.body.note === 'string' ? { note: res.body.note } : {}), ref,
     });
   }
