@@ -147,7 +147,7 @@ describe('the provider\'s sign-in in the browser', () => {
     expect(bridgeCalls).toHaveLength(1);
     expect(JSON.parse(bridgeCalls[0]!)).not.toHaveProperty('inviteCode');
     await page.goBack();
-    await page.waitForFunction(() => location.hash === '#/signin');
+    await page.waitForURL((url) => url.hash === '#/signin');
     expect(page.url()).not.toContain('id_token');
     expect(bridgeCalls).toHaveLength(1);
     expect(errors).toEqual([]);

@@ -78,10 +78,11 @@ function unverifiedClaims(jwt: string): Record<string, unknown> | null {
 }
 
 /** Sends the tab to the provider's authorization endpoint (an OIDC implicit ID-token request). */
-function startProvider(idp: IdentityProvider, next: string, invite: string) {
+function startProvider(idp: IdentityProvider, next: string, invite: string): string | undefined {
+  const url = new URL(idp.authorizeUrl);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'The identity provider\'s address is not a web address.';
   const pending: Pending = { state: randomToken(), nonce: randomToken(), next, invite };
   sessionStorage.setItem(PENDING_KEY, JSON.stringify(pending));
-  const url = new URL(idp.authorizeUrl);
   url.searchParams.set('response_type', 'id_token');
   url.searchParams.set('response_mode', 'fragment');
   url.searchParams.set('client_id', idp.clientId);
@@ -90,6 +91,7 @@ function startProvider(idp: IdentityProvider, next: string, invite: string) {
   url.searchParams.set('state', pending.state);
   url.searchParams.set('nonce', pending.nonce);
   location.assign(url.href);
+  return undefined;
 }
 
 export async function signInPage(view: HTMLElement) {
@@ -129,7 +131,10 @@ export async function signInPage(view: HTMLElement) {
       h('p', {}, 'Sign in with your identity provider. Your first sign-in needs an invite code.'),
       h('div', { class: 'row' }, h('label', { for: 'invite' }, 'Invite code'), invite),
       idp
-        ? h('div', { class: 'row' }, h('button', { id: 'signin-provider', onclick: () => startProvider(idp, next, invite.value.trim()) }, `Sign in with ${idp.name}`))
+        ? h('div', { class: 'row' }, h('button', { id: 'signin-provider', onclick: () => {
+          const refused = startProvider(idp, next, invite.value.trim());
+          if (refused) mount(status, errorLine(refused));
+        } }, `Sign in with ${idp.name}`))
         : null,
       h('div', { class: 'row' }, h('label', { for: 'id-token' }, idp ? 'or an ID token' : 'ID token'), pasted,
         h('button', { id: 'signin-idp', class: idp ? 'secondary' : undefined, onclick: () => void bridge(pasted.value.trim()) }, 'Sign in'))),
