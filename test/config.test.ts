@@ -1,5 +1,5 @@
 // Configuration: defaults, one clear message per bad variable, and the test-harness rule.
-import { ConfigError, loadConfig, parseRoles } from '../server/config/index.ts';
+import { ConfigError, loadConfig, parseRoles, webIdentityProvider } from '../server/config/index.ts';
 
 function problems(env: Record<string, string>) {
   try {
@@ -80,4 +80,22 @@ test('DB_ROLE_SECRET: required in production, at least 16 characters; elsewhere 
   expect(problems({ DB_ROLE_SECRET: 'short' })).toEqual(['DB_ROLE_SECRET: must be at least 16 characters']);
   expect(loadConfig({ NODE_ENV: 'test' }).DB_ROLE_SECRET).toBeUndefined();
   expect(loadConfig({ NODE_ENV: 'production', DB_ROLE_SECRET: 'd'.repeat(16) }).DB_ROLE_SECRET).toBe('d'.repeat(16));
+});
+
+test('WEB_IDP_*: both or neither, the client id is IDP_AUDIENCE, https in production, the button\'s name', () => {
+  const authorize = 'https://accounts.example.com/o/oauth2/v2/auth';
+  expect(webIdentityProvider(loadConfig({}))).toBeNull();
+  expect(webIdentityProvider(loadConfig({ WEB_IDP_AUTHORIZE_URL: authorize, WEB_IDP_CLIENT_ID: 'client-1', IDP_AUDIENCE: 'client-1' })))
+    .toEqual({ name: 'Google', authorizeUrl: authorize, clientId: 'client-1' });
+  expect(webIdentityProvider(loadConfig({ WEB_IDP_AUTHORIZE_URL: authorize, WEB_IDP_CLIENT_ID: 'client-1', IDP_AUTH_METHOD: 'apple' }))?.name).toBe('Apple');
+  expect(webIdentityProvider(loadConfig({ WEB_IDP_AUTHORIZE_URL: authorize, WEB_IDP_CLIENT_ID: 'c', WEB_IDP_NAME: 'Acme ID' }))?.name).toBe('Acme ID');
+  expect(problems({ WEB_IDP_AUTHORIZE_URL: authorize })).toEqual([expect.stringMatching(/^WEB_IDP_CLIENT_ID: required with WEB_IDP_AUTHORIZE_URL/)]);
+  expect(problems({ WEB_IDP_CLIENT_ID: 'client-1' })).toEqual([expect.stringMatching(/^WEB_IDP_AUTHORIZE_URL: required with WEB_IDP_CLIENT_ID/)]);
+  expect(problems({ WEB_IDP_AUTHORIZE_URL: authorize, WEB_IDP_CLIENT_ID: 'client-1', IDP_AUDIENCE: 'client-2' }))
+    .toEqual(['WEB_IDP_CLIENT_ID: must equal IDP_AUDIENCE (the bridge refuses an ID token whose aud is not IDP_AUDIENCE)']);
+  expect(problems({ WEB_IDP_AUTHORIZE_URL: 'http://idp.example.com/auth', WEB_IDP_CLIENT_ID: 'c', NODE_ENV: 'production', DB_ROLE_SECRET: 'd'.repeat(16) }))
+    .toEqual(['WEB_IDP_AUTHORIZE_URL: must be https in production']);
+  const found = problems({ WEB_IDP_AUTHORIZE_URL: 'javascript:alert(1)', WEB_IDP_CLIENT_ID: 'has space', WEB_IDP_NAME: 'a\u0000b' });
+  expect(found.map((p) => p.split(':')[0]).sort()).toEqual(['WEB_IDP_AUTHORIZE_URL', 'WEB_IDP_CLIENT_ID', 'WEB_IDP_NAME']);
+  expect(problems({ WEB_IDP_AUTHORIZE_URL: `${authorize}#frag`, WEB_IDP_CLIENT_ID: 'c' })).toEqual(['WEB_IDP_AUTHORIZE_URL: must not carry a fragment']);
 });

@@ -73,7 +73,14 @@ export async function must<T = any>(role: 'auth' | 'game' | 'bank', path: string
   return a.body;
 }
 
-export async function webConfig(): Promise<{ testAuth: boolean; environment: string }> {
+/** The provider's browser sign-in (WEB_IDP_*): its authorization endpoint and our client id there. */
+export interface IdentityProvider {
+  name: string;
+  authorizeUrl: string;
+  clientId: string;
+}
+
+export async function webConfig(): Promise<{ testAuth: boolean; environment: string; idp: IdentityProvider | null }> {
   const res = await fetch('/api/web/config');
   return res.json();
 }

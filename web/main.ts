@@ -1,7 +1,7 @@
 // The web client's shell: a hash router over the pages, the navigation, who is signed in.
 import { session, signOut } from './api.ts';
 import { h, mount } from './ui.ts';
-import { signInPage } from './signin.ts';
+import { providerResponse, signInPage } from './signin.ts';
 import { lobbyPage } from './lobby.ts';
 import { tablePage } from './table.ts';
 import { tournamentPage } from './tournament.ts';
@@ -39,7 +39,13 @@ function renderHeader(current: string) {
 
 async function route() {
   const mine = ++navigation;
-  const path = decodeURIComponent(location.hash.replace(/^#\/?/, '')) || (session() ? 'lobby' : 'signin');
+  let path: string;
+  try {
+    path = decodeURIComponent(location.hash.replace(/^#\/?/, ''));
+  } catch {
+    path = location.hash.replace(/^#\/?/, ''); // a stray % (a provider's error_description, a typed URL)
+  }
+  path ||= session() ? 'lobby' : 'signin';
   leave?.();
   leave = undefined;
   renderHeader(path);
@@ -51,7 +57,9 @@ async function route() {
     if (mine === navigation) leave = done;
     else done?.();
   };
-  for (const [pattern, page, needsSession] of ROUTES) {
+  // the identity provider's answer (#id_token=…&state=… or #error=…) is the sign-in page's to judge
+  const provider = providerResponse(location.hash) !== null;
+  for (const [pattern, page, needsSession] of provider ? [] : ROUTES) {
     const m = pattern.exec(path);
     if (!m) continue;
     if (needsSession && !session()) {
@@ -66,8 +74,12 @@ async function route() {
     }
     return;
   }
-  if (path.startsWith('signin') || path.includes('id_token=')) {
-    settle(await signInPage(view));
+  if (provider || path.startsWith('signin')) {
+    try {
+      settle(await signInPage(view));
+    } catch (err) {
+      mount(view, h('p', { class: 'error', role: 'alert' }, `Could not load this page: ${(err as Error).message}`));
+    }
     return;
   }
   mount(view, h('p', { class: 'error' }, 'No such page.'), h('a', { href: '#/lobby' }, 'Lobby'));

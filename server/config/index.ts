@@ -174,6 +174,16 @@ const schema = z.object({
   IDP_JWKS_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   IDP_AUDIENCE: optionalString.pipe(z.string().min(1).max(512).optional()),
   IDP_AUTH_METHOD: z.enum(['google', 'apple', 'email']).default('google'),
+  // the web client's own start of the provider's sign-in (an OIDC implicit ID-token request): the
+  // provider's authorization endpoint, our OAuth client id there (the same value as IDP_AUDIENCE: the
+  // bridge checks the ID token's aud against it), and the provider's name on the button
+  WEB_IDP_AUTHORIZE_URL: optionalString.pipe(
+    z.url({ protocol: /^https?$/ }).max(2000).refine((v) => !v.includes('#'), 'must not carry a fragment').optional(),
+  ),
+  WEB_IDP_CLIENT_ID: optionalString.pipe(
+    z.string().max(512).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces (an OAuth client id)').optional(),
+  ),
+  WEB_IDP_NAME: optionalString.pipe(z.string().max(40).regex(/^\P{Cc}+$/u, 'no control characters').optional()),
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalString.pipe(z.url().optional()),
   OTEL_SERVICE_NAME: z.string().min(1).default('poker-platform'),
 });
@@ -204,6 +214,27 @@ const dbRoleSecretRule = z
     }
   });
 
+// The web client's provider sign-in: both of its variables or neither; its client id is the audience
+// the bridge checks (when this process knows it); a production provider is reached over https.
+const webIdpRule = z
+  .object({
+    NODE_ENV: z.string().optional(), WEB_IDP_AUTHORIZE_URL: optionalString, WEB_IDP_CLIENT_ID: optionalString, IDP_AUDIENCE: optionalString,
+  })
+  .superRefine((env, ctx) => {
+    if (env.WEB_IDP_AUTHORIZE_URL && !env.WEB_IDP_CLIENT_ID) {
+      ctx.addIssue({ code: 'custom', path: ['WEB_IDP_CLIENT_ID'], message: 'required with WEB_IDP_AUTHORIZE_URL (our OAuth client id at the provider, the same value as IDP_AUDIENCE)' });
+    }
+    if (env.WEB_IDP_CLIENT_ID && !env.WEB_IDP_AUTHORIZE_URL) {
+      ctx.addIssue({ code: 'custom', path: ['WEB_IDP_AUTHORIZE_URL'], message: 'required with WEB_IDP_CLIENT_ID (the provider\'s authorization endpoint)' });
+    }
+    if (env.WEB_IDP_CLIENT_ID && env.IDP_AUDIENCE && env.WEB_IDP_CLIENT_ID !== env.IDP_AUDIENCE) {
+      ctx.addIssue({ code: 'custom', path: ['WEB_IDP_CLIENT_ID'], message: 'must equal IDP_AUDIENCE (the bridge refuses an ID token whose aud is not IDP_AUDIENCE)' });
+    }
+    if (env.NODE_ENV === 'production' && env.WEB_IDP_AUTHORIZE_URL?.startsWith('http:')) {
+      ctx.addIssue({ code: 'custom', path: ['WEB_IDP_AUTHORIZE_URL'], message: 'must be https in production' });
+    }
+  });
+
 export type Config = z.infer<typeof schema> & {
   /** The test token and /api/dev/mint-jwt are permitted only under this flag. */
   testAuthPermitted: boolean;
@@ -222,8 +253,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const parsed = schema.safeParse(env);
   const rule = testAuthRule.safeParse(env);
   const secretRule = dbRoleSecretRule.safeParse(env);
-  if (!parsed.success || !rule.success || !secretRule.success) {
-    const issues = [...(parsed.error?.issues ?? []), ...(rule.error?.issues ?? []), ...(secretRule.error?.issues ?? [])];
+  const idpRule = webIdpRule.safeParse(env);
+  if (!parsed.success || !rule.success || !secretRule.success || !idpRule.success) {
+    const issues = [...(parsed.error?.issues ?? []), ...(rule.error?.issues ?? []), ...(secretRule.error?.issues ?? []), ...(idpRule.error?.issues ?? [])];
     const problems = issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`);
     throw new ConfigError([...new Set(problems)]);
   }
@@ -237,6 +269,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 /** The access JWTs' iss and aud: the auth role's public URL (AUTH_BASE_URL, else this machine's). */
 export function authIssuer(config: Config): string {
   return (config.AUTH_BASE_URL ?? `http://localhost:${config.PORT}`).replace(/\/+$/, '');
+}
+
+/**
+ * The web client's provider sign-in, as the page receives it (`GET /api/web/config`): the
+ * authorization endpoint, our client id there, the name on the button; null when not configured.
+ */
+export function webIdentityProvider(config: Config): { name: string; authorizeUrl: string; clientId: string } | null {
+  if (!config.WEB_IDP_AUTHORIZE_URL || !config.WEB_IDP_CLIENT_ID) return null;
+  const name = config.WEB_IDP_NAME ?? { google: 'Google', apple: 'Apple', email: 'your identity provider' }[config.IDP_AUTH_METHOD];
+  return { name, authorizeUrl: config.WEB_IDP_AUTHORIZE_URL, clientId: config.WEB_IDP_CLIENT_ID };
 }
 
 /**

@@ -13,7 +13,7 @@ import { refuseDeepJson, refuseHostileTarget, refuseNulInBody } from '../http/ed
 import { errorHandler, notFound } from '../http/errors.ts';
 import { bigintAsString } from '../http/json.ts';
 import { requestLog } from '../http/request-log.ts';
-import { deploymentEnvironment, type Config } from '../config/index.ts';
+import { deploymentEnvironment, webIdentityProvider, type Config } from '../config/index.ts';
 import type { Peers, RoleContext, StartedRole } from './types.ts';
 import { ALLOWLIST, installProxyRoutes, type Upstream } from '../web/proxy.ts';
 import { installStaticRoutes, WEB_DIR } from '../web/static.ts';
@@ -54,7 +54,20 @@ export const webRoutes: readonly RouteContract[] = [
   openApiRoute,
   describeRoute({
     method: 'get', path: '/api/web/config', auth: 'none', summary: 'What the page needs before it signs anyone in',
-    responses: { 200: { description: 'the deployment', body: z.object({ testAuth: z.boolean(), environment: z.string() }) } },
+    responses: {
+      200: {
+        description: 'the deployment',
+        body: z.object({
+          testAuth: z.boolean(),
+          environment: z.string(),
+          idp: z.object({
+            name: z.string().describe('the provider, for the "Sign in with <name>" button (WEB_IDP_NAME)'),
+            authorizeUrl: z.string().describe('the provider\'s OIDC authorization endpoint (WEB_IDP_AUTHORIZE_URL)'),
+            clientId: z.string().describe('our OAuth client id there (WEB_IDP_CLIENT_ID, the bridge\'s IDP_AUDIENCE)'),
+          }).nullable().describe('the provider\'s browser sign-in; null when not configured'),
+        }),
+      },
+    },
   }),
   describeRoute({
     method: 'all', path: '/api/gw/:role/{*rest}', auth: ['none', 'jwt'], serves: ['get', 'post', 'delete'],
@@ -105,7 +118,7 @@ export async function startWeb({ config, log, peers }: RoleContext): Promise<Sta
   });
   // what the page needs to know about this deployment before it signs anyone in
   app.get('/api/web/config', (_req, res) => {
-    res.json({ testAuth: config.testAuthPermitted, environment: deploymentEnvironment(config) });
+    res.json({ testAuth: config.testAuthPermitted, environment: deploymentEnvironment(config), idp: webIdentityProvider(config) });
   });
   let document: string | undefined;
   app.get('/openapi.json', (_req, res) => {
