@@ -39,7 +39,11 @@ test('npm run demo: prints its URLs, its bots play hands at demo-cash, Ctrl-C st
     await until(() => out.includes('demo ready') || /demo failed/.test(out), 'demo ready', 90_000, 50);
     expect(out).toContain('demo ready');
     const url = (role: string) => new RegExp(`^${role}\\s+(http://\\S+)$`, 'm').exec(out)?.[1];
-    for (const role of ['auth', 'game', 'cage', 'admin', 'betting']) expect(url(role)).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    for (const role of ['auth', 'game', 'cage', 'admin', 'betting', 'web']) expect(url(role)).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    // the URL to watch it in the browser: the web client's page
+    expect(out).toMatch(/the web client\s+http:\/\/127\.0\.0\.1:\d+/);
+    const page = await fetch(url('web')!);
+    expect([page.status, page.headers.get('content-type')]).toEqual([200, expect.stringMatching(/^text\/html/)]);
     expect(out).toMatch(/^worker\s+running/m);
     const game = url('game')!;
 
