@@ -1,21 +1,9 @@
--- Business refusals of the game side: the code as the message, its SQLSTATE (class GM) from the
--- refusal registry (db/refusals.json, loaded into poker_refusals.codes); server/http/errors.ts maps
--- it to its HTTP status from the same file.
+-- Business refusals of the game side (class GM): poker_refusals.refuse (db/functions/00_refusals.sql)
+-- with the game domain.
 create or replace function game_private.refuse(p_code text, p_detail text default null) returns void
-  language plpgsql volatile
+  language sql volatile
   set search_path = pg_catalog, pg_temp
-as $$
-declare
-  v_state text;
-begin
-  select r.sqlstate into v_state from poker_refusals.codes r where r.domain = 'game' and r.code = p_code;
-  if v_state is null then
-    -- a refusal missing from the registry is a bug, never a client's 4xx
-    raise exception using errcode = 'XX000', message = format('unregistered game refusal %s', p_code), detail = coalesce(p_detail, '');
-  end if;
-  raise exception using errcode = v_state, message = p_code, detail = coalesce(p_detail, '');
-end;
-$$;
+as $$ select poker_refusals.refuse('game', p_code, p_detail) $$;
 
 -- The settings value as a bigint, or null.
 create or replace function game_private.setting_bigint(p_settings jsonb, p_key text) returns bigint
