@@ -1,5 +1,5 @@
-// The durable timers of the Sit-and-Go lifecycle (db/functions/tournaments/10_lifecycle.sql queues
-// them, keyed by the table, in the transaction of the move that arms them; run_at is on the table's
+// The durable timers of the Sit-and-Go lifecycle (db/functions/tournaments/05_jobs.sql names and
+// queues them, keyed by the table, in the transaction of the move that arms them; run_at is on the table's
 // clock). Each job calls one SQL move, which judges it again under the table's lock: a stale or
 // replayed job changes nothing. The broadcast of a move is the SQL's NOTIFY game_tournament, relayed
 // by the game process that holds the table's lease (docs/tournaments.md, "Timers and broadcasts").
@@ -105,6 +105,11 @@ export function createTournamentPayoutTask(deps: { cage: ServiceClient; chainBan
   };
 }
 
+/** A place's payout job key, the one SQL queues it with (game_private.payout_job_key): a re-post replaces it. */
+export function tournamentPayoutJobKey(tableId: string, position: number): string {
+  return `payout:${tableId}:${position}`;
+}
+
 /** Every intervalSeconds (30 s): payouts unconfirmed for more than 30 s are posted again, failedAt cleared. */
 export function createTournamentPayoutReconcileTask(deps: TimerDeps & { intervalSeconds: number }): Task {
   return async (_raw, helpers) => {
@@ -114,7 +119,7 @@ export function createTournamentPayoutReconcileTask(deps: TimerDeps & { interval
       );
       for (const r of rows) {
         await helpers.addJob('tournament_payout', { tableId: r.table_id, position: r.position, amount: r.amount.toString() }, {
-          jobKey: `payout:${r.table_id}:${r.position}`, jobKeyMode: 'replace', maxAttempts: 1000,
+          jobKey: tournamentPayoutJobKey(r.table_id, r.position), jobKeyMode: 'replace', maxAttempts: 1000,
         });
       }
       if (rows.length) deps.log.warn({ payouts: rows.length }, 'unconfirmed tournament payouts posted again');

@@ -68,7 +68,7 @@ begin
    where p.table_id = p_table_id and p.user_id = p_user_id and p.status <> 'closed' and p.entry_state = 'reserved'
   returning p.id into v_player_id;
   if v_player_id is not null then
-    perform graphile_worker.remove_job(format('tournament_reserve:%s', v_player_id));
+    perform game_private.cancel_reserve_expiry(v_player_id);
     perform game_private.registration_changed(p_table_id);
   end if;
 end;

@@ -171,9 +171,7 @@ begin
   returning p.* into v_player;
   update game.table_players p set history_hash = game_private.chain_genesis(p_table_id, p_user_id, v_player.id)
    where p.id = v_player.id;
-  perform graphile_worker.add_job('tournament_reserve_expiry',
-    json_build_object('tableId', p_table_id, 'playerId', v_player.id::text),
-    run_at => v_player.reserved_until, job_key => format('tournament_reserve:%s', v_player.id), max_attempts => 25);
+  perform game_private.schedule_reserve_expiry(p_table_id, v_player.id, v_player.reserved_until);
   perform game_private.registration_changed(p_table_id);
   return query select v_player.id, v_player.seat_index, v_player.reserved_until, game_private.registered_count(p_table_id);
 end;
@@ -223,7 +221,7 @@ begin
     perform game_private.refuse('entry_in_flight', 'an entry deposit of this player is on its way to the chain');
   end if;
   update game.table_players p set status = 'closed', closed_at = now() where p.id = v_player.id;
-  perform graphile_worker.remove_job(format('tournament_reserve:%s', v_player.id));
+  perform game_private.cancel_reserve_expiry(v_player.id);
   perform game_private.registration_changed(p_table_id);
   return true;
 end;
@@ -246,8 +244,7 @@ begin
   set constraints game.table_players_one_per_seat immediate;
   update game.tables t set tournament_state = 'starting', starts_at = now() + game_private.sng_interval(t.settings, 3)
    where t.table_id = p_table_id returning t.* into v_table;
-  perform graphile_worker.add_job('tournament_start', json_build_object('tableId', p_table_id),
-    run_at => v_table.starts_at, job_key => format('tournament:%s:start', p_table_id), max_attempts => 1000);
+  perform game_private.schedule_tournament_start(p_table_id, v_table.starts_at);
   perform game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'tournament_state_changed',
     'state', 'starting', 'startsAt', game_private.epoch_ms(v_table.starts_at)));
   return v_table;
@@ -262,7 +259,7 @@ as $$
   select graphile_worker.add_job('tournament_blinds',
     json_build_object('tableId', v_table.table_id, 'level', v_table.current_level),
     run_at => v_table.level_started_at + game_private.sng_level_interval(v_table.settings),
-    job_key => format('tournament:%s:blinds', v_table.table_id), job_key_mode => 'replace', max_attempts => 1000);
+    job_key => game_private.tournament_job_key(v_table.table_id, 'blinds'), job_key_mode => 'replace', max_attempts => 1000);
 $$;
 
 -- starting -> playing, when the grace has elapsed: every entry gets startingStack tournament chips
@@ -281,8 +278,7 @@ begin
   end if;
   if v_table.starts_at > now() then
     -- early (a clock skew, a replayed job): the grace is the table's, wait for it
-    perform graphile_worker.add_job('tournament_start', json_build_object('tableId', p_table_id),
-      run_at => v_table.starts_at, job_key => format('tournament:%s:start', p_table_id), max_attempts => 1000);
+    perform game_private.schedule_tournament_start(p_table_id, v_table.starts_at);
     return v_table;
   end if;
   update game.table_players p set tournament_stack = game_private.setting_bigint(v_table.settings, 'startingStack')
@@ -356,9 +352,8 @@ declare
 begin
   update game.tables t set tournament_state = 'ended', ended_at = now()
    where t.table_id = p_table_id returning t.* into v_table;
-  perform graphile_worker.remove_job(format('tournament:%s:blinds', p_table_id));
-  perform graphile_worker.add_job('tournament_settle', json_build_object('tableId', p_table_id),
-    job_key => format('tournament:%s:settle', p_table_id), max_attempts => 1000);
+  perform game_private.disarm_blind_timer(p_table_id);
+  perform game_private.schedule_tournament_settle(p_table_id);
   perform game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'tournament_state_changed',
     'state', 'ended', 'forced', p_forced));
   return v_table;
@@ -472,19 +467,15 @@ begin
     v_count := v_count + 1;
     case v_table.tournament_state
       when 'starting' then
-        perform graphile_worker.add_job('tournament_start', json_build_object('tableId', v_table.table_id),
-          run_at => v_table.starts_at, job_key => format('tournament:%s:start', v_table.table_id), max_attempts => 1000);
+        perform game_private.schedule_tournament_start(v_table.table_id, v_table.starts_at);
       when 'playing' then
         perform game_private.arm_blind_timer(v_table);
       when 'ended' then
-        perform graphile_worker.add_job('tournament_settle', json_build_object('tableId', v_table.table_id),
-          job_key => format('tournament:%s:settle', v_table.table_id), max_attempts => 1000);
+        perform game_private.schedule_tournament_settle(v_table.table_id);
       when 'registering' then
         for r in select p.id, p.reserved_until from game.table_players p
                   where p.table_id = v_table.table_id and p.status <> 'closed' and p.entry_state = 'reserved' loop
-          perform graphile_worker.add_job('tournament_reserve_expiry',
-            json_build_object('tableId', v_table.table_id, 'playerId', r.id::text),
-            run_at => r.reserved_until, job_key => format('tournament_reserve:%s', r.id), max_attempts => 25);
+          perform game_private.schedule_reserve_expiry(v_table.table_id, r.id, r.reserved_until);
         end loop;
       else
         null; -- settling: the payout reconciler re-posts what is unconfirmed

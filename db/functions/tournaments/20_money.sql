@@ -30,7 +30,7 @@ begin
      set chip_balance = p_amount, entry_state = 'paid', entry_ref_id = p_ref, reserved_until = null
    where p.id = p_player_id;
   perform game_private.extend_chain(p_player_id, 'buy_in', p_amount, p_ref);
-  perform graphile_worker.remove_job(format('tournament_reserve:%s', p_player_id));
+  perform game_private.cancel_reserve_expiry(p_player_id);
   v_seats := game_private.setting_bigint(v_table.settings, 'seats')::integer;
   if (select count(*) from game.table_players p where p.table_id = v_table.table_id and p.status <> 'closed' and p.entry_state = 'paid') >= v_seats then
     return game_private.tournament_to_starting(v_table.table_id);
@@ -170,7 +170,7 @@ begin
   if (select a.balance from cage.cage_accounts a where a.id = v_user_account) < p_amount then
     -- the overdraft releases the held seat; no money moves and no intent is written
     update game.table_players p set status = 'closed', closed_at = now() where p.id = v_player.id;
-    perform graphile_worker.remove_job(format('tournament_reserve:%s', v_player.id));
+    perform game_private.cancel_reserve_expiry(v_player.id);
     perform game_private.registration_changed(p_table_id);
     return query select null::text, 'insufficient'::text, v_player.seat_index, v_table.tournament_state, game_private.registered_count(p_table_id);
     return;
@@ -310,9 +310,7 @@ begin
   end loop;
   update game.tables t set tournament_state = 'settling' where t.table_id = p_table_id returning t.* into v_table;
   for r in select i.position, i.amount from cage.payout_intents i where i.table_id = p_table_id loop
-    perform graphile_worker.add_job('tournament_payout',
-      json_build_object('tableId', p_table_id, 'position', r.position, 'amount', r.amount::text, 'bank', v_table.bank),
-      job_key => format('payout:%s:%s', p_table_id, r.position), max_attempts => 1000);
+    perform game_private.schedule_tournament_payout(p_table_id, r.position, r.amount, v_table.bank);
   end loop;
   perform game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'tournament_state_changed', 'state', 'settling'));
   perform game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'tournament_ended',
