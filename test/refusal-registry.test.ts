@@ -45,7 +45,7 @@ async function raisedInDb() {
   const refusals: { domain: string; code: string; where: string }[] = [];
   const states: { state: string; where: string }[] = [];
   for (const { file, text } of files) {
-    for (const m of text.matchAll(/\b(cage_private|game_private|claims_private|auth_private|betting_private)\.refuse\(\s*((?:case[\s\S]*?end)|'[^']*'|v_\w+)/g)) {
+    for (const m of text.matchAll(/\b(cage_private|game_private|claims_private|auth_private|betting_private|bank_private)\.refuse\(\s*((?:case[\s\S]*?end)|'[^']*'|v_\w+)/g)) {
       const domain = DOMAIN_OF[m[1]!]!;
       const arg = m[2]!;
       const codes = arg.startsWith('v_') ? dynamic[domain]?.[arg] ?? [`<unknown variable ${arg}>`] : outcomes(arg);
