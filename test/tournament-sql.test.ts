@@ -10,6 +10,7 @@ import { createTestDatabase, playerGrant, type TestDatabase } from './helpers/db
 import { audit } from '../server/cage/ledger.ts';
 import { resolveSngSettings } from '../server/tournaments/settings.ts';
 import { placeAmounts, storedSng } from '../server/tournaments/lifecycle.ts';
+import { tournamentPayoutJobKey } from '../tasks/tournament_timers.ts';
 
 let db: TestDatabase;
 let cage: pg.Pool;
@@ -313,4 +314,11 @@ describe('the audit', () => {
     // put back: the pool holds its claim again, but it was moved by something other than the tournament
     expect((await audit(cage)).filter((v) => v.subject === `table:${tableId}`)[0]?.detail).toMatchObject({ other_movements: 2 });
   });
+});
+
+test('the payout job key is spelled the same by SQL (which schedules the job) and the worker (which re-posts it)', async () => {
+  for (const [tableId, position] of [['t-1', 1], ['sng-with:colon', 10]] as const) {
+    const { rows } = await db.owner.query('select game_private.payout_job_key($1, $2) as key', [tableId, position]);
+    expect(rows[0].key).toBe(tournamentPayoutJobKey(tableId, position));
+  }
 });
