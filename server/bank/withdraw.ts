@@ -17,7 +17,7 @@ import { secretMatches, requireServiceKey } from '../http/service-key.ts';
 import { tableId as tableIdSchema } from '../http/schemas.ts';
 import { playerSession } from '../http/jwt.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
-import { withdrawKey } from '../cage/seams.ts';
+import { standUpOnGame, withdrawKey } from '../cage/seams.ts';
 import { ChainRevert, ChainUnavailable, BASE_UNITS_PER_CHIP } from '../chain/types.ts';
 import { linkedWallets, requireChain, type BankDeps } from './deposit.ts';
 import { chainPayoutWithdraw } from './tournaments.ts';
@@ -87,11 +87,7 @@ export async function payWithdrawal(deps: BankDeps, tableId: string, row: Withdr
 
 /** Stands the player up on the game, opens the settlement, pays it, delivers it. */
 async function settleOut(deps: BankDeps, span: Span, a: { userId: string; tableId: string; mode: 'voluntary' | 'forced' | 'bust'; destination?: string; sid?: string | null }) {
-  // the stand-up carries its authority: the player's grant, or a bust / the sit-out timeout (SQL checks the state)
-  if (a.mode === 'voluntary' && !a.sid) throw new ApiError(401, 'session_required');
-  const up = await deps.game.post<{ playerId: string; chipAmount: string; historyHash: string }>('/internal/stand-up',
-    a.mode === 'voluntary' ? { tableId: a.tableId, sid: a.sid } : { tableId: a.tableId, userId: a.userId, reason: a.mode === 'bust' ? 'bust' : 'idle' });
-  if ('unreachable' in up) throw new ApiError(503, 'game_unavailable');
+  const up = await standUpOnGame(deps.game, a.tableId, a.mode === 'voluntary' ? { sid: a.sid ?? null } : { userId: a.userId, reason: a.mode === 'bust' ? 'bust' : 'idle' });
   if (!up.ok) {
     const code = String(up.body.error ?? 'stand_up_refused');
     if (code === 'not_at_table' && a.mode !== 'bust') {

@@ -18,7 +18,7 @@ import type { ServiceClient } from '../http/service-client.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
 import type { ReceiptSigner, StoredReceipt } from './receipts.ts';
 import { payoutWithdraw, tournamentDeposit } from './tournaments.ts';
-import { deliverSettlement, depositKeyOf, fundSeat, settlePosition, type SettlementRow, withdrawKey } from './seams.ts';
+import { deliverSettlement, depositKeyOf, fundSeat, settlePosition, standUpOnGame, type SettlementRow, withdrawKey } from './seams.ts';
 import { realMoneyOn } from './switches.ts';
 import { describeRoute } from '../http/openapi.ts';
 
@@ -230,10 +230,7 @@ function installDepositRoutes(app: Express, deps: CashDeps) {
  * sit-out timeout, which the game's SQL accepts only for a zero stack or an idle player.
  */
 async function settleSeatOut(deps: CashDeps, userId: string, tid: string, mode: 'cash_out' | 'custody' | 'bust', sid: string | null = null) {
-  if (mode === 'cash_out' && !sid) throw new ApiError(401, 'session_required');
-  const up = await deps.game.post<{ playerId: string; chipAmount: string; historyHash: string }>('/internal/stand-up',
-    mode === 'cash_out' ? { tableId: tid, sid } : { tableId: tid, userId, reason: mode === 'bust' ? 'bust' : 'idle' });
-  if ('unreachable' in up) throw new ApiError(503, 'game_unavailable');
+  const up = await standUpOnGame(deps.game, tid, mode === 'cash_out' ? { sid } : { userId, reason: mode === 'bust' ? 'bust' : 'idle' });
   if (!up.ok) {
     const code = up.body.error ?? 'stand_up_refused';
     if (code === 'not_at_table' && mode !== 'bust') {

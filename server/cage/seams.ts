@@ -109,6 +109,21 @@ export function depositKeyOf(permit: unknown, signerAddress: unknown, amount: bi
   })));
 }
 
+/**
+ * A position stood up on the game (POST /internal/stand-up), as either bank asks it. The request
+ * carries its authority: the player's own grant (`sid`, 401 session_required without one), or a
+ * bust or the sit-out timeout of a named user, which the game's SQL accepts only for a zero stack or
+ * a player sat out for the house's idle time.
+ */
+export async function standUpOnGame(
+  game: ServiceClient, tableId: string, who: { sid: string | null } | { userId: string; reason: 'bust' | 'idle' },
+) {
+  if ('sid' in who && !who.sid) throw new ApiError(401, 'session_required');
+  const up = await game.post<{ playerId: string; chipAmount: string; historyHash: string }>('/internal/stand-up', { tableId, ...who });
+  if ('unreachable' in up) throw new ApiError(503, 'game_unavailable');
+  return up;
+}
+
 /** The withdrawal key of the spec: keccak256 of `userId:tableId:historyHash:chipAmount`. */
 export function withdrawKey(userId: string, tableId: string, historyHash: string, chipAmount: bigint): `0x${string}` {
   return keccak256(toHex(`${userId}:${tableId}:${historyHash}:${chipAmount}`));

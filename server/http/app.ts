@@ -52,19 +52,20 @@ export async function createApp(options: AppOptions): Promise<Express> {
       res.status(503).json({ ok: false, error: 'database_unreachable' });
     }
   });
-  if (options.api) {
-    const { role, routes } = options.api;
-    let document: string | undefined;
-    app.get('/openapi.json', (_req, res) => {
-      // generated once, on the first request (a role that is never asked pays nothing)
-      document ??= JSON.stringify(openApiDocument({ role, routes: [...APP_ROUTES, ...routes] }));
-      res.set('cache-control', 'public, max-age=300').type('application/json').send(document);
-    });
-  }
+  if (options.api) serveApiDocument(app, options.api.role, [...APP_ROUTES, ...options.api.routes]);
   await options.routes(app);
   app.use(notFound);
   app.use(errorHandler(options.log));
   return app;
+}
+
+/** GET /openapi.json: the role's document, generated once on the first request (a role never asked pays nothing). */
+export function serveApiDocument(app: Express, role: string, routes: readonly RouteContract[]) {
+  let document: string | undefined;
+  app.get('/openapi.json', (_req, res) => {
+    document ??= JSON.stringify(openApiDocument({ role, routes }));
+    res.set('cache-control', 'public, max-age=300').type('application/json').send(document);
+  });
 }
 
 /** A route the app mounts: its method (`ALL` for app.all) and its path pattern (e.g. /api/tables/:tableId). */

@@ -7,8 +7,8 @@
 import { stat } from 'node:fs/promises';
 import express, { type RequestHandler } from 'express';
 import { z } from 'zod';
-import { listen, mountedRoutes } from '../http/app.ts';
-import { describeRoute, openApiDocument, openApiRoute, type RouteContract } from '../http/openapi.ts';
+import { listen, mountedRoutes, serveApiDocument } from '../http/app.ts';
+import { describeRoute, openApiRoute, type RouteContract } from '../http/openapi.ts';
 import { refuseDeepJson, refuseHostileTarget, refuseNulInBody } from '../http/edge.ts';
 import { errorHandler, notFound } from '../http/errors.ts';
 import { bigintAsString } from '../http/json.ts';
@@ -120,11 +120,7 @@ export async function startWeb({ config, log, peers }: RoleContext): Promise<Sta
   app.get('/api/web/config', (_req, res) => {
     res.json({ testAuth: config.testAuthPermitted, environment: deploymentEnvironment(config), idp: webIdentityProvider(config) });
   });
-  let document: string | undefined;
-  app.get('/openapi.json', (_req, res) => {
-    document ??= JSON.stringify(openApiDocument({ role: 'web', routes: webRoutes }));
-    res.set('cache-control', 'public, max-age=300').type('application/json').send(document);
-  });
+  serveApiDocument(app, 'web', webRoutes);
   installProxyRoutes(app, { upstream, timeoutMs: Math.max(config.GAME_CALL_TIMEOUT_MS * 2, 10_000) });
   installStaticRoutes(app);
   app.use(notFound);
