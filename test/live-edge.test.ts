@@ -192,7 +192,12 @@ function fakeRoom(query: (sql: string) => unknown, turnTimeSec = 30) {
   const deps = {
     pool: { query: async (sql: string) => query(sql) },
     log,
-    hands: { begin: async () => undefined, finish: async () => ({ busted: [] }), abandon: async () => null, release: async () => undefined, sitOut: async () => undefined, idle: async () => [] },
+    hands: {
+      seats: async () => (await query('select * from game.seats_of($1)') as { rows: unknown[] }).rows,
+      deal: async () => (await query('select * from game.deal_hand($1, $2, $3)') as { rows: unknown[] }).rows,
+      end: async () => ({ replayed: false, state: null, busted: [] }), settleBusts: async () => [],
+      abandon: async () => null, release: async () => void (await query('select game.release_hand($1, $2, $3)')), sitOut: async () => undefined, idle: async () => [],
+    },
     options: { handDelayMs: 0, timeoutsBeforeSitOut: 2 },
     forcedWithdraw: async () => undefined,
     standUp: async () => ({ status: 200, body: {} }),
@@ -207,11 +212,11 @@ const seatRows = [
 const watcher = (userId: string, send: (m: string) => void = () => undefined): Watcher => ({ id: Math.random(), userId, agentId: null, send });
 
 test('a failure in the next-deal timer is logged and the room goes on', async () => {
-  let seatReads = 0;
   const { room, errors } = fakeRoom((sql) => {
     if (sql.includes('count(*)')) return { rows: [{ n: '0' }] };
-    if (sql.includes('table_players') && ++seatReads > 1) throw new Error('database gone');
-    return { rows: sql.includes('table_players') ? seatRows : [] };
+    // the seats were taken meanwhile (none left to deal to), and releasing the table fails
+    if (sql.includes('release_hand')) throw new Error('database gone');
+    return { rows: sql.includes('seats_of') ? seatRows : [] };
   });
   await room.open();
   room.watchers.add(watcher('u1'));
@@ -224,7 +229,7 @@ test('a failure in the turn timer is logged and the room goes on', async () => {
   let failing = false;
   const { room, errors } = fakeRoom((sql) => {
     if (sql.includes('count(*)')) return { rows: [{ n: '0' }] };
-    return { rows: sql.includes('table_players') ? seatRows : [] };
+    return { rows: sql.includes('seats_of') || sql.includes('deal_hand') ? seatRows : [] };
   }, 0.05);
   await room.open();
   const send = () => {
@@ -243,7 +248,7 @@ test('a request whose room step fails is answered (rejected), never left hanging
   const { room } = fakeRoom((sql) => {
     if (failing) throw new Error('database gone');
     if (sql.includes('count(*)')) return { rows: [{ n: '0' }] };
-    return { rows: sql.includes('table_players') ? seatRows : [] };
+    return { rows: sql.includes('seats_of') ? seatRows : [] };
   });
   await room.open();
   failing = true;

@@ -51,8 +51,7 @@ begin
         from (select x.*,
                      x.seq = row_number() over w
                      and x.prev_hash = coalesce(lag(x.hash) over w, game_private.chain_genesis(p.table_id, p.user_id, p.player_id))
-                     and x.hash = encode(sha256(convert_to(format('%s|%s|%s|%s|%s|%s',
-                                    x.prev_hash, x.seq, x.event, x.delta, x.stack, coalesce(x.ref_id, '')), 'UTF8')), 'hex') as ok
+                     and x.hash = game_private.link_hash(x.prev_hash, x.seq, x.event, x.delta, x.stack, x.ref_id) as ok
                 from game.position_links x
                where x.player_id = p.player_id
               window w as (order by x.seq)) l

@@ -79,27 +79,26 @@ as $$
   update game.tables t set current_hand_id = null, current_hand_started_at = null where t.table_id = v_table.table_id;
 $$;
 
--- Ends the hand: p_stacks maps position ids (table_players.id, as text) to their stacks after the
--- hand. Chips are conserved: the listed positions' stacks before = after + p_rake. Returns the
--- positions left with no chips (busted), for the bust settlement.
-create or replace function game.finish_hand(p_table_id text, p_hand_id text, p_stacks jsonb, p_rake bigint, p_epoch bigint default null)
-  returns table (player_id bigint, user_id uuid)
-  language plpgsql volatile security definer
+-- A cash hand's stacks written: p_stacks maps position ids (table_players.id, as text) to their
+-- stacks after the hand. Chips are conserved: the listed positions' stacks before = after + p_rake.
+-- Every changed stack gets its `hand` link, all in one update and one insert (not a statement per
+-- position: a hand end is the busiest write of the platform). The table is released with the rake
+-- kept. Returns the table's positions left with no chips (busted), for the bust settlement.
+create or replace function game_private.write_cash_end(p_table_id text, p_hand_id text, p_stacks jsonb, p_rake bigint)
+  returns bigint[]
+  language plpgsql volatile
   set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_table game.tables;
   v_before bigint;
   v_after bigint;
   v_listed int;
   v_found int;
-  r record;
+  v_busted bigint[];
 begin
-  v_table := game_private.require_cash_table(game_private.lock_hand(p_table_id, p_hand_id, p_epoch), 'finish_hand');
   if not game_private.stacks_valid(p_stacks) or p_rake is null or p_rake < 0 then
     perform game_private.refuse('invalid_hand', 'stacks: { positionId: integer 0..2^53-1 }, rake >= 0');
   end if;
-
   select count(*), count(p.id), coalesce(sum(p.chip_balance), 0), coalesce(sum(h.stack), 0)
     into v_listed, v_found, v_before, v_after
     from game_private.stacks_of(p_stacks) h
@@ -111,15 +110,19 @@ begin
     perform game_private.refuse('invalid_hand', format('chips not conserved: %s before, %s after + %s rake', v_before, v_after, p_rake));
   end if;
 
-  for r in select h.player_id, h.stack - p.chip_balance as delta
-             from game_private.stacks_of(p_stacks) h
-             join game.table_players p on p.id = h.player_id
-            where h.stack <> p.chip_balance
-            order by h.player_id
-  loop
-    update game.table_players p set chip_balance = p.chip_balance + r.delta where p.id = r.player_id;
-    perform game_private.extend_chain(r.player_id, 'hand', r.delta, p_hand_id);
-  end loop;
+  with moved as (
+    select p.id, h.stack, h.stack - p.chip_balance as delta, p.chain_length + 1 as seq, p.history_hash as prev
+      from game_private.stacks_of(p_stacks) h
+      join game.table_players p on p.id = h.player_id
+     where h.stack <> p.chip_balance
+  ), linked as (
+    select m.*, game_private.link_hash(m.prev, m.seq, 'hand', m.delta, m.stack, p_hand_id) as hash from moved m
+  ), links as (
+    insert into game.position_links (player_id, seq, event, delta, stack, ref_id, prev_hash, hash)
+    select l.id, l.seq, 'hand', l.delta, l.stack, p_hand_id, l.prev, l.hash from linked l
+  )
+  update game.table_players p set chip_balance = l.stack, history_hash = l.hash, chain_length = l.seq
+    from linked l where p.id = l.id;
 
   update game.tables t set current_hand_id = null, current_hand_started_at = null, unreconciled_rake = t.unreconciled_rake + p_rake
    where t.table_id = p_table_id;
@@ -127,10 +130,87 @@ begin
   if p_rake > 0 then
     insert into game.rake_rows (hand_id, table_id, amount) values (p_hand_id, p_table_id, p_rake);
   end if;
+  select coalesce(array_agg(p.id order by p.id), '{}') into v_busted
+    from game.table_players p where p.table_id = p_table_id and p.status = 'seated' and p.chip_balance = 0;
+  return v_busted;
+end;
+$$;
 
-  return query select p.id, p.user_id from game.table_players p
-                where p.table_id = p_table_id and p.status = 'seated' and p.chip_balance = 0
-                order by p.id;
+-- Ends a cash hand (its stacks and rake only; game.end_hand also stores its history). Returns the
+-- positions left with no chips (busted), for the bust settlement.
+create or replace function game.finish_hand(p_table_id text, p_hand_id text, p_stacks jsonb, p_rake bigint, p_epoch bigint default null)
+  returns table (player_id bigint, user_id uuid)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_busted bigint[];
+begin
+  perform game_private.require_cash_table(game_private.lock_hand(p_table_id, p_hand_id, p_epoch), 'finish_hand');
+  v_busted := game_private.write_cash_end(p_table_id, p_hand_id, p_stacks, p_rake);
+  return query select p.id, p.user_id from game.table_players p where p.id = any(v_busted) order by p.id;
+end;
+$$;
+
+-- What a hand end answers (the first time and on a replay alike): the positions it left with no
+-- chips, with their owners, seats and, at a tournament, the places they took; the tournament's
+-- state after it (null at a cash table).
+create or replace function game_private.hand_end_answer(p_table_id text, p_busted bigint[], p_replayed boolean) returns jsonb
+  language sql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+  select jsonb_build_object(
+    'replayed', p_replayed,
+    'state', t.tournament_state,
+    'busted', coalesce((select jsonb_agg(jsonb_build_object('playerId', p.id::text, 'userId', p.user_id, 'seat', p.seat_index,
+                                                            'place', p.elimination_order, 'tiePlace', p.tie_place)
+                                         order by p.elimination_order nulls last, p.id)
+                          from game.table_players p where p.id = any(p_busted)), '[]'::jsonb))
+    from game.tables t where t.table_id = p_table_id
+$$;
+
+-- The one hand end the dealer calls, cash or tournament: the stacks (and a cash hand's rake, a
+-- tournament hand's auto-folds and places), the history and the result, in one transaction under
+-- the table's lease. The hand the table holds is ended; an end already committed for this hand (an
+-- earlier attempt whose answer was lost) is answered again from what it committed ("replayed");
+-- a hand abandoned meanwhile (a force-end, a lost tenure) is refused hand_abandoned (its start
+-- stacks stand); any other hand no_hand_in_progress.
+create or replace function game.end_hand(
+  p_table_id text, p_hand_id text, p_hand_number bigint, p_stacks jsonb, p_rake bigint, p_auto_folds integer,
+  p_history jsonb, p_result jsonb, p_agents uuid[], p_started_at timestamptz, p_epoch bigint
+) returns jsonb
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+  v_done game.hand_histories;
+  v_busted bigint[];
+begin
+  v_table := game_private.lock_table(p_table_id);
+  perform game_private.check_lease(p_table_id, p_epoch);
+  if p_hand_id is null or v_table.current_hand_id is distinct from p_hand_id then
+    select * into v_done from game.hand_histories h where h.hand_id = p_hand_id and h.table_id = p_table_id;
+    if v_done.status = 'finished' and v_done.busted is not null then
+      return game_private.hand_end_answer(p_table_id, v_done.busted, true);
+    elsif v_done.status = 'abandoned' then
+      perform game_private.refuse('hand_abandoned', format('hand %s was abandoned: the stacks of its start stand', p_hand_id));
+    end if;
+    perform game_private.refuse('no_hand_in_progress', format('hand %s is not in progress', p_hand_id));
+  end if;
+  if p_history is null or jsonb_typeof(p_history) <> 'array' then
+    perform game_private.refuse('invalid_hand', 'history: an array of events');
+  end if;
+  v_busted := case when v_table.mode = 'sng' then game_private.write_tournament_end(v_table, p_stacks, p_auto_folds)
+                   else game_private.write_cash_end(p_table_id, p_hand_id, p_stacks, p_rake) end;
+  insert into game.hand_histories (hand_id, table_id, hand_number, status, history, result, agents, players, started_at, ended_at, busted)
+  values (p_hand_id, p_table_id, coalesce(p_hand_number, 0), 'finished', p_history, p_result,
+          coalesce((select array_agg(distinct a order by a) from unnest(p_agents) a where a is not null), '{}'),
+          -- the owners of the positions the hand dealt in (every one of them has a stack at its end)
+          coalesce((select array_agg(distinct p.user_id order by p.user_id)
+                      from game_private.stacks_of(p_stacks) h join game.table_players p on p.id = h.player_id), '{}'),
+          least(coalesce(p_started_at, v_table.current_hand_started_at, now()), now()), now(), v_busted);
+  return game_private.hand_end_answer(p_table_id, v_busted, false);
 end;
 $$;
 

@@ -360,18 +360,15 @@ begin
 end;
 $$;
 
--- A tournament hand's end: the tournament stacks it ended with (conserved: no rake in a tournament),
--- the auto-folds it counted, and its busts placed (the bigger stack at the hand's start places
--- higher; equal start stacks tie). With one player left the tournament ends. Returns the busted
--- positions with their places, and the state after the hand.
-create or replace function game.finish_tournament_hand(
-  p_table_id text, p_hand_id text, p_stacks jsonb, p_auto_folds integer, p_epoch bigint default null
-) returns table (player_id bigint, user_id uuid, seat_index integer, elimination_order integer, tie_place integer, state text)
-  language plpgsql volatile security definer
+-- A tournament hand's stacks written (tournament chips: no money moves), its busts placed (biggest
+-- stack at the hand's start first; equal stacks tie) and the table released; the last one alive
+-- ends the tournament. Returns the positions the hand busted.
+create or replace function game_private.write_tournament_end(v_table game.tables, p_stacks jsonb, p_auto_folds integer)
+  returns bigint[]
+  language plpgsql volatile
   set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_table game.tables;
   v_before bigint;
   v_after bigint;
   v_listed integer;
@@ -380,22 +377,18 @@ declare
   v_busted bigint[];
   v_keys bigint[];
 begin
-  v_table := game_private.lock_hand(p_table_id, p_hand_id, p_epoch);
-  if v_table.mode <> 'sng' then
-    perform game_private.refuse('not_a_tournament', format('table %s is a cash table', p_table_id));
-  end if;
   if not game_private.stacks_valid(p_stacks) or p_auto_folds is null or p_auto_folds < 0 then
     perform game_private.refuse('invalid_hand', 'stacks: { positionId: integer 0..2^53-1 }, auto-folds >= 0');
   end if;
   select count(*), count(p.id), coalesce(sum(p.tournament_stack), 0), coalesce(sum(h.stack), 0)
     into v_listed, v_found, v_before, v_after
     from game_private.stacks_of(p_stacks) h
-    left join game.table_players p on p.id = h.player_id and p.table_id = p_table_id and p.status = 'seated'
+    left join game.table_players p on p.id = h.player_id and p.table_id = v_table.table_id and p.status = 'seated'
                                    and p.tournament_stack > 0;
   if v_found <> v_listed or v_before <> v_after then
     perform game_private.refuse('invalid_hand', format('every listed position is alive at this table and chips are conserved (%s before, %s after)', v_before, v_after));
   end if;
-  select count(*) into v_alive from game.table_players p where p.table_id = p_table_id and p.status = 'seated' and p.tournament_stack > 0;
+  select count(*) into v_alive from game.table_players p where p.table_id = v_table.table_id and p.status = 'seated' and p.tournament_stack > 0;
   select array_agg(p.id order by p.tournament_stack desc, p.seat_index), array_agg(p.tournament_stack order by p.tournament_stack desc, p.seat_index)
     into v_busted, v_keys
     from game.table_players p
@@ -409,16 +402,39 @@ begin
     v_alive := v_alive - cardinality(v_busted);
   end if;
   update game.tables t set current_hand_id = null, current_hand_started_at = null, auto_fold_count = t.auto_fold_count + p_auto_folds
-   where t.table_id = p_table_id returning t.* into v_table;
+   where t.table_id = v_table.table_id;
   if v_alive <= 1 then
     update game.table_players p set elimination_order = 1, tie_place = 1
-     where p.table_id = p_table_id and p.status = 'seated' and p.tournament_stack > 0;
-    v_table := game_private.tournament_to_ended(p_table_id, false);
+     where p.table_id = v_table.table_id and p.status = 'seated' and p.tournament_stack > 0;
+    perform game_private.tournament_to_ended(v_table.table_id, false);
   end if;
+  return coalesce(v_busted, '{}');
+end;
+$$;
+
+-- A tournament hand's end (its stacks and places only; game.end_hand also stores its history):
+-- its busts with their places, and the tournament's state after it (one row with no bust when
+-- nobody busted).
+create or replace function game.finish_tournament_hand(
+  p_table_id text, p_hand_id text, p_stacks jsonb, p_auto_folds integer, p_epoch bigint default null
+) returns table (player_id bigint, user_id uuid, seat_index integer, elimination_order integer, tie_place integer, state text)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+  v_busted bigint[];
+begin
+  v_table := game_private.lock_hand(p_table_id, p_hand_id, p_epoch);
+  if v_table.mode <> 'sng' then
+    perform game_private.refuse('not_a_tournament', format('table %s is a cash table', p_table_id));
+  end if;
+  v_busted := game_private.write_tournament_end(v_table, p_stacks, p_auto_folds);
+  select * into v_table from game.tables t where t.table_id = p_table_id;
   return query select p.id, p.user_id, p.seat_index, p.elimination_order, p.tie_place, v_table.tournament_state
-                 from game.table_players p where p.id = any(coalesce(v_busted, '{}'))
+                 from game.table_players p where p.id = any(v_busted)
                 order by p.elimination_order;
-  if v_busted is null then
+  if cardinality(v_busted) = 0 then
     return query select null::bigint, null::uuid, null::integer, null::integer, null::integer, v_table.tournament_state;
   end if;
 end;

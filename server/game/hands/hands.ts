@@ -1,8 +1,9 @@
-// Hand boundaries: what the dealer calls between hands. A hand holds its table (seat funding and
-// stand-up answer 409 hand_in_progress); its end writes the new stacks and the rake in one
-// transaction (game.finish_hand), then every position left with no chips is settled as a bust by
-// the cage (an explicit zero bust_close row and receipt), best effort: a bust the cage did not
-// take is settled when the player's seat is next touched (its stand-up shows a zero stack).
+// Hand boundaries: what the dealer calls between hands, one round trip each. A hand holds its table
+// (seat funding and stand-up answer 409 hand_in_progress) from its deal (game.deal_hand, which
+// answers the seats it is dealt from) to its end (game.end_hand: the stacks, the rake or the
+// places, the history and the result in one transaction). At a cash table every position left with
+// no chips is then settled as a bust by the cage (an explicit zero bust_close row and receipt), best
+// effort: a bust the cage did not take is settled when the player's seat is next touched.
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { ServiceClient } from '../../http/service-client.ts';
@@ -12,11 +13,44 @@ export interface HandEnd {
   busted: { playerId: string; userId: string; settled: boolean }[];
 }
 
-/** A tournament hand's end: its busts with the places they took, and the tournament's state after it. */
-export interface TournamentHandEnd {
-  busted: { playerId: string; userId: string; seat: number; place: number; tiePlace: number }[];
-  state: string;
+/** A seat as game.seats_of answers it (chips as a decimal string: a cash stack or tournament chips). */
+export interface SeatRow {
+  id: string;
+  user_id: string;
+  agent_id: string | null;
+  seat_index: number;
+  chip_balance: string;
+  status: string;
+  /** Sat out by the dealer (game.set_sitting_out): a reloaded room keeps them out. */
+  sat_out?: boolean;
 }
+
+/** What game.end_hand answers, the first time and on a replay alike. */
+export interface HandEndAnswer {
+  /** An earlier attempt had committed this end (its answer was lost): this is what it committed. */
+  replayed: boolean;
+  /** The tournament's state after the hand (null at a cash table). */
+  state: string | null;
+  /** The positions the hand left with no chips; at a tournament, the places they took. */
+  busted: { playerId: string; userId: string; seat: number; place: number | null; tiePlace: number | null }[];
+}
+
+/** A hand as it ended, for game.end_hand. */
+export interface EndingHand {
+  tableId: string;
+  handId: string;
+  handNumber: number;
+  stacks: Record<string, bigint>;
+  rake: bigint;
+  autoFolds: number;
+  history: unknown[];
+  result: string;
+  agents: string[];
+  startedAt: Date;
+}
+
+/** Stacks as game.end_hand reads them: { positionId: integer }. */
+const stacksJson = (stacks: Record<string, bigint>) => JSON.stringify(Object.fromEntries(Object.entries(stacks).map(([k, v]) => [k, Number(v)])));
 
 /** The table leases of this process (live/lease.ts): the epoch each boundary carries, and the fence's refusal. */
 export interface HandLeases {
@@ -38,10 +72,42 @@ export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Log
     const sentUnder = tenure(tableId);
     return pool.query<R>(sql, params(sentUnder?.toString() ?? null)).catch(fenced(tableId, sentUnder));
   };
+  /** Each bust settled through the cage, in order; whether the cage took it (a failure is logged, and settled later). */
+  const settleBusts = async (tableId: string, busted: { userId: string }[]): Promise<boolean[]> => {
+    const settled: boolean[] = [];
+    for (const b of busted) {
+      const answer = await bank.post('/internal/bust', { tableId, userId: b.userId });
+      if (!answer.ok) log.warn({ tableId, userId: b.userId, status: answer.status, error: answer.body.error }, 'bust not settled by the cage yet');
+      settled.push(answer.ok);
+    }
+    return settled;
+  };
   return {
     async begin(tableId: string, handId: string): Promise<void> {
       await fencedQuery(tableId, 'select game.begin_hand($1, $2, $3)', (epoch) => [tableId, handId, epoch]);
     },
+    /** Begins a hand and answers the seats it is dealt from (read under the table's lock). */
+    async deal(tableId: string, handId: string): Promise<SeatRow[]> {
+      return (await fencedQuery<SeatRow>(tableId, 'select * from game.deal_hand($1, $2, $3)', (epoch) => [tableId, handId, epoch])).rows;
+    },
+    /** The seats as they stand. */
+    async seats(tableId: string): Promise<SeatRow[]> {
+      return (await pool.query<SeatRow>('select * from game.seats_of($1)', [tableId])).rows;
+    },
+    /**
+     * The one hand end (game.end_hand), cash or tournament. A refusal says the end will never be
+     * written (hand_abandoned: its start stacks stand; lease_lost: the room stops); any other
+     * failure may be tried again, and a retry of an end that did commit answers what it committed.
+     */
+    async end(h: EndingHand): Promise<HandEndAnswer> {
+      const { rows } = await fencedQuery<{ answer: HandEndAnswer }>(
+        h.tableId, 'select game.end_hand($1, $2, $3, $4::jsonb, $5, $6, $7::jsonb, $8::jsonb, $9::uuid[], $10::timestamptz, $11) as answer',
+        (epoch) => [h.tableId, h.handId, h.handNumber, stacksJson(h.stacks), h.rake.toString(), h.autoFolds, JSON.stringify(h.history), h.result, h.agents, h.startedAt.toISOString(), epoch],
+      );
+      return rows[0]!.answer;
+    },
+    /** Settles a cash hand's busts through the cage (best effort: a failure is logged, and settled later). */
+    settleBusts,
     /** Releases the table from a hand that will not be played (the stacks of its start stand). */
     async abandon(tableId: string): Promise<string | null> {
       const { rows } = await fencedQuery<{ hand: string | null }>(tableId, 'select game.abandon_hand($1, $2) as hand', (epoch) => [tableId, epoch]);
@@ -60,30 +126,13 @@ export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Log
     async release(tableId: string, handId: string): Promise<void> {
       await fencedQuery(tableId, 'select game.release_hand($1, $2, $3)', (epoch) => [tableId, handId, epoch]);
     },
-    /** A tournament hand's end (no money moves: the stacks are tournament chips; busts are placed, not settled). */
-    async finishTournament(tableId: string, handId: string, stacks: Record<string, bigint>, autoFolds: number): Promise<TournamentHandEnd> {
-      const { rows } = await fencedQuery<{ player_id: bigint | null; user_id: string; seat_index: number; elimination_order: number; tie_place: number; state: string }>(
-        tableId, 'select player_id, user_id, seat_index, elimination_order, tie_place, state from game.finish_tournament_hand($1, $2, $3::jsonb, $4, $5)',
-        (epoch) => [tableId, handId, JSON.stringify(Object.fromEntries(Object.entries(stacks).map(([k, v]) => [k, Number(v)]))), autoFolds, epoch],
-      );
-      return {
-        busted: rows.filter((r) => r.player_id !== null).map((r) => ({
-          playerId: r.player_id!.toString(), userId: r.user_id, seat: r.seat_index, place: r.elimination_order, tiePlace: r.tie_place,
-        })),
-        state: rows[0]?.state ?? 'playing',
-      };
-    },
     async finish(tableId: string, handId: string, stacks: Record<string, bigint>, rake: bigint): Promise<HandEnd> {
       const { rows } = await fencedQuery<{ player_id: bigint; user_id: string }>(
         tableId, 'select player_id, user_id from game.finish_hand($1, $2, $3::jsonb, $4, $5)',
-        (epoch) => [tableId, handId, JSON.stringify(Object.fromEntries(Object.entries(stacks).map(([k, v]) => [k, Number(v)]))), rake.toString(), epoch],
+        (epoch) => [tableId, handId, stacksJson(stacks), rake.toString(), epoch],
       );
-      const busted: HandEnd['busted'] = [];
-      for (const r of rows) {
-        const answer = await bank.post('/internal/bust', { tableId, userId: r.user_id });
-        if (!answer.ok) log.warn({ tableId, userId: r.user_id, status: answer.status, error: answer.body.error }, 'bust not settled by the cage yet');
-        busted.push({ playerId: r.player_id.toString(), userId: r.user_id, settled: answer.ok });
-      }
+      const settled = await settleBusts(tableId, rows.map((r) => ({ userId: r.user_id })));
+      const busted = rows.map((r, i) => ({ playerId: r.player_id.toString(), userId: r.user_id, settled: settled[i]! }));
       return { busted };
     },
   };

@@ -1,42 +1,27 @@
 // One live table: its seats (as stored), the hand being played (the pure engine), the turn timer,
-// and who watches. Seats change only between hands (the database refuses seat funding and stand-up
-// while a hand holds the table), so the room re-reads them at each boundary and whenever a seat
-// route touched them. Money never moves here: the stacks of a hand are written at its end
-// (game.finish_hand), busts are settled by the cage, sits and stand-ups go through the bank.
+// and who watches. The room deals and sends; what differs between a cash table and a Sit-and-Go
+// table (their seats, settings, who is dealt in, a hand's end, a tournament's announcements) is
+// its table's (cash-table.ts, tournament-table.ts, behind table-kind.ts). Seats change only
+// between hands (the database refuses seat funding and stand-up while a hand holds the table), so
+// the room reads them at each deal and whenever a seat route touched them. Money never moves here:
+// a hand's stacks are written at its end (game.end_hand), busts are settled by the cage, sits and
+// stand-ups go through the bank.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { inTransaction } from '../../db/transaction.ts';
 import { applyAction, isRefusal, startHand, timeout, type Action, type HandState } from '../poker/engine.ts';
 import { randomDeck, shuffledDeck } from '../poker/deck.ts';
-import { comeBack, nextHand, sitOut, type Positions, type TableSeat } from '../poker/table.ts';
-import type { createHands, HandEnd } from '../hands/hands.ts';
+import { comeBack, sitOut, type Positions } from '../poker/table.ts';
+import type { createHands } from '../hands/hands.ts';
 import { isLeaseLost } from './lease.ts';
-import { chipAmount, handResult, stateWriter, stoodUp, historyJson, toJson, type SeatView, type ServerMessageOf, type TournamentState } from './wire.ts';
-import { actionMs, LIFECYCLE_STATES, levelMs, levelOf, myView, storedSng, tournamentWire, type LifecycleState, type StoredSng, type TournamentRow } from '../../tournaments/lifecycle.ts';
+import { chipAmount, stateWriter, stoodUp, toJson, type SeatView, type ServerMessageOf } from './wire.ts';
 import { refusedWith } from '../../http/errors.ts';
+import { CashTable } from './cash-table.ts';
+import { TournamentTable } from './tournament-table.ts';
+import type { Announcement, EndOutcome, Seat, SeatRow, TableKind } from './table-kind.ts';
 
-/** A seat as the room reads it. */
-interface SeatRow {
-  id: string;
-  user_id: string;
-  agent_id: string | null;
-  seat_index: number;
-  chip_balance: string;
-  status: string;
-  /** Sat out by the dealer (game.set_sitting_out): a reloaded room keeps them out. */
-  sat_out?: boolean;
-}
-
-/** The tournament states in their order (spec: Tournament lifecycle). */
-const LIFECYCLE: readonly string[] = LIFECYCLE_STATES;
-
-/** A lifecycle broadcast as announcements() builds it (publish adds the tableId). */
-type Announcement = DistributiveOmit<ServerMessageOf<'tournament_state_changed' | 'blind_level_changed' | 'tournament_ended' | 'tournament_payout_settled'>, 'tableId'>;
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
-
-/** The longest turn a table may give (one hour): creation refuses more, and stored rows above it are clamped when a room loads. */
-export const MAX_TURN_TIME_SEC = 3600;
+export { MAX_TURN_TIME_SEC, turnTimeSec } from '../tables/settings-rules.ts';
 
 export interface Watcher {
   id: number;
@@ -50,14 +35,6 @@ export interface RoomOptions {
   handDelayMs: number;
   /** Consecutive turn-timer expiries after which a player is sat out. */
   timeoutsBeforeSitOut: number;
-}
-
-interface Seat extends TableSeat {
-  positionId: string;
-  userId: string;
-  agentId: string | null;
-  timeouts: number;
-  leaveAfterHand: boolean;
 }
 
 export interface TableRecord {
@@ -101,14 +78,6 @@ interface PendingSit {
   done: (answer: BankAnswer) => void;
 }
 
-const big = (v: unknown, fallback = 0n) => (typeof v === 'number' && Number.isInteger(v) ? BigInt(v) : fallback);
-
-/** A stored turn time as the timer may use it: past one hour (older rows) it is clamped, so setTimeout never overflows. */
-export function turnTimeSec(stored: unknown): number {
-  if (typeof stored !== 'number' || !Number.isFinite(stored) || stored <= 0) return 30;
-  return Math.min(stored, MAX_TURN_TIME_SEC);
-}
-
 /** The same action (type and amount): what a resend under an applied seq must be to count as a duplicate. */
 const actionKey = (a: Action) => `${a.type}:${a.amount ?? ''}`;
 
@@ -130,7 +99,9 @@ class Watchers extends Set<Watcher> {
 
 export class Room {
   readonly tableId: string;
-  record: TableRecord;
+  readonly record: TableRecord;
+  /** What the table's kind decides (cash or Sit-and-Go). */
+  private readonly table: TableKind;
   private seats = new Map<number, Seat>();
   private positions: Positions | null = null;
   private hand: HandState | null = null;
@@ -144,8 +115,10 @@ export class Room {
   private finishAttempts = 0;
   private busy: Promise<void> = Promise.resolve();
   private closed = false;
+  /** Steps queued or running. */
+  private steps = 0;
   /** The connections at the table (added and removed by the websocket server). */
-  readonly watchers: Set<Watcher> = new Watchers(() => this.watchersChanged());
+  readonly watchers: Set<Watcher> = new Watchers(() => this.scheduleDeal());
   /** Actions applied in this hand and the last one (`handId:seat:seq` → the action): the same one resent is acknowledged, not applied. */
   private applied = new Map<string, string>();
   private previousApplied = new Map<string, string>();
@@ -157,43 +130,19 @@ export class Room {
     this.deps = deps;
     this.tableId = record.table_id;
     this.record = record;
-    const stored = record.settings.turnTimeSec;
-    if (typeof stored === 'number' && stored > MAX_TURN_TIME_SEC) {
-      deps.log.warn({ tableId: record.table_id, turnTimeSec: stored }, `stored turnTimeSec above ${MAX_TURN_TIME_SEC}: clamped`);
-      this.record = { ...record, settings: { ...record.settings, turnTimeSec: MAX_TURN_TIME_SEC } };
-    }
+    this.table = record.mode === 'sng'
+      ? new TournamentTable(record.table_id, record.settings, deps)
+      : new CashTable(record.table_id, record.settings, deps.hands, deps.log);
   }
 
-
-  /** The stored tournament settings of an SnG table (null: a cash table). */
-  get sng(): StoredSng | null {
-    return this.record.mode === 'sng' ? storedSng(this.record.settings) : null;
-  }
-
+  /** The next hand's settings, as the table's kind decides them. */
   get settings() {
-    const s = this.record.settings;
-    const sng = this.sng;
-    if (sng) {
-      // the blinds of the current level (read again before each deal), no rake, the action timeout
-      const level = levelOf(sng, this.tournament?.current_level ?? 0);
-      return {
-        smallBlind: level.smallBlind, bigBlind: level.bigBlind, ante: level.ante, turnMs: actionMs(sng), turnTimerEnabled: true,
-        rake: { percent: 0, cap: 0n, minPot: 0n, requiresFlop: true },
-        deckSeed: typeof s.deckSeed === 'string' ? s.deckSeed : null, hostedOnly: false, showHands: false,
-      };
-    }
-    return {
-      smallBlind: big(s.smallBlind), bigBlind: big(s.bigBlind, 2n), ante: big(s.ante),
-      turnMs: turnTimeSec(s.turnTimeSec) * 1000,
-      turnTimerEnabled: s.turnTimerEnabled !== false,
-      rake: {
-        percent: typeof s.rakePercent === 'number' ? s.rakePercent : 0,
-        cap: big(s.rakeCap), minPot: big(s.rakeMinPot), requiresFlop: s.rakeRequiresFlop !== false,
-      },
-      deckSeed: typeof s.deckSeed === 'string' ? s.deckSeed : null,
-      hostedOnly: s.hostedOnly === true,
-      showHands: s.showHands === true,
-    };
+    return this.table.settings();
+  }
+
+  /** The tournament's state as the room last read it (null on a cash table). */
+  get tournamentPhase(): string | null {
+    return this.table.phase;
   }
 
   /** Runs room work one step at a time (actions, timers and seat changes never interleave). */
@@ -207,8 +156,12 @@ export class Room {
     return next;
   }
 
-  /** Steps queued or running. */
-  private steps = 0;
+  /** A step that answers: its result, or a rejection when it fails before it answers (never left hanging). */
+  private answer<T>(work: (resolve: (value: T) => void) => Promise<void>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.serial(() => work(resolve)).catch(reject);
+    });
+  }
 
   /**
    * Nothing holds the room: nobody watches, no hand is dealt, no sit or stand-up waits, no step is
@@ -242,27 +195,35 @@ export class Room {
   /** Seats changed in the database (funded, topped up, stood up, settled): read them again. */
   refresh(): Promise<void> {
     return this.serial(async () => {
-      if (this.hand) return; // seats cannot change while a hand holds the table; its end re-reads them
+      // a seat route cannot fund or stand up a seat while a hand holds the table; whatever it did
+      // change is read at the hand's end
+      if (this.hand) {
+        this.seatsChanged = true;
+        return;
+      }
       await this.reloadSeats();
       // a tournament catches up what its notices would have announced (one missed while away)
-      if (this.record.mode === 'sng') await this.catchUp();
+      await this.publish(await this.table.catchUp());
       this.broadcastState();
       this.scheduleDeal();
     });
   }
 
+  /** A seat route touched the seats while a hand held the table: read them at its end. */
+  private seatsChanged = false;
+
   private async reloadSeats(): Promise<void> {
-    const rows = this.record.mode === 'sng' ? await this.readTournament() : (await this.deps.pool.query<SeatRow>(
-      `select id::text, user_id, agent_id, seat_index, chip_balance::text, status, sat_out_at is not null as sat_out from game.table_players
-        where table_id = $1 and status = 'seated' order by seat_index`,
-      [this.tableId],
-    )).rows;
+    this.applySeats(await this.table.readSeats());
+  }
+
+  /** The seats as read: a position the room knows keeps its place in the game, a new one waits for the big blind. */
+  private applySeats(rows: SeatRow[]): void {
+    this.seatsChanged = false;
     const running = this.positions !== null;
     const next = new Map<number, Seat>();
     for (const r of rows) {
       const known = this.seats.get(r.seat_index);
-      const same = known && known.positionId === r.id;
-      const seat: Seat = same ? { ...known, agentId: r.agent_id, stack: BigInt(r.chip_balance) } : {
+      const seat: Seat = known && known.positionId === r.id ? { ...known, agentId: r.agent_id, stack: BigInt(r.chip_balance) } : {
         seat: r.seat_index, playerId: r.id, positionId: r.id, userId: r.user_id, agentId: r.agent_id, stack: BigInt(r.chip_balance),
         sittingOut: r.sat_out === true, waitingForBigBlind: running && r.sat_out !== true, timeouts: 0, leaveAfterHand: false,
       };
@@ -315,115 +276,40 @@ export class Room {
 
   private writer() {
     const st = this.settings;
-    return stateWriter({ tableId: this.tableId, smallBlind: st.smallBlind, bigBlind: st.bigBlind, ante: st.ante }, this.views(), this.hand, this.turnDeadline, this.tournamentState());
+    return stateWriter({ tableId: this.tableId, smallBlind: st.smallBlind, bigBlind: st.bigBlind, ante: st.ante }, this.views(), this.hand, this.turnDeadline, this.table.tournamentState([...this.seats.values()]));
   }
 
-  // ---- tournament ----------------------------------------------------------------------------
-
-  /** The lifecycle row of an SnG table, as last read (null on a cash table). */
-  private tournament: TournamentRow | null = null;
-
-  /** The tournament's state as the room last read it (null on a cash table). */
-  get tournamentPhase(): string | null {
-    return this.tournament?.tournament_state ?? null;
-  }
-  /** Turns of this hand that timed out (auto-folds), written with its end. */
-  private autoFolds = 0;
-
-  /**
-   * A tournament's lifecycle row and its seats in one query: its registrants (their stacks are
-   * tournament chips; chip_balance is the entry claim), the row repeated on each (one row with no
-   * seat when nobody registered).
-   */
-  private async readTournament(): Promise<SeatRow[]> {
-    const { rows } = await this.deps.pool.query<TournamentRow & Partial<SeatRow>>(
-      `select t.tournament_state, t.current_level, t.level_started_at, t.starts_at, t.play_started_at, t.closed_at,
-              t.announced_state, t.announced_level, t.announced_payouts,
-              (select count(*)::integer from game.table_players q where q.table_id = t.table_id and q.status <> 'closed') as registered_count,
-              (select count(*)::integer from game.table_players q
-                where q.table_id = t.table_id and q.entry_state = 'paid' and q.tournament_stack > 0) as alive_count,
-              p.id::text as id, p.user_id, p.agent_id, p.seat_index, coalesce(p.tournament_stack, 0)::text as chip_balance, p.status
-         from game.tables t
-         left join game.table_players p on p.table_id = t.table_id and p.status = 'seated' and p.entry_state is not null
-        where t.table_id = $1 order by p.seat_index`,
-      [this.tableId],
-    );
-    this.tournament = rows[0] ?? null;
-    // what the rooms before this one announced (a restart, another process): not announced again
-    if (!this.announcedLoaded && this.tournament) {
-      this.announcedLoaded = true;
-      const t = this.tournament as TournamentRow & { announced_state: string | null; announced_level: number | null; announced_payouts: number[] };
-      if (t.announced_state) {
-        this.announced = {
-          state: t.announced_state, level: t.announced_level, ended: LIFECYCLE.indexOf(t.announced_state) >= LIFECYCLE.indexOf('settling'),
-        };
-      }
-      for (const position of t.announced_payouts ?? []) this.announcedPayouts.add(position);
-    }
-    return rows.filter((r): r is TournamentRow & SeatRow => r.id !== null && r.id !== undefined);
+  private viewOf(write: ReturnType<typeof stateWriter>, w: Watcher): string {
+    const seat = this.seatOf(w.userId);
+    const st = this.settings;
+    return write({ seat, seesAllCards: seat === null && st.hostedOnly && st.showHands });
   }
 
-  /** game_state's tournament fields (absent in cash mode). */
-  private tournamentState(): TournamentState | undefined {
-    const sng = this.sng;
-    if (!sng || !this.tournament) return undefined;
-    const wire = tournamentWire(sng, this.tournament);
-    const level = levelOf(sng, this.tournament.current_level ?? 0);
-    // stacks as of the hand's start (between hands: as they stand)
-    const stackOf = (seat: number) => this.seats.get(seat)?.stack ?? 0n;
-    const alive = [...this.seats.values()].map((s) => stackOf(s.seat)).filter((x) => x > 0n);
-    return {
-      shared: wire,
-      mine: (seat) => {
-        if (seat === null || this.tournament?.tournament_state !== 'playing') return null;
-        const stack = stackOf(seat);
-        return stack > 0n ? myView(sng, level, alive, stack) : null;
-      },
-    };
+  private sendAll(messages: readonly string[], to: (w: Watcher) => boolean = () => true): void {
+    for (const m of messages) for (const w of this.watchers) if (to(w)) w.send(m);
   }
 
-  /**
-   * What this room last told its connections of the lifecycle (a replayed or stale notice repeats
-   * nothing); registering is a tournament's birth state, never a move to announce.
-   */
-  private announced: { state: string; level: number | null; ended: boolean } = { state: 'registering', level: null, ended: false };
-  private announcedLoaded = false;
+  // ---- a tournament's lifecycle ----------------------------------------------------------------
 
   /**
    * A lifecycle notice of this table (the SQL's NOTIFY game_tournament), relayed to the room's
-   * connections. The notice is only a trigger: the room re-reads its lifecycle row and seats and
-   * announces what the database holds (so nothing a notice carries reaches a client unchecked, and a
-   * repeated or stale notice announces nothing), then deals once the tournament plays. A force-end
-   * abandoned the hand in flight (its start stacks stand): dropped here.
+   * connections. The notice is only a trigger: the table re-reads its lifecycle row and the room its
+   * seats, and what the database holds is announced (so nothing a notice carries reaches a client
+   * unchecked, and a repeated or stale notice announces nothing), then it deals once the tournament
+   * plays. A force-end abandoned the hand in flight (its start stacks stand): dropped here.
    */
   tournamentEvent(event: Record<string, unknown>): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.serial(async () => {
-        if (this.closed || this.record.mode !== 'sng') return resolve();
-        if (this.hand) await this.readTournament();
-        if (this.tournament?.tournament_state !== 'playing' && this.hand?.status === 'betting') this.dropHand();
-        if (!this.hand) await this.reloadSeats();
-        // a payout is announced from the payout rows, after the moves before it (settling, the
-        // standings): never ahead of them
-        const messages = event.type === 'tournament_payout_settled'
-          ? [...(await this.announcements('tournament_state_changed', 'settling')), ...(await this.pendingPayouts())]
-          : await this.announcements(event.type, event.state);
-        await this.publish(messages);
-        this.broadcastState();
-        this.scheduleDeal();
-        resolve();
-      }).catch(reject);
+    return this.answer<void>(async (resolve) => {
+      const notice = this.table.notice?.bind(this.table);
+      if (this.closed || !notice) return resolve();
+      if (this.hand) await this.table.refreshLifecycle?.();
+      if (this.table.phase !== 'playing' && this.hand?.status === 'betting') this.dropHand();
+      if (!this.hand) await this.reloadSeats();
+      await this.publish(await notice(event));
+      this.broadcastState();
+      this.scheduleDeal();
+      resolve();
     });
-  }
-
-  /** The lifecycle moves the database made that this room has not announced yet, announced now. */
-  private async catchUp(): Promise<void> {
-    const messages = [
-      ...(await this.announcements('tournament_state_changed', null)),
-      ...(await this.announcements('blind_level_changed', null)),
-      ...(await this.announcements('tournament_ended', null)),
-    ];
-    await this.publish(messages);
   }
 
   /**
@@ -432,13 +318,8 @@ export class Room {
    */
   private async publish(messages: Announcement[]): Promise<void> {
     if (messages.length === 0) return;
-    for (const m of messages) {
-      const json = toJson({ ...m, tableId: this.tableId } satisfies ServerMessageOf<Announcement['type']>);
-      for (const w of this.watchers) w.send(json);
-    }
-    await this.deps.pool.query('select game.record_tournament_announced($1, $2, $3, $4)', [
-      this.tableId, this.announced.state, this.announced.level, [...this.announcedPayouts],
-    ]).catch((err: Error) => this.deps.log.warn({ tableId: this.tableId, err: err.message }, 'announcements not recorded'));
+    this.sendAll(messages.map((m) => toJson({ ...m, tableId: this.tableId } satisfies ServerMessageOf<Announcement['type']>)));
+    await this.table.announced(messages);
     const states = messages.flatMap((m) => (m.type === 'tournament_state_changed' ? [m.state] : []));
     if (states.length) await this.deps.lifecycleStates?.(states);
   }
@@ -448,170 +329,16 @@ export class Room {
     this.turnTimer = null;
     this.turnDeadline = null;
     this.hand = null;
-    this.autoFolds = 0;
-  }
-
-  /**
-   * The lifecycle messages the database's state calls for, given what was announced already: every
-   * move in order (none skipped, also when notices were missed or the room was away), the final
-   * standings right after `settling`, every confirmed payout before `closed`, and every level reached.
-   */
-  private async announcements(type: unknown, claimed: unknown): Promise<Announcement[]> {
-    const t = this.tournament;
-    if (!t) return [];
-    const out: Announcement[] = [];
-    const ms = (d: Date | null) => (d ? d.getTime() : null);
-    // the state the notice names, when the database has reached it (a fast worker may be further on
-    // already); otherwise the database's own
-    const order = (x: unknown) => LIFECYCLE.indexOf(x as string);
-    const target = order(claimed) >= 0 && order(claimed) <= order(t.tournament_state) ? String(claimed) : t.tournament_state;
-    if (type === 'tournament_state_changed') {
-      for (let i = order(this.announced.state) + 1; i <= order(target); i++) {
-        const state = LIFECYCLE_STATES[i] as Exclude<LifecycleState, 'registering'>; // i >= 1: registering is never a move
-        // a level reached while playing is announced before the play ends
-        if (state === 'ended' && this.announced.state === 'playing') out.push(...this.levelAnnouncements());
-        if (state === 'closed') out.push(...(await this.pendingPayouts()));
-        this.announced.state = state;
-        const moved = 'tournament_state_changed' as const;
-        out.push(
-          state === 'starting' ? { type: moved, state, startsAt: ms(t.starts_at) }
-          : state === 'playing' ? { type: moved, state, currentLevel: 0, levelStartedAt: ms(t.play_started_at) }
-          : state === 'ended' ? { type: moved, state, forced: t.alive_count > 1 }
-          : state === 'closed' ? { type: moved, state, closedAt: ms(t.closed_at) }
-          : { type: moved, state },
-        );
-        if (state === 'playing') this.announced.level = Math.max(this.announced.level ?? 0, 0);
-        if (state === 'settling' && !this.announced.ended) {
-          this.announced.ended = true;
-          out.push({ type: 'tournament_ended', ...(await this.standings()) });
-        }
-      }
-    }
-    if (type === 'blind_level_changed' && t.tournament_state === 'playing') out.push(...this.levelAnnouncements());
-    if (type === 'tournament_ended' && !this.announced.ended && order(this.announced.state) >= order('settling')) {
-      this.announced.ended = true;
-      out.push({ type: 'tournament_ended', ...(await this.standings()) });
-    }
-    return out;
-  }
-
-  /** Every level the tournament reached that was not announced yet, in order (each with the time it began). */
-  private levelAnnouncements(): Announcement[] {
-    const t = this.tournament;
-    if (!t || t.current_level === null || this.announced.state !== 'playing') return [];
-    const out: Announcement[] = [];
-    const duration = levelMs(this.sng!);
-    const current = t.current_level;
-    for (let level = (this.announced.level ?? 0) + 1; level <= current; level++) {
-      const startedAt = t.level_started_at ? t.level_started_at.getTime() - (current - level) * duration : null;
-      const l = levelOf(this.sng!, level);
-      out.push({
-        type: 'blind_level_changed', currentLevel: level, levelStartedAt: startedAt,
-        smallBlind: l.smallBlind.toString(), bigBlind: l.bigBlind.toString(), ...(l.ante > 0n ? { ante: l.ante.toString() } : {}),
-        levelEndsAt: startedAt === null ? null : startedAt + duration,
-      });
-      this.announced.level = level;
-    }
-    return out;
-  }
-
-  /**
-   * The confirmed payouts this room has not announced, in place order: each once, from its row,
-   * whether its confirmation call (/internal/payout-confirmed) came or is still on its way.
-   */
-  private async pendingPayouts(): Promise<Announcement[]> {
-    const { rows } = await this.deps.pool.query<{ position: number; user_id: string; amount: bigint; tx_hash: string }>(
-      'select position, user_id, amount, tx_hash from game.tournament_payouts($1) where confirmed_at is not null order by position', [this.tableId],
-    );
-    const out: Announcement[] = [];
-    for (const r of rows) {
-      if (this.announcedPayouts.has(r.position)) continue;
-      this.announcedPayouts.add(r.position);
-      out.push({ type: 'tournament_payout_settled', position: r.position, userId: r.user_id, amount: String(r.amount), txHash: r.tx_hash });
-    }
-    return out;
-  }
-
-  /** The final standings and the payouts, as settlement wrote them. */
-  private async standings() {
-    const [{ rows: finalStandings }, { rows: payouts }] = await Promise.all([
-      this.deps.pool.query(
-        `select elimination_order as position, user_id as "userId", agent_id as "agentId", tie_place as "tiedFrom"
-           from game.table_players where table_id = $1 and entry_state = 'paid' and closing_ref_id = 'tournament:' || $1
-          order by elimination_order`, [this.tableId]),
-      this.deps.pool.query(`select position, user_id as "userId", amount::text from game.tournament_payouts($1)`, [this.tableId]),
-    ]);
-    return { finalStandings, payouts };
-  }
-
-  /** The places whose payout this room announced. */
-  private readonly announcedPayouts = new Set<number>();
-
-  /**
-   * A tournament hand's end: the tournament stacks written, its busts placed (game.finish_tournament_hand);
-   * then, in this order, `player_eliminated` for each bust, a fresh `game_state`, `hand_result`.
-   */
-  private async finishTournament(hand: HandState): Promise<void> {
-    const stacks: Record<string, bigint> = {};
-    for (const p of hand.players) stacks[p.playerId] = p.stack;
-    let end: Awaited<ReturnType<RoomDeps['hands']['finishTournament']>>;
-    try {
-      end = await this.deps.hands.finishTournament(this.tableId, hand.handId, stacks, this.autoFolds);
-      this.finishAttempts = 0;
-    } catch (err) {
-      // the lease is gone (the room stops), or a force-end abandoned this hand (its start stacks stand)
-      if (isLeaseLost(err)) {
-        this.hand = null;
-        throw err;
-      }
-      if (!refusedWith(err, 'game', 'no_hand_in_progress')) return this.retryFinish(hand, err);
-      this.hand = null;
-      await this.reloadSeats();
-      return;
-    }
-    this.autoFolds = 0;
-    await this.recordHand(hand);
-    const result = toJson(handResult(this.tableId, hand.handId, hand.result!, this.views()));
-    this.hand = null;
-    const remaining = hand.players.length - end.busted.length;
-    for (const b of end.busted) {
-      const message = toJson({
-        type: 'player_eliminated', tableId: this.tableId, handId: hand.handId, userId: b.userId, seatIndex: b.seat, position: b.place, tiedFrom: b.tiePlace, remaining,
-      } satisfies ServerMessageOf<'player_eliminated'>);
-      for (const w of this.watchers) w.send(message);
-    }
-    await this.reloadSeats();
-    this.broadcastState();
-    for (const w of this.watchers) w.send(result);
-    this.scheduleDeal();
-  }
-
-  private viewOf(write: ReturnType<typeof stateWriter>, w: Watcher): string {
-    const seat = this.seatOf(w.userId);
-    const st = this.record.settings;
-    return write({ seat, seesAllCards: seat === null && st.hostedOnly === true && st.showHands === true });
+    this.table.handDropped();
   }
 
   // ---- dealing -------------------------------------------------------------------------------
 
-  /**
-   * The next hand, dealt only to players watching the room: a funded seat whose user (or agent) has
-   * no connection at the table is out of this deal as if sat out, but counts no timeout and starts
-   * no idle clock (a restarted room waits for its players instead of dealing to nobody). A tournament
-   * deals to every seat: an absent player is blinded away by the timer (docs/dealer.md).
-   */
+  /** Who the next hand is dealt to, as the table's kind decides (null: no hand now). */
   private plan() {
-    if (this.record.mode === 'sng') {
-      return this.tournament?.tournament_state === 'playing' ? nextHand([...this.seats.values()], this.positions) : null;
-    }
     const watching = new Set<string | null>();
     for (const w of this.watchers) watching.add(w.userId);
-    return nextHand([...this.seats.values()].map((s) => (watching.has(s.userId) ? s : { ...s, sittingOut: true })), this.positions);
-  }
-
-  /** A connection joined or left: a player who connects may complete the two a deal needs. */
-  private watchersChanged(): void {
-    this.scheduleDeal();
+    return this.table.plan([...this.seats.values()], this.positions, watching);
   }
 
   private scheduleDeal(): void {
@@ -627,16 +354,17 @@ export class Room {
   private async deal(): Promise<void> {
     if (this.closed || this.hand?.status === 'betting' || this.plan() === null) return;
     const handId = `${this.tableId}:${this.handNumber + 1}:${randomUUID().slice(0, 8)}`;
+    // the table is ours now: no seat changes until the hand ends; the seats come as they stand (a
+    // tournament: its level too, and any move a missed notice did not announce)
+    let rows: SeatRow[];
     try {
-      await this.deps.hands.begin(this.tableId, handId);
+      rows = await this.table.deal(handId);
     } catch (err) {
       this.deps.log.warn({ tableId: this.tableId, err: (err as Error).message }, 'hand not started');
       return;
     }
-    // the table is ours now: no seat changes until the hand ends; read the seats as they stand (a
-    // tournament: its level too, and any move a missed notice did not announce)
-    await this.reloadSeats();
-    if (this.record.mode === 'sng') await this.catchUp();
+    this.applySeats(rows);
+    await this.publish(await this.table.catchUp());
     const plan = this.plan();
     if (!plan) {
       // nobody left to deal to (they stood up or disconnected meanwhile): no hand, none recorded
@@ -646,12 +374,11 @@ export class Room {
     const st = this.settings;
     this.handNumber += 1;
     const deck = st.deckSeed ? shuffledDeck(`${st.deckSeed}:${this.handNumber}`) : randomDeck(randomBytes(32));
-    const hand = startHand({
+    this.hand = startHand({
       handId, seats: plan.seats, button: plan.button, smallBlindSeat: plan.smallBlindSeat, bigBlindSeat: plan.bigBlindSeat,
       smallBlind: st.smallBlind, bigBlind: st.bigBlind, ante: st.ante, deck, rake: st.rake,
     });
     this.positions = plan.positions;
-    this.hand = hand;
     this.handStartedAt = Date.now();
     this.previousApplied = this.applied;
     this.applied = new Map();
@@ -700,12 +427,11 @@ export class Room {
     const next = timeout(hand);
     if (isRefusal(next)) return;
     this.hand = next;
-    // a tournament has no sit-out: an absent player stays dealt in and times out (an auto-fold)
-    if (this.record.mode === 'sng') this.autoFolds += 1;
-    else if (seat) {
+    if (this.table.turnExpired() && seat) {
       seat.timeouts += 1;
       if (seat.timeouts >= this.deps.options.timeoutsBeforeSitOut && !seat.sittingOut) {
-        this.seats.set(seat.seat, { ...sitOut([seat], seat.seat)[0]!, ...{ positionId: seat.positionId, userId: seat.userId, agentId: seat.agentId, timeouts: seat.timeouts, leaveAfterHand: seat.leaveAfterHand } } as Seat);
+        const out = sitOut([seat], seat.seat)[0]!;
+        this.seats.set(seat.seat, { ...seat, sittingOut: out.sittingOut, waitingForBigBlind: out.waitingForBigBlind });
         this.recordSitOut(seat.userId, true);
         this.deps.log.info({ tableId: this.tableId, userId: seat.userId }, 'player sat out after timeouts');
       }
@@ -713,55 +439,61 @@ export class Room {
     await this.afterStep();
   }
 
-  /** The hand's history and result, stored (best effort: a failure is logged). */
-  private async recordHand(hand: HandState): Promise<void> {
-    const agents = hand.players.map((p) => this.seats.get(p.seat)?.agentId).filter((a): a is string => Boolean(a));
-    await this.deps.pool.query('select game.record_hand($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7::uuid[], $8::timestamptz)', [
-      this.tableId, hand.handId, this.handNumber, 'finished', JSON.stringify(historyJson(hand.history)),
-      toJson(handResult(this.tableId, hand.handId, hand.result!, this.views())), agents, new Date(this.handStartedAt).toISOString(),
-    ]).catch((err) => this.deps.log.error({ err, handId: hand.handId }, 'hand history not stored'));
-  }
+  // ---- a hand's end --------------------------------------------------------------------------
 
+  /**
+   * The hand's end, one path for every table: written by the table's kind in one transaction, then
+   * sent in order (what comes before the fresh game_state, the seats' business of the boundary,
+   * game_state, what comes after), then the next deal.
+   */
   private async finish(hand: HandState): Promise<void> {
-    if (this.record.mode === 'sng') return this.finishTournament(hand);
-    const result = hand.result!;
-    const stacks: Record<string, bigint> = {};
-    for (const p of hand.players) stacks[p.playerId] = p.stack;
-    const end = await this.writeEnd(hand, stacks);
-    if (!end) return;
-    await this.recordHand(hand);
-    const message = toJson(handResult(this.tableId, hand.handId, result, this.views()));
-    for (const w of this.watchers) w.send(message);
-    this.deps.log.debug({ tableId: this.tableId, handId: hand.handId, busted: end.busted.length, rake: result.rake.toString(), ms: Date.now() - this.handStartedAt }, 'hand finished');
-
+    const outcome = await this.writeEnd(hand);
+    if (!outcome) return;
+    this.deps.log.debug({ tableId: this.tableId, handId: hand.handId, busted: outcome.answer.busted.length, replayed: outcome.answer.replayed, ms: Date.now() - this.handStartedAt }, 'hand finished');
     const leaving = [...this.seats.values()].filter((s) => s.leaveAfterHand);
     this.hand = null;
-    await this.reloadSeats();
+    // the stacks are the hand's own; a bust (settled, or placed) changed the seats: read them
+    for (const p of hand.players) {
+      const seat = this.seats.get(p.seat);
+      if (seat) seat.stack = p.stack;
+    }
+    this.sendAll(outcome.before);
+    if (outcome.answer.busted.length > 0 || this.seatsChanged) await this.reloadSeats();
     for (const s of leaving) await this.standUpAfterHand(s.userId);
     if (leaving.length) await this.reloadSeats();
     await this.kickIdle();
     await this.seatPending();
     this.broadcastState();
+    this.sendAll(outcome.after);
     this.scheduleDeal();
   }
 
   /**
-   * Writes the hand's end. A failure that is not the fence's (the database unreachable, a lock
-   * timeout) leaves the hand complete in the room and the table held, and the write is tried again
-   * with backoff (1 s doubling to 30 s): the stacks the hand ended with are the ones written, never
-   * the start's. When an earlier attempt did commit and only its answer was lost, the table no
-   * longer holds the hand (`no_hand_in_progress`) and that commit is the end. Null while it waits.
+   * Writes the hand's end. A refusal means it will never be written: the lease is gone (the room
+   * stops), or the hand was abandoned meanwhile (a force-end: its start stacks stand, the hand is
+   * dropped). Any other failure (the database unreachable, a lock timeout, an answer lost) leaves
+   * the hand complete in the room and the table held, and the same end is tried again with backoff
+   * (1 s doubling to 30 s): an end that did commit answers again what it committed. Null while it waits.
    */
-  private async writeEnd(hand: HandState, stacks: Record<string, bigint>): Promise<HandEnd | null> {
+  private async writeEnd(hand: HandState): Promise<EndOutcome | null> {
+    const agents = hand.players.map((p) => this.seats.get(p.seat)?.agentId).filter((a): a is string => Boolean(a));
     try {
-      const end = await this.deps.hands.finish(this.tableId, hand.handId, stacks, hand.result!.rake);
+      const outcome = await this.table.endHand({ hand, handNumber: this.handNumber, startedAt: new Date(this.handStartedAt), views: this.views(), agents });
       this.finishAttempts = 0;
-      return end;
+      return outcome;
     } catch (err) {
-      if (isLeaseLost(err)) throw err;
-      if (this.finishAttempts > 0 && refusedWith(err, 'game', 'no_hand_in_progress')) {
+      if (isLeaseLost(err)) {
+        this.hand = null;
+        throw err;
+      }
+      if (refusedWith(err, 'game', 'hand_abandoned') || refusedWith(err, 'game', 'no_hand_in_progress')) {
+        this.deps.log.warn({ tableId: this.tableId, handId: hand.handId, err: (err as Error).message }, 'hand not written: abandoned meanwhile, the stacks of its start stand');
         this.finishAttempts = 0;
-        return { busted: [] }; // busts left unsettled are settled when their seat is next touched
+        this.dropHand();
+        await this.reloadSeats();
+        this.broadcastState();
+        this.scheduleDeal();
+        return null;
       }
       this.retryFinish(hand, err);
       return null;
@@ -798,7 +530,7 @@ export class Room {
       message = answer.status === 200 ? stoodUp(this.tableId, answer.body)
         : toJson({ type: 'error', code: String(answer.body.error ?? 'stand_up_refused'), tableId: this.tableId } satisfies ServerMessageOf<'error'>);
     }
-    for (const w of this.watchers) if (w.userId === userId) w.send(message);
+    this.sendAll([message], (w) => w.userId === userId);
   }
 
   /**
@@ -832,16 +564,18 @@ export class Room {
   /**
    * Sat-out players past the house's idle time are removed through the bank (forced withdraw to
    * custody). SQL keeps when each sat out and says who is idle; it refuses a forced stand-up of
-   * anyone else, so the room asks it rather than its own clock.
+   * anyone else, so the room asks it rather than its own clock. The seats are read again only
+   * when someone was removed.
    */
   private async kickIdle(): Promise<void> {
+    if (![...this.seats.values()].some((s) => s.sittingOut)) return;
     await this.sitOutWrites;
-    const idle = [...this.seats.values()].some((s) => s.sittingOut) ? await this.deps.hands.idle(this.tableId) : [];
+    const idle = await this.deps.hands.idle(this.tableId);
     for (const userId of idle) {
       this.deps.log.info({ tableId: this.tableId, userId }, 'idle player removed (forced withdraw)');
       await this.deps.forcedWithdraw(userId).catch((err) => this.deps.log.warn({ err: (err as Error).message, userId }, 'idle kick failed'));
     }
-    await this.reloadSeats();
+    if (idle.length) await this.reloadSeats();
   }
 
   /** Sitting out is written in order, best effort (a failure is logged: the player is not removed for idleness). */
