@@ -11,6 +11,7 @@ import { call, startMoneyPlatform } from './helpers/money.ts';
 import { startTestPlatform } from './helpers/platform.ts';
 import { expectBustOrder, playBot, SNG, tableMessages, tournamentBooks, tournamentPlatform } from './helpers/tournament.ts';
 import { finishedSpans } from '../server/telemetry/index.ts';
+import type { LiveTables } from '../server/game/live/ws.ts';
 
 const t = tournamentPlatform('tournament-live-test');
 let db: TestDatabase;
@@ -95,6 +96,44 @@ test('ten bots play a 10-seat tournament to the end: closed, payouts summing to 
   const view = players[0]!.ws.messages.find((x) => x.type === 'game_state' && x.tournamentMyView);
   expect(view?.tournamentMyView).toMatchObject({ rank: expect.any(Number), stackInBigBlinds: expect.any(Number), mRatio: expect.any(Number) });
   expect(stats.reduce((t, s) => t + s.actions, 0)).toBeGreaterThan(10);
+  await expectCleanAudit(cagePool);
+}, 90_000);
+
+test('a tournament hand end that committed but whose answer was lost is retried and read back: the hand recorded once, its bust announced once', async () => {
+  const host = await m.player();
+  const tableId = await m.table(host.auth, SNG({ seats: 2, clockFactor: 30, actionTimeoutSeconds: 30, deckSeed: 'lost-answer', startingStack: 1000 }));
+  const spectator = await live.player(0);
+  await live.join(spectator, tableId);
+  const hands = m.platform.role<{ role: string; live: LiveTables; stop(): Promise<void> }>('game').live.hands;
+  const end = hands.end;
+  let lost = 0;
+  // the end that busts someone commits, then its answer is lost (as a connection dropped after the commit)
+  hands.end = async (h) => {
+    const answer = await end(h);
+    if (h.tableId === tableId && answer.busted.length > 0 && lost++ === 0) throw new Error('Connection terminated unexpectedly');
+    return answer;
+  };
+  try {
+    const players = [await humanEntry(tableId), await humanEntry(tableId)];
+    await Promise.all(players.map((p, i) => playBot(live, p, tableId, prng(77 + i), 'random')));
+    // the retry (1 s later) reads the commit back and announces the bust; then the lifecycle closes
+    await spectator.ws.next((x) => x.tableId === tableId && x.type === 'player_eliminated', 30_000);
+    await until(async () => (await tournamentBooks(db.owner, tableId)).state === 'closed', 'the tournament closed');
+  } finally {
+    hands.end = end;
+  }
+  expect(lost).toBe(2); // the first attempt, and the retry that read the commit back
+  const seen = tableMessages(spectator, tableId);
+  const eliminated = seen.filter((x) => x.type === 'player_eliminated');
+  expect(eliminated).toHaveLength(1);
+  expect(eliminated[0]).toMatchObject({ position: 2, remaining: 1 });
+  const { rows } = await db.owner.query(
+    "select hand_id from game.hand_histories where table_id = $1 and status = 'finished' and cardinality(busted) > 0", [tableId]);
+  expect(rows).toEqual([{ hand_id: eliminated[0]!.handId }]);
+  const results = seen.filter((x) => x.type === 'hand_result').map((x) => x.handId);
+  expect(new Set(results).size).toBe(results.length);
+  expect(results).toContain(eliminated[0]!.handId);
+  expect((await tournamentBooks(db.owner, tableId)).state).toBe('closed');
   await expectCleanAudit(cagePool);
 }, 90_000);
 

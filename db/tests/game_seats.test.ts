@@ -607,3 +607,61 @@ describe('grants', () => {
     }
   });
 });
+
+describe('end_hand (the one hand end the dealer calls)', () => {
+  let t: TableRow;
+  let a: bigint;
+  let b: bigint;
+  let userA: string;
+  let userB: string;
+  beforeAll(async () => {
+    t = await createTable(cage);
+    [userA, userB] = [user(), user()];
+    a = (await creditSeat(game, newKey(), t.table_id, userA, 0, 100n)).player_id;
+    b = (await creditSeat(game, newKey(), t.table_id, userB, 1, 100n)).player_id;
+  });
+  const endHand = async (handId: string, stacks: Record<string, number>, rake: number) => (await game.query(
+    'select game.end_hand($1, $2, $3, $4::jsonb, $5, 0, $6::jsonb, $7::jsonb, $8::uuid[], now(), $9) as answer',
+    [t.table_id, handId, 1, JSON.stringify(stacks), rake, JSON.stringify([{ type: 'hand_started' }]), JSON.stringify({ type: 'hand_result' }), [], await db.leaseEpoch(t.table_id)],
+  )).rows[0].answer;
+  const written = async (handId: string) => (await db.owner.query(
+    `select (select count(*)::int from game.position_links where ref_id = $1) as links,
+            (select count(*)::int from game.rake_rows where hand_id = $1) as rakes,
+            (select count(*)::int from game.hand_histories where hand_id = $1) as histories`, [handId])).rows[0];
+
+  test('writes the stacks, the rake and the history in one call, and answers the busts', async () => {
+    await beginHand(t.table_id, 'end-1');
+    const answer = await endHand('end-1', { [String(a)]: 0, [String(b)]: 195 }, 5);
+    expect(answer).toEqual({ replayed: false, state: null, busted: [{ playerId: String(a), userId: userA, seat: 0, place: null, tiePlace: null }] });
+    expect(await written('end-1')).toEqual({ links: 2, rakes: 1, histories: 1 });
+    const { rows: [h] } = await db.owner.query('select status, players, busted, result from game.hand_histories where hand_id = $1', ['end-1']);
+    expect(h).toEqual({ status: 'finished', players: [userA, userB].sort(), busted: [String(a)], result: { type: 'hand_result' } });
+    for (const id of [a, b]) expect((await verifyChain(db.owner, id)).ok).toBe(true);
+    expect((await tableRow(t.table_id)).current_hand_id).toBeNull();
+  });
+
+  test('the same end sent again (its first answer lost) answers what was committed, and writes nothing twice', async () => {
+    const again = await endHand('end-1', { [String(a)]: 50, [String(b)]: 145 }, 5);
+    expect(again).toEqual({ replayed: true, state: null, busted: [{ playerId: String(a), userId: userA, seat: 0, place: null, tiePlace: null }] });
+    expect(await written('end-1')).toEqual({ links: 2, rakes: 1, histories: 1 });
+    expect((await seatOf(b)).chip_balance).toBe(195n);
+  });
+
+  test('a hand abandoned meanwhile is refused hand_abandoned; one never dealt no_hand_in_progress; nothing changes', async () => {
+    await beginHand(t.table_id, 'end-2');
+    await game.query('select game.abandon_hand($1, $2)', [t.table_id, await db.leaseEpoch(t.table_id)]);
+    await expect(endHand('end-2', { [String(b)]: 195 }, 0)).rejects.toMatchObject({ code: 'GMHAB', message: 'hand_abandoned' });
+    await expect(endHand('never-dealt', { [String(b)]: 195 }, 0)).rejects.toMatchObject({ code: 'GMNHP' });
+    expect(await written('end-2')).toEqual({ links: 0, rakes: 0, histories: 1 });
+    expect((await seatOf(b)).chip_balance).toBe(195n);
+  });
+
+  test('a replay of another table\'s hand is not answered: the hand id is read back only on its own table', async () => {
+    const other = await createTable(cage);
+    await creditSeat(game, newKey(), other.table_id, user(), 0, 100n);
+    await expect(game.query(
+      'select game.end_hand($1, $2, 1, $3::jsonb, 0, 0, $4::jsonb, null, $5::uuid[], now(), $6)',
+      [other.table_id, 'end-1', '{}', '[]', [], await db.leaseEpoch(other.table_id)],
+    )).rejects.toMatchObject({ code: 'GMNHP' });
+  });
+});

@@ -169,6 +169,11 @@ export class LiveTables {
     return this.registry.room;
   }
 
+  /** The hand boundaries this process's rooms call (one object: a test may wrap one of them to lose an answer). */
+  get hands() {
+    return this.deps.hands;
+  }
+
   get unload() {
     return this.registry.unload;
   }
