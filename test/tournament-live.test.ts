@@ -117,7 +117,8 @@ test('a tournament hand end that committed but whose answer was lost is retried 
     const players = [await humanEntry(tableId), await humanEntry(tableId)];
     await Promise.all(players.map((p, i) => playBot(live, p, tableId, prng(77 + i), 'random')));
     // the retry (1 s later) reads the commit back and announces the bust; then the lifecycle closes
-    await spectator.ws.next((x) => x.tableId === tableId && x.type === 'player_eliminated', 30_000);
+    const bust = await spectator.ws.next((x) => x.tableId === tableId && x.type === 'player_eliminated', 30_000);
+    await spectator.ws.next((x) => x.type === 'hand_result' && x.handId === bust.handId, 10_000);
     await until(async () => (await tournamentBooks(db.owner, tableId)).state === 'closed', 'the tournament closed');
   } finally {
     hands.end = end;

@@ -40,9 +40,10 @@ as $$
                          or (e.value)::numeric <> trunc((e.value)::numeric))
 $$;
 
--- The stacks of a valid hand end as rows.
+-- The stacks of a valid hand end as rows. `rows 10`: a table seats at most ten, and the planner
+-- must know it (its default of 1,000 rows turns every join on the positions into a scan of them all).
 create or replace function game_private.stacks_of(p_stacks jsonb) returns table (player_id bigint, stack bigint)
-  language sql immutable
+  language sql immutable rows 10
   set search_path = pg_catalog, pg_temp
 as $$
   select e.key::bigint, (e.value)::numeric::bigint from jsonb_each(p_stacks) e

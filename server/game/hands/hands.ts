@@ -43,7 +43,9 @@ export interface EndingHand {
   stacks: Record<string, bigint>;
   rake: bigint;
   autoFolds: number;
-  history: unknown[];
+  /** The events as JSON (wire.ts historyJson). */
+  history: string;
+  /** hand_result as sent. */
   result: string;
   agents: string[];
   startedAt: Date;
@@ -102,7 +104,7 @@ export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Log
     async end(h: EndingHand): Promise<HandEndAnswer> {
       const { rows } = await fencedQuery<{ answer: HandEndAnswer }>(
         h.tableId, 'select game.end_hand($1, $2, $3, $4::jsonb, $5, $6, $7::jsonb, $8::jsonb, $9::uuid[], $10::timestamptz, $11) as answer',
-        (epoch) => [h.tableId, h.handId, h.handNumber, stacksJson(h.stacks), h.rake.toString(), h.autoFolds, JSON.stringify(h.history), h.result, h.agents, h.startedAt.toISOString(), epoch],
+        (epoch) => [h.tableId, h.handId, h.handNumber, stacksJson(h.stacks), h.rake.toString(), h.autoFolds, h.history, h.result, h.agents, h.startedAt.toISOString(), epoch],
       );
       return rows[0]!.answer;
     },

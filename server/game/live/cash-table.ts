@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { nextHand, type Positions } from '../poker/table.ts';
 import type { createHands } from '../hands/hands.ts';
 import { MAX_TURN_TIME_SEC, turnTimeSec } from '../tables/settings-rules.ts';
-import { handResult, historyJson, toJson } from './wire.ts';
+import { handResult, historyJson } from './wire.ts';
 import type { Announcement, EndedHand, EndOutcome, HandSettings, Seat, SeatRow, TableKind } from './table-kind.ts';
 
 const big = (v: unknown, fallback = 0n) => (typeof v === 'number' && Number.isInteger(v) ? BigInt(v) : fallback);
@@ -69,7 +69,7 @@ export class CashTable implements TableKind {
   async endHand({ hand, handNumber, startedAt, views, agents }: EndedHand): Promise<EndOutcome> {
     const stacks: Record<string, bigint> = {};
     for (const p of hand.players) stacks[p.playerId] = p.stack;
-    const result = toJson(handResult(this.tableId, hand.handId, hand.result!, views));
+    const result = JSON.stringify(handResult(this.tableId, hand.handId, hand.result!, views)); // chips already strings
     const answer = await this.hands.end({
       tableId: this.tableId, handId: hand.handId, handNumber, stacks, rake: hand.result!.rake, autoFolds: 0,
       history: historyJson(hand.history), result, agents, startedAt,

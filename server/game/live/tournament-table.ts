@@ -133,7 +133,7 @@ export class TournamentTable implements TableKind {
   async endHand({ hand, handNumber, startedAt, views, agents }: EndedHand): Promise<EndOutcome> {
     const stacks: Record<string, bigint> = {};
     for (const p of hand.players) stacks[p.playerId] = p.stack;
-    const result = toJson(handResult(this.tableId, hand.handId, hand.result!, views));
+    const result = JSON.stringify(handResult(this.tableId, hand.handId, hand.result!, views)); // chips already strings
     const answer = await this.hands.end({
       tableId: this.tableId, handId: hand.handId, handNumber, stacks, rake: 0n, autoFolds: this.autoFolds,
       history: historyJson(hand.history), result, agents, startedAt,

@@ -176,13 +176,12 @@ export function handResult(tableId: string, handId: string, result: HandResult, 
   } satisfies HandResultMessage;
 }
 
-/** The hand's events for storage: cards as strings, bigints as strings (via toJson). */
-export function historyJson(events: readonly HandEvent[]): unknown[] {
-  return events.map((e) => {
-    const out: Record<string, unknown> = { ...e };
-    for (const key of ['cards', 'best'] as const) {
-      if (key in e) out[key] = cards((e as unknown as Record<string, Card[]>)[key]!);
-    }
-    return JSON.parse(toJson(out));
-  });
+/**
+ * The hand's events for storage, as JSON: cards as strings, bigints as strings. One pass (the
+ * events hold cards only under `cards` and `best`).
+ */
+export function historyJson(events: readonly HandEvent[]): string {
+  return JSON.stringify(events, (key, v: unknown) => (
+    typeof v === 'bigint' ? v.toString() : (key === 'cards' || key === 'best') && Array.isArray(v) && typeof v[0] === 'number' ? cards(v as Card[]) : v
+  ));
 }
