@@ -111,8 +111,8 @@ export class Room {
   private turnDeadline: number | null = null;
   private nextDeal: NodeJS.Timeout | null = null;
   /** A complete hand whose end could not be written yet, and the timer of its next attempt. */
-  private finishRetry: NodeJS.Timeout | null = null;
-  private finishAttempts = 0;
+  private endRetry: NodeJS.Timeout | null = null;
+  private endAttempts = 0;
   private busy: Promise<void> = Promise.resolve();
   private closed = false;
   /** Steps queued or running. */
@@ -188,7 +188,7 @@ export class Room {
     this.closed = true;
     if (this.turnTimer) clearTimeout(this.turnTimer);
     if (this.nextDeal) clearTimeout(this.nextDeal);
-    if (this.finishRetry) clearTimeout(this.finishRetry);
+    if (this.endRetry) clearTimeout(this.endRetry);
     for (const p of this.pendingSits.splice(0)) p.done({ status: 503, body: { error: 'table_closed' } });
   }
 
@@ -398,7 +398,7 @@ export class Room {
     const hand = this.hand!;
     if (hand.status === 'complete') {
       this.broadcastState();
-      await this.finish(hand);
+      await this.handEnded(hand);
       return;
     }
     // a player who asked to stand up checks when free, else folds, on each turn (as the turn timer
@@ -446,7 +446,7 @@ export class Room {
    * sent in order (what comes before the fresh game_state, the seats' business of the boundary,
    * game_state, what comes after), then the next deal.
    */
-  private async finish(hand: HandState): Promise<void> {
+  private async handEnded(hand: HandState): Promise<void> {
     const outcome = await this.writeEnd(hand);
     if (!outcome) return;
     this.deps.log.debug({ tableId: this.tableId, handId: hand.handId, busted: outcome.answer.busted.length, replayed: outcome.answer.replayed, ms: Date.now() - this.handStartedAt }, 'hand finished');
@@ -479,7 +479,7 @@ export class Room {
     const agents = hand.players.map((p) => this.seats.get(p.seat)?.agentId).filter((a): a is string => Boolean(a));
     try {
       const outcome = await this.table.endHand({ hand, handNumber: this.handNumber, startedAt: new Date(this.handStartedAt), views: this.views(), agents });
-      this.finishAttempts = 0;
+      this.endAttempts = 0;
       return outcome;
     } catch (err) {
       if (isLeaseLost(err)) {
@@ -488,28 +488,28 @@ export class Room {
       }
       if (refusedWith(err, 'game', 'hand_abandoned') || refusedWith(err, 'game', 'no_hand_in_progress')) {
         this.deps.log.warn({ tableId: this.tableId, handId: hand.handId, err: (err as Error).message }, 'hand not written: abandoned meanwhile, the stacks of its start stand');
-        this.finishAttempts = 0;
+        this.endAttempts = 0;
         this.dropHand();
         await this.reloadSeats();
         this.broadcastState();
         this.scheduleDeal();
         return null;
       }
-      this.retryFinish(hand, err);
+      this.retryEnd(hand, err);
       return null;
     }
   }
 
   /** A hand end not written: tried again with backoff (1 s doubling to 30 s), the table held meanwhile. */
-  private retryFinish(hand: HandState, err: unknown): void {
-    this.finishAttempts += 1;
-    const delayMs = Math.min(30_000, 1000 * 2 ** (this.finishAttempts - 1));
-    this.deps.log.error({ err, tableId: this.tableId, handId: hand.handId, attempt: this.finishAttempts, retryInMs: delayMs }, 'hand end not written: retrying');
+  private retryEnd(hand: HandState, err: unknown): void {
+    this.endAttempts += 1;
+    const delayMs = Math.min(30_000, 1000 * 2 ** (this.endAttempts - 1));
+    this.deps.log.error({ err, tableId: this.tableId, handId: hand.handId, attempt: this.endAttempts, retryInMs: delayMs }, 'hand end not written: retrying');
     if (this.closed) return;
-    this.finishRetry = setTimeout(() => {
-      this.finishRetry = null;
+    this.endRetry = setTimeout(() => {
+      this.endRetry = null;
       this.serial(async () => {
-        if (this.hand === hand) await this.finish(hand);
+        if (this.hand === hand) await this.handEnded(hand);
       }).catch(() => undefined); // logged by serial
     }, delayMs);
   }
