@@ -157,8 +157,9 @@ begin
     perform game_private.extend_chain(v_player.id, 'buy_in', p_amount, p_key);
   end if;
 
-  -- the cage may have tombstoned the key since we looked (cage.fail_deposit does not lock the
-  -- table): its row wins, and all of this rolls back
+  -- A tombstone written since we looked wins, and all of this rolls back. (On a cage table the
+  -- deposit locked above keeps cage.fail_deposit, which takes it first, from writing one meanwhile;
+  -- game.cancel_credit waits for the table.)
   -- On a cage table the deposit is confirmed in this same transaction, and so the credit is kept
   -- at once (game.cancel_credit can no longer take it back): the sit is one write on each side, the
   -- cage's buy-in and this, and a seat is funded exactly when its deposit is confirmed.
