@@ -180,11 +180,10 @@ function installDepositRoutes(app: Express, deps: CashDeps) {
     }, async (span) => {
       try {
         // read once: whether it is a tournament (its deposit needs no seat index) and what it is
-        const found = await findTable(pool, b.tableId);
-        const d = parseDeposit(b, req.get('idempotency-key'), found?.mode === 'sng');
+        const table = await findTable(pool, b.tableId);
+        const d = parseDeposit(b, req.get('idempotency-key'), table?.mode === 'sng');
         span.setAttributes({ 'deposit.amount': d.amount.toString(), 'deposit.idempotency_key': d.key });
-        if (!found) throw new ApiError(404, 'table_not_found');
-        const table = found;
+        if (!table) throw new ApiError(404, 'table_not_found');
         if (table.money_kind === 'real' && !(await realMoneyOn(pool))) throw new ApiError(403, 'real_money_disabled');
         if (table.mode === 'sng') {
           const answer = await tournamentDeposit(deps, { userId, sid: playerSession(res), tableId: table.table_id, amount: d.amount, key: d.key, body: b });

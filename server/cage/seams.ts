@@ -4,8 +4,9 @@
 //   deposit  the buy-in is posted first; then the seat is funded, and the game's transaction that
 //            funds it confirms the deposit (game.credit_seat). A coded refusal from the game is
 //            compensated at once (a reversing entry). A call whose fate is unknown (timeout, lost
-//            answer, game down) is cancelled at the game first (a tombstone, or the credit taken
-//            back) and compensated only once the game says the seat does not hold the chips; if
+//            answer, game down) is cancelled at the game first (a tombstone; a credit that arrived
+//            stands, its deposit confirmed with it) and compensated only once the game says the
+//            seat does not hold the chips; if
 //            the game cannot be reached at all, the deposit stays pending for the reconciler.
 //   withdraw the game stands the player up and reports the stack and chain head; the cage writes the
 //            terminal row (cash-out, custody or bust) and its receipt, and closes the seat, in one

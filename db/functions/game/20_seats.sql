@@ -183,7 +183,9 @@ $$;
 -- chips back. Answers what the game did with the key:
 --   'cancelled'  it never arrived: a tombstone now refuses it if it arrives later;
 --   'reverted'   it arrived and nothing has happened since: it is taken off the seat again
---                (a seat it opened is closed);
+--                (a seat it opened is closed). Only a credit not kept can be: game.credit_seat keeps
+--                a cage table's credit at once, confirming its deposit, so this is left for credits
+--                written before it did;
 --   'credited'   it arrived and the seat has moved on (a hand, a later top-up, a stand-up):
 --                it stands, and the cage must treat the deposit as confirmed.
 -- Asking again answers the same ('credited' is marked kept, so it holds even when the hand that
