@@ -100,19 +100,19 @@ describe('the game role', () => {
       expect(await code(game.query('select * from game.settle_seat($1, $2, $3)', [String(position.player_id), ref, settlement])))
         .toBe('GMSTN settlement_not_found');
     }
-    // the cage's settlement, named with the wrong kind, is not it either
+    const { rows: still } = await db.owner.query('select status, chip_balance from game.table_players where id = $1', [position.player_id]);
+    expect(still[0]).toEqual({ status: 'leaving', chip_balance: 150n });
+    // the cage's settlement closes it, in the transaction that writes the terminal row
     const signer = testSigner();
     const settled = await settlePosition(cage, signer, {
       userId, tableId, playerId: String(position.player_id), chipAmount: 150n, historyHash: position.history_hash,
       idempotencyKey: withdrawKey(userId, tableId, position.history_hash, 150n), settlement: 'cash_out', forced: false,
     });
-    expect(await code(game.query('select * from game.settle_seat($1, $2, $3)', [String(position.player_id), settled.ledger_ref_id, 'custody'])))
-      .toBe('GMSTN settlement_not_found');
-    const { rows: still } = await db.owner.query('select status, chip_balance from game.table_players where id = $1', [position.player_id]);
-    expect(still[0]).toEqual({ status: 'leaving', chip_balance: 150n });
-    // the right pair closes it
-    await game.query('select * from game.settle_seat($1, $2, $3)', [String(position.player_id), settled.ledger_ref_id, 'cash_out']);
-    await cage.query('select cage.mark_withdrawal_settled($1)', [settled.idempotency_key]);
+    const { rows: closed } = await db.owner.query('select status, chip_balance, closing_ref_id from game.table_players where id = $1', [position.player_id]);
+    expect(closed[0]).toEqual({ status: 'closed', chip_balance: 0n, closing_ref_id: settled.ledger_ref_id });
+    // and no other ref closes it again
+    expect(await code(game.query('select * from game.settle_seat($1, $2, $3)', [String(position.player_id), 'withdraw:0xmadeup', 'cash_out'])))
+      .toBe('GMNAT not_at_table');
     await expectCleanAudit(cage);
   });
 });

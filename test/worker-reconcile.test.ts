@@ -1,6 +1,7 @@
 // The cash reconciler as the worker runs it: a deposit left pending because the game role could
-// not be reached (neither to fund the seat nor to cancel), and a settlement the game never
-// zeroed, are both finished by the worker's periodic job once the game answers again.
+// not be reached (neither to fund the seat nor to cancel) is finished by the worker's periodic job
+// once the game answers again. A settlement closes its seat in its own transaction, so a
+// withdrawal leaves the reconciler nothing to redeliver, whatever the game's settle route does.
 import type pg from 'pg';
 import { expectCleanAudit } from './helpers/cage.ts';
 import { startChaosProxy, type ChaosProxy } from './helpers/chaos-proxy.ts';
@@ -70,25 +71,19 @@ test('a deposit the game could not take is compensated by the worker once the ga
   await expectCleanAudit(cagePool);
 });
 
-test('a settlement the game did not zero is redelivered by the worker', async () => {
+test('a withdrawal closes its seat in its own transaction: the game\'s settle-withdrawal route is not needed, and nothing is left to redeliver', async () => {
   const p = await m.player(500);
   const tableId = await m.table(p.auth);
   expect((await m.deposit(p.auth, { tableId, seatIndex: 1, amount: 100 })).status).toBe(200);
+  // the route a settlement was once delivered through: unreachable, and never called
   proxy.faults('/internal/settle-withdrawal', { drop: 1, loseAnswer: 0 });
   const out = await m.withdraw(p.auth, { tableId });
   expect(out.status).toBe(200);
   expect(await m.balance(p.auth)).toBe(500);
-  expect((await m.room(tableId)).body.seats).toEqual([expect.objectContaining({ status: 'leaving' })]);
-  await expectCleanAudit(cagePool);
-
+  expect((await m.room(tableId)).body.seats).toEqual([]);
+  const { rows } = await db.owner.query('select settled_at from cage.withdraw_intents where user_id = $1', [p.userId]);
+  expect(rows[0].settled_at).toBeInstanceOf(Date);
+  expect(proxy.counts['/internal/settle-withdrawal']?.drop ?? 0).toBe(0);
   proxy.faults('/internal/settle-withdrawal', { drop: 0, loseAnswer: 0 });
-  const seats = await until(async () => (await m.room(tableId)).body.seats, (s) => s.length === 0);
-  expect(seats).toEqual([]);
-  // the game zeroes the seat first; the worker then marks the settlement delivered (a step of its own)
-  const settled = await until(
-    async () => (await db.owner.query('select settled_at from cage.withdraw_intents where user_id = $1', [p.userId])).rows[0],
-    (row) => row.settled_at !== null,
-  );
-  expect(settled.settled_at).toBeInstanceOf(Date);
   await expectCleanAudit(cagePool);
 });

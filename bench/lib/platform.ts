@@ -2,6 +2,7 @@
 // roles started in this process, JSON calls with their status, a failure tally, the interleaved
 // rounds with this process's event-loop load, and a probe that counts what one operation costs.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { loadConfig } from '../../server/config/index.ts';
@@ -191,6 +192,12 @@ export async function probe(owner: pg.Pool, op: () => Promise<unknown>, urls: Re
     calls.push({ to: roleOf.get(url.origin) ?? url.origin, path: url.pathname, fromClient: client.getStore() === true });
     return realFetch(input, init);
   }) as typeof fetch;
+  // the roles call each other on node:http (server/http/service-client.ts reads http.request at each call)
+  const realRequest = http.request;
+  http.request = ((...a: Parameters<typeof http.request>) => {
+    if (a[0] instanceof URL) calls.push({ to: roleOf.get(a[0].origin) ?? a[0].origin, path: a[0].pathname, fromClient: client.getStore() === true });
+    return (realRequest as (...x: unknown[]) => http.ClientRequest)(...a);
+  }) as typeof http.request;
   pg.Client.prototype.query = function (this: pg.Client, ...a: unknown[]) {
     sql++;
     return (realQuery as (...x: unknown[]) => unknown).apply(this, a);
@@ -199,6 +206,7 @@ export async function probe(owner: pg.Pool, op: () => Promise<unknown>, urls: Re
     await client.run(true, op);
   } finally {
     globalThis.fetch = realFetch;
+    http.request = realRequest;
     pg.Client.prototype.query = realQuery;
   }
   const writes = Number((await nextXid()) - xidBefore);

@@ -37,7 +37,8 @@ select ref_id, status, amount, replayed
   from cage.open_deposit((select player_sid from ids), 'sit-1', 'example-table', 0, 150);
 reset role;
 
--- ... the game funds the seat, only for that live deposit (a made-up key is refused) ...
+-- ... and the game funds the seat, only for that live deposit (a made-up key is refused); the
+-- same transaction confirms the deposit.
 set role poker_game;
 select seat_index, chip_balance, status
   from game.credit_seat('deposit:' || (select player from ids) || ':sit-1',
@@ -45,9 +46,8 @@ select seat_index, chip_balance, status
 select * from game.credit_seat('made-up-key', 'example-table', (select player from ids), 1, 150);
 reset role;
 
--- ... and the cage confirms it.
 set role poker_cage;
-select status from cage.confirm_deposit('deposit:' || (select player from ids) || ':sit-1');
+select status from cage.deposit_intents where ref_id = 'deposit:' || (select player from ids) || ':sit-1';
 select a.account_type, a.balance from cage.cage_accounts a where a.account_type in ('user', 'table_escrow') order by a.account_type;
 reset role;
 
@@ -58,7 +58,8 @@ reset role;
 -- (its answer carries the position and its chain head to the cage, over HTTP)
 update ids set (position, head) = (select id, history_hash from game.table_players where table_id = 'example-table');
 
--- ... the cage writes the terminal row (escrow -> user) and, in the same transaction, its receipt ...
+-- ... the cage writes the terminal row (escrow -> user), which closes the seat, and in the same
+-- transaction its receipt.
 begin;
 set local role poker_cage;
 select amount, settlement, replayed
@@ -71,10 +72,7 @@ select (r.receipt).ledger_ref_id, r.replayed
                           decode(repeat('11', 32), 'hex')) r;
 commit;
 
--- ... and the game closes the seat, only on that settlement.
-set role poker_game;
-select status from game.settle_seat((select position from ids), 'withdraw:0x' || repeat('e', 64), 'cash_out');
-reset role;
+select status, chip_balance from game.table_players where id = (select position from ids);
 
 -- The books: the chips are back on the user's balance, the escrow is empty, and the audit is clean.
 set role poker_cage;

@@ -7,7 +7,7 @@ import type pg from 'pg';
 import { createTestDatabase, playerGrant, type TestDatabase, waitForLockWait } from '../../test/helpers/db.ts';
 import { balanceOf, expectCleanAudit, fixtureOperator, fund, openClaimIntent, setRealMoney, userAccount } from '../../test/helpers/cage.ts';
 import {
-  POKER_SETTINGS, authUser, claimCustody, createTable, creditSeat, leave, newKey, openDeposit, settlePosition, sit, solanaAddress,
+  POKER_SETTINGS, asUnkeptCredit, authUser, claimCustody, createTable, creditSeat, leave, newKey, openDeposit, settlePosition, sit, solanaAddress,
   standUp, TEST_RECEIPT_SIGNER, withdrawKey, type TableRow,
 } from '../../test/helpers/game.ts';
 import { issueReceipt } from '../../server/cage/receipts.ts';
@@ -297,6 +297,10 @@ describe('confirm_deposit and fail_deposit', () => {
     const a = await player(500n);
     const d = await openDeposit(cage, a.userId, newKey(), t.table_id, 2, 80n);
     await creditSeat(game, d.ref_id, t.table_id, a.userId, 2, 80n);
+    // the credit confirmed its deposit: it stands; only an older release's unkept credit goes back
+    expect(await intent(d.ref_id)).toMatchObject({ status: 'confirmed' });
+    expect((await game.query('select game.cancel_credit($1, $2, $3, $4) as r', [d.ref_id, t.table_id, a.userId, '80'])).rows[0].r).toBe('credited');
+    await asUnkeptCredit(db.owner, d.ref_id);
     expect((await game.query('select game.cancel_credit($1, $2, $3, $4) as r', [d.ref_id, t.table_id, a.userId, '80'])).rows[0].r).toBe('reverted');
     // between the revert and the compensation the deposit is in flight again
     await expectCleanAudit(cage);
@@ -336,30 +340,34 @@ describe('confirm_deposit and fail_deposit', () => {
     await expectCleanAudit(cage);
   });
 
-  test('a push racing the compensation loses cleanly: the tombstone wins and the top-up rolls back', async () => {
+  test('a push racing the compensation: the compensation waits for it, and the funded top-up is confirmed, never reversed', async () => {
     const r = await createTable(cage);
     const a = await player(500n);
     const { seat } = await sit(cage, game, a.userId, r.table_id, 0, 100n);
     const top = await openDeposit(cage, a.userId, newKey(), r.table_id, 0, 50n);
-    // hold the seat row so that the push stops after it looked for its key and before it writes it
+    // hold the seat row so that the push stops after it locked its deposit and before it funds the seat
     const holder = await db.owner.connect();
     let push: Promise<unknown> | undefined;
+    let failing: Promise<unknown> | undefined;
     try {
       await holder.query('begin');
       await holder.query('select 1 from game.table_players where id = $1 for update', [String(seat.player_id)]);
       push = creditSeat(game, top.ref_id, r.table_id, a.userId, 0, 50n).catch((err: unknown) => err);
       await waitForLockWait(db.owner, 'poker_game');
-      // meanwhile the reconciler compensates: a tombstone, then the reversal
-      expect(await worker.query('select status from cage.fail_deposit($1, $2)', [top.ref_id, 'reconciler']))
-        .toMatchObject({ rows: [{ status: 'failed' }] });
+      // meanwhile the reconciler compensates: it waits for the deposit the push holds
+      failing = worker.query('select status, reversal_ref_id from cage.fail_deposit($1, $2)', [top.ref_id, 'reconciler'])
+        .then((res) => res.rows[0], (err: unknown) => err);
+      await waitForLockWait(db.owner, 'poker_worker');
       await holder.query('commit');
     } finally {
       holder.release();
     }
-    expect(await push).toMatchObject({ code: 'GMCCN', message: 'credit_cancelled' });
+    expect(await push).toMatchObject({ status: 'credited', chip_balance: 150n });
+    expect(await failing).toEqual({ status: 'confirmed', reversal_ref_id: null });
     const { rows } = await db.owner.query('select chip_balance, chain_length from game.table_players where id = $1', [String(seat.player_id)]);
-    expect(rows[0]).toEqual({ chip_balance: 100n, chain_length: 1 });
-    expect(await balanceOf(cage, a.id)).toBe(400n);
+    expect(rows[0]).toEqual({ chip_balance: 150n, chain_length: 2 });
+    expect(await entries(`${top.ref_id}:reversal`)).toEqual([]);
+    expect(await balanceOf(cage, a.id)).toBe(350n);
     await expectCleanAudit(cage);
   });
 
@@ -368,6 +376,7 @@ describe('confirm_deposit and fail_deposit', () => {
     const a = await player(500n);
     const d = await openDeposit(cage, a.userId, newKey(), r.table_id, 0, 100n);
     await creditSeat(game, d.ref_id, r.table_id, a.userId, 0, 100n);
+    await asUnkeptCredit(db.owner, d.ref_id);
     // The reconciler fails the deposit while the game cancels its credit: cancel_credit takes the
     // credit row (the holder's lock stands for it) after fail_deposit has looked at the credit and
     // before its confirmation, then reverts the credit and commits. Read without a lock, the credit
@@ -582,7 +591,7 @@ describe('settle_position', () => {
 });
 
 describe('mark_withdrawal_settled', () => {
-  test('marks a settlement only once the game closed its position with that ledger row; an unknown key is refused', async () => {
+  test('a settlement is marked with its seat closed; marking again changes nothing; an unknown key is refused', async () => {
     const a = await player(500n);
     const t = await createTable(cage);
     await sit(cage, game, a.userId, t.table_id, 0, 100n);
@@ -592,8 +601,14 @@ describe('mark_withdrawal_settled', () => {
       historyHash: position.history_hash, settlement: 'cash_out', forced: false,
     });
     const mark = async () => (await cage.query('select settled_at from cage.mark_withdrawal_settled($1)', [settled.idempotency_key])).rows[0];
-    expect((await mark()).settled_at).toBeNull(); // the seat is still leaving at the game
-    await game.query('select * from game.settle_seat($1, $2, $3)', [String(position.player_id), settled.ledger_ref_id, 'cash_out']);
+    // the settlement closed the seat with its ledger row, in its transaction
+    const { rows: [seat] } = await db.owner.query('select status, chip_balance, closing_ref_id from game.table_players where id = $1', [String(position.player_id)]);
+    expect(seat).toEqual({ status: 'closed', chip_balance: 0n, closing_ref_id: settled.ledger_ref_id });
+    const { rows: [row] } = await db.owner.query('select settled_at from cage.withdraw_intents where idempotency_key = $1', [settled.idempotency_key]);
+    expect(row.settled_at).toBeInstanceOf(Date);
+    expect((await mark()).settled_at).toEqual(row.settled_at);
+    // one an older release left unmarked (its seat zeroed by the game afterwards) is marked now
+    await db.owner.query('update cage.withdraw_intents set settled_at = null where idempotency_key = $1', [settled.idempotency_key]);
     expect((await mark()).settled_at).toBeInstanceOf(Date);
     await expect(cage.query('select cage.mark_withdrawal_settled($1)', [`0x${'0'.repeat(64)}`])).rejects.toMatchObject({ code: 'CGBRQ' });
     await expectCleanAudit(cage);

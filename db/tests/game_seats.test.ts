@@ -7,7 +7,7 @@ import type pg from 'pg';
 import { setRealMoney } from '../../test/helpers/cage.ts';
 import { createTestDatabase, playerGrant, type TestDatabase } from '../../test/helpers/db.ts';
 import {
-  POKER_SETTINGS, createTable, creditSeat, openDepositsAs, newKey, newTableId, standUp, verifyChain, type TableRow,
+  POKER_SETTINGS, asUnkeptCredit, createTable, creditSeat, openDepositsAs, newKey, newTableId, standUp, verifyChain, type TableRow,
 } from '../../test/helpers/game.ts';
 
 let db: TestDatabase;
@@ -296,6 +296,9 @@ describe('cancel_credit', () => {
     const u = user();
     const key = newKey();
     const seat = await creditSeat(game, key, t.table_id, u, 3, 80n);
+    // a credit is kept with its deposit's confirmation at once: only an older release's can go back
+    expect(await cancel(key, t.table_id, u, 80n)).toBe('credited');
+    await asUnkeptCredit(db.owner, key);
     expect(await cancel(key, t.table_id, u, 80n)).toBe('reverted');
     expect(await seatOf(seat.player_id)).toMatchObject({ status: 'closed', chip_balance: 0n, closing_ref_id: key });
     const chain = await verifyChain(db.owner, seat.player_id);
@@ -315,6 +318,7 @@ describe('cancel_credit', () => {
     const seat = await creditSeat(game, newKey(), t.table_id, u, 4, 100n);
     const top = newKey();
     await creditSeat(game, top, t.table_id, u, 4, 50n);
+    await asUnkeptCredit(db.owner, top);
     expect(await cancel(top, t.table_id, u, 50n)).toBe('reverted');
     expect(await seatOf(seat.player_id)).toMatchObject({ status: 'seated', chip_balance: 100n });
     const chain = await verifyChain(db.owner, seat.player_id);
@@ -344,6 +348,8 @@ describe('cancel_credit', () => {
     const seat = await creditSeat(game, first, t.table_id, u, 5, 100n);
     const second = newKey();
     await creditSeat(game, second, t.table_id, u, 5, 20n);
+    await asUnkeptCredit(db.owner, first);
+    await asUnkeptCredit(db.owner, second);
     expect(await cancel(first, t.table_id, u, 100n)).toBe('credited');
     // the later top-up can still be taken back; the first credit still stands afterwards
     expect(await cancel(second, t.table_id, u, 20n)).toBe('reverted');
@@ -353,6 +359,7 @@ describe('cancel_credit', () => {
     const v = user();
     const key = newKey();
     await creditSeat(game, key, t.table_id, v, 0, 100n);
+    await asUnkeptCredit(db.owner, key);
     await standUp(game, t.table_id, v);
     expect(await cancel(key, t.table_id, v, 100n)).toBe('credited');
   });

@@ -18,7 +18,7 @@ import type { ServiceClient } from '../http/service-client.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
 import type { ReceiptSigner, StoredReceipt } from './receipts.ts';
 import { payoutWithdraw, tournamentDeposit } from './tournaments.ts';
-import { deliverSettlement, depositKeyOf, fundSeat, settlePosition, standUpOnGame, type SettlementRow, withdrawKey } from './seams.ts';
+import { depositKeyOf, fundSeat, settlePosition, standUpOnGame, type SettlementRow, withdrawKey, zeroSettled } from './seams.ts';
 import { realMoneyOn } from './switches.ts';
 import { describeRoute } from '../http/openapi.ts';
 
@@ -102,17 +102,17 @@ export function installCashRoutes(app: Express, deps: CashDeps) {
   installWithdrawRoutes(app, deps);
 }
 
-/** Whether the body names an existing tournament table (its deposit needs no seat index). */
-async function isTournament(pool: pg.Pool, id: unknown): Promise<boolean> {
-  if (!tableId.safeParse(id).success) return false;
-  const { rows } = await pool.query<{ mode: string }>('select mode from game.tables where table_id = $1', [id]);
-  return rows[0]?.mode === 'sng';
+/** The table a body names, or undefined (no such table, or not a table id). */
+async function findTable(pool: pg.Pool, id: unknown): Promise<TableRow | undefined> {
+  if (!tableId.safeParse(id).success) return undefined;
+  const { rows } = await pool.query<TableRow>('select table_id, money_kind, mode, status from game.tables where table_id = $1', [id]);
+  return rows[0];
 }
 
 async function readTable(pool: pg.Pool, id: string): Promise<TableRow> {
-  const { rows } = await pool.query<TableRow>('select table_id, money_kind, mode, status from game.tables where table_id = $1', [id]);
-  if (!rows[0]) throw new ApiError(404, 'table_not_found');
-  return rows[0];
+  const table = await findTable(pool, id);
+  if (!table) throw new ApiError(404, 'table_not_found');
+  return table;
 }
 
 // ---- deposit --------------------------------------------------------------------------------
@@ -179,9 +179,11 @@ function installDepositRoutes(app: Express, deps: CashDeps) {
       confirm_mode: 'cage_immediate', 'auth.linked': 'not_required',
     }, async (span) => {
       try {
-        const d = parseDeposit(b, req.get('idempotency-key'), await isTournament(pool, b.tableId));
+        // read once: whether it is a tournament (its deposit needs no seat index) and what it is
+        const table = await findTable(pool, b.tableId);
+        const d = parseDeposit(b, req.get('idempotency-key'), table?.mode === 'sng');
         span.setAttributes({ 'deposit.amount': d.amount.toString(), 'deposit.idempotency_key': d.key });
-        const table = await readTable(pool, d.tableId);
+        if (!table) throw new ApiError(404, 'table_not_found');
         if (table.money_kind === 'real' && !(await realMoneyOn(pool))) throw new ApiError(403, 'real_money_disabled');
         if (table.mode === 'sng') {
           const answer = await tournamentDeposit(deps, { userId, sid: playerSession(res), tableId: table.table_id, amount: d.amount, key: d.key, body: b });
@@ -249,9 +251,7 @@ async function settleSeatOut(deps: CashDeps, userId: string, tid: string, mode: 
 }
 
 async function finishSettlement(deps: CashDeps, userId: string, tid: string, row: SettlementRow) {
-  const settled = await deliverSettlement(deps.pool, deps.game, {
-    idempotencyKey: row.idempotency_key, playerId: row.player_id.toString(), ledgerRefId: row.ledger_ref_id, settlement: row.settlement,
-  });
+  const settled = await zeroSettled(deps.pool, deps.game, row);
   if (!settled) deps.log.warn({ userId, tableId: tid, key: row.idempotency_key }, 'settlement not delivered to the game yet; the reconciler will redeliver');
   if (!row.replayed) deps.log.info({ userId, tableId: tid, settlement: row.settlement, amount: row.amount.toString() }, 'position settled');
   return { row, receipt: row.receipt, settled };
@@ -261,7 +261,7 @@ async function finishSettlement(deps: CashDeps, userId: string, tid: string, row
 async function recentSettlement(deps: CashDeps, userId: string, tid: string) {
   const { rows } = await deps.pool.query(
     `select w.idempotency_key, w.ledger_ref_id, w.amount, w.settlement, w.custody_entry_id, w.history_hash,
-            t.money_kind::text as money_kind, w.player_id, true as replayed,
+            t.money_kind::text as money_kind, w.player_id, true as replayed, w.settled_at is not null as zeroed,
             r.id as receipt_id, r.payload, r.signature, r.public_key, r.created_at as receipt_created_at
        from cage.withdraw_intents w join game.tables t on t.table_id = w.table_id
        join cage.receipts r on r.ledger_ref_id = w.ledger_ref_id

@@ -1,15 +1,17 @@
 // The cage's half of the seat seams, shared by the routes (server/cage/cash.ts) and the
 // reconcilers (tasks/): the money moves in SQL (db/functions/cage/60_cash.sql), the seat moves on
 // the game role over HTTP, and the two are reconciled without ever guessing:
-//   deposit  the buy-in is posted first; then the seat is funded. A coded refusal from the game is
+//   deposit  the buy-in is posted first; then the seat is funded, and the game's transaction that
+//            funds it confirms the deposit (game.credit_seat). A coded refusal from the game is
 //            compensated at once (a reversing entry). A call whose fate is unknown (timeout, lost
-//            answer, game down) is cancelled at the game first (a tombstone, or the credit taken
-//            back) and compensated only once the game says the seat does not hold the chips; if
+//            answer, game down) is cancelled at the game first (a tombstone; a credit that arrived
+//            stands, its deposit confirmed with it) and compensated only once the game says the
+//            seat does not hold the chips; if
 //            the game cannot be reached at all, the deposit stays pending for the reconciler.
 //   withdraw the game stands the player up and reports the stack and chain head; the cage writes the
-//            terminal row (cash-out, custody or bust) and its receipt, in one transaction; then the
-//            game zeroes the seat.
-//            A zeroing that did not land is redelivered by the reconciler.
+//            terminal row (cash-out, custody or bust) and its receipt, and closes the seat, in one
+//            transaction (cage.settle_position). A settlement written before the seat closed with it
+//            (an older release) is zeroed over HTTP, here on a replay or by the reconciler.
 import { keccak256, toHex } from 'viem';
 import type pg from 'pg';
 import { z } from 'zod';
@@ -52,12 +54,15 @@ export async function failDeposit(db: Db, refId: string, code: string) {
 
 /** Funds the seat for an opened deposit; see the file comment for what each answer means. */
 export async function fundSeat(db: Db, game: ServiceClient, intent: DepositIntent): Promise<FundingOutcome> {
-  const answer = await game.post<{ seatIndex: number; chipBalance: string; historyHash: string }>('/internal/credit-chips', {
+  const answer = await game.post<{ status: 'credited' | 'replayed'; seatIndex: number; chipBalance: string; historyHash: string }>('/internal/credit-chips', {
     creditKey: intent.refId, tableId: intent.tableId, userId: intent.userId, seatIndex: intent.seatIndex, amount: intent.amount,
   });
   if (answer.ok) {
-    await confirmDeposit(db, intent.refId);
-    return { outcome: 'confirmed', seat: answer.body };
+    // 'credited': the game's transaction confirmed the deposit with the credit. A credit found
+    // already made ('replayed') is confirmed here, which is a no-op when its transaction did so.
+    if (answer.body.status !== 'credited') await confirmDeposit(db, intent.refId);
+    const { seatIndex, chipBalance, historyHash } = answer.body;
+    return { outcome: 'confirmed', seat: { seatIndex, chipBalance, historyHash } };
   }
   if (!('unreachable' in answer)) {
     const code = typeof answer.body.error === 'string' ? answer.body.error : 'seat_funding_refused';
@@ -163,6 +168,8 @@ export function settlementReceiptFields(userId: string, tableId: string, row: {
 export interface SettlementRow {
   idempotency_key: string; ledger_ref_id: string; amount: bigint; settlement: string; custody_entry_id: bigint | null;
   history_hash: string; money_kind: string; player_id: bigint; replayed: boolean; receipt: StoredReceipt;
+  /** Known to have closed its seat (a replay read with its intent's settled_at). */
+  zeroed?: boolean;
 }
 
 /**
@@ -187,14 +194,23 @@ export async function settlePosition(pool: pg.Pool, signer: ReceiptSigner, p: St
 
 /**
  * Settles a stood-up position as the withdraw route does: the terminal row under the spec's key
- * (a replay when a request settled it first) with its receipt, then the zeroing on the game. A
- * cash-out to the user's cage balance, or a bust when the stack is empty. True once the game zeroed it.
+ * (a replay when a request settled it first) with its receipt, the seat closed with it. A cash-out
+ * to the user's cage balance, or a bust when the stack is empty. True once the seat is zeroed.
  */
 export async function settleStoodUp(pool: pg.Pool, game: ServiceClient, signer: ReceiptSigner, p: StoodUpPosition): Promise<boolean> {
   const row = await settlePosition(pool, signer, {
     ...p, idempotencyKey: withdrawKey(p.userId, p.tableId, p.historyHash, p.chipAmount), settlement: p.chipAmount === 0n ? 'bust' : 'cash_out', forced: false,
   });
-  return deliverSettlement(pool, game, {
+  return zeroSettled(pool, game, row);
+}
+
+/**
+ * True once the settled seat is zeroed: a settlement written now closed it in its transaction; a
+ * replayed one may predate that (its seat is then zeroed over HTTP, idempotently).
+ */
+export async function zeroSettled(db: Db, game: ServiceClient, row: SettlementRow): Promise<boolean> {
+  if (!row.replayed || row.zeroed) return true;
+  return deliverSettlement(db, game, {
     idempotencyKey: row.idempotency_key, playerId: row.player_id.toString(), ledgerRefId: row.ledger_ref_id, settlement: row.settlement,
   });
 }

@@ -103,6 +103,16 @@ export async function creditSeat(
 }
 
 /** The cage's deposit seam end to end: open (buy-in posted), credit the seat, confirm. */
+/**
+ * A credit as a release before credits were kept at once left it: the seat funded, the credit not
+ * kept and its deposit still pending (the cage confirmed it in a call of its own). Only such a
+ * credit can still be taken back by game.cancel_credit ('reverted'). Written as the owner.
+ */
+export async function asUnkeptCredit(owner: pg.Pool, key: string) {
+  await owner.query('update game.seat_credits set kept_at = null where credit_key = $1', [key]);
+  await owner.query("update cage.deposit_intents set status = 'pending', credited_at = null where ref_id = $1", [key]);
+}
+
 export async function sit(
   cage: pg.Pool, game: pg.Pool, userId: string, tableId: string, seatIndex: number, amount: bigint,
 ) {

@@ -1,6 +1,10 @@
 -- The cash loop on the cage: deposit (sit, top-up) and the terminal settlement of a position
--- (stand-up, forced withdrawal to custody, bust). Each money step is one journal transaction; the
--- game side is told over HTTP by the cage role (server/cage/cash.ts) between these calls.
+-- (stand-up, forced withdrawal to custody, bust). Each money step is one journal transaction. A sit
+-- is two writes: the buy-in here (cage.open_deposit), then the game's seat credit over HTTP, which
+-- confirms the deposit in its own transaction (game.credit_seat). A stand is two: the game's
+-- stand-up over HTTP, then the settlement here, which closes the seat in its transaction
+-- (cage.settle_position). confirm_deposit, fail_deposit and mark_withdrawal_settled remain for
+-- the paths where a call's fate is unknown (server/cage/seams.ts, the reconcilers).
 
 -- The table as the cage sees it, or a refusal.
 create or replace function cage_private.table_for_money(p_table_id text, p_refuse_frozen boolean) returns game.tables
@@ -136,6 +140,26 @@ begin
 end;
 $$;
 
+-- The game funded the seat of a pending deposit (game.credit_seat, in its transaction, after it
+-- locked the intent and wrote the credit as kept): the deposit is confirmed with it, so a sit is
+-- one write transaction on each side. The cage's table is written only by the cage's SQL; the
+-- authority is the credit just written for this deposit's own user, table, seat and amount.
+create or replace function cage_private.confirm_credited_deposit(p_ref_id text) returns void
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  update cage.deposit_intents d set status = 'confirmed', credited_at = now(), updated_at = now()
+   where d.ref_id = p_ref_id and d.status = 'pending'
+     and exists (select from game.seat_credits c
+                  where c.credit_key = p_ref_id and c.status = 'credited' and c.kept_at is not null
+                    and c.user_id = d.user_id and c.table_id = d.table_id and c.amount = d.amount);
+  if not found then
+    perform cage_private.refuse('deposit_not_found', format('no pending deposit %s with a kept credit', p_ref_id));
+  end if;
+end;
+$$;
+
 -- The seat was not funded (the game refused, or the cage cancelled the credit): the buy-in is
 -- reversed by a compensating entry (escrow -> user, ref `{ref}:reversal`) and the intent fails
 -- with the code. Idempotent; a confirmed deposit is left as it is.
@@ -191,7 +215,8 @@ $$;
 -- Replay-once on the idempotency key (keccak256 of userId:tableId:historyHash:chipAmount): the same
 -- key for the same position, stack and head returns the original settlement (replayed = true),
 -- whatever settlement or forced flag it asks for now; for other values it is refused
--- (idempotency_key_reused). One settlement per position, ever.
+-- (idempotency_key_reused). One settlement per position, ever. The seat is closed (zeroed, the
+-- chain's last link written) and the withdrawal marked settled in the same transaction.
 create or replace function cage.settle_position(
   p_user_id uuid, p_table_id text, p_player_id bigint, p_amount bigint, p_history_hash text,
   p_idempotency_key text, p_settlement text, p_forced boolean
@@ -203,6 +228,7 @@ as $$
 declare
   v_intent cage.withdraw_intents;
   v_table game.tables;
+  v_player game.table_players;
   v_ref text;
   v_escrow bigint;
   v_user_account bigint;
@@ -238,7 +264,9 @@ begin
     if p_settlement = 'custody' and p_amount > 9223372036854 then
       perform cage_private.refuse('amount_out_of_range', 'custody holds base units (chips x 10^6) in a bigint');
     end if;
-    v_table := cage_private.table_for_money(p_table_id, false);
+    perform cage_private.table_for_money(p_table_id, false);
+    -- the table first, as every seat change takes it (20_seats.sql): this transaction closes the seat
+    v_table := game_private.lock_table(p_table_id);
     v_ref := case p_settlement when 'bust' then 'bust:' else 'withdraw:' end || p_idempotency_key;
 
     -- Claim the key (and the position) before judging the position on the game's state. Judged
@@ -263,9 +291,11 @@ begin
       -- The escrow pays out only what the game froze: this user's position at this table, stood up
       -- (a seated stack is still in play), with this stack and this chain head. A leaving position
       -- changes no more on the game side until it is settled, so the read needs no lock.
-      if not exists (select from game.table_players p
-                      where p.id = p_player_id and p.table_id = p_table_id and p.user_id = p_user_id
-                        and p.status = 'leaving' and p.chip_balance = p_amount and p.history_hash = p_history_hash) then
+      select * into v_player from game.table_players p
+       where p.id = p_player_id and p.table_id = p_table_id and p.user_id = p_user_id
+         and p.status = 'leaving' and p.chip_balance = p_amount and p.history_hash = p_history_hash
+         for update;
+      if v_player.id is null then
         perform cage_private.refuse('bad_request',
           format('position %s is not a stood-up position of this user at this table with this stack and chain head', p_player_id));
       end if;
@@ -287,6 +317,12 @@ begin
           array[v_escrow, v_user_account], array[-p_amount, p_amount],
           jsonb_build_object('table_id', p_table_id, 'position', p_player_id, 'settlement', p_settlement));
       end if;
+      -- The seat closes with its terminal row, in this transaction (the game's table written by the
+      -- game's SQL): a stand is the game's stand-up and this, one write each. The withdrawal is
+      -- settled at once; no zeroing is left for the game to be told about or the reconciler to redeliver.
+      perform game_private.close_position(v_player, v_ref, p_settlement);
+      update cage.withdraw_intents w set settled_at = now() where w.idempotency_key = p_idempotency_key
+      returning w.* into v_intent;
       return query select v_intent.idempotency_key, v_intent.ledger_ref_id, v_intent.amount, v_intent.settlement,
                           v_intent.custody_entry_id, v_intent.history_hash, v_table.money_kind::text, v_intent.player_id,
                           false, v_intent.created_at;

@@ -30,7 +30,8 @@ $$;
 -- Funds a seat with chips the cage has already moved into the table's escrow (p_key = the
 -- deposit's ledger ref id). A new seat is a new position (chain genesis + buy_in link); a player
 -- already seated tops up (top_up link). Idempotent per key: the same key again returns the seat as
--- it is ('replayed'); a key cancelled before it arrived is refused (credit_cancelled).
+-- it is ('replayed'); a key cancelled before it arrived is refused (credit_cancelled). On a cage
+-- table the cage's deposit is confirmed in the same transaction (cage_private.confirm_credited_deposit).
 -- A cash move (a seat credit or its cancellation, a stand-up, a seat settlement, a cash hand end) is
 -- refused on a Sit-and-Go table: its chips are tournament chips, moved only by the tournament's own
 -- functions (entries, tournament hand ends, places and payouts). p_what names the move.
@@ -101,11 +102,17 @@ begin
       perform game_private.refuse('credit_not_backed',
         format('no confirmed chain deposit %s for this user, table, seat and amount', p_key));
     end if;
-  elsif not exists (select from cage.deposit_intents d
-                  where d.ref_id = p_key and d.status = 'pending' and d.user_id = p_user_id
-                    and d.table_id = p_table_id and d.seat_index = p_seat_index and d.amount = p_amount) then
-    perform game_private.refuse('credit_not_backed',
-      format('no pending deposit %s for this user, table, seat and amount', p_key));
+  else
+    -- locked (table, then the deposit, then the credit: the order cage.fail_deposit and
+    -- cage.confirm_deposit take deposit and credit in), since this transaction confirms it below
+    perform from cage.deposit_intents d
+     where d.ref_id = p_key and d.status = 'pending' and d.user_id = p_user_id
+       and d.table_id = p_table_id and d.seat_index = p_seat_index and d.amount = p_amount
+       for update;
+    if not found then
+      perform game_private.refuse('credit_not_backed',
+        format('no pending deposit %s for this user, table, seat and amount', p_key));
+    end if;
   end if;
   if v_table.status = 'frozen' then
     perform game_private.refuse('table_frozen');
@@ -150,13 +157,20 @@ begin
     perform game_private.extend_chain(v_player.id, 'buy_in', p_amount, p_key);
   end if;
 
-  -- the cage may have tombstoned the key since we looked (cage.fail_deposit does not lock the
-  -- table): its row wins, and all of this rolls back
-  insert into game.seat_credits (credit_key, table_id, user_id, player_id, amount, status)
-  values (p_key, p_table_id, p_user_id, v_player.id, p_amount, 'credited')
+  -- A tombstone written since we looked wins, and all of this rolls back. (On a cage table the
+  -- deposit locked above keeps cage.fail_deposit, which takes it first, from writing one meanwhile;
+  -- game.cancel_credit waits for the table.)
+  -- On a cage table the deposit is confirmed in this same transaction, and so the credit is kept
+  -- at once (game.cancel_credit can no longer take it back): the sit is one write on each side, the
+  -- cage's buy-in and this, and a seat is funded exactly when its deposit is confirmed.
+  insert into game.seat_credits (credit_key, table_id, user_id, player_id, amount, status, kept_at)
+  values (p_key, p_table_id, p_user_id, v_player.id, p_amount, 'credited', case when v_table.bank = 'cage' then now() end)
   on conflict (credit_key) do nothing;
   if not found then
     perform game_private.refuse('credit_cancelled', format('credit %s was cancelled meanwhile', p_key));
+  end if;
+  if v_table.bank = 'cage' then
+    perform cage_private.confirm_credited_deposit(p_key);
   end if;
   perform game_private.seats_changed(p_table_id);
 
@@ -169,7 +183,9 @@ $$;
 -- chips back. Answers what the game did with the key:
 --   'cancelled'  it never arrived: a tombstone now refuses it if it arrives later;
 --   'reverted'   it arrived and nothing has happened since: it is taken off the seat again
---                (a seat it opened is closed);
+--                (a seat it opened is closed). Only a credit not kept can be: game.credit_seat keeps
+--                a cage table's credit at once, confirming its deposit, so this is left for credits
+--                written before it did;
 --   'credited'   it arrived and the seat has moved on (a hand, a later top-up, a stand-up):
 --                it stands, and the cage must treat the deposit as confirmed.
 -- Asking again answers the same ('credited' is marked kept, so it holds even when the hand that
@@ -344,7 +360,6 @@ as $$
 declare
   v_table game.tables;
   v_player game.table_players;
-  v_stack bigint;
 begin
   if p_settlement is null or p_settlement not in ('cash_out', 'custody', 'bust') or p_ledger_ref_id is null then
     perform game_private.refuse('invalid_credit', 'settlement is cash_out, custody or bust, with its ledger ref');
@@ -379,11 +394,25 @@ begin
     perform game_private.refuse('settlement_not_found',
       format('the cage has no %s settlement %s of position %s', p_settlement, p_ledger_ref_id, p_player_id));
   end if;
-  v_stack := v_player.chip_balance;
+  return query select p_player_id, game_private.close_position(v_player, p_ledger_ref_id, p_settlement), 'closed'::text;
+end;
+$$;
+
+-- Closes a stood-up position on its terminal ledger row: the stack to zero, the chain's last link
+-- (cash_out, custody or bust), the seat free. Answers the final head. The caller holds the table's
+-- lock and has checked that the settlement exists for this stack and chain head: game.settle_seat,
+-- or the cage's settlement itself (cage.settle_position), which closes the seat in the transaction
+-- that writes the row.
+create or replace function game_private.close_position(v_player game.table_players, p_ledger_ref_id text, p_settlement text)
+  returns text
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
   update game.table_players p set chip_balance = 0, status = 'closed', closed_at = now(), closing_ref_id = p_ledger_ref_id
-   where p.id = p_player_id;
+   where p.id = v_player.id;
   perform game_private.seats_changed(v_player.table_id);
-  return query select p_player_id, game_private.extend_chain(p_player_id, p_settlement, -v_stack, p_ledger_ref_id), 'closed'::text;
+  return game_private.extend_chain(v_player.id, p_settlement, -v_player.chip_balance, p_ledger_ref_id);
 end;
 $$;
 

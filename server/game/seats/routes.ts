@@ -110,8 +110,12 @@ export function installSeatRoutes(
     ]);
     if (rows[0].status === 'closed') {
       log.info({ playerId: b.playerId, settlement: b.settlement }, 'seat settled and zeroed');
-      const t = await pool.query<{ table_id: string }>('select table_id from game.table_players where id = $1', [b.playerId]);
-      if (t.rows[0]) changed(t.rows[0].table_id);
+      // the rooms hear of it from the database (game.settle_seat notifies game_seats); the table is
+      // read only for a hook that asks for it
+      if (deps.seatsChanged) {
+        const t = await pool.query<{ table_id: string }>('select table_id from game.table_players where id = $1', [b.playerId]);
+        if (t.rows[0]) changed(t.rows[0].table_id);
+      }
     }
     res.json({ ok: true, status: rows[0].status, historyHash: rows[0].history_hash });
   });
