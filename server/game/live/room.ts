@@ -36,7 +36,7 @@ type Announcement = DistributiveOmit<ServerMessageOf<'tournament_state_changed' 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /** The longest turn a table may give (one hour): creation refuses more, and stored rows above it are clamped when a room loads. */
-export const MAX_TURN_TIME_SEC = 3600;
+import { MAX_TURN_TIME_SEC } from '../tables/rules.ts'; export { MAX_TURN_TIME_SEC };
 
 export interface Watcher {
   id: number;
