@@ -104,6 +104,8 @@ $$;
 -- The invariants of the cage (five of balance, and provenance) (docs: ARCHITECTURE.md, "The cage"). Every violation is one row;
 -- an empty result means the books hold. One query, so one snapshot: callers run it in a
 -- REPEATABLE READ READ ONLY transaction (audit() in server/cage/ledger.ts) and it blocks no writer.
+-- Long because: every invariant is one short branch of one query (one statement, one snapshot,
+-- one list of violations); splitting the branches into functions would only move them.
 create or replace function cage.audit()
   returns table (invariant text, subject text, detail jsonb)
   language plpgsql stable security definer
