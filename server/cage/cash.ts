@@ -105,12 +105,12 @@ export function installCashRoutes(app: Express, deps: CashDeps) {
 /** Whether the body names an existing tournament table (its deposit needs no seat index). */
 async function isTournament(pool: pg.Pool, id: unknown): Promise<boolean> {
   if (!tableId.safeParse(id).success) return false;
-  const { rows } = await pool.query<{ mode: string }>('select mode from game.tables where table_id = $1', [id]);
+  const { rows } = await pool.query<{ mode: string }>('select mode from game.table_records where table_id = $1', [id]);
   return rows[0]?.mode === 'sng';
 }
 
 async function readTable(pool: pg.Pool, id: string): Promise<TableRow> {
-  const { rows } = await pool.query<TableRow>('select table_id, money_kind, mode, status from game.tables where table_id = $1', [id]);
+  const { rows } = await pool.query<TableRow>('select table_id, money_kind, mode, status from game.table_records where table_id = $1', [id]);
   if (!rows[0]) throw new ApiError(404, 'table_not_found');
   return rows[0];
 }
@@ -214,8 +214,8 @@ function installDepositRoutes(app: Express, deps: CashDeps) {
     // the key is the caller's own namespace: another user's deposit under the same key is not found
     const { rows } = await pool.query(
       `select ref_id, idempotency_key, status, error, table_id, seat_index, amount, money_kind::text as money_kind, created_at, updated_at
-         from cage.deposit_intents where ref_id = $1`,
-      [`deposit:${res.locals.claims.sub}:${key.data}`],
+         from cage.deposit_intents where ref_id = cage.deposit_ref($1, $2)`,
+      [res.locals.claims.sub, key.data],
     );
     if (!rows[0]) throw new ApiError(404, 'deposit_not_found');
     res.json(depositJson(rows[0]));
@@ -261,9 +261,9 @@ async function finishSettlement(deps: CashDeps, userId: string, tid: string, row
 async function recentSettlement(deps: CashDeps, userId: string, tid: string) {
   const { rows } = await deps.pool.query(
     `select w.idempotency_key, w.ledger_ref_id, w.amount, w.settlement, w.custody_entry_id, w.history_hash,
-            t.money_kind::text as money_kind, w.player_id, true as replayed,
+            t.money_kind, w.player_id, true as replayed,
             r.id as receipt_id, r.payload, r.signature, r.public_key, r.created_at as receipt_created_at
-       from cage.withdraw_intents w join game.tables t on t.table_id = w.table_id
+       from cage.withdraw_intents w join game.table_records t on t.table_id = w.table_id
        join cage.receipts r on r.ledger_ref_id = w.ledger_ref_id
       where w.user_id = $1 and w.table_id = $2 and w.created_at > now() - make_interval(secs => $3)
       order by w.created_at desc, w.player_id desc limit 1`,
