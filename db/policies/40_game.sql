@@ -49,6 +49,7 @@ grant execute on function
   game_private.sng_level_ms(jsonb),
   game_private.sng_action_ms(jsonb),
   game_private.sng_place_amount_list(jsonb),
+  game_private.registered_count(text),
   cage.tournament_ref(text),
   cage.is_tournament_refund_ref(text)
   to poker_game;

@@ -36,6 +36,7 @@ grant usage on schema game, cage to poker_bank;
 grant select (table_id, bank, mode, status) on game.table_records to poker_bank;
 grant select (table_id, tournament_state, registered_count) on game.tournaments to poker_bank;
 grant select (table_id, seat_index, entry_ref_id) on game.seats to poker_bank;
+grant execute on function game_private.registered_count(text) to poker_bank;
 grant execute on function cage.switch_states() to poker_bank;
 
 drop policy if exists deployments_read on bank.deployments;

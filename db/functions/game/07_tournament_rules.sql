@@ -140,3 +140,12 @@ create or replace function game_private.sng_place_amount_list(p_settings jsonb) 
 as $$
   select coalesce(array_agg(a.amount order by a.place), '{}') from game_private.sng_place_amounts(p_settings) a
 $$;
+
+-- The field's live registrations: reserved or paid positions not closed (security definer: the
+-- read view game.tournaments shows it to logins that do not read the positions themselves).
+create or replace function game_private.registered_count(p_table_id text) returns integer
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select count(*)::integer from game.table_players p where p.table_id = p_table_id and p.status <> 'closed'
+$$;

@@ -55,7 +55,7 @@ select t.table_id,
        t.announced_level,
        t.announced_payouts,
        t.lifecycle_trace,
-       (select count(*)::integer from game.table_players p where p.table_id = t.table_id and p.status <> 'closed') as registered_count,
+       game_private.registered_count(t.table_id) as registered_count,
        (select count(*)::integer from game.table_players p
          where p.table_id = t.table_id and p.entry_state = 'paid' and p.tournament_stack > 0) as alive_count,
        (select count(*)::integer from game.table_players p

@@ -41,13 +41,6 @@ begin
 end;
 $$;
 
-create or replace function game_private.registered_count(p_table_id text) returns integer
-  language sql stable
-  set search_path = pg_catalog, pg_temp
-as $$
-  select count(*)::integer from game.table_players p where p.table_id = p_table_id and p.status <> 'closed'
-$$;
-
 -- The registrants changed (a reserve, an entry, a release, a refund): the room shows the count.
 create or replace function game_private.registration_changed(p_table_id text) returns void
   language sql volatile
