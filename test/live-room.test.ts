@@ -9,7 +9,7 @@ import { expectCleanAudit } from './helpers/cage.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { latestState, liveClient, sleep, stateWhere, until, type LiveClient, type LivePlayer, type Msg } from './helpers/live.ts';
 import { POKER_SETTINGS, startMoneyPlatform } from './helpers/money.ts';
-import { MAX_TURN_TIME_SEC } from '../server/game/tables/settings-rules.ts';
+import { MAX_TURN_TIME_SEC } from '../server/game/tables/rules.ts';
 
 let db: TestDatabase;
 let cagePool: pg.Pool;

@@ -542,6 +542,17 @@ const REVIEWED: Record<string, string> = {
   'game.tournament_release_reserve(text,uuid,bigint)': 'an unpaid reserve only (paid entries take the refund path)',
   'game.tournament_reserve(text,uuid,uuid,uuid,integer)': 'the player\'s token grant, or the agent\'s owner; 120 s at most',
   'game.unregister_process(uuid)': 'a process row; its leases lapse',
+  // pure: a ref spelled from its parts, a rule applied to the settings given (db/functions/00_refs.sql,
+  // game/07_tournament_rules.sql); nothing is read or written
+  'cage.deposit_ref(uuid,text)': 'pure: formats a ref',
+  'cage.tournament_refund_ref(text)': 'pure: formats a ref',
+  'cage.tournament_ref(text)': 'pure: formats a ref',
+  'cage.is_tournament_refund_ref(text)': 'pure: reads a ref',
+  'game_private.sng_clock_factor(jsonb)': 'pure: the settings given',
+  'game_private.sng_level_ms(jsonb)': 'pure: the settings given',
+  'game_private.sng_action_ms(jsonb)': 'pure: the settings given',
+  'game_private.sng_place_amount_list(jsonb)': 'pure: the settings given',
+  'game_private.registered_count(text)': 'reads',
 };
 
 test('every function a service login may execute is reviewed for the authority it relies on (none missing, none stale)', async () => {

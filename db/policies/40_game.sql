@@ -1,10 +1,10 @@
 -- The game side: the game role reads its tables and writes only through the game functions; the
--- cage role creates tables (the bank's POST /api/tables) and reads table records; the admin reads
--- through row-level security; nobody else sees a row.
+-- cage role creates tables (the bank's POST /api/tables) and reads some columns of the table
+-- records' view; the admin reads through row-level security; nobody else sees a row.
 revoke all on schema game, game_private from public;
 revoke all on all tables in schema game, game_private from public;
 revoke all on all functions in schema game, game_private from public;
-revoke all on all tables in schema game, game_private from poker_cage, poker_auth, poker_game, poker_worker, poker_admin, poker_anonymous;
+revoke all on all tables in schema game, game_private from poker_cage, poker_auth, poker_game, poker_worker, poker_bank, poker_admin, poker_anonymous;
 revoke all on all functions in schema game, game_private from poker_cage, poker_auth, poker_game, poker_worker, poker_admin, poker_anonymous;
 alter default privileges in schema game, game_private revoke execute on functions from public;
 
@@ -40,15 +40,30 @@ grant execute on function
   game.set_table_status(text, text)
   to poker_game;
 
-grant select on game.tables to poker_cage;
 grant execute on function game.create_table(text, text, jsonb, text, uuid, integer, integer, text, text) to poker_cage;
+
+-- The read views (db/functions/game/60_read_views.sql): the game role reads all of them (its routes,
+-- the room), executing the rules functions game.tournaments shows and the refs game.seats reads;
+-- the cage reads of a table only what its routes answer with (its kind of play, money kind, status
+-- and rake), nothing of tournaments or seats. The chain bank's columns are granted in 67_bank.sql.
+grant select on game.table_records, game.tournaments, game.seats to poker_game;
+grant execute on function
+  game_private.sng_clock_factor(jsonb),
+  game_private.sng_level_ms(jsonb),
+  game_private.sng_action_ms(jsonb),
+  game_private.sng_place_amount_list(jsonb),
+  game_private.registered_count(text),
+  cage.tournament_ref(text),
+  cage.is_tournament_refund_ref(text)
+  to poker_game;
+grant select (table_id, mode, money_kind, status, unreconciled_rake, reconciled_rake) on game.table_records to poker_cage;
 
 grant select on game.tables, game.table_players, game.position_links, game.seat_credits, game.hand_histories, game.rake_rows to poker_admin, poker_anonymous;
 -- who runs which table: the game processes and their leases, read by operators
 grant select on game.game_processes, game.table_leases to poker_admin, poker_anonymous;
 
 drop policy if exists tables_read on game.tables;
-create policy tables_read on game.tables for select to poker_game, poker_cage, poker_bank, poker_admin using (true);
+create policy tables_read on game.tables for select to poker_game, poker_admin using (true);
 drop policy if exists table_players_read on game.table_players;
 create policy table_players_read on game.table_players for select to poker_game, poker_admin using (true);
 drop policy if exists position_links_read on game.position_links;

@@ -29,9 +29,14 @@ grant execute on function
   bank.retry_tournament_payment(text),
   bank.tournament_payments_to_resume(integer, integer)
   to poker_bank;
--- the bank reads the tables it serves and the switches, as the cage does
+-- the bank reads, through the read views (db/functions/game/60_read_views.sql), of a table what its
+-- routes check (which bank keeps its money, its kind of play, its status), of a tournament its state
+-- and count, of a registration its seat; and the switches, as the cage does
 grant usage on schema game, cage to poker_bank;
-grant select on game.tables, game.table_players to poker_bank;
+grant select (table_id, bank, mode, status) on game.table_records to poker_bank;
+grant select (table_id, tournament_state, registered_count) on game.tournaments to poker_bank;
+grant select (table_id, seat_index, entry_ref_id) on game.seats to poker_bank;
+grant execute on function game_private.registered_count(text) to poker_bank;
 grant execute on function cage.switch_states() to poker_bank;
 
 drop policy if exists deployments_read on bank.deployments;
@@ -42,6 +47,5 @@ drop policy if exists withdraw_intents_read on bank.withdraw_intents;
 create policy withdraw_intents_read on bank.withdraw_intents for select to poker_bank, poker_worker using (true);
 drop policy if exists tournament_payments_read on bank.tournament_payments;
 create policy tournament_payments_read on bank.tournament_payments for select to poker_bank, poker_worker using (true);
--- the bank reads the registrants of its tournaments (a paid entry's seat, the field's count)
+-- the bank reads its registrants through game.seats now: the policy that let it read the rows goes
 drop policy if exists table_players_bank_read on game.table_players;
-create policy table_players_bank_read on game.table_players for select to poker_bank using (true);

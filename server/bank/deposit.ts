@@ -96,10 +96,9 @@ type Span = Parameters<Parameters<typeof withSpan>[2]>[0];
 /** A tournament entry's seat (once paid; after the field filled, the shuffled one) and the tournament's state and count. */
 async function entryState(deps: BankDeps, tableId: string, key: string) {
   const { rows } = await deps.pool.query<{ seat_index: number | null; tournament_state: string; registered_count: number }>(
-    `select (select p.seat_index from game.table_players p where p.table_id = t.table_id and p.entry_ref_id = $2) as seat_index,
-            t.tournament_state,
-            (select count(*)::int from game.table_players p where p.table_id = t.table_id and p.status <> 'closed') as registered_count
-       from game.tables t where t.table_id = $1`, [tableId, key],
+    `select (select p.seat_index from game.seats p where p.table_id = t.table_id and p.entry_ref_id = $2) as seat_index,
+            t.tournament_state, t.registered_count
+       from game.tournaments t where t.table_id = $1`, [tableId, key],
   );
   const r = rows[0];
   return { seatIndex: r?.seat_index ?? null, tournamentState: r?.tournament_state, registeredCount: r?.registered_count };

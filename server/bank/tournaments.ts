@@ -92,7 +92,7 @@ export async function payPlace(deps: BankDeps, tableId: string, position: number
   const paid = opened.status === 'confirmed' ? opened : await payTournamentPayment(deps, opened, waitMs);
   // announced at each confirmed answer (the game announces a place once, from its payout row)
   if (paid.status === 'confirmed') {
-    const { rows } = await deps.pool.query<{ tournament_state: string }>('select tournament_state from game.tables where table_id = $1', [tableId]);
+    const { rows } = await deps.pool.query<{ tournament_state: string }>('select tournament_state from game.tournaments where table_id = $1', [tableId]);
     await announcePayout(deps, { ...paid, tournament_state: rows[0]?.tournament_state });
   }
   return { row: paid, replayed: !!opened.replayed };
@@ -128,7 +128,7 @@ export async function chainPayoutWithdraw(deps: BankDeps, req: Request, b: Recor
     };
   }
   if (!replayed) deps.log.info({ tableId, position, userId: row.user_id, amount: amount.toString(), txHash: row.tx_hash }, 'tournament payout paid on chain');
-  const { rows } = await deps.pool.query<{ tournament_state: string }>('select tournament_state from game.tables where table_id = $1', [tableId]);
+  const { rows } = await deps.pool.query<{ tournament_state: string }>('select tournament_state from game.tournaments where table_id = $1', [tableId]);
   return {
     status: 'confirmed', txHash: row.tx_hash, destination: row.destination, amount: Number(row.amount), idempotencyKey: row.payment_key,
     position, userId: row.user_id, tournamentState: rows[0]?.tournament_state, ...(replayed ? { replay: true } : {}),

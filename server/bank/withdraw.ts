@@ -33,7 +33,7 @@ type Span = Parameters<Parameters<typeof withSpan>[2]>[0];
 
 async function readTable(deps: BankDeps, tableId: string) {
   const { rows } = await deps.pool.query<{ table_id: string; bank: string; mode: string; status: string }>(
-    'select table_id, bank, mode, status from game.tables where table_id = $1', [tableId],
+    'select table_id, bank, mode, status from game.table_records where table_id = $1', [tableId],
   );
   const t = rows[0];
   if (!t) throw new ApiError(404, 'table_not_found');

@@ -105,7 +105,7 @@ export function installCashRoutes(app: Express, deps: CashDeps) {
 /** The table a body names, or undefined (no such table, or not a table id). */
 async function findTable(pool: pg.Pool, id: unknown): Promise<TableRow | undefined> {
   if (!tableId.safeParse(id).success) return undefined;
-  const { rows } = await pool.query<TableRow>('select table_id, money_kind, mode, status from game.tables where table_id = $1', [id]);
+  const { rows } = await pool.query<TableRow>('select table_id, money_kind, mode, status from game.table_records where table_id = $1', [id]);
   return rows[0];
 }
 
@@ -216,8 +216,8 @@ function installDepositRoutes(app: Express, deps: CashDeps) {
     // the key is the caller's own namespace: another user's deposit under the same key is not found
     const { rows } = await pool.query(
       `select ref_id, idempotency_key, status, error, table_id, seat_index, amount, money_kind::text as money_kind, created_at, updated_at
-         from cage.deposit_intents where ref_id = $1`,
-      [`deposit:${res.locals.claims.sub}:${key.data}`],
+         from cage.deposit_intents where ref_id = cage.deposit_ref($1, $2)`,
+      [res.locals.claims.sub, key.data],
     );
     if (!rows[0]) throw new ApiError(404, 'deposit_not_found');
     res.json(depositJson(rows[0]));
@@ -261,9 +261,9 @@ async function finishSettlement(deps: CashDeps, userId: string, tid: string, row
 async function recentSettlement(deps: CashDeps, userId: string, tid: string) {
   const { rows } = await deps.pool.query(
     `select w.idempotency_key, w.ledger_ref_id, w.amount, w.settlement, w.custody_entry_id, w.history_hash,
-            t.money_kind::text as money_kind, w.player_id, true as replayed, w.settled_at is not null as zeroed,
+            t.money_kind, w.player_id, true as replayed, w.settled_at is not null as zeroed,
             r.id as receipt_id, r.payload, r.signature, r.public_key, r.created_at as receipt_created_at
-       from cage.withdraw_intents w join game.tables t on t.table_id = w.table_id
+       from cage.withdraw_intents w join game.table_records t on t.table_id = w.table_id
        join cage.receipts r on r.ledger_ref_id = w.ledger_ref_id
       where w.user_id = $1 and w.table_id = $2 and w.created_at > now() - make_interval(secs => $3)
       order by w.created_at desc, w.player_id desc limit 1`,

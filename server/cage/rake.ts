@@ -101,7 +101,7 @@ export function installRakeRoutes(app: Express, deps: { pool: pg.Pool; log: Logg
   app.get('/settlement/rake/:tableId', service, async (req, res) => {
     const tableId = String(req.params.tableId);
     const { rows: tables } = await deps.pool.query(
-      'select table_id, money_kind, unreconciled_rake, reconciled_rake from game.tables where table_id = $1',
+      'select table_id, money_kind, unreconciled_rake, reconciled_rake from game.table_records where table_id = $1',
       [tableId],
     );
     const t = tables[0];

@@ -43,8 +43,12 @@ export async function tournamentDeposit(
 ) {
   const parsed = entryBody.safeParse(d.body);
   if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
-  const { rows } = await deps.pool.query<{ ref_id: string | null; outcome: string; seat_index: number; tournament_state: string; registered_count: number }>(
-    'select ref_id, outcome, seat_index, tournament_state, registered_count from cage.open_tournament_entry($1, $2, $3, $4, $5, $6)',
+  const { rows } = await deps.pool.query<{
+    ref_id: string | null; outcome: string; seat_index: number; tournament_state: string; registered_count: number; refund_ref: string | null;
+  }>(
+    `select ref_id, outcome, seat_index, tournament_state, registered_count,
+            case when outcome = 'replayed_refunded' then cage.tournament_refund_ref(ref_id) end as refund_ref
+       from cage.open_tournament_entry($1, $2, $3, $4, $5, $6)`,
     [d.sid, d.key, d.tableId, parsed.data.seatIndex ?? null, d.amount.toString(), RESERVE_TTL_SECONDS],
   );
   const r = rows[0]!;
@@ -56,7 +60,7 @@ export async function tournamentDeposit(
     status: refunded ? 'refunded' : 'confirmed', txHash: r.ref_id, idempotencyKey: d.key, seatIndex: refunded ? null : r.seat_index,
     tournamentState: r.tournament_state, registeredCount: r.registered_count,
     ...(r.outcome === 'replayed' || refunded ? { replay: true } : {}),
-    ...(refunded ? { refundTxHash: `tournament-refund:${r.ref_id}` } : {}),
+    ...(refunded ? { refundTxHash: r.refund_ref } : {}),
   };
 }
 

@@ -54,7 +54,7 @@ function peerClients(config: RoleContext['config'], peers: RoleContext['peers'])
  */
 async function readyToServe(pool: pg.Pool, environment: string, gameProcess: GameProcess, roleLog: Logger): Promise<number> {
   const { rows } = await pool.query<{ tables: number; sections: number; board: boolean }>(
-    `select (select count(*)::int from game.tables) as tables,
+    `select (select count(*)::int from game.table_records) as tables,
             (select count(*)::int from claims.resolved_sections($1)) as sections,
             (select claim_board_enabled from claims.board_settings($1)) as board`,
     [environment],

@@ -55,7 +55,7 @@ export class TournamentSpans {
   /** Opens the root span (at starting), or a continuation linked to the one a stopped process left. */
   private async start(tableId: string, state: string): Promise<Open | undefined> {
     const { rows } = await this.pool.query<{ settings: Record<string, unknown>; lifecycle_trace: { traceId?: string; spanId?: string } | null; tournament_state: string }>(
-      'select settings, lifecycle_trace, tournament_state from game.tables where table_id = $1', [tableId],
+      'select settings, lifecycle_trace, tournament_state from game.tournaments where table_id = $1', [tableId],
     );
     const row = rows[0];
     if (!row) return undefined;
@@ -87,7 +87,7 @@ export class TournamentSpans {
       `select (extract(epoch from (t.closed_at - t.starts_at)) * 1000)::bigint::int as ms, t.auto_fold_count,
               (select coalesce(string_agg(p.position || ':' || p.amount, ',' order by p.position), '') from game.tournament_payouts(t.table_id) p
                 where p.confirmed_at is not null) as payouts
-         from game.tables t where t.table_id = $1`,
+         from game.tournaments t where t.table_id = $1`,
       [tableId],
     );
     const r = rows[0];

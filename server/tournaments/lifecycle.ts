@@ -4,11 +4,10 @@
 import {
   legacyLevel, parametricLevel, payoutAmounts, prizePool, prizeShares, type BlindStructure, type LegacyLevel, type Level,
 } from './math.ts';
+import { TOURNAMENT_RULES } from './rules.generated.ts';
 
-/** An unpaid reserve self-releases after this long (spec: Limits). */
-export const RESERVE_TTL_SECONDS = 120;
-/** The starting -> playing grace (spec: Limits). */
-export const GRACE_SECONDS = 3;
+/** An unpaid reserve self-releases after this long (spec: Limits; SQL's game_private.reserve_ttl_seconds). */
+export const RESERVE_TTL_SECONDS = TOURNAMENT_RULES.reserveTtlSeconds;
 /** How many levels ahead tournamentSchedule lists on a parametric table (its escalation is open-ended). */
 export const SCHEDULE_LEVELS_AHEAD = 10;
 
@@ -31,9 +30,14 @@ export function storedSng(settings: Record<string, unknown>): StoredSng {
   return settings as unknown as StoredSng;
 }
 
-/** The table's clock factor (1 unless the harness set one): every duration is divided by it. */
+/**
+ * The table's clock factor (1 unless the harness set one): every duration is divided by it. The
+ * rule is SQL's (game_private.sng_clock_factor; game.tournaments.clock_factor, level_ms and
+ * action_ms carry its results); the room computes it here until it reads them from the view, and
+ * test/tournament-rules.test.ts holds the two equal.
+ */
 export function clockFactor(s: StoredSng): number {
-  return typeof s.clockFactor === 'number' && s.clockFactor >= 1 ? s.clockFactor : 1;
+  return typeof s.clockFactor === 'number' && Number.isFinite(s.clockFactor) ? Math.min(Math.max(s.clockFactor, 1), TOURNAMENT_RULES.maxClockFactor) : 1;
 }
 
 /** Level n of the table: the structure's when it has one (preferred), else the legacy list's. */
@@ -55,13 +59,17 @@ export function basisPoints(s: StoredSng): number[] {
   return [...s.prizeStructure].sort((a, b) => a.position - b.position).map((p) => Math.round(p.percent * 100));
 }
 
-/** Chips per place (index 0 = 1st), as the settlement pays them (db: cage_private.place_amounts). */
+/**
+ * Chips per place (index 0 = 1st), as the settlement pays them. The rule is SQL's
+ * (game_private.sng_place_amounts; game.tournaments.place_amounts carries it); the room computes it
+ * here until it reads the view, and test/tournament-rules.test.ts holds the two equal.
+ */
 export function placeAmounts(s: StoredSng): bigint[] {
   return payoutAmounts(prizePool(BigInt(s.entryFee), BigInt(s.rakeFee ?? 0), s.seats), basisPoints(s));
 }
 
-/** A tournament's lifecycle states, in order (game.tables.tournament_state). */
-export const LIFECYCLE_STATES = ['registering', 'starting', 'playing', 'ended', 'settling', 'closed'] as const;
+/** A tournament's lifecycle states, in order (game.tables.tournament_state; SQL's game_private.lifecycle_states). */
+export const LIFECYCLE_STATES = TOURNAMENT_RULES.lifecycleStates;
 export type LifecycleState = (typeof LIFECYCLE_STATES)[number];
 
 export interface TournamentRow {

@@ -45,7 +45,7 @@ function parse<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
 
 /** The table of a tournament route: 404 table_not_found, 400 not_a_tournament. */
 async function tournamentTable(pool: pg.Pool, id: string) {
-  const { rows } = await pool.query<{ mode: string; tournament_state: string | null }>('select mode, tournament_state from game.tables where table_id = $1', [id]);
+  const { rows } = await pool.query<{ mode: string; tournament_state: string | null }>('select mode, tournament_state from game.table_records where table_id = $1', [id]);
   if (!rows[0]) throw new ApiError(404, 'table_not_found');
   if (rows[0].mode !== 'sng') throw new ApiError(400, 'not_a_tournament');
   return rows[0];
@@ -109,7 +109,7 @@ export function installTournamentRoutes(app: Express, deps: TournamentRouteDeps)
     const ownerUserId = await agentOwner(pool, b.agentId);
     // a paid entry is refused before anything moves: its refund is the bank's (POST /api/tournament/unregister)
     const { rows } = await pool.query<{ entry_state: string | null; agent_id: string | null }>(
-      "select entry_state, agent_id from game.table_players where table_id = $1 and user_id = $2 and status <> 'closed'", [b.tableId, ownerUserId],
+      "select entry_state, agent_id from game.seats where table_id = $1 and user_id = $2 and status <> 'closed'", [b.tableId, ownerUserId],
     );
     if (rows[0]?.entry_state === 'paid') throw new ApiError(409, 'paid_registration_use_refund_path');
     if (rows[0] && rows[0].agent_id !== b.agentId) throw new ApiError(404, 'tournament_not_registered');
@@ -152,17 +152,7 @@ const FORCE_END_AVAILABLE = "(t.tournament_state = 'playing' and t.level_started
  * The field's count: the live registrations while registering; from the start on, the entrants who
  * played (paid and not refunded), whatever their rows became after settlement.
  */
-const REGISTERED_COUNT = `(case when t.tournament_state = 'registering'
-    then (select count(*)::int from game.table_players p where p.table_id = t.table_id and p.status <> 'closed')
-    else (select count(*)::int from game.table_players p where p.table_id = t.table_id and p.entry_state = 'paid'
-                                                            and coalesce(p.closing_ref_id, '') not like 'tournament-refund:%') end)`;
-/** What became of a registration: reserved or paid while it stands; refunded, released (by its owner) or expired once closed; played after the tournament. */
-const REGISTRATION = `(case
-    when p.status <> 'closed' then p.entry_state
-    when p.closing_ref_id like 'tournament-refund:%' then 'refunded'
-    when p.entry_state = 'reserved' and p.reserved_until <= p.closed_at then 'expired'
-    when p.entry_state = 'reserved' then 'released'
-    else 'played' end)`;
+const REGISTERED_COUNT = "(case when t.tournament_state = 'registering' then t.registered_count else t.played_count end)";
 
 function installAdminReads(app: Express, deps: TournamentRouteDeps) {
   const { pool } = deps;
@@ -173,7 +163,7 @@ function installAdminReads(app: Express, deps: TournamentRouteDeps) {
               ${REGISTERED_COUNT} as "registeredCount",
               t.created_at as "createdAt", t.play_started_at as "playStartedAt", t.ended_at as "endedAt", t.closed_at as "closedAt",
               ${FORCE_END_AVAILABLE} as "forceEndAvailable"
-         from game.tables t where t.mode = 'sng' order by t.created_at desc limit 500`,
+         from game.tournaments t order by t.created_at desc limit 500`,
     );
     res.json({ tournaments: rows });
   });
@@ -188,14 +178,14 @@ function installAdminReads(app: Express, deps: TournamentRouteDeps) {
                 level_started_at as "levelStartedAt", starts_at as "startsAt", play_started_at as "playStartedAt",
                 ended_at as "endedAt", closed_at as "closedAt", auto_fold_count as "autoFoldCount", settings,
                 ${REGISTERED_COUNT} as "registeredCount", ${FORCE_END_AVAILABLE} as "forceEndAvailable"
-           from game.tables t where table_id = $1`, [id.data]),
+           from game.tournaments t where table_id = $1`, [id.data]),
       pool.query(
         `select p.user_id as "userId", p.agent_id as "agentId", p.seat_index as "seatIndex", p.entry_state as "entryState",
-                ${REGISTRATION} as registration, p.status,
+                p.registration, p.status,
                 p.chip_balance::text as "entryClaim", p.tournament_stack::text as stack, p.elimination_order as position, p.tie_place as "tiedFrom",
                 p.reserved_until as "reservedUntil", p.closed_at as "closedAt"
-           from game.table_players p where p.table_id = $1 and p.entry_state is not null
-          order by (${REGISTRATION} in ('refunded', 'released', 'expired')), p.elimination_order nulls first, p.seat_index`, [id.data]),
+           from game.seats p where p.table_id = $1 and p.entry_state is not null
+          order by (p.registration in ('refunded', 'released', 'expired')), p.elimination_order nulls first, p.seat_index`, [id.data]),
       pool.query(
         `select position, user_id as "userId", amount::text, submitted_at as "submittedAt", confirmed_at as "confirmedAt",
                 failed_at as "failedAt", tx_hash as "txHash" from game.tournament_payouts($1)`, [id.data]),

@@ -4,6 +4,7 @@
 // Pure: table creation (issue 13) stores what `resolveSngSettings` returns.
 import { z } from 'zod';
 import { DEFAULT_PAYOUT, legacyBasisPoints, parametricBasisPoints, prizeStructureWire } from './math.ts';
+import { TOURNAMENT_RULES } from './rules.generated.ts';
 
 const whole = () => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
@@ -94,8 +95,8 @@ function resolveParsed<S extends z.infer<typeof sngSettingsSchema>>(s: S) {
 
 export type ResolvedSngSettings = ReturnType<typeof resolveSngSettings> & { deckSeed?: string; clockFactor?: number };
 
-/** The largest clock factor the harness may set (a 30 s level lasts 30 ms at it). */
-export const MAX_CLOCK_FACTOR = 1000;
+/** The largest clock factor the harness may set (a 30 s level lasts 30 ms at it; SQL's game_private.max_clock_factor). */
+export const MAX_CLOCK_FACTOR = TOURNAMENT_RULES.maxClockFactor;
 
 /**
  * Table creation's schema for a Sit-and-Go table: the settings validated and resolved. While the

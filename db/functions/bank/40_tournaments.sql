@@ -107,7 +107,7 @@ begin
   if v_deposit.idempotency_key is null then
     perform bank_private.refuse('deposit_not_found', 'the entry has no confirmed chain deposit');
   end if;
-  v_key := 'tournament-refund:' || v_deposit.idempotency_key;
+  v_key := cage.tournament_refund_ref(v_deposit.idempotency_key);
   perform game_private.extend_chain(v_player.id, 'cash_out', -v_player.chip_balance, v_key);
   update game.table_players p set chip_balance = 0, status = 'closed', closed_at = now(), closing_ref_id = v_key
    where p.id = v_player.id;
@@ -154,7 +154,7 @@ begin
       join bank.deposit_intents d on d.idempotency_key = p.entry_ref_id and d.status = 'confirmed' and d.mode = 'sng'
                                  and d.user_id = p.user_id and d.table_id = p.table_id
      where p.table_id = p_table_id and p.user_id = v_intent.user_id and p.entry_state = 'paid'
-       and p.elimination_order = p_position and p.closing_ref_id = format('tournament:%s', p_table_id);
+       and p.elimination_order = p_position and p.closing_ref_id = cage.tournament_ref(p_table_id);
     select p.id into v_player_id from game.table_players p
      where p.table_id = p_table_id and p.entry_ref_id = v_deposit.idempotency_key;
     if v_deposit.idempotency_key is null or v_player_id is null then

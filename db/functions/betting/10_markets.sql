@@ -29,7 +29,7 @@ as $$
     from game.tables t
     left join game.table_players p
       on p.table_id = t.table_id and p.entry_state = 'paid'
-     and (p.status <> 'closed' or p.closing_ref_id = format('tournament:%s', t.table_id))
+     and (p.status <> 'closed' or p.closing_ref_id = cage.tournament_ref(t.table_id))
    where t.table_id = p_table_id and t.mode = 'sng'
    group by t.table_id
 $$;

@@ -19,6 +19,8 @@
 -- cached for the session (plan_cache_mode: the default would re-plan every call, because a custom
 -- plan for `= any (p_accounts)` always looks cheaper than the generic one), and the common movement
 -- (two legs, valid fields) is recognised by one expression instead of a call to movement_problem.
+-- Long because: it is the one posting path, run once per posting; its steps share the claimed entry
+-- and the locked balances, and a helper per step would add a call per posting to the hottest path.
 create or replace function cage.post_movement(
   p_ref_id text,
   p_kind text,

@@ -90,6 +90,8 @@ $$;
 -- Cost: every step is linear in the batch (index lookups, sorts and window functions; no join of
 -- the batch with itself), so the plans are safe to cache: the statements are planned once per
 -- session (plan_cache_mode), not once per call.
+-- Long because: each step is one statement over the whole batch, reading the arrays the steps
+-- before it built; helpers would pass the batch between calls and hide the one lock order.
 create or replace function cage.post_movements(p_items jsonb)
   returns table (idx int, ref_id text, status text, code text, entry_id bigint)
   language plpgsql volatile security definer

@@ -104,6 +104,8 @@ $$;
 -- The invariants of the cage (five of balance, and provenance) (docs: ARCHITECTURE.md, "The cage"). Every violation is one row;
 -- an empty result means the books hold. One query, so one snapshot: callers run it in a
 -- REPEATABLE READ READ ONLY transaction (audit() in server/cage/ledger.ts) and it blocks no writer.
+-- Long because: every invariant is one short branch of one query (one statement, one snapshot,
+-- one list of violations); splitting the branches into functions would only move them.
 create or replace function cage.audit()
   returns table (invariant text, subject text, detail jsonb)
   language plpgsql stable security definer
@@ -399,7 +401,7 @@ begin
       or (e.kind = 'bet_refund' and not exists (select from cage.bet_stakes s where s.refund_ref_id = e.ref_id and s.amount = e.amounts[2]))
       or (e.kind = 'bet_payout' and not exists (select from betting.payouts p where p.market_id = e.memo ->> 'market_id'
                                                  and p.user_id::text = e.memo ->> 'user_id' and p.amount = e.amounts[2]
-                                                 and e.ref_id = format('bet-claim:%s:%s', p.market_id, p.user_id)))
+                                                 and e.ref_id = cage.bet_claim_ref(p.market_id, p.user_id)))
   union all
   -- 9. gas tanks (000028). The outbound account holds exactly the reserved withdrawals.
   select 'gas_tank', 'outbound:' || coalesce(a.money_kind, r.money_kind),

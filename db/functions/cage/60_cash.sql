@@ -58,7 +58,7 @@ begin
   if p_amount is null or p_amount <= 0 or p_amount > cage_private.max_amount() then
     perform cage_private.refuse('invalid_amount', 'a positive whole number of chips');
   end if;
-  v_ref := format('deposit:%s:%s', v_user, p_idempotency_key);
+  v_ref := cage.deposit_ref(v_user, p_idempotency_key);
 
   select * into v_intent from cage.deposit_intents d where d.ref_id = v_ref;
   if v_intent.ref_id is null then

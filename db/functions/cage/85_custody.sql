@@ -105,6 +105,8 @@ $$;
 --      house, divergent ones one hold of all of it with the per-player ledger (read before 6);
 --   6. the positions closed, each chain ended with an `escape` link; the table frozen (for good:
 --      tg_tables__escaped_stays_frozen), the room told; the act recorded with the operator.
+-- Long because: the six steps above run in that order under the table's lock; each is short, and
+-- split into functions the order would no longer be read in one place.
 create or replace function cage.escape_table(p_sid uuid, p_table_id text, p_reason text)
   returns table (answer jsonb, replayed boolean)
   language plpgsql volatile security definer

@@ -176,7 +176,7 @@ begin
   if v_amount is null then
     perform cage_private.refuse('nothing_to_claim');
   end if;
-  v_ref := format('bet-claim:%s:%s', p_market_id, v_user);
+  v_ref := cage.bet_claim_ref(p_market_id, v_user);
   v_entry := cage_private.existing_entry(v_ref, 'bet_payout', v_amount, jsonb_build_object('user_id', v_user));
   if v_entry.id is not null then
     return query select v_ref, p_market_id, v_amount, v_market.money_kind::text, true;

@@ -66,13 +66,13 @@ as $$
   select graphile_worker.remove_job(game_private.reserve_expiry_job_key(p_player_id));
 $$;
 
--- The key of a place's payout: `payout:{tableId}:{position}` (the worker's reconciler spells the same
--- key with tournamentPayoutJobKey in tasks/tournament_timers.ts).
+-- The key of a place's payout: its ledger ref, cage.payout_ref (the worker's reconciler spells the
+-- same key with tournamentPayoutJobKey in tasks/tournament_timers.ts).
 create or replace function game_private.payout_job_key(p_table_id text, p_position integer) returns text
   language sql immutable parallel safe
   set search_path = pg_catalog, pg_temp
 as $$
-  select format('payout:%s:%s', p_table_id, p_position)
+  select cage.payout_ref(p_table_id, p_position)
 $$;
 
 -- A place's payout, posted by the worker (tournament_payout).

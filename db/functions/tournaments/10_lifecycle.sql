@@ -6,32 +6,9 @@
 -- settlement (tournament_settle). Each move NOTIFYs `game_tournament` (sent at commit): the game
 -- process holding the table's lease broadcasts it to the room (docs/tournaments.md).
 --
--- The clock: every duration of a table (grace, level, reserve TTL) is divided by its
--- `clockFactor` setting (1 unless the test harness set it at creation), so the jobs' run_at and the
+-- The clock: every duration of a table (grace, level, reserve TTL) is divided by its clock factor
+-- (game_private.sng_clock_factor, game/07_tournament_rules.sql), so the jobs' run_at and the
 -- room's timers run on the same accelerated clock.
-
-create or replace function game_private.sng_number(p_settings jsonb, p_key text) returns numeric
-  language sql immutable parallel safe
-  set search_path = pg_catalog, pg_temp
-as $$
-  select case when jsonb_typeof(p_settings -> p_key) = 'number' then (p_settings ->> p_key)::numeric end
-$$;
-
--- A duration of this table's clock: p_seconds of tournament time, divided by its clock factor.
-create or replace function game_private.sng_interval(p_settings jsonb, p_seconds numeric) returns interval
-  language sql immutable parallel safe
-  set search_path = pg_catalog, pg_temp
-as $$
-  select make_interval(secs => (p_seconds / greatest(coalesce(game_private.sng_number(p_settings, 'clockFactor'), 1), 1))::double precision)
-$$;
-
--- The level duration (the resolved settings carry the effective one at the top level).
-create or replace function game_private.sng_level_interval(p_settings jsonb) returns interval
-  language sql immutable parallel safe
-  set search_path = pg_catalog, pg_temp
-as $$
-  select game_private.sng_interval(p_settings, coalesce(game_private.sng_number(p_settings, 'levelDurationSeconds'), 600))
-$$;
 
 create or replace function game_private.epoch_ms(p_at timestamptz) returns bigint
   language sql immutable parallel safe
@@ -62,13 +39,6 @@ begin
   end if;
   return v_table;
 end;
-$$;
-
-create or replace function game_private.registered_count(p_table_id text) returns integer
-  language sql stable
-  set search_path = pg_catalog, pg_temp
-as $$
-  select count(*)::integer from game.table_players p where p.table_id = p_table_id and p.status <> 'closed'
 $$;
 
 -- The registrants changed (a reserve, an entry, a release, a refund): the room shows the count.
@@ -131,10 +101,10 @@ begin
   else
     perform auth_private.refuse('session_required', 'a player''s grant, or an agent');
   end if;
-  -- an unpaid reserve holds a seat for the spec's 120 s at most (a registration that is paid for
-  -- at once): a login cannot hold the field's seats for longer
-  if p_user_id is null or p_ttl_seconds is null or p_ttl_seconds not between 1 and 120 then
-    perform game_private.refuse('invalid_table', 'a user and a reserve TTL of 1..120 s');
+  -- an unpaid reserve holds a seat for the spec's reserve TTL at most (a registration that is paid
+  -- for at once): a login cannot hold the field's seats for longer
+  if p_user_id is null or p_ttl_seconds is null or p_ttl_seconds not between 1 and game_private.reserve_ttl_seconds() then
+    perform game_private.refuse('invalid_table', format('a user and a reserve TTL of 1..%s s', game_private.reserve_ttl_seconds()));
   end if;
   v_table := game_private.lock_tournament(p_table_id);
   perform game_private.require_registering(v_table);
@@ -228,7 +198,7 @@ end;
 $$;
 
 -- registering -> starting, when every seat is paid: the seats are assigned by a uniform random
--- shuffle (one statement; the one-seat rule is deferred to its end), the 3 s grace is armed.
+-- shuffle (one statement; the one-seat rule is deferred to its end), the grace (start_grace_seconds) is armed.
 create or replace function game_private.tournament_to_starting(p_table_id text) returns game.tables
   language plpgsql volatile
   set search_path = pg_catalog, pg_temp
@@ -242,7 +212,7 @@ begin
             from game.table_players q where q.table_id = p_table_id and q.status <> 'closed') s
    where p.id = s.id;
   set constraints game.table_players_one_per_seat immediate;
-  update game.tables t set tournament_state = 'starting', starts_at = now() + game_private.sng_interval(t.settings, 3)
+  update game.tables t set tournament_state = 'starting', starts_at = now() + game_private.sng_interval(t.settings, game_private.start_grace_seconds())
    where t.table_id = p_table_id returning t.* into v_table;
   perform game_private.schedule_tournament_start(p_table_id, v_table.starts_at);
   perform game_private.tournament_notify(p_table_id, jsonb_build_object('type', 'tournament_state_changed',
@@ -518,7 +488,7 @@ create or replace function game.record_tournament_announced(p_table_id text, p_s
   set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_order text[] := array['registering', 'starting', 'playing', 'ended', 'settling', 'closed'];
+  v_order text[] := game_private.lifecycle_states();
 begin
   if p_state is not null and array_position(v_order, p_state) is null then
     perform game_private.refuse('invalid_table', 'a lifecycle state');

@@ -128,7 +128,7 @@ begin
   if p_amount is null or p_amount <= 0 or p_amount > cage_private.max_amount() then
     perform cage_private.refuse('invalid_amount', 'a positive whole number of chips');
   end if;
-  v_ref := format('deposit:%s:%s', v_user, p_idempotency_key);
+  v_ref := cage.deposit_ref(v_user, p_idempotency_key);
   v_table := cage_private.cage_tournament(p_table_id);
   select * into v_intent from cage.deposit_intents d where d.ref_id = v_ref;
   if v_intent.ref_id is null then
@@ -140,7 +140,7 @@ begin
     end if;
     -- a replay answers what is true now: the entry stands, or it was refunded
     return query select v_ref,
-      case when exists (select from cage.cage_entries e where e.ref_id = 'tournament-refund:' || v_ref) then 'replayed_refunded' else 'replayed' end,
+      case when exists (select from cage.cage_entries e where e.ref_id = cage.tournament_refund_ref(v_ref)) then 'replayed_refunded' else 'replayed' end,
       v_intent.seat_index, v_table.tournament_state, game_private.registered_count(p_table_id);
     return;
   end if;
@@ -234,7 +234,7 @@ begin
     return query select 'released'::text, 0::bigint, null::text, game_private.registered_count(p_table_id);
     return;
   end if;
-  v_ref := 'tournament-refund:' || v_player.entry_ref_id;
+  v_ref := cage.tournament_refund_ref(v_player.entry_ref_id);
   perform cage.post_movement(v_ref, 'tournament_refund', v_table.money_kind::text,
     array[cage.ensure_account('tournament_pool', null, p_table_id, v_table.money_kind::text),
           cage.ensure_account('user', v_user, null, v_table.money_kind::text)],
@@ -248,54 +248,33 @@ begin
 end;
 $$;
 
--- The chips of each paid place, from the stored prize structure (percent x 100 = basis points):
--- floor(pool x bp / 10000) per place, what the floors leave to 1st (server/tournaments/math.ts).
-create or replace function cage_private.place_amounts(p_settings jsonb, p_pool bigint)
-  returns table (place integer, amount bigint)
-  language sql immutable
-  set search_path = pg_catalog, pg_temp
-as $$
-  with bp as (
-    select (e ->> 'position')::integer as place, round((e ->> 'percent')::numeric * 100)::bigint as points
-      from jsonb_array_elements(p_settings -> 'prizeStructure') e
-  ), floored as (
-    select b.place, (p_pool * b.points) / 10000 as amount from bp b
-  )
-  select f.place, f.amount + case when f.place = 1 then p_pool - (select sum(x.amount) from floored x)::bigint else 0 end
-    from floored f
-$$;
-
--- ended -> settling: the payout rows. Each player's prize is its place's; a tie group (equal stacks
--- leaving together) shares the prizes of the places it occupies: their sum split equally, the
--- remainder one chip each to the better-placed rows of the group. The entry claims close (their
--- money is now the pool's to pay out). One payout intent per place with a prize, and its payout
--- job; tournament_ended carries the standings and the payouts.
+-- ended -> settling: the payout rows. Each player's prize is its place's (game_private.sng_place_amounts
+-- in game/07_tournament_rules.sql); a tie group (equal stacks leaving together) shares the prizes of
+-- the places it occupies: their sum split equally, the remainder one chip each to the better-placed
+-- rows of the group. The entry claims close (their money is now the pool's to pay out). One payout
+-- intent per place with a prize, and its payout job; tournament_ended carries the standings and
+-- the payouts.
 create or replace function cage.settle_tournament(p_table_id text) returns game.tables
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_table game.tables;
-  v_pool bigint;
-  v_entry bigint;
   r record;
 begin
   v_table := game_private.lock_tournament(p_table_id);
   if v_table.tournament_state <> 'ended' then
     return v_table;
   end if;
-  v_entry := game_private.setting_bigint(v_table.settings, 'entryFee');
-  v_pool := (v_entry - coalesce(game_private.setting_bigint(v_table.settings, 'rakeFee'), 0))
-            * game_private.setting_bigint(v_table.settings, 'seats');
   insert into cage.payout_intents (table_id, position, user_id, amount, money_kind, ref_id)
-  select p_table_id, s.elimination_order, s.user_id, s.amount, v_table.money_kind, format('payout:%s:%s', p_table_id, s.elimination_order)
+  select p_table_id, s.elimination_order, s.user_id, s.amount, v_table.money_kind, cage.payout_ref(p_table_id, s.elimination_order)
     from (
       select p.elimination_order, p.user_id,
              g.total / g.members
                + case when (row_number() over (partition by p.tie_place order by p.elimination_order)) <= g.total % g.members then 1 else 0 end as amount
         from game.table_players p
         join (select q.tie_place, count(*) as members,
-                     coalesce(sum((select a.amount from cage_private.place_amounts(v_table.settings, v_pool) a where a.place = q.elimination_order)), 0)::bigint as total
+                     coalesce(sum((select a.amount from game_private.sng_place_amounts(v_table.settings) a where a.place = q.elimination_order)), 0)::bigint as total
                 from game.table_players q
                where q.table_id = p_table_id and q.status <> 'closed' and q.entry_state = 'paid'
                group by q.tie_place) g on g.tie_place = p.tie_place
@@ -304,8 +283,8 @@ begin
    where s.amount > 0;
   for r in select p.id, p.chip_balance from game.table_players p
             where p.table_id = p_table_id and p.status <> 'closed' order by p.id loop
-    perform game_private.extend_chain(r.id, 'tournament_result', -r.chip_balance, format('tournament:%s', p_table_id));
-    update game.table_players p set chip_balance = 0, status = 'closed', closed_at = now(), closing_ref_id = format('tournament:%s', p_table_id)
+    perform game_private.extend_chain(r.id, 'tournament_result', -r.chip_balance, cage.tournament_ref(p_table_id));
+    update game.table_players p set chip_balance = 0, status = 'closed', closed_at = now(), closing_ref_id = cage.tournament_ref(p_table_id)
      where p.id = r.id;
   end loop;
   update game.tables t set tournament_state = 'settling' where t.table_id = p_table_id returning t.* into v_table;
@@ -317,7 +296,7 @@ begin
     'finalStandings', (select coalesce(jsonb_agg(jsonb_build_object('position', p.elimination_order, 'userId', p.user_id,
                                           'agentId', p.agent_id, 'tiedFrom', p.tie_place) order by p.elimination_order), '[]')
                           from game.table_players p where p.table_id = p_table_id and p.entry_state = 'paid'
-                           and p.closing_ref_id = format('tournament:%s', p_table_id)),
+                           and p.closing_ref_id = cage.tournament_ref(p_table_id)),
     'payouts', (select coalesce(jsonb_agg(jsonb_build_object('position', i.position, 'userId', i.user_id, 'amount', i.amount::text)
                                           order by i.position), '[]')
                   from cage.payout_intents i where i.table_id = p_table_id)));

@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import { nextHand, type Positions } from '../poker/table.ts';
 import type { createHands } from '../hands/hands.ts';
-import { MAX_TURN_TIME_SEC, turnTimeSec } from '../tables/settings-rules.ts';
+import { MAX_TURN_TIME_SEC, turnTimeSec } from '../tables/rules.ts';
 import { handResult, historyJson } from './wire.ts';
 import type { Announcement, EndedHand, EndOutcome, HandSettings, Seat, SeatRow, TableKind } from './table-kind.ts';
 

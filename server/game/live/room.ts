@@ -21,7 +21,7 @@ import { CashTable } from './cash-table.ts';
 import { TournamentTable } from './tournament-table.ts';
 import type { Announcement, EndOutcome, Seat, SeatRow, TableKind } from './table-kind.ts';
 
-export { MAX_TURN_TIME_SEC, turnTimeSec } from '../tables/settings-rules.ts';
+export { MAX_TURN_TIME_SEC, turnTimeSec } from '../tables/rules.ts';
 
 export interface Watcher {
   id: number;

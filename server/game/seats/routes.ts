@@ -1,6 +1,7 @@
 // The game role's side of the cage's seams: funding a seat (and cancelling a funding the cage
 // could not confirm), standing a player up, and zeroing a settled seat. Every route is
-// `x-service-key` only; the rules live in db/functions/game/20_seats.sql.
+// `x-service-key` only; the rules live in db/functions/game/20_seats.sql. A room hears of a seat
+// these routes change from the functions' NOTIFY (`game_seats`, sent at commit), not from here.
 import type { Express } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -57,10 +58,9 @@ export const seatRoutes = [
 
 export function installSeatRoutes(
   app: Express,
-  deps: { pool: pg.Pool; log: Logger; serviceKey: string | undefined; seatsChanged?: (tableId: string) => void },
+  deps: { pool: pg.Pool; log: Logger; serviceKey: string | undefined },
 ) {
   const { pool, log } = deps;
-  const changed = (tableId: string) => deps.seatsChanged?.(tableId);
   const service = requireServiceKey(deps.serviceKey);
 
   app.post('/internal/credit-chips', service, async (req, res) => {
@@ -72,7 +72,6 @@ export function installSeatRoutes(
     const seat = rows[0];
     if (seat.status === 'credited') {
       log.info({ tableId: b.tableId, userId: b.userId, seatIndex: seat.seat_index, amount: b.amount.toString() }, 'seat funded');
-      changed(b.tableId);
     }
     res.json({
       ok: true, status: seat.status, playerId: seat.player_id.toString(), seatIndex: seat.seat_index,
@@ -86,7 +85,6 @@ export function installSeatRoutes(
       b.creditKey, b.tableId, b.userId, b.amount.toString(),
     ]);
     log.warn({ tableId: b.tableId, userId: b.userId, creditKey: b.creditKey, status: rows[0]!.status }, 'seat funding cancelled by the cage');
-    changed(b.tableId);
     res.json({ ok: true, status: rows[0]!.status });
   });
 
@@ -96,7 +94,6 @@ export function installSeatRoutes(
       ? await pool.query(STAND_UP_SQL.voluntary, [b.tableId, b.sid])
       : await pool.query(STAND_UP_SQL[b.reason], [b.tableId, b.userId]);
     const p = rows[0];
-    changed(b.tableId);
     res.json({
       ok: true, playerId: p.player_id.toString(), seatIndex: p.seat_index, chipAmount: p.chip_balance.toString(),
       historyHash: p.history_hash, moneyKind: p.money_kind,
@@ -110,12 +107,6 @@ export function installSeatRoutes(
     ]);
     if (rows[0].status === 'closed') {
       log.info({ playerId: b.playerId, settlement: b.settlement }, 'seat settled and zeroed');
-      // the rooms hear of it from the database (game.settle_seat notifies game_seats); the table is
-      // read only for a hook that asks for it
-      if (deps.seatsChanged) {
-        const t = await pool.query<{ table_id: string }>('select table_id from game.table_players where id = $1', [b.playerId]);
-        if (t.rows[0]) changed(t.rows[0].table_id);
-      }
     }
     res.json({ ok: true, status: rows[0].status, historyHash: rows[0].history_hash });
   });

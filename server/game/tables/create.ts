@@ -6,7 +6,7 @@ import type { Express, RequestHandler } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { MAX_TURN_TIME_SEC } from './settings-rules.ts';
+import { MAX_TURN_TIME_SEC } from './rules.ts';
 import { ApiError, refusedWith, zodIssues } from '../../http/errors.ts';
 import { playerSession } from '../../http/jwt.ts';
 import { withSpan } from '../../telemetry/index.ts';

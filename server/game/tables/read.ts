@@ -35,12 +35,11 @@ export function installTableReadRoute(app: Express, deps: { pool: pg.Pool }) {
     const q = parsed.data;
     const { rows } = await pool.query(
       `select t.table_id, t.game_type, t.money_kind, t.status, t.mode, t.kind, t.tournament_state, t.current_level,
-              t.current_hand_id is not null as hand_in_progress,
-              coalesce((t.settings ->> 'maxPlayers')::int, (t.settings ->> 'seats')::int) as seats,
-              t.settings -> 'smallBlind' as small_blind, t.settings -> 'bigBlind' as big_blind,
-              t.settings -> 'entryFee' as entry_fee,
-              (select count(*) from game.table_players p where p.table_id = t.table_id and p.status <> 'closed') as seated
-         from game.tables t
+              t.hand_in_progress,
+              coalesce((t.public_settings ->> 'maxPlayers')::int, (t.public_settings ->> 'seats')::int) as seats,
+              t.public_settings -> 'smallBlind' as small_blind, t.public_settings -> 'bigBlind' as big_blind,
+              t.public_settings -> 'entryFee' as entry_fee, t.seated_count as seated
+         from game.table_records t
         where ($1::text is null or t.mode::text = $1) and ($2::text is null or t.status::text = $2)
           and ($3::text is null or t.money_kind::text = $3) and ($4::text is null or t.table_id > $4)
         order by t.table_id
@@ -61,12 +60,12 @@ export function installTableReadRoute(app: Express, deps: { pool: pg.Pool }) {
 
   app.get('/api/tables/:tableId', async (req, res) => {
     const { rows } = await pool.query(
-      `select t.table_id, t.game_type, t.settings - 'deckSeed' as settings, t.money_kind, t.status, t.mode, t.kind,
-              t.tournament_state, t.current_level, t.level_started_at, t.current_hand_id is not null as hand_in_progress,
+      `select t.table_id, t.game_type, t.public_settings as settings, t.money_kind, t.status, t.mode, t.kind,
+              t.tournament_state, t.current_level, t.level_started_at, t.hand_in_progress,
               coalesce((select jsonb_agg(jsonb_build_object('seatIndex', p.seat_index, 'userId', p.user_id,
                           'chipBalance', p.chip_balance::text, 'status', p.status) order by p.seat_index)
-                          from game.table_players p where p.table_id = t.table_id and p.status <> 'closed'), '[]') as seats
-         from game.tables t where t.table_id = $1`,
+                          from game.seats p where p.table_id = t.table_id and p.status <> 'closed'), '[]') as seats
+         from game.table_records t where t.table_id = $1`,
       [req.params.tableId],
     );
     const t = rows[0];

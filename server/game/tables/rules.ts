@@ -1,5 +1,6 @@
-// The rules of a table's stored settings that both the table routes (creation) and the live room
-// (dealing) apply, in one place.
+// Table settings rules shared by table creation (the cage and chain-bank roles) and the live room
+// (the game role): kept here, apart from the room, so a role that only creates tables does not load
+// the room and the poker engine for a constant.
 
 /** The longest turn a table may give (one hour): creation refuses more, and stored rows above it are clamped when a room loads. */
 export const MAX_TURN_TIME_SEC = 3600;
