@@ -1,15 +1,18 @@
 // Each rule once (issue 22): the tournament rules are SQL's (db/functions/game/07_tournament_rules.sql
 // and the lifecycle states of migration 000036). The TypeScript constants are generated from
 // game.tournament_rules() (server/tournaments/rules.generated.ts: this test fails when they differ,
-// and RULES_WRITE=1 writes the file again); the clock factor and the place amounts, which the room
-// still computes itself until it reads game.tournaments, must give what SQL gives for every table.
+// and RULES_WRITE=1 writes the file again); the clock factor and the place amounts are SQL's alone
+// (the room reads them from game.tournaments): they are checked here against the spec's arithmetic
+// (the clock: durations divided by the factor, bounded 1..max; the places: server/tournaments/math.ts,
+// the pure reference the tournament oracle tests check).
 import { randomInt, randomUUID } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { actionMs, clockFactor, levelMs, placeAmounts, storedSng } from '../server/tournaments/lifecycle.ts';
+import { basisPoints, storedSng } from '../server/tournaments/lifecycle.ts';
+import { payoutAmounts, prizePool } from '../server/tournaments/math.ts';
 import { resolveSngSettings } from '../server/tournaments/settings.ts';
 import { TOURNAMENT_RULES } from '../server/tournaments/rules.generated.ts';
 
@@ -73,18 +76,19 @@ async function viewed(tableId: string) {
   return rows[0]!;
 }
 
-test('the clock factor: SQL (game.tournaments) and the room\'s TypeScript agree, at the bounds and between', async () => {
+test('the clock factor (game.tournaments): 1 when absent or below 1, at most the rules\' maximum; every duration divided by it', async () => {
   for (const clock of [undefined, 0.5, 1, 1.5, 7, 60, 999.5, 1000, 5000]) {
     const tableId = await sngTable({ seats: 3, entryFee: 100, startingStack: 1000, actionTimeoutSeconds: 7 }, clock);
     const v = await viewed(tableId);
     const s = storedSng(v.settings);
-    expect([clock, Number(v.clock_factor)]).toEqual([clock, clockFactor(s)]);
-    expect(v.level_ms).toBeCloseTo(levelMs(s), 6);
-    expect(v.action_ms).toBeCloseTo(actionMs(s), 6);
+    const factor = clock === undefined ? 1 : Math.min(Math.max(clock, 1), TOURNAMENT_RULES.maxClockFactor);
+    expect([clock, Number(v.clock_factor)]).toEqual([clock, factor]);
+    expect(v.level_ms).toBeCloseTo((s.levelDurationSeconds * 1000) / factor, 6);
+    expect(v.action_ms).toBeCloseTo(7000 / factor, 6);
   }
 });
 
-test('the place amounts: SQL (game.tournaments, as settlement pays) and the room\'s TypeScript agree on random fields', async () => {
+test('the place amounts (game.tournaments, as settlement pays them) are the reference arithmetic\'s on random fields', async () => {
   for (let i = 0; i < 40; i++) {
     const seats = randomInt(2, 11);
     const entryFee = randomInt(1, 100_000);
@@ -98,6 +102,7 @@ test('the place amounts: SQL (game.tournaments, as settlement pays) and the room
         .filter((p) => p.percent > 0).map((p, k) => ({ ...p, position: k + 1 }));
     }
     const v = await viewed(await sngTable(input));
-    expect([input, v.place_amounts.map(BigInt)]).toEqual([input, placeAmounts(storedSng(v.settings))]);
+    const s = storedSng(v.settings);
+    expect([input, v.place_amounts.map(BigInt)]).toEqual([input, payoutAmounts(prizePool(BigInt(s.entryFee), BigInt(s.rakeFee ?? 0), s.seats), basisPoints(s))]);
   }
 });

@@ -9,7 +9,6 @@ import { correct, expectCleanAudit, fund, userAccount } from './helpers/cage.ts'
 import { createTestDatabase, playerGrant, type TestDatabase } from './helpers/db.ts';
 import { audit } from '../server/cage/ledger.ts';
 import { resolveSngSettings } from '../server/tournaments/settings.ts';
-import { placeAmounts, storedSng } from '../server/tournaments/lifecycle.ts';
 import { tournamentPayoutJobKey } from '../tasks/tournament_timers.ts';
 
 let db: TestDatabase;
@@ -165,7 +164,8 @@ describe('play, busts and settlement', () => {
     const { rows: payouts } = await db.owner.query('select position, amount from cage.payout_intents where table_id = $1 order by position', [tableId]);
     // pool (100 - 10) x 5 = 450: 225 / 135 / 90; 4th and 5th share nothing (no prize for those places)
     expect(payouts).toEqual([{ position: 1, amount: 225n }, { position: 2, amount: 135n }, { position: 3, amount: 90n }]);
-    expect(placeAmounts(storedSng((await tableRow(tableId)).settings))).toEqual([225n, 135n, 90n]);
+    const { rows: [view] } = await db.owner.query('select place_amounts from game.tournaments where table_id = $1', [tableId]);
+    expect(view.place_amounts).toEqual(['225', '135', '90']);
     expect((await tableRow(tableId)).tournament_state).toBe('settling');
     await expectCleanAudit(cage);
     for (const p of payouts) await cage.query('select * from cage.pay_tournament_payout($1, $2, $3)', [tableId, p.position, p.amount]);

@@ -2,7 +2,7 @@
 // the limits of the spec, the blind level of a stored table, its clock, and the agent-facing
 // game_state additions (spec: "Agent-facing game_state additions"). Pure.
 import {
-  legacyLevel, parametricLevel, payoutAmounts, prizePool, prizeShares, type BlindStructure, type LegacyLevel, type Level,
+  legacyLevel, parametricLevel, prizeShares, type BlindStructure, type LegacyLevel, type Level,
 } from './math.ts';
 import { TOURNAMENT_RULES } from './rules.generated.ts';
 
@@ -30,42 +30,13 @@ export function storedSng(settings: Record<string, unknown>): StoredSng {
   return settings as unknown as StoredSng;
 }
 
-/**
- * The table's clock factor (1 unless the harness set one): every duration is divided by it. The
- * rule is SQL's (game_private.sng_clock_factor; game.tournaments.clock_factor, level_ms and
- * action_ms carry its results); the room computes it here until it reads them from the view, and
- * test/tournament-rules.test.ts holds the two equal.
- */
-export function clockFactor(s: StoredSng): number {
-  return typeof s.clockFactor === 'number' && Number.isFinite(s.clockFactor) ? Math.min(Math.max(s.clockFactor, 1), TOURNAMENT_RULES.maxClockFactor) : 1;
-}
-
 /** Level n of the table: the structure's when it has one (preferred), else the legacy list's. */
 export function levelOf(s: StoredSng, n: number): Level {
   return s.blindStructure ? parametricLevel(s.blindStructure, n) : legacyLevel(s.blindLevels ?? [{ sb: 1, bb: 2 }], n);
 }
 
-/** A level's length on the table's clock, in ms. */
-export function levelMs(s: StoredSng): number {
-  return (s.levelDurationSeconds * 1000) / clockFactor(s);
-}
-
-/** A turn's length on the table's clock, in ms. */
-export function actionMs(s: StoredSng): number {
-  return (s.actionTimeoutSeconds * 1000) / clockFactor(s);
-}
-
 export function basisPoints(s: StoredSng): number[] {
   return [...s.prizeStructure].sort((a, b) => a.position - b.position).map((p) => Math.round(p.percent * 100));
-}
-
-/**
- * Chips per place (index 0 = 1st), as the settlement pays them. The rule is SQL's
- * (game_private.sng_place_amounts; game.tournaments.place_amounts carries it); the room computes it
- * here until it reads the view, and test/tournament-rules.test.ts holds the two equal.
- */
-export function placeAmounts(s: StoredSng): bigint[] {
-  return payoutAmounts(prizePool(BigInt(s.entryFee), BigInt(s.rakeFee ?? 0), s.seats), basisPoints(s));
 }
 
 /** A tournament's lifecycle states, in order (game.tables.tournament_state; SQL's game_private.lifecycle_states). */
@@ -81,6 +52,11 @@ export interface TournamentRow {
   closed_at: Date | null;
   registered_count: number;
   alive_count: number;
+  /** The table's clock (SQL's game_private.sng_clock_factor: every duration divided by its factor): a level, a turn. */
+  level_ms: number;
+  action_ms: number;
+  /** Chips per place as settlement pays them (index 0 = 1st; SQL's game_private.sng_place_amounts). */
+  place_amounts: string[];
 }
 
 // chips as the wire sends them: decimal strings (server/game/live/server-messages.ts)
@@ -92,7 +68,7 @@ const levelWire = (l: Level, durationMs: number) => ({
 export function tournamentWire(s: StoredSng, t: TournamentRow) {
   const n = t.current_level ?? 0;
   const level = levelOf(s, n);
-  const durationMs = levelMs(s);
+  const durationMs = t.level_ms;
   const parametric = Boolean(s.blindStructure);
   const from = parametric ? n : 0;
   const count = parametric ? SCHEDULE_LEVELS_AHEAD : (s.blindLevels?.length ?? 1);
@@ -118,11 +94,10 @@ export function tournamentWire(s: StoredSng, t: TournamentRow) {
  * the stack in big blinds, the M ratio (stack / (sb + bb + ante x players dealt)) and the pay jump:
  * what outlasting one more player adds to the prize the player would take busting now.
  */
-export function myView(s: StoredSng, level: Level, alive: bigint[], stack: bigint) {
+export function myView(t: Pick<TournamentRow, 'place_amounts'>, level: Level, alive: bigint[], stack: bigint) {
   const rank = 1 + alive.filter((x) => x > stack).length;
   const orbit = level.smallBlind + level.bigBlind + level.ante * BigInt(alive.length);
-  const amounts = placeAmounts(s);
-  const prize = (place: number) => amounts[place - 1] ?? 0n;
+  const prize = (place: number) => BigInt(t.place_amounts[place - 1] ?? 0);
   const bustPlace = alive.length;
   return {
     rank,

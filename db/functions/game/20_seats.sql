@@ -460,23 +460,6 @@ begin
 end;
 $$;
 
--- The seats a room deals to, as they stand: the seated positions in seat order, their chips (a
--- cash stack, or a tournament's registrant's tournament chips) and whether the dealer sat them out.
--- The room reads them when it loads, when a seat route changed them and at a hand's start.
-create or replace function game.seats_of(p_table_id text)
-  returns table (id text, user_id uuid, agent_id uuid, seat_index integer, chip_balance text, status text, sat_out boolean)
-  language sql stable security definer
-  set search_path = pg_catalog, pg_temp
-as $$
-  select p.id::text, p.user_id, p.agent_id, p.seat_index,
-         (case when t.mode = 'sng' then coalesce(p.tournament_stack, 0) else p.chip_balance end)::text,
-         p.status, p.sat_out_at is not null
-    from game.tables t
-    join game.table_players p on p.table_id = t.table_id and p.status = 'seated'
-   where t.table_id = p_table_id and (t.mode <> 'sng' or p.entry_state is not null)
-   order by p.seat_index
-$$;
-
 -- A hand begun (game.begin_hand: the table held under its lease) and the seats it is dealt from,
 -- read under the table's lock in the same transaction: one round trip at every deal.
 create or replace function game.deal_hand(p_table_id text, p_hand_id text, p_epoch bigint)

@@ -99,3 +99,18 @@ select p.id as player_id,
             when p.entry_state = 'reserved' then 'released'
             else 'played' end as registration
   from game.table_players p;
+
+-- The seats a room deals to, as they stand: the seated positions in seat order with the chips a hand
+-- deals with (a cash stack, or a registrant's tournament chips) and whether the dealer sat them out.
+-- The room reads them when it loads, when a seat route changed them, and at every deal (game.deal_hand).
+create or replace function game.seats_of(p_table_id text)
+  returns table (id text, user_id uuid, agent_id uuid, seat_index integer, chip_balance text, status text, sat_out boolean)
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select s.player_id::text, s.user_id, s.agent_id, s.seat_index, s.stack::text, s.status, s.sat_out
+    from game.seats s
+    join game.tables t on t.table_id = s.table_id
+   where s.table_id = p_table_id and s.status = 'seated' and (t.mode <> 'sng' or s.entry_state is not null)
+   order by s.seat_index
+$$;

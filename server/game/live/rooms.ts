@@ -93,7 +93,7 @@ export class RoomRegistry {
   /** At start: the tournaments starting or playing get their rooms (and their dealer) again. */
   resumeTournaments = async (): Promise<string[]> => {
     const { rows } = await this.deps.pool.query<{ table_id: string }>(
-      "select table_id from game.tables where mode = 'sng' and tournament_state in ('starting', 'playing') order by table_id",
+      "select table_id from game.tournaments where tournament_state in ('starting', 'playing') order by table_id",
     );
     for (const r of rows) {
       await this.room(r.table_id).catch((err: { code?: string; message: string }) => {
@@ -118,7 +118,7 @@ export class RoomRegistry {
 
   private async readRecord(tableId: string): Promise<TableRecord | undefined> {
     const { rows } = await this.deps.pool.query<TableRecord>(
-      'select table_id, game_type, settings, status, mode, kind, money_kind, current_hand_id from game.tables where table_id = $1',
+      'select table_id, game_type, settings, status, mode, kind, money_kind, current_hand_id from game.table_records where table_id = $1',
       [tableId],
     );
     return rows[0];
@@ -222,7 +222,7 @@ export class RoomRegistry {
   private async unloadable(room: Room): Promise<boolean> {
     if (!room.idle) return false;
     if (room.record.mode !== 'sng') return true;
-    const { rows } = await this.deps.pool.query<{ s: string | null }>('select tournament_state as s from game.tables where table_id = $1', [room.tableId]);
+    const { rows } = await this.deps.pool.query<{ s: string | null }>('select tournament_state as s from game.tournaments where table_id = $1', [room.tableId]);
     return rows[0]?.s === 'closed';
   }
 

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { nextHand, type Positions } from '../poker/table.ts';
 import type { createHands } from '../hands/hands.ts';
 import { handResult, historyJson, toJson, type ServerMessageOf, type TournamentState } from './wire.ts';
-import { actionMs, LIFECYCLE_STATES, levelMs, levelOf, myView, storedSng, tournamentWire, type LifecycleState, type StoredSng, type TournamentRow } from '../../tournaments/lifecycle.ts';
+import { LIFECYCLE_STATES, levelOf, myView, storedSng, tournamentWire, type LifecycleState, type StoredSng, type TournamentRow } from '../../tournaments/lifecycle.ts';
 import type { Announcement, EndedHand, EndOutcome, HandSettings, Seat, SeatRow, TableKind } from './table-kind.ts';
 
 const LIFECYCLE: readonly string[] = LIFECYCLE_STATES;
@@ -57,7 +57,7 @@ export class TournamentTable implements TableKind {
   settings(): HandSettings {
     const level = levelOf(this.sng, this.row?.current_level ?? 0);
     return {
-      smallBlind: level.smallBlind, bigBlind: level.bigBlind, ante: level.ante, turnMs: actionMs(this.sng), turnTimerEnabled: true,
+      smallBlind: level.smallBlind, bigBlind: level.bigBlind, ante: level.ante, turnMs: this.row?.action_ms ?? this.sng.actionTimeoutSeconds * 1000, turnTimerEnabled: true,
       rake: { percent: 0, cap: 0n, minPot: 0n, requiresFlop: true },
       deckSeed: this.deckSeed, hostedOnly: false, showHands: false,
     };
@@ -80,12 +80,9 @@ export class TournamentTable implements TableKind {
    */
   async refreshLifecycle(): Promise<void> {
     const { rows } = await this.pool.query<LifecycleRow>(
-      `select t.tournament_state, t.current_level, t.level_started_at, t.starts_at, t.play_started_at, t.closed_at,
-              t.announced_state, t.announced_level, t.announced_payouts,
-              (select count(*)::integer from game.table_players q where q.table_id = t.table_id and q.status <> 'closed') as registered_count,
-              (select count(*)::integer from game.table_players q
-                where q.table_id = t.table_id and q.entry_state = 'paid' and q.tournament_stack > 0) as alive_count
-         from game.tables t where t.table_id = $1`,
+      `select tournament_state, current_level, level_started_at, starts_at, play_started_at, closed_at,
+              announced_state, announced_level, announced_payouts, registered_count, alive_count, level_ms, action_ms, place_amounts
+         from game.tournaments where table_id = $1`,
       [this.tableId],
     );
     const row = rows[0];
@@ -121,7 +118,7 @@ export class TournamentTable implements TableKind {
       mine: (seat) => {
         if (seat === null || this.row?.tournament_state !== 'playing') return null;
         const stack = stackOf.get(seat) ?? 0n;
-        return stack > 0n ? myView(this.sng, level, alive, stack) : null;
+        return stack > 0n ? myView(t, level, alive, stack) : null;
       },
     };
   }
@@ -229,7 +226,7 @@ export class TournamentTable implements TableKind {
     const t = this.row;
     if (!t || t.current_level === null || this.said.state !== 'playing') return [];
     const out: Announcement[] = [];
-    const duration = levelMs(this.sng);
+    const duration = t.level_ms;
     const current = t.current_level;
     for (let level = (this.said.level ?? 0) + 1; level <= current; level++) {
       const startedAt = t.level_started_at ? t.level_started_at.getTime() - (current - level) * duration : null;
@@ -266,8 +263,7 @@ export class TournamentTable implements TableKind {
     const [{ rows: finalStandings }, { rows: payouts }] = await Promise.all([
       this.pool.query(
         `select elimination_order as position, user_id as "userId", agent_id as "agentId", tie_place as "tiedFrom"
-           from game.table_players where table_id = $1 and entry_state = 'paid' and closing_ref_id = 'tournament:' || $1
-          order by elimination_order`, [this.tableId]),
+           from game.seats where table_id = $1 and entry_state = 'paid' and in_final_standings order by elimination_order`, [this.tableId]),
       this.pool.query(`select position, user_id as "userId", amount::text from game.tournament_payouts($1)`, [this.tableId]),
     ]);
     return { finalStandings, payouts };
