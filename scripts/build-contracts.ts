@@ -1,6 +1,6 @@
 // Compiles contracts/*.sol with solc-js (npm `solc`, no network compiler download) and writes
 // contracts/artifacts/<Contract>.json (abi + creation bytecode). The artefacts are checked in, so a
-// fresh clone deploys without compiling; test/chain-artifacts.test.ts compiles again and requires the
+// fresh clone deploys without compiling; test/chain/chain-artifacts.test.ts compiles again and requires the
 // checked-in files to be identical (they cannot drift from the sources).
 //   npm run build:contracts
 import { readFileSync, writeFileSync } from 'node:fs';

@@ -6,7 +6,7 @@
 // The embedded PostgreSQL ships no psql, so this is the runner.
 //   npm run examples              compare every example with its .out (exit 1 on a difference)
 //   npm run examples -- --update  write the .out files
-// test/sql-examples.test.ts runs the same comparison in CI.
+// test/platform/sql-examples.test.ts runs the same comparison in CI.
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';

@@ -2,7 +2,7 @@
 // `describeRoute` contract that names the zod schemas the handler itself validates with (params,
 // query, body) and, where one exists, the zod schema of its answer. A role's OpenAPI 3.1 document is
 // generated from the contracts of the routes it mounts (z.toJSONSchema, JSON Schema 2020-12, which
-// OpenAPI 3.1 embeds as is) and served at GET /openapi.json; test/openapi.test.ts fails for a mounted
+// OpenAPI 3.1 embeds as is) and served at GET /openapi.json; test/http/openapi.test.ts fails for a mounted
 // route with no contract and for a contract whose route is not mounted.
 import { z } from 'zod';
 

@@ -1,4 +1,4 @@
-// Fixtures of the escape and custody tests (test/cage-escape.test.ts, test/cage-custody.test.ts):
+// Fixtures of the escape and custody tests (test/cage/cage-escape.test.ts, test/cage/cage-custody.test.ts):
 // a cash table with seated players over HTTP, a hand, the books made to diverge as a crash would
 // leave them, escapes, an operator who signed out, and the custody arbiter's key and signatures.
 import { randomUUID } from 'node:crypto';

@@ -1,5 +1,5 @@
 // Seeded random hands and the differential check against an independent evaluator (the `phe`
-// package, a devDependency), shared by test/poker-evaluator.test.ts, scripts/verify-evaluator.ts
+// package, a devDependency), shared by test/game/poker/poker-evaluator.test.ts, scripts/verify-evaluator.ts
 // and bench/dealer.ts.
 import { createRequire } from 'node:module';
 import { CATEGORIES, type Category } from '../../server/game/poker/cards.ts';

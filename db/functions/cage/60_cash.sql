@@ -217,6 +217,8 @@ $$;
 -- whatever settlement or forced flag it asks for now; for other values it is refused
 -- (idempotency_key_reused). One settlement per position, ever. The seat is closed (zeroed, the
 -- chain's last link written) and the withdrawal marked settled in the same transaction.
+-- Long because: one transaction does the whole settlement (locks, the replay check, the three
+-- settlements' postings, the receipt and the seat's closing), so a stand-up costs one commit here.
 create or replace function cage.settle_position(
   p_user_id uuid, p_table_id text, p_player_id bigint, p_amount bigint, p_history_hash text,
   p_idempotency_key text, p_settlement text, p_forced boolean

@@ -3,7 +3,7 @@
 -- starting -> playing grace, the longest unpaid reserve, the clock factor and the prize pool's split
 -- into places. The SQL of the lifecycle and of settlement calls these; TypeScript reads the
 -- constants from game.tournament_rules() (generated into server/tournaments/rules.generated.ts,
--- which test/tournament-rules.test.ts compares with this function) and a table's derived values
+-- which test/tournaments/tournament-rules.test.ts compares with this function) and a table's derived values
 -- (its clock factor, level and turn lengths, place amounts) from the read view game.tournaments
 -- (60_read_views.sql).
 

@@ -27,11 +27,6 @@ as $$
   select pg_notify('game_seats', p_table_id)
 $$;
 
--- Funds a seat with chips the cage has already moved into the table's escrow (p_key = the
--- deposit's ledger ref id). A new seat is a new position (chain genesis + buy_in link); a player
--- already seated tops up (top_up link). Idempotent per key: the same key again returns the seat as
--- it is ('replayed'); a key cancelled before it arrived is refused (credit_cancelled). On a cage
--- table the cage's deposit is confirmed in the same transaction (cage_private.confirm_credited_deposit).
 -- A cash move (a seat credit or its cancellation, a stand-up, a seat settlement, a cash hand end) is
 -- refused on a Sit-and-Go table: its chips are tournament chips, moved only by the tournament's own
 -- functions (entries, tournament hand ends, places and payouts). p_what names the move.
@@ -50,6 +45,14 @@ begin
 end;
 $$;
 
+-- Funds a seat with chips the cage has already moved into the table's escrow (p_key = the
+-- deposit's ledger ref id). A new seat is a new position (chain genesis + buy_in link); a player
+-- already seated tops up (top_up link). Idempotent per key: the same key again returns the seat as
+-- it is ('replayed'); a key cancelled before it arrived is refused (credit_cancelled). On a cage
+-- table the cage's deposit is confirmed in the same transaction (cage_private.confirm_credited_deposit).
+-- Long because: the seat's whole funding is one transaction (locks, the replay and tombstone checks,
+-- the buy-in rule, a new position or a top-up with its chain link, the credit and its deposit's
+-- confirmation), so a sit costs the game one commit.
 create or replace function game.credit_seat(
   p_key text, p_table_id text, p_user_id uuid, p_seat_index integer, p_amount bigint
 ) returns table (player_id bigint, seat_index integer, chip_balance bigint, history_hash text, status text)

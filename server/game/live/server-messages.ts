@@ -1,7 +1,7 @@
 // What the server sends on the live tables' websocket (docs/protocol.md), as zod schemas: the one
 // description of the server's messages. The TypeScript types the server builds them with (through
 // `satisfies`), the example agent's types and the AsyncAPI document's payloads (asyncapi.ts) are all
-// derived from these; test/ws-server-messages.test.ts checks every message real play sends against
+// derived from these; test/game/ws-server-messages.test.ts checks every message real play sends against
 // them. The objects are strict (a field the server sends that is not here fails the test): a new
 // field is added here first. Chips are decimal strings (bigint end to end), cards two characters.
 // The file imports zod only, so a client can copy it (wire.ts checks its lists against the server's).

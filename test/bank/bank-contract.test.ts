@@ -1,0 +1,234 @@
+// One contract, two banks: the bank interface run as one suite against the cage and the chain bank
+// (on a real anvil, with permits signed by viem private-key wallets). The cash path (table creation,
+// sit, top-up, replays, stand-up, a forced withdraw, the refusals) and the tournament half (the
+// entry fee, its refund, the payouts) answer the same on both; where they differ it is one of the
+// spec's journal-native differences, said where it is asserted:
+//   - the cage's money is a cage balance (play chips bought by an operator here); the chain bank's
+//     is tokens in the player's wallet, moved by a permit;
+//   - a forced withdraw: the cage puts the stack in a FREE custody entry; the chain bank pays the
+//     wallet that signed the last permit;
+//   - a tournament's transaction hashes: the cage's are its ledger refs, the chain bank's the chain's;
+//     a payout's destination: the cage balance, or the wallet that signed the winner's entry permit.
+import { randomUUID } from 'node:crypto';
+import { generatePrivateKey } from 'viem/accounts';
+import type { Hex } from 'viem';
+import { createChainBankChain } from '../../server/chain/evm.ts';
+import { expectCleanAudit } from '../helpers/cage.ts';
+import { satOutSince } from '../helpers/game.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { call, POKER_SETTINGS, startMoneyPlatform } from '../helpers/money.ts';
+import { TEST_SERVICE_KEY } from '../helpers/platform.ts';
+import { fundedWallet, permitDeposit, type LocalChain } from '../helpers/chain-bank.ts';
+import { SNG } from '../helpers/tournament.ts';
+
+let db: TestDatabase;
+let m: Awaited<ReturnType<typeof startMoneyPlatform>>;
+let local: LocalChain;
+let reader: ReturnType<typeof createChainBankChain>;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.owner.query("insert into cage.switches (name, enabled) values ('real_money', true) on conflict (name) do update set enabled = true");
+  m = await startMoneyPlatform(db, { alsoChainBank: true, env: { CHAIN_CONFIRM_WINDOW_MS: '10000' } });
+  local = (m.platform.role('chain-bank') as unknown as { chain: typeof local }).chain;
+  reader = createChainBankChain({ rpcUrl: local.url, operatorKey: generatePrivateKey(), deployment: local.deployment });
+}, 60_000);
+afterAll(async () => {
+  await m?.platform.stop();
+  await expectCleanAudit(db.pool('poker_cage', 1));
+  await db?.drop();
+});
+
+interface Player { userId: string; auth: Record<string, string>; key?: Hex; wallet?: `0x${string}` }
+
+/** What differs between the banks: how a player holds money and how a deposit is paid for. */
+interface Bank {
+  url: () => string;
+  player(chips: number): Promise<Player>;
+  balance(p: Player): Promise<number>;
+  depositBody(p: Player, tableId: string, seatIndex: number | null, amount: number): Promise<{ body: Record<string, unknown>; headers: Record<string, string> }>;
+  forcedDestination(p: Player): RegExp | string;
+  payoutDestination(p: Player): string;
+}
+
+const cage: Bank = {
+  url: () => m.cage,
+  player: (chips) => m.player(chips),
+  balance: (p) => m.balance(p.auth),
+  depositBody: async (_p, tableId, seatIndex, amount) => ({ body: { tableId, ...(seatIndex === null ? {} : { seatIndex }), amount }, headers: { 'idempotency-key': randomUUID() } }),
+  forcedDestination: () => /^custody:\d+$/,
+  payoutDestination: () => 'cage',
+};
+
+const chain: Bank = {
+  url: () => m.platform.url('chain-bank'),
+  async player(chips) {
+    const p = await m.player(0);
+    return { ...p, ...(await fundedWallet(db, local, p.userId, BigInt(chips))) };
+  },
+  balance: async (p) => Number((await reader.balanceOf(p.wallet!)) / 1_000_000n),
+  depositBody: async (p, tableId, seatIndex, amount) => {
+    const body: Record<string, unknown> = await permitDeposit(local, { key: p.key!, wallet: p.wallet! }, tableId, BigInt(amount), { seatIndex: seatIndex ?? 0 });
+    if (seatIndex === null) delete body.seatIndex;
+    return { body, headers: {} };
+  },
+  forcedDestination: (p) => p.wallet!,
+  payoutDestination: (p) => p.wallet!,
+};
+
+describe.each([['cage', cage], ['chain-bank', chain]] as const)('the bank interface on the %s', (_name, bank) => {
+  const table = async (p: Player) => {
+    const tableId = `bc-${randomUUID().slice(0, 10)}`;
+    const r = await call(`${bank.url()}/api/tables`, { headers: p.auth, body: { tableId, gameType: 'poker', settings: POKER_SETTINGS } });
+    expect(r).toEqual({ status: 200, body: { tableId, gameType: 'poker', status: 'active' } });
+    return tableId;
+  };
+  const deposit = async (p: Player, tableId: string, seatIndex: number | null, amount: number, prepared?: Awaited<ReturnType<Bank['depositBody']>>) => {
+    const d = prepared ?? (await bank.depositBody(p, tableId, seatIndex, amount));
+    return { d, r: await call(`${bank.url()}/api/deposit`, { headers: { ...p.auth, ...d.headers }, body: d.body }) };
+  };
+  const seats = async (tableId: string) => (await m.room(tableId)).body.seats;
+
+  test('table creation: created active; a duplicate is 409 table_exists; missing fields are coded 400s', async () => {
+    const p = await bank.player(0);
+    const tableId = await table(p);
+    expect(await call(`${bank.url()}/api/tables`, { headers: p.auth, body: { tableId, gameType: 'poker', settings: POKER_SETTINGS } })).toEqual({ status: 409, body: { error: 'table_exists' } });
+    expect((await call(`${bank.url()}/api/tables`, { headers: p.auth, body: { gameType: 'poker', settings: POKER_SETTINGS } })).body).toEqual({ error: 'missing_table_id' });
+    expect((await call(`${bank.url()}/api/tables`, { headers: p.auth, body: { tableId: `x${tableId}`, settings: POKER_SETTINGS } })).body).toEqual({ error: 'missing_game_type' });
+    expect((await call(`${bank.url()}/api/tables`, { body: { tableId: `y${tableId}`, gameType: 'poker', settings: POKER_SETTINGS } })).status).toBe(401);
+  });
+
+  test('sit, top up, replay, stand up, replay: the money goes to the seat and back, once', async () => {
+    const p = await bank.player(500);
+    const tableId = await table(p);
+    const first = await deposit(p, tableId, 3, 100);
+    expect(first.r.status).toBe(200);
+    expect(first.r.body).toMatchObject({ status: 'confirmed', txHash: expect.any(String), idempotencyKey: expect.any(String) });
+    expect(await bank.balance(p)).toBe(400);
+    // the same deposit again: a replay, nothing moves
+    const again = await deposit(p, tableId, 3, 100, first.d);
+    expect(again.r.body).toMatchObject({ status: 'confirmed', replay: true, txHash: first.r.body.txHash });
+    expect(await bank.balance(p)).toBe(400);
+    // a top-up between hands
+    expect((await deposit(p, tableId, 3, 50)).r.body).toMatchObject({ status: 'confirmed' });
+    expect(await seats(tableId)).toEqual([{ seatIndex: 3, userId: p.userId, chipBalance: '150', status: 'seated' }]);
+    expect(await bank.balance(p)).toBe(350);
+
+    const out = await call(`${bank.url()}/api/withdraw`, { headers: p.auth, body: { tableId } });
+    expect(out.status).toBe(200);
+    expect(out.body).toMatchObject({ status: 'confirmed', amount: 150, txHash: expect.any(String), idempotencyKey: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect(await seats(tableId)).toEqual([]);
+    expect(await bank.balance(p)).toBe(500);
+    const replay = await call(`${bank.url()}/api/withdraw`, { headers: p.auth, body: { tableId } });
+    expect(replay.body).toMatchObject({ status: 'confirmed', replay: true, idempotencyKey: out.body.idempotencyKey });
+    expect(await bank.balance(p)).toBe(500);
+  });
+
+  test('a forced withdraw: the service key and forced:true only; the stack leaves the table (custody on the cage, the signing wallet on chain)', async () => {
+    const p = await bank.player(200);
+    const tableId = await table(p);
+    expect((await deposit(p, tableId, 0, 80)).r.status).toBe(200);
+    expect(await call(`${bank.url()}/api/withdraw`, { body: { tableId, forced: true, userId: p.userId } })).toEqual({ status: 401, body: { error: 'forced_withdraw_requires_service_key' } });
+    expect((await call(`${bank.url()}/api/withdraw`, { headers: { 'x-service-key': TEST_SERVICE_KEY }, body: { tableId, forced: 'yes', userId: p.userId } })).status).toBe(400);
+    // the sit-out timeout's withdraw: only for a player the dealer sat out for the house's idle time
+    expect(await call(`${bank.url()}/api/withdraw`, { headers: { 'x-service-key': TEST_SERVICE_KEY }, body: { tableId, forced: true, userId: p.userId } }))
+      .toEqual({ status: 409, body: { error: 'player_not_idle' } });
+    await satOutSince(db.owner, tableId, p.userId);
+    const out = await call(`${bank.url()}/api/withdraw`, { headers: { 'x-service-key': TEST_SERVICE_KEY }, body: { tableId, forced: true, userId: p.userId } });
+    expect(out.body).toMatchObject({ status: 'confirmed', amount: 80 });
+    const destination = bank.forcedDestination(p);
+    if (typeof destination === 'string') expect(out.body.destination).toBe(destination);
+    else expect(out.body.destination).toMatch(destination);
+    expect(await seats(tableId)).toEqual([]);
+  });
+
+  test('refusals: no table id, a table that does not exist, not at the table, a frozen table; nothing moves', async () => {
+    const p = await bank.player(100);
+    const tableId = await table(p);
+    expect(await call(`${bank.url()}/api/withdraw`, { headers: p.auth, body: {} })).toEqual({ status: 400, body: { error: 'missing_table_id' } });
+    expect((await call(`${bank.url()}/api/withdraw`, { headers: p.auth, body: { tableId: 'no-such-table' } })).body).toEqual({ error: 'table_not_found' });
+    expect((await call(`${bank.url()}/api/withdraw`, { headers: p.auth, body: { tableId } })).body).toEqual({ error: 'not_at_table' });
+    await db.owner.query("update game.tables set status = 'frozen' where table_id = $1", [tableId]);
+    const frozen = await deposit(p, tableId, 0, 40);
+    expect(frozen.r).toEqual({ status: 409, body: { error: 'table_frozen' } });
+    expect(await bank.balance(p)).toBe(100);
+  });
+
+  describe('tournaments (sng)', () => {
+    const sngTable = async (p: Player, over: Record<string, unknown> = {}) => {
+      const tableId = `bs-${randomUUID().slice(0, 10)}`;
+      const r = await call(`${bank.url()}/api/tables`, { headers: p.auth, body: { tableId, gameType: 'poker', settings: SNG({ clockFactor: 1, ...over }) } });
+      expect(r).toEqual({ status: 200, body: { tableId, gameType: 'poker', status: 'active' } });
+      return tableId;
+    };
+    const unregister = (p: Player, tableId: string) => call(`${bank.url()}/api/tournament/unregister`, { headers: p.auth, body: { tableId } });
+
+    test('the entry fee: another amount refused; the entry paid once (its replay answers it, a second entry is refused); the refund while registering pays it back once', async () => {
+      const host = await bank.player(0);
+      const tableId = await sngTable(host, { seats: 3 });
+      const a = await bank.player(300);
+      expect((await deposit(a, tableId, null, 99)).r).toEqual({ status: 400, body: { error: 'tournament_entry_fee_mismatch' } });
+      const paid = await deposit(a, tableId, null, 100);
+      expect(paid.r.status).toBe(200);
+      expect(paid.r.body).toMatchObject({ status: 'confirmed', txHash: expect.any(String), tournamentState: 'registering', registeredCount: 1, seatIndex: expect.any(Number) });
+      expect(await bank.balance(a)).toBe(200);
+      expect((await deposit(a, tableId, null, 100, paid.d)).r.body).toMatchObject({ status: 'confirmed', replay: true, txHash: paid.r.body.txHash });
+      expect((await deposit(a, tableId, null, 100)).r).toEqual({ status: 409, body: { error: 'tournament_already_registered' } });
+      expect(await bank.balance(a)).toBe(200);
+      // a withdraw is not how tournament money leaves
+      expect((await call(`${bank.url()}/api/withdraw`, { headers: a.auth, body: { tableId } })).body).toEqual({ error: 'stand_up_not_allowed_in_tournament' });
+
+      const refund = await unregister(a, tableId);
+      expect(refund.status).toBe(200);
+      expect(refund.body).toMatchObject({ status: 'refunded', tableId, amount: '100', txHash: expect.any(String), registeredCount: 0 });
+      expect(await bank.balance(a)).toBe(300);
+      expect(await unregister(a, tableId)).toEqual({ status: 404, body: { error: 'tournament_not_registered' } });
+      expect(await bank.balance(a)).toBe(300);
+      // the entry's key replayed: what is true now (refunded), as a replay; nothing moves
+      const replay = await deposit(a, tableId, null, 100, paid.d);
+      expect(replay.r).toMatchObject({ status: 200, body: { status: 'refunded', replay: true, txHash: paid.r.body.txHash, refundTxHash: expect.any(String) } });
+      expect(await bank.balance(a)).toBe(300);
+    });
+
+    test('payouts: the service key only, the payout row\'s amount and place; paid once to the winner; the last one closes the tournament', async () => {
+      const host = await bank.player(0);
+      const tableId = await sngTable(host);
+      const cashTable = await table(host);
+      const [a, b] = [await bank.player(300), await bank.player(300)];
+      for (const p of [a, b]) expect((await deposit(p, tableId, null, 100)).r.body).toMatchObject({ status: 'confirmed' });
+      // the field is full: play starts (as the worker's start job would), and a played-out end leaves a the winner
+      await db.owner.query("update game.tables set starts_at = now() - interval '1 s' where table_id = $1", [tableId]);
+      await db.owner.query('select game.tournament_begin_play($1)', [tableId]);
+      await db.owner.query(
+        `update game.table_players set tournament_stack = case when user_id = $2 then 2000 else 0 end,
+                elimination_order = case when user_id = $2 then 1 else 2 end, tie_place = case when user_id = $2 then 1 else 2 end
+          where table_id = $1 and status <> 'closed'`, [tableId, a.userId]);
+      await db.owner.query("update game.tables set tournament_state = 'ended', ended_at = now(), current_hand_id = null where table_id = $1", [tableId]);
+      await db.owner.query('select cage.settle_tournament($1)', [tableId]);
+      // (100 - 10) x 2 = 180 to the one paid place (round(2 x 30%) = 1)
+      const payout = (body: Record<string, unknown>, headers: Record<string, string> = { 'x-service-key': TEST_SERVICE_KEY }) =>
+        call(`${bank.url()}/api/withdraw`, { headers, body });
+      expect(await payout({ tableId, payoutIntent: { position: 1, amount: 180 } }, a.auth)).toEqual({ status: 401, body: { error: 'payout_requires_service_key' } });
+      expect(await payout({ tableId: cashTable, payoutIntent: { position: 1, amount: 180 } })).toEqual({ status: 400, body: { error: 'not_a_tournament' } });
+      expect(await payout({ tableId, payoutIntent: { position: 1, amount: 181 } })).toEqual({ status: 400, body: { error: 'payout_amount_mismatch' } });
+      expect(await payout({ tableId, payoutIntent: { position: 2, amount: 0 } })).toEqual({ status: 404, body: { error: 'payout_not_found' } });
+      expect((await payout({ tableId, payoutIntent: { position: 'first', amount: 180 } })).status).toBe(400);
+      expect((await payout({ tableId: 'no-such-table', payoutIntent: { position: 1, amount: 180 } })).status).toBe(404);
+      const paid = await payout({ tableId, payoutIntent: { position: 1, amount: 180 } });
+      expect(paid).toMatchObject({ status: 200, body: { status: 'confirmed', amount: 180, position: 1, userId: a.userId, tournamentState: 'closed', destination: bank.payoutDestination(a) } });
+      expect(await bank.balance(a)).toBe(380);
+      expect(await bank.balance(b)).toBe(200);
+      const again = await payout({ tableId, payoutIntent: { position: 1, amount: 180 } });
+      expect(again.body).toMatchObject({ status: 'confirmed', replay: true, txHash: paid.body.txHash });
+      expect(await bank.balance(a)).toBe(380);
+      // the house fee (10 x 2) stays where the entries went: the tournament's pool on the cage, the table's vault balance on chain
+      if (bank === chain) expect(await reader.tableBalance(tableId)).toBe(20n * 1_000_000n);
+      else expect((await db.owner.query("select balance from cage.cage_accounts where account_type = 'tournament_pool' and scope = $1", [tableId])).rows[0].balance).toBe(20n);
+      const { rows: [t] } = await db.owner.query('select tournament_state from game.tables where table_id = $1', [tableId]);
+      expect(t.tournament_state).toBe('closed');
+      const { rows: [i] } = await db.owner.query('select confirmed_at, tx_hash from cage.payout_intents where table_id = $1 and position = 1', [tableId]);
+      expect(i).toMatchObject({ confirmed_at: expect.any(Date), tx_hash: paid.body.txHash });
+      await expectCleanAudit(db.pool('poker_cage', 1));
+    });
+  });
+});

@@ -1,0 +1,25 @@
+// The websocket's client messages are parsed by one zod discriminated union (server/game/live/messages.ts):
+// each type with its fields, and a message that does not parse earns exactly one code.
+import { CLIENT_MESSAGE_TYPES, parseClientMessage } from '../../server/game/live/messages.ts';
+
+test('the union covers the protocol\'s ten message types', () => {
+  expect([...CLIENT_MESSAGE_TYPES].sort()).toEqual(['action', 'auth', 'join', 'leave', 'ping', 'register_for_tournament', 'sit', 'sit_in', 'sit_out', 'stand_up']);
+});
+
+test.each([
+  [{ type: 'ping', ref: 1 }, { ok: true }],
+  [{ type: 'join', tableId: 't1' }, { ok: true }],
+  [{ type: 'sit', tableId: 't1', seatIndex: 'x', amount: [] }, { ok: true }], // the bank judges these
+  [{ type: 'action', tableId: 't1', seq: 3, action: 'fold' }, { ok: true }],
+  [{}, { ok: false, code: 'unknown_message_type' }],
+  [{ type: 'shout' }, { ok: false, code: 'unknown_message_type' }],
+  [{ type: 7 }, { ok: false, code: 'unknown_message_type' }],
+  [{ type: 'join' }, { ok: false, code: 'bad_request', field: 'tableId' }],
+  [{ type: 'leave', tableId: '' }, { ok: false, code: 'bad_request', field: 'tableId' }],
+  [{ type: 'stand_up', tableId: 'x'.repeat(65) }, { ok: false, code: 'bad_request', field: 'tableId' }],
+  [{ type: 'sit', tableId: 't1', seatIndex: 0, amount: 10, idempotencyKey: 5 }, { ok: false, code: 'bad_request', field: 'idempotencyKey' }],
+  [{ type: 'action', tableId: 't1', action: 'fold' }, { ok: false, code: 'missing_seq' }],
+  [{ type: 'action', tableId: 't1', seq: '3', action: 'fold' }, { ok: false, code: 'missing_seq' }],
+] as [Record<string, unknown>, Record<string, unknown>][])('%j -> %j', (message, expected) => {
+  expect(parseClientMessage(message)).toMatchObject(expected);
+});

@@ -1,0 +1,275 @@
+// Trust boundaries in SQL (issue 11): what each service's database role may do on its own, tried
+// with that role's pool as a compromised service would. Chips move only along the pairs the cage
+// and the game agreed on: a seat credit names a live deposit, a seat settlement names the cage's
+// terminal entry, the cage posts only through its business functions, claim-once holds in
+// finish_claim whatever the game role sends, and a settlement is written with its receipt.
+import { randomUUID } from 'node:crypto';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import type pg from 'pg';
+import { signerFromPrivateKey, type ReceiptSigner } from '../../server/cage/receipts.ts';
+import { settlePosition } from '../../server/cage/seams.ts';
+import { expectCleanAudit, fixtureOperatorSession } from '../helpers/cage.ts';
+import { specClaimId, solanaAddress } from '../helpers/claims.ts';
+import { createTestDatabase, playerGrant, type TestDatabase } from '../helpers/db.ts';
+import { authUser, newKey, newTableId, openDeposit, POKER_SETTINGS, standUp, withdrawKey } from '../helpers/game.ts';
+
+let db: TestDatabase;
+let cage: pg.Pool;
+let game: pg.Pool;
+let admin: string;
+let adminId: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  cage = db.pool('poker_cage', 4);
+  game = db.pool('poker_game', 4);
+  ({ adminId, sid: admin } = await fixtureOperatorSession(db.owner));
+  await db.owner.query("select claims.set_board_settings($1, 'local', true, null)", [admin]);
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+const code = (promise: Promise<unknown>) => promise.then(() => 'no error', (err: { code?: string; message?: string }) => `${err.code} ${err.message}`);
+
+async function table() {
+  const tableId = newTableId('trust');
+  await cage.query('select * from game.create_table($1, $2, $3, $4, $5)', [tableId, 'poker', POKER_SETTINGS, 'play', null]);
+  return tableId;
+}
+
+/** A user with `chips` play chips bought through an operator's recorded purchase. */
+async function player(chips: number) {
+  const userId = await authUser(db.owner);
+  if (chips > 0) {
+    await cage.query("select * from cage.exchange_chips('purchase', $1, $2, $3, 'play', $4)", [userId, chips, `pay-${randomUUID()}`, admin]);
+  }
+  return userId;
+}
+
+async function escrow(tableId: string) {
+  const { rows } = await db.owner.query<{ balance: bigint }>(
+    "select balance from cage.cage_accounts where account_type = 'table_escrow' and scope = $1", [tableId],
+  );
+  return rows[0]?.balance ?? 0n;
+}
+
+/** The cage's deposit seam, as the cage role drives it: buy-in, the game's credit, the confirmation. */
+async function sit(userId: string, tableId: string, seat: number, amount: bigint) {
+  const deposit = await openDeposit(cage, userId, newKey('sit'), tableId, seat, amount);
+  await game.query('select * from game.credit_seat($1, $2, $3, $4, $5)', [deposit.ref_id, tableId, userId, seat, String(amount)]);
+  await cage.query('select cage.confirm_deposit($1)', [deposit.ref_id]);
+  return deposit;
+}
+
+describe('the game role', () => {
+  test('cannot credit a seat without a live cage deposit for the same user, table, seat and amount', async () => {
+    const tableId = await table();
+    const victim = await player(500);
+    const thief = await player(0);
+    await sit(victim, tableId, 0, 150n);
+    expect(await escrow(tableId)).toBe(150n);
+
+    // no deposit at all
+    expect(await code(game.query('select * from game.credit_seat($1, $2, $3, 1, 200)', [`made-up-${randomUUID()}`, tableId, thief])))
+      .toBe('GMCNB credit_not_backed');
+    // another user's pending deposit, and a deposit of this user for other values
+    const pending = await openDeposit(cage, victim, newKey('pending'), tableId, 0, 50n);
+    expect(await code(game.query('select * from game.credit_seat($1, $2, $3, 1, 50)', [pending.ref_id, tableId, thief]))).toBe('GMCNB credit_not_backed');
+    expect(await code(game.query('select * from game.credit_seat($1, $2, $3, 0, 60)', [pending.ref_id, tableId, victim]))).toBe('GMCNB credit_not_backed');
+    expect(await code(game.query('select * from game.credit_seat($1, $2, $3, 3, 50)', [pending.ref_id, tableId, victim]))).toBe('GMCNB credit_not_backed');
+    // a confirmed deposit's key cannot fund a second seat
+    const { rows } = await db.owner.query("select ref_id from cage.deposit_intents where table_id = $1 and status = 'confirmed'", [tableId]);
+    expect(await code(game.query('select * from game.credit_seat($1, $2, $3, 1, 150)', [rows[0].ref_id, tableId, thief])))
+      .toBe('GMCRD invalid_credit');
+
+    const seats = await db.owner.query("select user_id from game.table_players where table_id = $1 and status <> 'closed'", [tableId]);
+    expect(seats.rows.map((r) => r.user_id)).toEqual([victim]);
+    // the pending deposit is the victim's own, still payable to their seat
+    await game.query('select * from game.credit_seat($1, $2, $3, 0, 50)', [pending.ref_id, tableId, victim]);
+    await cage.query('select cage.confirm_deposit($1)', [pending.ref_id]);
+    await expectCleanAudit(cage);
+  });
+
+  test("cannot close a stood-up seat with any ref but the cage's terminal entry for that position", async () => {
+    const tableId = await table();
+    const userId = await player(300);
+    await sit(userId, tableId, 2, 150n);
+    const position = await standUp(game, tableId, userId);
+    for (const [ref, settlement] of [['withdraw:0xmadeup', 'cash_out'], ['bust:whatever', 'bust'], ['custody:x', 'custody']]) {
+      expect(await code(game.query('select * from game.settle_seat($1, $2, $3)', [String(position.player_id), ref, settlement])))
+        .toBe('GMSTN settlement_not_found');
+    }
+    const { rows: still } = await db.owner.query('select status, chip_balance from game.table_players where id = $1', [position.player_id]);
+    expect(still[0]).toEqual({ status: 'leaving', chip_balance: 150n });
+    // the cage's settlement closes it, in the transaction that writes the terminal row
+    const signer = testSigner();
+    const settled = await settlePosition(cage, signer, {
+      userId, tableId, playerId: String(position.player_id), chipAmount: 150n, historyHash: position.history_hash,
+      idempotencyKey: withdrawKey(userId, tableId, position.history_hash, 150n), settlement: 'cash_out', forced: false,
+    });
+    const { rows: closed } = await db.owner.query('select status, chip_balance, closing_ref_id from game.table_players where id = $1', [position.player_id]);
+    expect(closed[0]).toEqual({ status: 'closed', chip_balance: 0n, closing_ref_id: settled.ledger_ref_id });
+    // and no other ref closes it again
+    expect(await code(game.query('select * from game.settle_seat($1, $2, $3)', [String(position.player_id), 'withdraw:0xmadeup', 'cash_out'])))
+      .toBe('GMNAT not_at_table');
+    await expectCleanAudit(cage);
+  });
+});
+
+describe('the cage role', () => {
+  test('may not post, batch, make accounts or rebuild the projection: only the business functions', async () => {
+    const userId = await player(0);
+    const statements = [
+      ["select cage.post_movement('mint', 'adjustment', 'real', array[1, 2]::bigint[], array[-1000000, 1000000]::bigint[], '{}')", []],
+      ["select cage.post_movements('[]'::jsonb)", []],
+      ['select * from cage.rebuild_projection()', []],
+      ["select cage.ensure_account('user', $1, null, 'real')", [userId]],
+    ] as const;
+    for (const [sql, params] of statements) {
+      expect(await code(cage.query(sql, [...params]))).toMatch(/^42501 permission denied for function/);
+    }
+  });
+
+  test('a manual correction names an operator and a reason, and is listed with them', async () => {
+    const userId = await player(0);
+    const account = (await db.owner.query("select cage.ensure_account('user', $1, null, 'play') as id", [userId])).rows[0].id;
+    const source = (await db.owner.query("select cage.ensure_account('grant_source', null, null, 'play') as id")).rows[0].id;
+    const legs = [[String(source), String(account)], ['-70', '70']];
+    expect(await code(cage.query('select * from cage.correct_books($1, $2, $3, $4, $5, $6)', [userId, 'fix-1', 'play', ...legs, 'a reason'])))
+      .toBe('AUASR admin_session_required');
+    expect(await code(cage.query('select * from cage.correct_books($1, $2, $3, $4, $5, $6)', [admin, 'fix-1', 'play', ...legs, ' '])))
+      .toBe('CGBRQ bad_request');
+    const { rows } = await cage.query('select * from cage.correct_books($1, $2, $3, $4, $5, $6)', [admin, 'fix-1', 'play', ...legs, 'lost purchase #12']);
+    expect(rows[0]).toMatchObject({ ref_id: 'correction:fix-1', status: 'created' });
+    const listed = await cage.query('select admin_id, reason, ref_id, amounts::text[] from cage.manual_corrections where ref_id = $1', ['correction:fix-1']);
+    expect(listed.rows).toEqual([{ admin_id: adminId, reason: 'lost purchase #12', ref_id: 'correction:fix-1', amounts: ['-70', '70'] }]);
+    await expectCleanAudit(cage);
+  });
+});
+
+describe('claim-once in claims.finish_claim', () => {
+  async function claimant(lit: boolean) {
+    const userId = await player(0);
+    const wallet = solanaAddress();
+    await db.owner.query("select * from auth.link_wallet($1, $2, 'solana', 0)", [userId, wallet]);
+    if (lit) await game.query("select * from claims.mark_condition_met('local', $1, 'wallet_linked', null)", [userId]);
+    return { userId, wallet };
+  }
+  const now = new Date('2026-11-23T12:00:00Z');
+
+  const openSql = 'select * from claims.open_claim($1, $2, $3, $4, $5)';
+  const open = async (userId: string, section: string) =>
+    game.query(openSql, ['local', await playerGrant(db.owner, userId), section, now, JSON.stringify({ once: specClaimId(userId, section, 'once'), '2026-W48': specClaimId(userId, section, '2026-W48') })]);
+
+  /** The claim board's steps: the intent opened, the grant as the cage makes it, then `finish` as given. */
+  async function claimWith(userId: string, wallet: string, section: string, finish: (step: { period: string; amount: bigint; id: string }) => Promise<unknown>) {
+    const { rows } = await open(userId, section);
+    const step = rows[0];
+    const id = step.claim_id ?? specClaimId(userId, section, step.period ?? 'once');
+    if (step.outcome === 'proceed') {
+      await cage.query('select * from cage.grant_play_chips($1, $2, $3, $4, $5)', [wallet, String(step.amount), id, section, step.period]);
+    }
+    const result = await code(finish({ period: step.period, amount: step.amount, id }));
+    return { outcome: step.outcome as string, result, id };
+  }
+  const finishSql = 'select claims.finish_claim($1, $2, $3, $4, $5, $6)';
+
+  test('refuses a finish without its open intent, for another period or amount, or twice', async () => {
+    const { userId, wallet } = await claimant(true);
+    // no intent at all
+    expect(await code(game.query(finishSql, [userId, 'connect_wallet', 'once', 500, specClaimId(userId, 'connect_wallet', 'once'), null])))
+      .toBe('CLNBG claim_not_begun');
+    // opened, finished for another period, another amount, another section
+    const wrong = [
+      (s: { id: string }) => game.query(finishSql, [userId, 'connect_wallet', '2026-W48', 500, s.id, null]),
+      (s: { id: string }) => game.query(finishSql, [userId, 'connect_wallet', 'once', 5000, s.id, null]),
+      (s: { id: string }) => game.query(finishSql, [userId, 'weekly_baseline', '2026-W48', 500, s.id, null]),
+    ];
+    const results = [];
+    for (const finish of wrong) results.push((await claimWith(userId, wallet, 'connect_wallet', finish)).result);
+    expect(results).toEqual(['CLNBG claim_not_begun', 'CLAMM claim_amount_mismatch', 'CLNBG claim_not_begun']);
+    // the right finish
+    const ok = await claimWith(userId, wallet, 'connect_wallet', (s) => game.query(finishSql, [userId, 'connect_wallet', s.period, String(s.amount), s.id, s.id]));
+    expect(ok.result).toBe('no error');
+    // paid once: a later claim does not proceed, a second finish of the same claim is already_claimed,
+    // and a finish under another claim id is not begun
+    expect(await code(game.query(finishSql, [userId, 'connect_wallet', 'once', 500, ok.id, ok.id]))).toBe('CLACL already_claimed');
+    const again = await claimWith(userId, wallet, 'connect_wallet', () => game.query(finishSql, [userId, 'connect_wallet', 'once', 500, specClaimId(userId, 'connect_wallet', 'x'), null]));
+    expect(again).toMatchObject({ outcome: 'already_claimed', result: 'CLNBG claim_not_begun' });
+    const ledger = await db.owner.query('select count(*)::int as n from claims.claim_ledger where user_id = $1', [userId]);
+    expect(ledger.rows[0].n).toBe(1);
+    await expectCleanAudit(cage);
+  });
+
+  test("on a retry after a lost grant, the amount is the open intent's (the grant's); a grant of another claim is not this one's", async () => {
+    const { userId, wallet } = await claimant(true);
+    // an earlier attempt opened its claim when the catalog said 450, was granted, and lost its answer
+    const first = (await open(userId, 'connect_wallet')).rows[0];
+    await db.owner.query('update claims.claim_intents set amount = 450 where claim_id = $1', [first.claim_id]);
+    const id = first.claim_id as string;
+    await cage.query('select * from cage.grant_play_chips($1, 450, $2, $3, $4)', [wallet, id, 'connect_wallet', 'once']);
+    // the retry takes the open intent up: its amount, its claim id
+    expect((await open(userId, 'connect_wallet')).rows[0]).toMatchObject({ outcome: 'proceed', amount: 450n, claim_id: id });
+    expect(await code(game.query(finishSql, [userId, 'connect_wallet', 'once', 500, id, id]))).toBe('CLAMM claim_amount_mismatch');
+    // the baseline's claim names another claim: not this one's
+    const baseline = (await open(userId, 'weekly_baseline')).rows[0];
+    await cage.query('select * from cage.grant_play_chips($1, 500, $2, $3, $4)', [wallet, baseline.claim_id, 'weekly_baseline', baseline.period]);
+    expect(await code(game.query(finishSql, [userId, 'connect_wallet', 'once', 500, baseline.claim_id, baseline.claim_id]))).toBe('CLNBG claim_not_begun');
+    await game.query(finishSql, [userId, 'connect_wallet', 'once', 450, id, id]);
+    await game.query(finishSql, [userId, 'weekly_baseline', baseline.period, 500, baseline.claim_id, baseline.claim_id]);
+    const { rows } = await db.owner.query("select amount, claim_id from claims.claim_ledger where user_id = $1 and section_key = 'connect_wallet'", [userId]);
+    expect(rows).toEqual([{ amount: 450n, claim_id: id }]);
+    await expectCleanAudit(cage);
+  });
+
+  test('refuses a locked unlock and a paid claim without its grant', async () => {
+    const { userId, wallet } = await claimant(false);
+    const locked = await claimWith(userId, wallet, 'connect_wallet', () => game.query(finishSql, [userId, 'connect_wallet', 'once', 500, specClaimId(userId, 'connect_wallet', 'once'), null]));
+    expect(locked).toMatchObject({ outcome: 'locked', result: 'CLNBG claim_not_begun' });
+    // the baseline, opened, finished with no grant behind it
+    const { rows } = await open(userId, 'weekly_baseline');
+    expect(rows[0].outcome).toBe('proceed');
+    expect(await code(game.query(finishSql, [userId, 'weekly_baseline', rows[0].period, 500, rows[0].claim_id, null]))).toBe('CLGNF grant_not_found');
+    expect((await db.owner.query('select count(*)::int as n from claims.claim_ledger where user_id = $1', [userId])).rows[0].n).toBe(0);
+  });
+
+  test('the service key alone mints nothing: a grant with no open claim, another amount or another recipient is refused (grant_not_backed)', async () => {
+    const { userId, wallet } = await claimant(true);
+    for (const id of [`0x${randomUUID().replace(/-/g, '').padEnd(64, '0')}`, specClaimId(userId, 'connect_wallet', 'once')]) {
+      expect(await code(cage.query('select * from cage.grant_play_chips($1, 500, $2, null, null)', [wallet, id]))).toBe('CGGNB grant_not_backed');
+    }
+    const step = (await open(userId, 'connect_wallet')).rows[0];
+    expect(await code(cage.query('select * from cage.grant_play_chips($1, 499, $2, null, null)', [wallet, step.claim_id]))).toBe('CGGNB grant_not_backed');
+    const other = await claimant(true);
+    expect(await code(cage.query('select * from cage.grant_play_chips($1, 500, $2, null, null)', [other.wallet, step.claim_id]))).toBe('CGGNB grant_not_backed');
+    expect((await db.owner.query("select count(*)::int as n from cage.cage_entries where kind = 'grant' and ref_id = $1", [step.claim_id])).rows[0].n).toBe(0);
+    await expectCleanAudit(cage);
+  });
+});
+
+function testSigner(): ReceiptSigner {
+  return signerFromPrivateKey(ed25519.utils.randomSecretKey());
+}
+
+describe('receipts', () => {
+  test('are written in the settlement\'s transaction: a failed signing leaves no settlement at all', async () => {
+    const tableId = await table();
+    const userId = await player(300);
+    await sit(userId, tableId, 1, 120n);
+    const position = await standUp(game, tableId, userId);
+    const p = {
+      userId, tableId, playerId: String(position.player_id), chipAmount: 120n, historyHash: position.history_hash,
+      idempotencyKey: withdrawKey(userId, tableId, position.history_hash, 120n), settlement: 'cash_out', forced: false,
+    };
+    const broken: ReceiptSigner = { ...testSigner(), sign: () => { throw new Error('the signing key is unavailable'); } };
+    await expect(settlePosition(cage, broken, p)).rejects.toThrow('the signing key is unavailable');
+    const none = await db.owner.query('select count(*)::int as n from cage.withdraw_intents where player_id = $1', [position.player_id]);
+    expect(none.rows[0].n).toBe(0);
+    expect(await escrow(tableId)).toBe(120n);
+    const settled = await settlePosition(cage, testSigner(), p);
+    expect(settled.receipt.ledgerRefId).toBe(settled.ledger_ref_id);
+    await game.query('select * from game.settle_seat($1, $2, $3)', [p.playerId, settled.ledger_ref_id, 'cash_out']);
+    await expectCleanAudit(cage);
+  });
+});

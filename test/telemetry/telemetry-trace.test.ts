@@ -1,0 +1,126 @@
+// One deposit is one trace across the roles. The platform runs as a child process with its tracing
+// hook (`--import ./server/telemetry/register.ts`, as `npm start` runs it: auto-instrumentation does
+// not load inside jest's module system) and exports to a stand-in OTLP collector here. The deposit's
+// trace holds the cage's route, its SQL, its call to the game role, the game's route and SQL, and the
+// spec's `admin.deposit` span.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomUUID } from 'node:crypto';
+import { bridgedUser } from '../helpers/auth.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { call, POKER_SETTINGS } from '../helpers/money.ts';
+import { signInOperator } from '../helpers/operator.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const SECRET = 'trace-test-secret-0123456789abcdefghij';
+const ISSUER = 'https://auth.trace.test';
+
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes?: { key: string; value: Record<string, unknown> }[];
+}
+
+let db: TestDatabase;
+let collector: Server;
+let child: ChildProcess | undefined;
+const spans: OtlpSpan[] = [];
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve) => {
+    let data = '';
+    req.on('data', (c) => (data += c));
+    req.on('end', () => resolve(data));
+  });
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  collector = createServer(async (req, res) => {
+    const body = await readBody(req);
+    if (req.url === '/v1/traces') {
+      const parsed = JSON.parse(body) as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] };
+      for (const rs of parsed.resourceSpans ?? []) for (const ss of rs.scopeSpans ?? []) spans.push(...(ss.spans ?? []));
+    }
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+  await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+});
+afterAll(async () => {
+  if (child && child.exitCode === null) {
+    child.kill('SIGTERM');
+    await new Promise((r) => child!.once('exit', r));
+  }
+  await new Promise((r) => collector.close(r));
+  await db?.drop();
+});
+
+/** Starts the platform (auth, game, cage) with its tracing hook; resolves with the roles' URLs. */
+function startPlatformProcess(): Promise<Record<string, string>> {
+  const collectorUrl = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
+  child = spawn(process.execPath, ['--import', './server/telemetry/register.ts', 'server/main.ts', '--role', 'auth,game,cage'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_ENV: 'test', LOG_LEVEL: 'warn', DATABASE_URL: db.url,
+      PORT: '0', GAME_PORT: '0', CAGE_PORT: '0', SERVICE_KEY: 'trace-service-key-0123456789', AUTH_SECRET: SECRET,
+      AUTH_BASE_URL: ISSUER, OTEL_EXPORTER_OTLP_ENDPOINT: collectorUrl, OTEL_SERVICE_NAME: 'poker-trace-test',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let err = '';
+    child!.stderr!.on('data', (d) => (err += d));
+    child!.stdout!.on('data', (d) => {
+      out += d;
+      const urls = Object.fromEntries([...out.matchAll(/^(auth|game|cage)\s+(http:\/\/\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+      if (urls.auth && urls.game && urls.cage) resolve(urls);
+    });
+    child!.once('exit', (code) => reject(new Error(`the platform exited (${code}): ${err}`)));
+  });
+}
+
+const attr = (s: OtlpSpan) => Object.fromEntries((s.attributes ?? []).map((a) => [a.key, Object.values(a.value)[0]]));
+const mentions = (s: OtlpSpan, text: string) => s.name.includes(text) || Object.values(attr(s)).some((v) => typeof v === 'string' && v.includes(text));
+
+test("a deposit is one trace: the cage's route and SQL, its call to the game, the game's route and SQL, admin.deposit", async () => {
+  const urls = await startPlatformProcess();
+  const operator = await signInOperator(db.owner, urls.auth!);
+  const player = await bridgedUser(db, { secret: SECRET, issuer: ISSUER });
+  const auth = { authorization: `Bearer ${player.jwt}` };
+  expect((await call(`${urls.cage}/api/operator/purchase`, { headers: operator.auth, body: { userId: player.userId, amount: 500, externalRef: `pay-${randomUUID()}`, moneyKind: 'play' } })).status).toBe(200);
+  const tableId = `trace-${randomUUID().slice(0, 8)}`;
+  expect((await call(`${urls.cage}/api/tables`, { headers: auth, body: { tableId, gameType: 'poker', settings: POKER_SETTINGS } })).status).toBe(200);
+  const deposit = await call(`${urls.cage}/api/deposit`, { headers: { ...auth, 'idempotency-key': 'trace-1' }, body: { tableId, seatIndex: 0, amount: 100 } });
+  expect(deposit.body).toMatchObject({ status: 'confirmed' });
+
+  // the batch exporter flushes every 100 ms here; the deposit's own server span ends last (after
+  // the game's answer), so the trace is read until every part of it has arrived
+  const sqlOf = (trace: OtlpSpan[]) => trace.filter((s) => attr(s)['db.system'] === 'postgresql' || attr(s)['db.system.name'] === 'postgresql');
+  const parts = (trace: OtlpSpan[]) => ({
+    cageRoute: trace.some((s) => s.kind === 2 && mentions(s, '/api/deposit')),
+    gameRoute: trace.some((s) => s.kind === 2 && mentions(s, '/internal/credit-chips')),
+    cageCallsGame: trace.some((s) => s.kind === 3 && mentions(s, '/internal/credit-chips')),
+    cageSql: sqlOf(trace).some((s) => mentions(s, 'open_deposit')),
+    gameSql: sqlOf(trace).some((s) => mentions(s, 'credit_seat')),
+    specSpan: trace.some((s) => s.name === 'admin.deposit'),
+  });
+  let trace: OtlpSpan[] = [];
+  for (let i = 0; i < 100; i++) {
+    const credit = spans.find((s) => s.kind === 2 && mentions(s, '/internal/credit-chips'));
+    trace = credit ? spans.filter((s) => s.traceId === credit.traceId) : [];
+    if (Object.values(parts(trace)).every(Boolean)) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  expect(parts(trace)).toEqual({ cageRoute: true, gameRoute: true, cageCallsGame: true, cageSql: true, gameSql: true, specSpan: true });
+  const sql = sqlOf(trace);
+  // and no statement's values: parameters are not recorded
+  expect(sql.every((s) => !Object.keys(attr(s)).some((k) => k.includes('values') || k.includes('parameters')))).toBe(true);
+}, 60_000);

@@ -1,0 +1,89 @@
+// The cash reconciler as the worker runs it: a deposit left pending because the game role could
+// not be reached (neither to fund the seat nor to cancel) is finished by the worker's periodic job
+// once the game answers again. A settlement closes its seat in its own transaction, so a
+// withdrawal leaves the reconciler nothing to redeliver, whatever the game's settle route does.
+import type pg from 'pg';
+import { expectCleanAudit } from '../helpers/cage.ts';
+import { startChaosProxy, type ChaosProxy } from '../helpers/chaos-proxy.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { moneyClient } from '../helpers/money.ts';
+import { startTestPlatform } from '../helpers/platform.ts';
+import { AUTH_SECRET, ISSUER } from '../helpers/money.ts';
+
+let db: TestDatabase;
+let cagePool: pg.Pool;
+let proxy: ChaosProxy;
+let m: ReturnType<typeof moneyClient>;
+beforeAll(async () => {
+  db = await createTestDatabase();
+  cagePool = db.pool('poker_cage');
+  let gameUrl = '';
+  proxy = await startChaosProxy(() => gameUrl, 7);
+  const platform = await startTestPlatform({
+    databaseUrl: db.url,
+    roles: ['auth', 'game', 'cage', 'worker'],
+    env: {
+      AUTH_SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true', GAME_URL: proxy.url,
+      GAME_CALL_TIMEOUT_MS: '300', CAGE_RECONCILE_INTERVAL_SECONDS: '1',
+    },
+  });
+  m = moneyClient(db, platform);
+  gameUrl = m.game;
+});
+afterAll(async () => {
+  await m?.platform.stop();
+  await proxy?.close();
+  await db.drop();
+});
+
+async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, seconds = 15): Promise<T> {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    const v = await read();
+    if (done(v) || Date.now() > deadline) return v;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+test('a deposit the game could not take is compensated by the worker once the game answers', async () => {
+  const p = await m.player(500);
+  const tableId = await m.table(p.auth);
+  proxy.faults('/internal/credit-chips', { drop: 1, loseAnswer: 0 });
+  proxy.faults('/internal/credit-chips/cancel', { drop: 1, loseAnswer: 0 });
+  const r = await m.deposit(p.auth, { tableId, seatIndex: 0, amount: 100 }, { 'idempotency-key': 'sit-1' });
+  expect(r.status).toBe(503);
+  expect(r.body).toMatchObject({ error: 'game_unavailable', status: 'pending', idempotencyKey: 'sit-1' });
+  expect(await m.balance(p.auth)).toBe(400);
+  await expectCleanAudit(cagePool); // the pending buy-in is counted in flight
+
+  proxy.faults('/internal/credit-chips', { drop: 0, loseAnswer: 0 });
+  proxy.faults('/internal/credit-chips/cancel', { drop: 0, loseAnswer: 0 });
+  const intent = await until(
+    async () => (await db.owner.query('select status, error from cage.deposit_intents where user_id = $1', [p.userId])).rows[0],
+    (row) => row.status !== 'pending',
+  );
+  expect(intent).toEqual({ status: 'failed', error: 'seat_funding_failed' });
+  expect(await m.balance(p.auth)).toBe(500);
+  // the replay now reports the failure
+  const again = await m.deposit(p.auth, { tableId, seatIndex: 0, amount: 100 }, { 'idempotency-key': 'sit-1' });
+  expect(again.status).toBe(409);
+  expect(again.body).toMatchObject({ error: 'failed', status: 'failed' });
+  await expectCleanAudit(cagePool);
+});
+
+test('a withdrawal closes its seat in its own transaction: the game\'s settle-withdrawal route is not needed, and nothing is left to redeliver', async () => {
+  const p = await m.player(500);
+  const tableId = await m.table(p.auth);
+  expect((await m.deposit(p.auth, { tableId, seatIndex: 1, amount: 100 })).status).toBe(200);
+  // the route a settlement was once delivered through: unreachable, and never called
+  proxy.faults('/internal/settle-withdrawal', { drop: 1, loseAnswer: 0 });
+  const out = await m.withdraw(p.auth, { tableId });
+  expect(out.status).toBe(200);
+  expect(await m.balance(p.auth)).toBe(500);
+  expect((await m.room(tableId)).body.seats).toEqual([]);
+  const { rows } = await db.owner.query('select settled_at from cage.withdraw_intents where user_id = $1', [p.userId]);
+  expect(rows[0].settled_at).toBeInstanceOf(Date);
+  expect(proxy.counts['/internal/settle-withdrawal']?.drop ?? 0).toBe(0);
+  proxy.faults('/internal/settle-withdrawal', { drop: 0, loseAnswer: 0 });
+  await expectCleanAudit(cagePool);
+});
