@@ -422,10 +422,9 @@ async function startPlacements(plan: Plan, flags: Flags, placements: Placement[]
   running.sort((a, b) => placements.indexOf(a.placement) - placements.indexOf(b.placement));
   const options = { tables: Math.max(1, Math.round(flags.tables)), bots: Math.round(flags.bots), delayMs: Math.round(flags.delay), seed: SEED };
   const run = Date.now().toString(36);
-  const settled = await Promise.allSettled(running.map((r) => LiveConfig.start(r, base.shared, options, `bench-${run}-${r.placement}`)));
-  for (const s of settled) if (s.status === 'fulfilled') configs.push(s.value);
-  const failed = settled.find((s) => s.status === 'rejected');
-  if (failed) throw (failed as PromiseRejectedResult).reason;
+  // one placement after another: the setup's own work (users, purchases, sits) in this thread would
+  // starve roles running here, and their calls to each other would time out
+  for (const r of running) configs.push(await LiveConfig.start(r, base.shared, options, `bench-${run}-${r.placement}`));
   log(`live tables: HAND_DELAY_MS=${options.delayMs}, turn timer off, blinds 1/2, buy-in 200, rake 5% capped at 10; the bots mostly check or call, fold more the larger the call against their stack, bet or raise 10% of the time (to minRaiseTo..maxRaiseTo, cubed-uniform), and sit again after a bust`);
   return { configs, stopRoles, tables: options.tables };
 }

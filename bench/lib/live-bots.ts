@@ -56,7 +56,7 @@ export type ToBots = { type: 'seat' | 'resume' | 'start' | 'end' | 'pause' | 'st
 type Kinds = [string, { count: number; first: string }][];
 export type FromBots =
   | { type: 'ready'; redirects: number }
-  | { type: 'seated'; seated: number }
+  | { type: 'seated'; seated: number; refused: string[] }
   | { type: 'window'; perTable: number[]; elapsed: number; latencies: Float64Array; busy: number; cpuMs: number }
   | { type: 'stood'; left: string[]; seconds: number; standUps: number; pendingStandUps: number }
   | {
@@ -301,7 +301,7 @@ class Bots {
       }
     }));
     await Promise.all(this.bots.map((b) => this.answer(b, 'in', { type: 'sit_in', tableId: b.tableId })));
-    return { type: 'seated', seated: this.bots.filter((b) => b.seated).length };
+    return { type: 'seated', seated: this.bots.filter((b) => b.seated).length, refused: this.failures.lines().slice(0, 3) };
   }
 
   startWindow() {

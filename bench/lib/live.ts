@@ -178,7 +178,7 @@ export class LiveConfig {
     const ready = await c.thread.ask(null, 'ready');
     const seating = await c.thread.ask('seat', 'seated');
     const total = options.tables * options.bots;
-    if (seating.seated !== total) throw new Error(`${c.label}: only ${seating.seated} of ${total} bots could sit`);
+    if (seating.seated !== total) throw new Error(`${c.label}: only ${seating.seated} of ${total} bots could sit:\n${seating.refused.join('\n')}`);
     shared.log(`${c.label}: ${total} bots (${options.tables} tables x ${options.bots}${roles.games.length > 1 ? `, table i on game process i mod ${roles.games.length}` : ''}) set up, joined and seated in ${((performance.now() - began) / 1000).toFixed(1)} s${ready.redirects ? `; ${ready.redirects} joins sent elsewhere (table_elsewhere) and followed` : ''}`);
     return c;
   }
