@@ -453,7 +453,7 @@ async function addLive(plan: Plan, flags: Flags, placements: Placement[]) {
   });
   plan.checks.push(async () => {
     printLive(configs, profiles, plan);
-    log(`PostgreSQL sessions opened while the bots played: ${(await sessions()) - sessionsBefore} (node-postgres's pool drops a connection whose query raised, e.g. a seat funding refused hand_in_progress)`);
+    log(`PostgreSQL sessions opened while the bots played: ${(await sessions()) - sessionsBefore} (node-postgres's pools close a connection idle for 10 s, as the paused placements' are, and drop one whose query raised)`);
     return finishLive(configs, stopRoles, base.cagePool);
   });
 }
@@ -496,12 +496,17 @@ function printLive(configs: LiveConfig[], profiles: Map<Placement, ProfileResult
   const rates = plan.rates!;
   log('\nlive, by placement of the roles: medians over rounds; CPU ms per hand from /proc over each measured window (2 cores in all)');
   log(table(
-    ['placement', 'hands/s', 'p99 ms', 'roles CPU', 'postgres CPU', 'bots CPU', 'sum'],
+    ['placement', 'hands/s', 'p99 ms', 'roles CPU', 'postgres CPU', 'bots CPU', 'sum', 'db writes/hand', 'WAL KB/hand'],
     configs.map((c) => {
       const [roles, pgCpu, bots] = [cpuPerHand(c, 'roles'), cpuPerHand(c, 'postgres'), cpuPerHand(c, 'bots')];
-      return [c.label, fmtRate(median(rates(liveCase(c.placement)))), ms(median(c.roundP99), 1), ms(roles), ms(pgCpu), ms(bots), ms((roles ?? NaN) + (pgCpu ?? 0) + (bots ?? 0))];
+      const perHand = (of: 'writes' | 'walBytes') => median(c.windows.filter((w) => w.hands > 0).map((w) => w[of] / w.hands));
+      return [
+        c.label, fmtRate(median(rates(liveCase(c.placement)))), ms(median(c.roundP99), 1), ms(roles), ms(pgCpu), ms(bots),
+        ms((roles ?? NaN) + (pgCpu ?? 0) + (bots ?? 0)), ms(perHand('writes'), 1), ms(perHand('walBytes') / 1024, 1),
+      ];
     }),
   ));
+  log('(db writes: transactions that wrote, i.e. that were given a transaction id, each one commit waiting for its WAL flush; both counted over the whole database, so a paused placement\'s lease renewals are in them, a few per 10 s)');
   const has = (p: Placement) => configs.some((c) => c.placement === p);
   const pairs: [Placement, Placement, string][] = [
     ['start', 'in-process', 'npm start (hook) vs the roles in the benchmark\'s thread'],

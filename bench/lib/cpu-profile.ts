@@ -99,6 +99,7 @@ export const PARTS = [
   'HTTP between roles (undici, http, express)',
   'spans (@opentelemetry, its hooks)',
   'timers',
+  'socket writes flushed later (pg or ws: no caller on the stack)',
   'live room (server/game/live, rest)',
   'rest of server/',
   'logging (pino)',
@@ -162,10 +163,22 @@ function nodeParts(profile: CpuProfile): Map<number, { part: Part; write: boolea
       out.set(n.id, { part: 'state & serialisation (wire.ts, JSON)', write, url });
       continue;
     }
+    // the nearest caller in a file; on the way, the nearest of node's own modules
     let at: number | undefined = n.id;
-    while (at !== undefined && !isFile(byId.get(at)!.callFrame.url)) at = parent.get(at);
-    const callerUrl = at === undefined ? url : byId.get(at)!.callFrame.url;
-    out.set(n.id, { part: at === undefined ? partOfNode(url, functionName) : partOfFile(callerUrl), write, url: callerUrl || functionName });
+    let nodeUrl = url;
+    while (at !== undefined && !isFile(byId.get(at)!.callFrame.url)) {
+      if (!nodeUrl) nodeUrl = byId.get(at)!.callFrame.url;
+      at = parent.get(at);
+    }
+    if (at !== undefined) {
+      const callerUrl = byId.get(at)!.callFrame.url;
+      out.set(n.id, { part: partOfFile(callerUrl), write, url: callerUrl });
+    } else if (write) {
+      // a write a stream flushed from libuv's callback after an earlier one completed: whose socket it was is not on the stack
+      out.set(n.id, { part: 'socket writes flushed later (pg or ws: no caller on the stack)', write, url: functionName });
+    } else {
+      out.set(n.id, { part: partOfNode(nodeUrl, functionName), write, url: nodeUrl || functionName });
+    }
   }
   return out;
 }

@@ -106,7 +106,7 @@ async function inProcess(s: RoleSettings): Promise<RunningRoles> {
 interface Child {
   proc: ChildProcess;
   inspector: string;
-  /** Lines of stderr that were not the inspector's banner (a crash's stack, for the report). */
+  /** Lines of stderr that were not the inspector's banner, and the log lines (a crash's cause, for the report). */
   stderr: string[];
   exited: boolean;
 }
@@ -130,7 +130,10 @@ function startChild(name: string, roles: string[], hook: boolean, env: Record<st
     lines(proc.stdout!, (line) => {
       const role = /^(\w[\w-]*)\s+https?:\/\/\S+$/.exec(line);
       if (role) listening.add(role[1]!);
-      else if (line.startsWith('{')) countLogLine(log, line);
+      else if (line.startsWith('{')) {
+        countLogLine(log, line);
+        child.stderr.push(line.slice(0, 2000));
+      }
       else if (line.trim()) log.add(`${name}: stdout`, line.slice(0, 400));
       ready();
     });

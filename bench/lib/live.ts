@@ -46,6 +46,9 @@ export interface WindowCpu {
 
 export interface Window {
   hands: number;
+  /** Write transactions the database committed or began (transaction ids assigned) and WAL bytes written in the window. */
+  writes: number;
+  walBytes: number;
   elapsed: number;
   sorted: Float64Array;
   perTable: number[];
@@ -219,12 +222,25 @@ export class LiveConfig {
     }
   }
 
+  /** The next transaction id and the WAL position: what the database wrote since, read later by databaseSince. */
+  private async databaseMark(): Promise<{ x: string; l: string }> {
+    return (await this.shared.owner.query<{ x: string; l: string }>('select pg_snapshot_xmax(pg_current_snapshot())::text as x, pg_current_wal_lsn()::text as l')).rows[0]!;
+  }
+
+  private async databaseSince(mark: { x: string; l: string }): Promise<{ writes: number; walBytes: number }> {
+    const r = (await this.shared.owner.query<{ x: string; b: string }>(
+      'select (pg_snapshot_xmax(pg_current_snapshot())::text::bigint - $1::bigint)::text as x, pg_wal_lsn_diff(pg_current_wal_lsn(), $2)::text as b', [mark.x, mark.l],
+    )).rows[0]!;
+    return { writes: Number(r.x), walBytes: Number(r.b) };
+  }
+
   /** Resumes the bots, lets them settle, runs `during` over a window of `seconds`, pauses them. */
   private async window<T>(seconds: number, around: { before?: () => Promise<void>; after?: () => Promise<T> } = {}): Promise<{ w: Window; extra: T | undefined }> {
     const thread = this.thread!;
     thread.tell('resume');
     await sleep(LIVE_SETTLE_S * 1000);
     await around.before?.();
+    const db0 = await this.databaseMark();
     const roles0 = this.rolesCpu();
     const each0 = this.processesCpu();
     const pg0 = this.shared.postgres?.snapshot() ?? null;
@@ -232,11 +248,12 @@ export class LiveConfig {
     await sleep(seconds * 1000);
     const end = await thread.ask('end', 'window');
     const cpu = this.windowCpu(roles0, each0, pg0, end.cpuMs);
+    const db = await this.databaseSince(db0);
     const extra = await around.after?.();
     thread.tell('pause');
     await this.quiesce();
     const hands = end.perTable.reduce((a, b) => a + b, 0);
-    return { w: { hands, elapsed: end.elapsed, sorted: Float64Array.from(end.latencies).sort(), perTable: end.perTable, cpu, botsBusy: end.busy }, extra };
+    return { w: { hands, ...db, elapsed: end.elapsed, sorted: Float64Array.from(end.latencies).sort(), perTable: end.perTable, cpu, botsBusy: end.busy }, extra };
   }
 
   /** One window of the rounds: hands/s. */
