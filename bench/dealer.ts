@@ -73,7 +73,9 @@ const USAGE = `usage: npm run bench -- dealer [--seconds N] [--rounds N] [--hand
   The live cases need PostgreSQL: DATABASE_URL when set (it is migrated; its users, tables and
   hands stay), otherwise an embedded, durable one in a temp dir, deleted at the end.
   DEALER_ROLES_LOG=<file>: the roles' warning and error log lines are also appended to that file
-  (the report shows the first of each kind).`;
+  (the report shows the first of each kind).
+  DEALER_PROFILE_DIR=<dir>: the profiled windows' CPU profiles are also written there (.cpuprofile,
+  for Chrome DevTools), one per process of the roles.`;
 
 const SEED = 20240601;
 

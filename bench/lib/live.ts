@@ -5,6 +5,8 @@
 // goes, cpu-profile.ts) and at the end stands every bot up and checks the money of its users and
 // tables and the hand histories it stored.
 import { randomBytes, randomUUID } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import type pg from 'pg';
@@ -278,6 +280,14 @@ export class LiveConfig {
       before: async () => void await Promise.all(profilers.map((p) => p.start())),
       after: async () => Promise.all(profilers.map((p) => p.stop())),
     });
+    if (process.env.DEALER_PROFILE_DIR) {
+      // the raw profiles, for Chrome DevTools (Performance, load profile)
+      for (const [i, p] of this.roles.processes.entries()) {
+        const file = path.join(process.env.DEALER_PROFILE_DIR, `dealer-${this.placement}-${p.name.replace(/[^\w.-]/g, '_')}-${Date.now()}.cpuprofile`);
+        await writeFile(file, JSON.stringify(extra![i]));
+        this.shared.log(`${this.label}: cpu profile of ${p.name}: ${file}`);
+      }
+    }
     const processes = this.roles.processes.map((p, i) => ({ name: p.name, breakdown: breakdown(extra![i]!) }));
     return { hands: w.hands, elapsed: w.elapsed, processes, total: sumBreakdowns(processes.map((p) => p.breakdown)) };
   }
