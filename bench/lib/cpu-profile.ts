@@ -150,6 +150,20 @@ export interface Breakdown {
   idleUs: number;
 }
 
+/**
+ * A native frame called from our own code that belongs to a part other than its caller's: JSON
+ * built-ins called from server/ are serialisation (wire.ts builds, ws.ts and room.ts stringify and
+ * parse), and a socket write called from server/game/live/ is a websocket's (the live code corks
+ * and uncorks its clients' sockets around a broadcast, so ws's frames are not on the stack then;
+ * its SQL goes through pg, whose frames would be nearer).
+ */
+function nativeOf(url: string, functionName: string, write: boolean, callerUrl: string): Part | null {
+  if (url !== '') return null;
+  if (JSON_BUILTINS.has(functionName) && callerUrl.includes('/server/')) return 'state & serialisation (wire.ts, JSON)';
+  if (write && callerUrl.includes('/server/game/live/')) return 'websocket (ws)';
+  return null;
+}
+
 /** Each profile node's part (self time), found once per node. */
 function nodeParts(profile: CpuProfile): Map<number, { part: Part; write: boolean; url: string }> {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -159,10 +173,6 @@ function nodeParts(profile: CpuProfile): Map<number, { part: Part; write: boolea
   for (const n of profile.nodes) {
     const { url, functionName } = n.callFrame;
     const write = url === '' && WRITES.test(functionName);
-    if (url === '' && JSON_BUILTINS.has(functionName)) {
-      out.set(n.id, { part: 'state & serialisation (wire.ts, JSON)', write, url });
-      continue;
-    }
     // the nearest caller in a file; on the way, the nearest of node's own modules
     let at: number | undefined = n.id;
     let nodeUrl = url;
@@ -172,7 +182,7 @@ function nodeParts(profile: CpuProfile): Map<number, { part: Part; write: boolea
     }
     if (at !== undefined) {
       const callerUrl = byId.get(at)!.callFrame.url;
-      out.set(n.id, { part: partOfFile(callerUrl), write, url: callerUrl });
+      out.set(n.id, { part: nativeOf(url, functionName, write, callerUrl) ?? partOfFile(callerUrl), write, url: callerUrl });
     } else if (write) {
       // a write a stream flushed from libuv's callback after an earlier one completed: whose socket it was is not on the stack
       out.set(n.id, { part: 'socket writes flushed later (pg or ws: no caller on the stack)', write, url: functionName });
