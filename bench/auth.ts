@@ -13,7 +13,8 @@ import { migrate } from '../server/db/migrate.ts';
 import { createOwnerPool, createRolePool } from '../server/db/pools.ts';
 import { createJwtVerifier } from '../server/http/jwt.ts';
 import { createLogger } from '../server/telemetry/index.ts';
-import { startLocalIssuer } from '../test/helpers/oidc-issuer.ts';
+import type pg from 'pg';
+import { startLocalIssuer, type LocalIssuer } from '../test/helpers/oidc-issuer.ts';
 import { benchDatabase, fmtRate, fmtRatio, median, flagsOrUsage, table, timed } from './lib/harness.ts';
 
 const USAGE = `usage: npm run bench -- auth [--seconds N] [--rounds N] [--users N]
@@ -22,6 +23,40 @@ const USAGE = `usage: npm run bench -- auth [--seconds N] [--rounds N] [--users 
   --users    returning users for the bridge case (default 200)`;
 
 const ISSUER = 'http://auth.bench.local';
+
+/** Returning users, created once through the bridge with invite codes; each one's fresh ID token (valid an hour). */
+async function returningUsers(owner: pg.Pool, authUrl: string, idp: LocalIssuer, count: number): Promise<string[]> {
+  const subs = Array.from({ length: count }, () => randomUUID());
+  await owner.query("select auth.mint_invite('bench-invite-code', $1)", [subs.length]);
+  for (const sub of subs) {
+    const res = await fetch(`${authUrl}/api/auth/bridge`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ idToken: await idp.idToken({ sub }), inviteCode: 'bench-invite-code' }),
+    });
+    if (res.status !== 200) throw new Error(`setup sign-in failed: ${res.status} ${await res.text()}`);
+  }
+  return Promise.all(subs.map((sub) => idp.idToken({ sub }, { expiresIn: '1h' })));
+}
+
+/** The cases in `rounds` interleaved rounds (order rotated), then the medians and the verification ratio. */
+async function interleave(cases: Record<string, () => Promise<number>>, rounds: number) {
+  const names = Object.keys(cases);
+  const results: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  const ratios: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const order = names.map((_, i) => names[(i + round) % names.length]!);
+    const got: Record<string, number> = {};
+    for (const n of order) got[n] = await cases[n]!();
+    for (const n of names) results[n]!.push(got[n]!);
+    ratios.push(got.downstream! / got['bare jose']!);
+    console.log(`round ${round + 1}: ${order.map((n) => `${n} ${fmtRate(got[n]!)}`).join(', ')}`);
+  }
+  console.log('');
+  console.log(table(['case', 'per second (median)'], names.map((n) => [n, fmtRate(median(results[n]!))])));
+  console.log('');
+  console.log(`JWT verifications: downstream path vs bare jose jwtVerify = ${fmtRatio(median(ratios))} (median of within-round ratios)`);
+  console.log(`bridge sign-ins for returning users at 8 clients: ${fmtRate(median(results['bridge@8']!))}/s`);
+}
 
 export default async function authBench(args: string[]): Promise<number> {
   const flags = flagsOrUsage(args, { seconds: 3, rounds: 3, users: 200 }, USAGE);
@@ -47,17 +82,7 @@ export default async function authBench(args: string[]): Promise<number> {
     const downstream = createJwtVerifier({ jwksUrl: `${role.url}/api/auth/jwks`, issuer: ISSUER });
     await downstream.verify(token); // the first call fetches the JWKS; the loop measures the cached path
 
-    // returning users: created once through the bridge with invite codes
-    const subs = Array.from({ length: Math.max(8, Math.round(flags.users)) }, () => randomUUID());
-    await owner.query("select auth.mint_invite('bench-invite-code', $1)", [subs.length]);
-    for (const sub of subs) {
-      const res = await fetch(`${role.url}/api/auth/bridge`, {
-        method: 'POST', headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ idToken: await idp.idToken({ sub }), inviteCode: 'bench-invite-code' }),
-      });
-      if (res.status !== 200) throw new Error(`setup sign-in failed: ${res.status} ${await res.text()}`);
-    }
-    const idTokens = await Promise.all(subs.map((sub) => idp.idToken({ sub }, { expiresIn: '1h' })));
+    const idTokens = await returningUsers(owner, role.url!, idp, Math.max(8, Math.round(flags.users)));
 
     const cases: Record<string, () => Promise<number>> = {
       'bare jose': async () => (await timed(1, flags.seconds, async () => {
@@ -78,22 +103,7 @@ export default async function authBench(args: string[]): Promise<number> {
         return 1;
       })).perSecond,
     };
-    const names = Object.keys(cases);
-    const results: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
-    const ratios: number[] = [];
-    for (let round = 0; round < Math.max(1, Math.round(flags.rounds)); round++) {
-      const order = names.map((_, i) => names[(i + round) % names.length]!);
-      const got: Record<string, number> = {};
-      for (const n of order) got[n] = await cases[n]!();
-      for (const n of names) results[n]!.push(got[n]!);
-      ratios.push(got.downstream! / got['bare jose']!);
-      console.log(`round ${round + 1}: ${order.map((n) => `${n} ${fmtRate(got[n]!)}`).join(', ')}`);
-    }
-    console.log('');
-    console.log(table(['case', 'per second (median)'], names.map((n) => [n, fmtRate(median(results[n]!))])));
-    console.log('');
-    console.log(`JWT verifications: downstream path vs bare jose jwtVerify = ${fmtRatio(median(ratios))} (median of within-round ratios)`);
-    console.log(`bridge sign-ins for returning users at 8 clients: ${fmtRate(median(results['bridge@8']!))}/s`);
+    await interleave(cases, Math.max(1, Math.round(flags.rounds)));
     await authPool.end();
     return 0;
   } finally {

@@ -100,6 +100,199 @@ async function createUsers(owner: pg.Pool, keys: KeyStore, n: number): Promise<U
   return users;
 }
 
+/** Turns the claim board on (the settings are an operator's); answers whether it was on before. */
+async function boardOn(game: string, operatorAuth: Record<string, string>): Promise<boolean> {
+  const before = await call(`${game}/admin/claim-settings`, { headers: operatorAuth });
+  if (before.status !== 200 || typeof before.body?.claimBoardEnabled !== 'boolean') {
+    throw new Error(`reading the claim settings failed: ${describe(before)}`);
+  }
+  const on = await call(`${game}/admin/claim-settings`, { method: 'PATCH', headers: operatorAuth, body: { claimBoardEnabled: true } });
+  if (on.status !== 200 || on.body?.claimBoardEnabled !== true) throw new Error(`enabling the claim board failed: ${describe(on)}`);
+  return before.body.claimBoardEnabled as boolean;
+}
+
+/** Users: a fixed set for the bare case, fresh ones for the claims (topped up before each round). */
+async function userSupply(owner: pg.Pool, keys: KeyStore) {
+  const supply = { all: [] as User[], bare: await createUsers(owner, keys, BARE_USERS), fresh: [] as User[], created: 0, creating: 0 };
+  supply.all.push(...supply.bare);
+  const topUp = async (atLeast: number) => {
+    if (supply.fresh.length >= atLeast) return;
+    const t = performance.now();
+    const more = await createUsers(owner, keys, atLeast - supply.fresh.length);
+    supply.creating += (performance.now() - t) / 1000; // seconds spent creating users, setup and top-ups
+    supply.created += more.length;
+    supply.all.push(...more);
+    supply.fresh.push(...more);
+  };
+  return { supply, topUp };
+}
+
+type Supply = Awaited<ReturnType<typeof userSupply>>['supply'];
+
+/** The two requests: a credited claim of a fresh user, a bare authenticated read; each answers 1 when right. */
+function requests(game: string, supply: Supply, failures: Failures) {
+  const credited = new Map<string, number>(); // user id -> credited claims (200s)
+  const claim = async (): Promise<number> => {
+    const u = supply.fresh.pop();
+    if (!u) throw new OutOfUsers(`ran out of fresh users (a bench bug: the top-up before the round was too small; ${supply.created} created)`);
+    let a;
+    try {
+      a = await call(`${game}/claim-board/claim`, { headers: u.auth, body: { sectionKey: SECTION } });
+    } catch (err) {
+      failures.add(`claim threw ${(err as Error).name}`, `${u.userId}: ${(err as Error).message}`);
+      return 0;
+    }
+    if (a.status !== 200) {
+      failures.add(`claim ${a.status} ${code(a)}`, `${u.userId}: ${describe(a)}`);
+      return 0;
+    }
+    credited.set(u.userId, (credited.get(u.userId) ?? 0) + 1);
+    if (a.body?.outcome !== 'credited' || a.body?.amount !== BASELINE || a.body?.sectionKey !== SECTION) {
+      // a 200 is a credit (counted, and expected in the balances), but the answer is wrong
+      failures.add('claim 200 with an unexpected body', `${u.userId}: ${describe(a)}`);
+    }
+    return 1;
+  };
+  let bareNext = 0;
+  const bare = async (): Promise<number> => {
+    const u = supply.bare[bareNext++ % supply.bare.length]!;
+    try {
+      const a = await call(`${game}/api/agents`, { headers: u.auth });
+      if (a.status !== 200 || !Array.isArray(a.body?.agents) || a.body.agents.length !== 0) {
+        failures.add(`bare ${a.status} ${code(a)}`, `${u.userId}: ${describe(a)}`);
+        return 0;
+      }
+      return 1;
+    } catch (err) {
+      failures.add(`bare threw ${(err as Error).name}`, `${u.userId}: ${(err as Error).message}`);
+      return 0;
+    }
+  };
+  return { claim, bare, credited };
+}
+
+interface Measured {
+  cases: Case[];
+  results: Map<string, number[]>;
+  busy: Map<string, number[]>;
+  failedByRound: number[];
+  claimMade: Composition;
+  bareMade: Composition;
+  probeFailed: boolean;
+}
+
+function report(m: Measured, nClients: number, supply: Supply, failures: Failures) {
+  const [CLAIM, BARE] = [m.cases[0]!.name, m.cases[1]!.name];
+  const rates = (name: string) => m.results.get(name)!;
+  const ratios = rates(CLAIM).map((v, i) => v / rates(BARE)[i]!);
+  const s = nClients > 1 ? 's' : '';
+  log('\nmedian rates over rounds (node busy: the median share of the time this process\'s event loop, which runs the\nclient and all three roles, was not idle)');
+  log(table(
+    ['case', 'per second (median)', 'unit', 'rounds', 'node busy'],
+    m.cases.map((c) => [
+      c.name, fmtRate(median(rates(c.name))), c.unit, rates(c.name).map(fmtRate).join(' / '),
+      `${(100 * median(m.busy.get(c.name)!)).toFixed(0)}%`,
+    ]),
+  ));
+  log('');
+  log(`credited claims vs bare authenticated requests at ${nClients} client${s} = ${fmtRatio(median(ratios))} (median of within-round ratios: ${ratios.map(fmtRatio).join(', ')})`);
+  const n = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;
+  const made = (what: string, c: Composition) =>
+    `one ${what} = ${n(c.entries, 'journal transaction')} + ${n(c.interRole, 'HTTP call')} between roles${c.interRoleDetail} + ${n(c.client, 'client call')}${c.clientDetail}; the roles sent ${n(c.sql, 'SQL statement')}, ${c.writes} of them transactions that wrote`;
+  log(`${m.probeFailed ? '(a probe failed: what follows may be a failed request) ' : ''}${made('credited claim', m.claimMade)} (each commit waits for its WAL flush)`);
+  log(made('bare request', m.bareMade));
+  const latency = (name: string) => (median(rates(name)) > 0 ? (1000 * nClients / median(rates(name))).toFixed(1) : '-');
+  log(`at ${nClients} client${s} a claim takes ~${latency(CLAIM)} ms and a bare request ~${latency(BARE)} ms (clients / rate)`);
+  log(`users: ${BARE_USERS} for the bare case, ${supply.created} fresh for the claims (${supply.fresh.length} left unused), created in ${supply.creating.toFixed(1)} s outside the timed runs`);
+  log('');
+  if (failures.count) {
+    log(`FAILED requests: ${failures.count} (${m.failedByRound.join(' / ')} in the measured rounds; the rest in the probes or the warm-up), by kind:`);
+    for (const line of failures.lines()) log(line);
+  } else {
+    log('requests: every claim answered 200 credited and every bare request 200');
+  }
+}
+
+/** Each user's claim ledger rows and play balance are BASELINE x its credited claims; the ledger holds nothing else. */
+async function checkUsers(owner: pg.Pool, source: string, users: User[], credited: Map<string, number>) {
+  const totalCredited = [...credited.values()].reduce((a, b) => a + b, 0);
+  const { rows } = await owner.query<{ user_id: string; play: string; ledger_rows: number; ledger_amount: string }>(
+    `select u.id::text as user_id,
+            coalesce((select sum(a.balance) from cage.cage_accounts a
+                       where a.account_type = 'user' and a.user_id = u.id and a.money_kind = 'play'), 0)::text as play,
+            (select count(*) from claims.claim_ledger l where l.user_id = u.id)::int as ledger_rows,
+            coalesce((select sum(l.amount) from claims.claim_ledger l where l.user_id = u.id), 0)::text as ledger_amount
+       from unnest($1::uuid[]) as u(id)`,
+    [users.map((u) => u.userId)],
+  );
+  const ledgerRows = rows.reduce((n, r) => n + r.ledger_rows, 0);
+  const wrong: string[] = [];
+  for (const r of rows) {
+    const n = credited.get(r.user_id) ?? 0;
+    if (r.ledger_rows !== n || BigInt(r.ledger_amount) !== BigInt(BASELINE * n) || BigInt(r.play) !== BigInt(BASELINE * n)) {
+      wrong.push(`${r.user_id}: ${n} credited, ${r.ledger_rows} ledger row(s) of ${r.ledger_amount}, play balance ${r.play}`);
+    }
+  }
+  let ledgerOk = ledgerRows === totalCredited;
+  let ledgerNote = `${ledgerRows} rows for the bench's ${users.length} users`;
+  if (source === 'embedded') {
+    const all = (await owner.query<{ n: number }>('select count(*)::int as n from claims.claim_ledger')).rows[0]!.n;
+    ledgerOk &&= all === totalCredited;
+    ledgerNote = `${all} rows in all`;
+  }
+  log(`claim ledger: ${ledgerNote}, credited claims (200s): ${totalCredited}${ledgerOk ? '' : '  <- MISMATCH'}`);
+  log(wrong.length
+    ? `users: ${wrong.length} of ${users.length} whose ledger rows or play balance are not ${BASELINE} x their credited claims:\n  ${wrong.slice(0, 20).join('\n  ')}`
+    : `users: all ${users.length} with ledger rows and a play balance of ${BASELINE} x their credited claims (${credited.size} credited once, the rest none)`);
+  return ledgerOk && !wrong.length;
+}
+
+async function auditClean(cagePool: pg.Pool): Promise<boolean> {
+  const auditStart = performance.now();
+  const violations = await audit(cagePool);
+  if (violations.length) {
+    log(`audit: ${violations.length} violation(s):`);
+    for (const v of violations.slice(0, 20)) log(`  ${v.invariant} ${v.subject} ${JSON.stringify(v.detail)}`);
+  } else {
+    log(`audit: clean (0 violations, ${((performance.now() - auditStart) / 1000).toFixed(1)} s)`);
+  }
+  return violations.length === 0;
+}
+
+/** The probes (what one claim and one bare request are made of), then the interleaved rounds. */
+async function measure(opts: {
+  owner: pg.Pool; urls: Record<string, string>; nClients: number; rounds: number; seconds: number; failures: Failures;
+  claim: () => Promise<number>; bare: () => Promise<number>; topUp: (n: number) => Promise<void>;
+}): Promise<Measured> {
+  const { owner, urls, nClients, rounds, seconds, failures, claim, bare } = opts;
+  await bare(); // the game's first JWT verification fetches the auth role's JWKS: not in a probe
+  const claimMade = await probe(owner, claim, urls);
+  const bareMade = await probe(owner, bare, urls);
+  const probeFailed = failures.count > 0;
+  if (probeFailed) log(`a probe failed: ${[...failures.byKind.keys()].join(', ')}`);
+  let fastestClaims = 0;
+  const cases: Case[] = [
+    {
+      name: `claim@${nClients}`, unit: 'credited claims',
+      run: async (secs) => {
+        const rate = (await timed(nClients, secs, claim)).perSecond;
+        fastestClaims = Math.max(fastestClaims, rate);
+        return rate;
+      },
+    },
+    { name: `bare@${nClients}`, unit: 'requests', run: async (secs) => (await timed(nClients, secs, bare)).perSecond },
+  ];
+  log(`cases (units/s): ${cases.map((c) => `${c.name} = ${c.unit}`).join(', ')}`);
+  log(`${rounds} rounds x ${cases.length} cases x ${seconds} s, order rotated each round; fresh users topped up before each round (untimed)\n`);
+  const measured = await interleavedRounds({
+    cases, rounds, seconds, failures, noun: 'failed request', log,
+    beforeRound: async (round) => {
+      if (round >= 0) await opts.topUp(Math.ceil(fastestClaims * seconds * HEADROOM) + nClients);
+    },
+  });
+  return { ...measured, cases, claimMade, bareMade, probeFailed };
+}
+
 export default async function claimsBench(args: string[]): Promise<number> {
   const flags = flagsOrUsage(args, { seconds: 3, rounds: 3, clients: 8 }, USAGE);
   if (!flags) return 2;
@@ -126,138 +319,16 @@ export default async function claimsBench(args: string[]): Promise<number> {
     const started = await startRoles({ databaseUrl: db.url, secret: SECRET, issuer: ISSUER, serviceKey: SERVICE_KEY });
     platform = started.platform;
     const { game } = started.urls;
-    // the claim settings are an operator's: signed in as one
-    const operatorAuth = (await signInOperator(owner!, started.urls.auth)).auth;
-    const before = await call(`${game}/admin/claim-settings`, { headers: operatorAuth });
-    if (before.status !== 200 || typeof before.body?.claimBoardEnabled !== 'boolean') {
-      throw new Error(`reading the claim settings failed: ${describe(before)}`);
-    }
-    const wasEnabled: boolean = before.body.claimBoardEnabled;
-    const on = await call(`${game}/admin/claim-settings`, { method: 'PATCH', headers: operatorAuth, body: { claimBoardEnabled: true } });
-    if (on.status !== 200 || on.body?.claimBoardEnabled !== true) throw new Error(`enabling the claim board failed: ${describe(on)}`);
-
-    // users: a fixed set for the bare case, fresh ones for the claims (topped up before each round)
-    const keys = createKeyStore(authPool, { secret: SECRET, issuer: ISSUER });
-    const allUsers: User[] = [];
-    const bareUsers = await createUsers(owner, keys, BARE_USERS);
-    allUsers.push(...bareUsers);
-    const fresh: User[] = [];
-    let created = 0;
-    let creating = 0; // seconds spent creating users, setup and top-ups
-    const topUp = async (atLeast: number) => {
-      if (fresh.length >= atLeast) return;
-      const t = performance.now();
-      const more = await createUsers(owner!, keys, atLeast - fresh.length);
-      creating += (performance.now() - t) / 1000;
-      created += more.length;
-      allUsers.push(...more);
-      fresh.push(...more);
-    };
+    const operatorAuth = (await signInOperator(owner, started.urls.auth)).auth;
+    const wasEnabled = await boardOn(game, operatorAuth);
+    const { supply, topUp } = await userSupply(owner, createKeyStore(authPool, { secret: SECRET, issuer: ISSUER }));
     await topUp(WARM_UP_USERS);
     log(`set up ${BARE_USERS} users for the bare case and ${WARM_UP_USERS} fresh users for the claims, each with a linked Solana wallet and a JWT, in ${((performance.now() - setupStart) / 1000).toFixed(1)} s (the roles included)`);
 
-    // ---- the two requests ------------------------------------------------------------------
     const failures = new Failures();
-    const credited = new Map<string, number>(); // user id -> credited claims (200s)
-    const claim = async (): Promise<number> => {
-      const u = fresh.pop();
-      if (!u) throw new OutOfUsers(`ran out of fresh users (a bench bug: the top-up before the round was too small; ${created} created)`);
-      let a;
-      try {
-        a = await call(`${game}/claim-board/claim`, { headers: u.auth, body: { sectionKey: SECTION } });
-      } catch (err) {
-        failures.add(`claim threw ${(err as Error).name}`, `${u.userId}: ${(err as Error).message}`);
-        return 0;
-      }
-      if (a.status !== 200) {
-        failures.add(`claim ${a.status} ${code(a)}`, `${u.userId}: ${describe(a)}`);
-        return 0;
-      }
-      credited.set(u.userId, (credited.get(u.userId) ?? 0) + 1);
-      if (a.body?.outcome !== 'credited' || a.body?.amount !== BASELINE || a.body?.sectionKey !== SECTION) {
-        // a 200 is a credit (counted, and expected in the balances), but the answer is wrong
-        failures.add('claim 200 with an unexpected body', `${u.userId}: ${describe(a)}`);
-      }
-      return 1;
-    };
-    let bareNext = 0;
-    const bare = async (): Promise<number> => {
-      const u = bareUsers[bareNext++ % bareUsers.length]!;
-      try {
-        const a = await call(`${game}/api/agents`, { headers: u.auth });
-        if (a.status !== 200 || !Array.isArray(a.body?.agents) || a.body.agents.length !== 0) {
-          failures.add(`bare ${a.status} ${code(a)}`, `${u.userId}: ${describe(a)}`);
-          return 0;
-        }
-        return 1;
-      } catch (err) {
-        failures.add(`bare threw ${(err as Error).name}`, `${u.userId}: ${(err as Error).message}`);
-        return 0;
-      }
-    };
-
-    // ---- what one claim and one bare request are made of: probes, measured -------------------
-    await bare(); // the game's first JWT verification fetches the auth role's JWKS: not in a probe
-    const claimMade = await probe(owner, claim, started.urls);
-    const bareMade = await probe(owner, bare, started.urls);
-    const probeFailed = failures.count > 0;
-    if (probeFailed) log(`a probe failed: ${[...failures.byKind.keys()].join(', ')}`);
-
-    // ---- the cases -------------------------------------------------------------------------
-    const CLAIM = `claim@${nClients}`;
-    const BARE = `bare@${nClients}`;
-    let fastestClaims = 0;
-    const cases: Case[] = [
-      {
-        name: CLAIM, unit: 'credited claims',
-        run: async (secs) => {
-          const rate = (await timed(nClients, secs, claim)).perSecond;
-          fastestClaims = Math.max(fastestClaims, rate);
-          return rate;
-        },
-      },
-      { name: BARE, unit: 'requests', run: async (secs) => (await timed(nClients, secs, bare)).perSecond },
-    ];
-    log(`cases (units/s): ${cases.map((c) => `${c.name} = ${c.unit}`).join(', ')}`);
-    log(`${rounds} rounds x ${cases.length} cases x ${seconds} s, order rotated each round; fresh users topped up before each round (untimed)\n`);
-    const { results, busy, failedByRound } = await interleavedRounds({
-      cases, rounds, seconds, failures, noun: 'failed request', log,
-      beforeRound: async (round) => {
-        if (round >= 0) await topUp(Math.ceil(fastestClaims * seconds * HEADROOM) + nClients);
-      },
-    });
-
-    // ---- the report ------------------------------------------------------------------------
-    const rates = (name: string) => results.get(name)!;
-    const ratios = rates(CLAIM).map((v, i) => v / rates(BARE)[i]!);
-    const ratio = median(ratios);
-    const s = nClients > 1 ? 's' : '';
-    log('\nmedian rates over rounds (node busy: the median share of the time this process\'s event loop, which runs the\nclient and all three roles, was not idle)');
-    log(table(
-      ['case', 'per second (median)', 'unit', 'rounds', 'node busy'],
-      cases.map((c) => [
-        c.name, fmtRate(median(rates(c.name))), c.unit, rates(c.name).map(fmtRate).join(' / '),
-        `${(100 * median(busy.get(c.name)!)).toFixed(0)}%`,
-      ]),
-    ));
-    log('');
-    log(`credited claims vs bare authenticated requests at ${nClients} client${s} = ${fmtRatio(ratio)} (median of within-round ratios: ${ratios.map(fmtRatio).join(', ')})`);
-    const n = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;
-    const made = (what: string, c: Composition) =>
-      `one ${what} = ${n(c.entries, 'journal transaction')} + ${n(c.interRole, 'HTTP call')} between roles${c.interRoleDetail} + ${n(c.client, 'client call')}${c.clientDetail}; the roles sent ${n(c.sql, 'SQL statement')}, ${c.writes} of them transactions that wrote`;
-    log(`${probeFailed ? '(a probe failed: what follows may be a failed request) ' : ''}${made('credited claim', claimMade)} (each commit waits for its WAL flush)`);
-    log(made('bare request', bareMade));
-    const latency = (name: string) => (median(rates(name)) > 0 ? (1000 * nClients / median(rates(name))).toFixed(1) : '-');
-    log(`at ${nClients} client${s} a claim takes ~${latency(CLAIM)} ms and a bare request ~${latency(BARE)} ms (clients / rate)`);
-    log(`users: ${BARE_USERS} for the bare case, ${created} fresh for the claims (${fresh.length} left unused), created in ${creating.toFixed(1)} s outside the timed runs`);
-
-    log('');
-    if (failures.count) {
-      log(`FAILED requests: ${failures.count} (${failedByRound.join(' / ')} in the measured rounds; the rest in the probes or the warm-up), by kind:`);
-      for (const line of failures.lines()) log(line);
-    } else {
-      log('requests: every claim answered 200 credited and every bare request 200');
-    }
+    const { claim, bare, credited } = requests(game, supply, failures);
+    const measured = await measure({ owner, urls: started.urls, nClients, rounds, seconds, failures, claim, bare, topUp });
+    report(measured, nClients, supply, failures);
 
     // the board as it was (it matters only in a database that stays)
     if (!wasEnabled) {
@@ -266,48 +337,10 @@ export default async function claimsBench(args: string[]): Promise<number> {
     }
     await platform.stop();
     platform = undefined;
-
-    // ---- the checks ------------------------------------------------------------------------
-    const totalCredited = [...credited.values()].reduce((a, b) => a + b, 0);
-    const { rows } = await owner.query<{ user_id: string; play: string; ledger_rows: number; ledger_amount: string }>(
-      `select u.id::text as user_id,
-              coalesce((select sum(a.balance) from cage.cage_accounts a
-                         where a.account_type = 'user' and a.user_id = u.id and a.money_kind = 'play'), 0)::text as play,
-              (select count(*) from claims.claim_ledger l where l.user_id = u.id)::int as ledger_rows,
-              coalesce((select sum(l.amount) from claims.claim_ledger l where l.user_id = u.id), 0)::text as ledger_amount
-         from unnest($1::uuid[]) as u(id)`,
-      [allUsers.map((u) => u.userId)],
-    );
-    const ledgerRows = rows.reduce((n, r) => n + r.ledger_rows, 0);
-    const wrong: string[] = [];
-    for (const r of rows) {
-      const n = credited.get(r.user_id) ?? 0;
-      if (r.ledger_rows !== n || BigInt(r.ledger_amount) !== BigInt(BASELINE * n) || BigInt(r.play) !== BigInt(BASELINE * n)) {
-        wrong.push(`${r.user_id}: ${n} credited, ${r.ledger_rows} ledger row(s) of ${r.ledger_amount}, play balance ${r.play}`);
-      }
-    }
-    let ledgerOk = ledgerRows === totalCredited;
-    let ledgerNote = `${ledgerRows} rows for the bench's ${allUsers.length} users`;
-    if (db.source === 'embedded') {
-      const all = (await owner.query<{ n: number }>('select count(*)::int as n from claims.claim_ledger')).rows[0]!.n;
-      ledgerOk &&= all === totalCredited;
-      ledgerNote = `${all} rows in all`;
-    }
-    log(`claim ledger: ${ledgerNote}, credited claims (200s): ${totalCredited}${ledgerOk ? '' : '  <- MISMATCH'}`);
-    log(wrong.length
-      ? `users: ${wrong.length} of ${allUsers.length} whose ledger rows or play balance are not ${BASELINE} x their credited claims:\n  ${wrong.slice(0, 20).join('\n  ')}`
-      : `users: all ${allUsers.length} with ledger rows and a play balance of ${BASELINE} x their credited claims (${credited.size} credited once, the rest none)`);
-
-    const auditStart = performance.now();
-    const violations = await audit(cagePool);
-    if (violations.length) {
-      log(`audit: ${violations.length} violation(s):`);
-      for (const v of violations.slice(0, 20)) log(`  ${v.invariant} ${v.subject} ${JSON.stringify(v.detail)}`);
-    } else {
-      log(`audit: clean (0 violations, ${((performance.now() - auditStart) / 1000).toFixed(1)} s)`);
-    }
+    const usersOk = await checkUsers(owner, db.source, supply.all, credited);
+    const clean = await auditClean(cagePool);
     log(`total ${((performance.now() - began) / 1000).toFixed(0)} s`);
-    return failures.count || !ledgerOk || wrong.length || violations.length ? 1 : 0;
+    return failures.count || !usersOk || !clean ? 1 : 0;
   } finally {
     await platform?.stop().catch(() => undefined);
     await authPool?.end().catch(() => undefined);

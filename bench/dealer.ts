@@ -1,4 +1,4 @@
-// The dealer benchmark (issue 6). Four cases, in one process and one run:
+// The dealer benchmark (issue 6, issue 22). Cases, in one process and one run:
 //   evaluator   seven-card hands/s of the evaluator's score path (server/game/poker/evaluator.ts,
 //               scoreSeven) against the `phe` package's seven-card evaluator, on the same
 //               pre-generated random hands (two cases, and their ratio);
@@ -7,61 +7,75 @@
 //               randomDeck: SHA-256 counter mode and Fisher–Yates, as the game role deals), starts
 //               with fresh stacks and is played to its end by random legal actions (uniform over
 //               legalActions(); bet/raise to a uniform amount in minRaiseTo..maxRaiseTo);
-//   live        hands/s over real websockets: --tables tables of --bots bot clients each against
-//               ONE game process (the auth, game and cage roles in this process, as bench/cage.ts
-//               starts them, HAND_DELAY_MS small, the turn timer off). Each bot is a user of its
-//               own with chips bought through POST /api/operator/purchase, connects with its JWT,
-//               joins its table, sits through the ws `sit` (and sits again when it busts), and
-//               answers every game_state that carries `legal` with a random legal action. A unit
-//               is a hand_result (counted on one bot per table); the latency is from sending an
-//               action to the next game_state on that bot's connection.
-//               The bots run in a worker thread of this process, the roles on the main thread.
+//   live        hands/s over real websockets: --tables tables of --bots bot clients each
+//               (bench/lib/live-bots.ts, in a worker thread), HAND_DELAY_MS small, the turn timer
+//               off, once for each placement of the roles (--live; bench/lib/live-roles.ts), each a
+//               case of its own with its own users and tables on the one database:
+//                 in-process     auth, game and cage in this process's main thread, as before;
+//                 start          one child process started as `npm start` starts it (the telemetry
+//                                hook loaded), running auth, game and cage;
+//                 start-no-hook  the same without the hook: the two side by side price the hook;
+//                 game-x1        auth and cage in one child, the game role in another (hook loaded);
+//                 game-x2        auth and cage in one child, the game role in two others: table i
+//                                goes to game process i mod 2 (a router keyed by table), the
+//                                table lease decides which runs it; against game-x1, what a
+//                                second process adds.
+//               Each bot is a user of its own with chips bought through POST
+//               /api/operator/purchase, connects with its JWT, joins its table, sits through the ws
+//               `sit` (and sits again when it busts), and answers every game_state that carries
+//               `legal` with a random legal action. A unit is a hand_result (counted on one bot per
+//               table); the latency is from sending an action to the next game_state on that bot's
+//               connection. Each window also reads the CPU the roles' processes, PostgreSQL (its
+//               postmaster and backends, /proc) and the bots' thread spent, printed per hand. After
+//               the rounds, one more window per placement runs with a CPU profile of every process
+//               of its roles, printed as CPU ms per hand by part (bench/lib/cpu-profile.ts): where
+//               the time goes.
 // As everywhere in bench/, cases are interleaved (every round runs every case for a fixed time, in
 // a rotated order), rates are medians over rounds and ratios are taken within a round, then their
 // median is quoted; the live latency goal is the median over rounds of each round's p99. The live
 // bots are paused (they hold their turn, so every table stands still) while the other cases run,
-// and the roles finish what was in flight before those cases take the main thread. At the end the
-// bots stand up through the ws, every seat must be empty, the bots' cage balances plus the tables'
-// escrows must equal what was bought, the hand histories stored must be the hand_results seen and
-// the cage audit must be clean; any failure, an error a bot did not expect, or an error logged by
-// the roles makes the exit code 1.
-import { randomBytes, randomUUID } from 'node:crypto';
-import { appendFileSync } from 'node:fs';
+// and the roles finish what was in flight before another case runs. At the end, for every
+// placement, the bots stand up through the ws, every seat must be empty, the bots' cage balances
+// plus the tables' escrows must equal what was bought and the hand histories stored must be the
+// hand_results seen; then every role stops and the cage audit (of the whole journal) must be clean.
+// Any failure, an error a bot did not expect, or an error logged by the roles makes the exit code 1.
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { isMainThread, parentPort, Worker, workerData, type MessagePort } from 'node:worker_threads';
 import type pg from 'pg';
-import WebSocket from 'ws';
 import { createKeyStore } from '../server/auth/keys.ts';
 import { audit } from '../server/cage/ledger.ts';
-import { loadConfig } from '../server/config/index.ts';
 import { migrate } from '../server/db/migrate.ts';
 import { createOwnerPool, createRolePool } from '../server/db/pools.ts';
 import { randomDeck } from '../server/game/poker/deck.ts';
 import { applyAction, isRefusal, legalActions, startHand, type Action, type RakeRule, type SeatInput } from '../server/game/poker/engine.ts';
 import { scoreSeven } from '../server/game/poker/evaluator.ts';
-import type { Platform } from '../server/platform.ts';
-import { createLogger } from '../server/telemetry/index.ts';
 import { loadPhe, randomHands } from '../test/helpers/evaluator.ts';
-import { signInOperator } from '../test/helpers/operator.ts';
-import { benchDatabase, fmtRate, fmtRatio, median, numericFlags, table, timed, UsageError } from './lib/harness.ts';
-import { call, databaseLine, describeAnswer as describe, Failures } from './lib/platform.ts';
+import { PARTS, type Part } from './lib/cpu-profile.ts';
+import { benchDatabase, fmtRate, fmtRatio, median, numericFlags, sfc32, table, timed, UsageError } from './lib/harness.ts';
+import { LIVE_SETTLE_S, LiveConfig, type LiveShared, type ProfileResult } from './lib/live.ts';
+import { PLACEMENT_LABELS, PLACEMENTS, startRoles, type Placement, type RunningRoles } from './lib/live-roles.ts';
+import { databaseLine, Failures } from './lib/platform.ts';
+import { available as procAvailable, PostgresCpu } from './lib/proc-cpu.ts';
 
 const CASE_GROUPS = ['evaluator', 'engine', 'live'] as const;
 type CaseGroup = (typeof CASE_GROUPS)[number];
 
-const USAGE = `usage: npm run bench -- dealer [--seconds N] [--rounds N] [--hands N] [--tables N] [--bots N] [--delay MS] [--cases LIST]
+const USAGE = `usage: npm run bench -- dealer [--seconds N] [--rounds N] [--hands N] [--tables N] [--bots N] [--delay MS] [--cases LIST] [--live LIST]
   --seconds  measured seconds per case per round (default 2)
   --rounds   interleaved rounds; medians are taken over them (default 5)
   --hands    pre-generated random seven-card hands, shared by the evaluator cases (default 1048576)
-  --tables   live case: tables, each with its own bots (default 20)
-  --bots     live case: bot clients (and seats) per table, 2..9 (default 6)
-  --delay    live case: HAND_DELAY_MS, the pause between hands (default 5)
+  --tables   live cases: tables, each with its own bots (default 20)
+  --bots     live cases: bot clients (and seats) per table, 2..9 (default 6)
+  --delay    live cases: HAND_DELAY_MS, the pause between hands (default 5)
   --cases    a comma-separated subset of ${CASE_GROUPS.join(',')} (default all)
-  The live case needs PostgreSQL: DATABASE_URL when set (it is migrated; its users, tables and
+  --live     the live cases' placements of the roles, a comma-separated subset of
+             ${PLACEMENTS.join(',')} (default all)
+  The live cases need PostgreSQL: DATABASE_URL when set (it is migrated; its users, tables and
   hands stay), otherwise an embedded, durable one in a temp dir, deleted at the end.
   DEALER_ROLES_LOG=<file>: the roles' warning and error log lines are also appended to that file
-  (the report shows the first of each kind).`;
+  (the report shows the first of each kind).
+  DEALER_PROFILE_DIR=<dir>: the profiled windows' CPU profiles are also written there (.cpuprofile,
+  for Chrome DevTools), one per process of the roles.`;
 
 const SEED = 20240601;
 
@@ -86,195 +100,213 @@ interface Goal {
   target: number;
 }
 
+/** What each group of cases adds to the run. */
+interface Plan {
+  cases: Case[];
+  goals: Goal[];
+  checks: (() => Promise<boolean>)[];
+  cleanups: (() => Promise<void>)[];
+  /** After the rounds, before the checks: the live profiles. */
+  afterRounds: (() => Promise<void>)[];
+  /** Each case's rates over the measured rounds, once they ran. */
+  rates?: (name: string) => number[];
+}
+
 const EVALUATOR = 'evaluator 7-card hands/s (ours, score path)';
 const PHE = 'phe 7-card hands/s';
 const ENGINE = 'engine hands/s (6-max, random legal actions)';
-const LIVE = 'live hands/s (ws bots)';
+const liveCase = (p: Placement) => `live hands/s, ${PLACEMENT_LABELS[p]}`;
 
 const log = (msg: string) => console.log(msg);
 
 /** `batch` repeated for `seconds` on this thread; units per second. */
 const batched = (batch: () => number) => async (seconds: number) => (await timed(1, seconds, async () => batch())).perSecond;
 
-export default async function dealerBench(args: string[]): Promise<number> {
-  let flags;
-  let groups: Set<CaseGroup>;
+interface Flags {
+  seconds: number;
+  rounds: number;
+  hands: number;
+  tables: number;
+  bots: number;
+  delay: number;
+}
+
+/** A comma-separated list flag (`--name a,b` or `--name=a,b`), taken out of `args`. */
+function listFlag(args: string[], name: string): { rest: string[]; value: string | undefined } {
+  const rest: string[] = [];
+  let value: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === `--${name}`) value = args[++i] ?? '';
+    else if (a.startsWith(`--${name}=`)) value = a.slice(name.length + 3);
+    else rest.push(a);
+  }
+  return { rest, value };
+}
+
+function listOf<T extends string>(value: string | undefined, all: readonly T[], name: string): T[] {
+  const listed = value === undefined ? [...all] : value.split(',').map((s) => s.trim()).filter(Boolean);
+  const unknown = listed.filter((c) => !(all as readonly string[]).includes(c));
+  if (!listed.length || unknown.length) throw new UsageError(`--${name}: unknown or empty (${unknown.join(',') || value})\n${USAGE}`);
+  return [...new Set(listed)] as T[];
+}
+
+function parseArgs(args: string[]): { flags: Flags; groups: Set<CaseGroup>; placements: Placement[] } | null {
   try {
-    const rest: string[] = [];
-    let casesArg: string | undefined;
-    for (let i = 0; i < args.length; i++) {
-      const a = args[i]!;
-      if (a === '--cases') casesArg = args[++i] ?? '';
-      else if (a.startsWith('--cases=')) casesArg = a.slice('--cases='.length);
-      else rest.push(a);
-    }
-    flags = numericFlags(rest, { seconds: 2, rounds: 5, hands: 1 << 20, tables: 20, bots: 6, delay: 5 }, USAGE);
-    const listed = casesArg === undefined ? [...CASE_GROUPS] : casesArg.split(',').map((s) => s.trim()).filter(Boolean);
-    const unknown = listed.filter((c) => !(CASE_GROUPS as readonly string[]).includes(c));
-    if (!listed.length || unknown.length) throw new UsageError(`--cases: unknown or empty (${unknown.join(',') || casesArg})\n${USAGE}`);
-    groups = new Set(listed as CaseGroup[]);
+    const cases = listFlag(args, 'cases');
+    const live = listFlag(cases.rest, 'live');
+    const flags = numericFlags(live.rest, { seconds: 2, rounds: 5, hands: 1 << 20, tables: 20, bots: 6, delay: 5 }, USAGE);
     if (flags.bots < 2 || flags.bots > 9) throw new UsageError(`--bots must be 2..9\n${USAGE}`);
+    return { flags, groups: new Set(listOf(cases.value, CASE_GROUPS, 'cases')), placements: listOf(live.value, PLACEMENTS, 'live') };
   } catch (err) {
     if (err instanceof UsageError) {
       console.error(err.message);
-      return 2;
+      return null;
     }
     throw err;
   }
+}
+
+export default async function dealerBench(args: string[]): Promise<number> {
+  const parsed = parseArgs(args);
+  if (!parsed) return 2;
+  const { flags, groups, placements } = parsed;
   const rounds = Math.max(1, Math.round(flags.rounds));
   const began = performance.now();
-  const cases: Case[] = [];
-  const goals: Goal[] = [];
-  const checks: (() => Promise<boolean>)[] = [];
-  const cleanups: (() => Promise<void>)[] = [];
-
-  console.log(`dealer benchmark: node ${process.version}, ${cpus()[0]?.model ?? 'unknown CPU'} (${cpus().length} CPUs; the evaluator and engine cases use one)`);
-
+  const plan: Plan = { cases: [], goals: [], checks: [], cleanups: [], afterRounds: [] };
+  log(`dealer benchmark: node ${process.version}, ${cpus()[0]?.model ?? 'unknown CPU'} (${cpus().length} CPUs; the evaluator and engine cases use one)`);
   try {
-    // ---- the evaluator against phe ---------------------------------------------------------
-    if (groups.has('evaluator')) {
-      const count = Math.max(1, Math.round(flags.hands));
-      const hands = randomHands(count, SEED);
-      const evaluate7 = loadPhe().evaluate7;
-      // two loops, not one taking a function: each call site stays monomorphic and inlinable
-      const ours = () => {
-        let sum = 0;
-        for (let i = 0; i < hands.length; i += 7) {
-          sum += scoreSeven(hands[i]!, hands[i + 1]!, hands[i + 2]!, hands[i + 3]!, hands[i + 4]!, hands[i + 5]!, hands[i + 6]!);
-        }
-        return sum;
-      };
-      const theirs = () => {
-        let sum = 0;
-        for (let i = 0; i < hands.length; i += 7) {
-          sum += evaluate7(hands[i]!, hands[i + 1]!, hands[i + 2]!, hands[i + 3]!, hands[i + 4]!, hands[i + 5]!, hands[i + 6]!);
-        }
-        return sum;
-      };
-      // The same hands and the same answers: our scores are 7,463 minus phe's values, hand for hand.
-      // The sums also keep the loops' results alive, so no work is optimised away.
-      let ourSum = ours();
-      let theirSum = theirs();
-      if (ourSum + theirSum !== 7463 * count) {
-        console.error(`the evaluators disagree on these hands: sums ${ourSum} + ${theirSum} != 7463 x ${count}`);
-        return 1;
-      }
-      cases.push(
-        { name: EVALUATOR, unit: 'hands', run: batched(() => { ourSum = ours(); return count; }) },
-        { name: PHE, unit: 'hands', run: batched(() => { theirSum = theirs(); return count; }) },
-      );
-      goals.push(
-        { label: EVALUATOR, subject: EVALUATOR, target: 10_000_000 },
-        { label: 'evaluator vs phe, same hands', subject: EVALUATOR, baseline: PHE, target: 1.0 },
-      );
-      checks.push(async () => {
-        if (ourSum + theirSum === 7463 * count) return true;
-        log('the evaluators changed their answers during the run');
-        return false;
-      });
-      log(`${fmtRate(count)} random seven-card hands (seed ${SEED}), pre-generated and shared by the evaluator cases`);
-    }
-
-    // ---- the pure engine -------------------------------------------------------------------
-    if (groups.has('engine')) {
-      const engine = engineCase();
-      cases.push({ name: ENGINE, unit: 'hands', run: batched(() => engine.play(256)) });
-      goals.push({ label: ENGINE, subject: ENGINE, target: 20_000 });
-      checks.push(async () => {
-        const s = engine.stats;
-        log(`engine: ${fmtRate(s.hands)} hands played in all, ${(s.actions / s.hands).toFixed(2)} actions/hand, ` +
-          `${(100 * s.showdowns / s.hands).toFixed(1)}% to a showdown, ${(100 * s.raises / s.actions).toFixed(1)}% of actions bets or raises; ` +
-          `chips conserved in every hand: ${s.failures.count ? 'NO' : 'yes'}`);
-        for (const line of s.failures.lines()) log(line);
-        return s.failures.count === 0;
-      });
-    }
-
-    // ---- the live tables -------------------------------------------------------------------
-    if (groups.has('live')) {
-      const live = await startLive({
-        tables: Math.max(1, Math.round(flags.tables)), bots: Math.round(flags.bots), delayMs: Math.round(flags.delay),
-      });
-      cleanups.push(() => live.close());
-      cases.push({ name: LIVE, unit: 'hands', run: (seconds, record) => live.measure(seconds, record) });
-      goals.push({
-        label: 'live action -> next game_state p99', subject: LIVE, kind: 'max', target: 20,
-        value: () => median(live.roundP99), show: (v) => `${v.toFixed(1)} ms`,
-      });
-      checks.push(() => live.finish());
-    }
-
-    if (!cases.length) return 2;
-    log(`${rounds} rounds x ${cases.length} cases x ${flags.seconds} s, order rotated each round${groups.has('live') ? ` (the live case: ${LIVE_SETTLE_S} s unmeasured after resuming its bots, then the measured seconds)` : ''}\n`);
-
-    const results = new Map<string, number[]>(cases.map((c) => [c.name, []]));
-    const runRound = async (round: number, seconds: number, record: boolean) => {
-      const line: string[] = [];
-      for (const c of cases.map((_, i) => cases[(i + round) % cases.length]!)) {
-        const rate = await c.run(seconds, record);
-        if (record) results.get(c.name)!.push(rate);
-        line.push(`${c.name} ${fmtRate(rate)}`);
-      }
-      log(`${record ? `round ${round + 1}/${rounds}` : 'warm-up'}: ${line.join(', ')}`);
-    };
-    await runRound(0, Math.min(1, flags.seconds), false);
-    for (let r = 0; r < rounds; r++) await runRound(r, flags.seconds, true);
-
+    if (groups.has('evaluator') && !addEvaluator(plan, flags)) return 1;
+    if (groups.has('engine')) addEngine(plan);
+    if (groups.has('live')) await addLive(plan, flags, placements);
+    if (!plan.cases.length) return 2;
+    log(`${rounds} rounds x ${plan.cases.length} cases x ${flags.seconds} s, order rotated each round${groups.has('live') ? ` (each live case: ${LIVE_SETTLE_S} s unmeasured after resuming its bots, then the measured seconds)` : ''}\n`);
+    const results = await runRounds(plan.cases, rounds, flags.seconds);
+    for (const after of plan.afterRounds) await after();
     const rates = (name: string) => results.get(name) ?? [];
-    /** Median over rounds of the within-round ratio. */
-    const ratio = (a: string, b: string) => median(rates(a).map((v, i) => v / rates(b)[i]!));
-
-    log('\nmedian rates over rounds');
-    log(table(
-      ['case', 'unit', 'median/s', 'min/s', 'max/s'],
-      cases.map((c) => [c.name, c.unit, fmtRate(median(rates(c.name))), fmtRate(Math.min(...rates(c.name))), fmtRate(Math.max(...rates(c.name)))]),
-    ));
-    if (groups.has('evaluator')) log(`\nevaluator vs phe on the same hands: ${fmtRatio(ratio(EVALUATOR, PHE))} (median of within-round ratios)`);
-
+    plan.rates = rates;
+    printRates(plan.cases, rates);
+    if (groups.has('evaluator')) log(`\nevaluator vs phe on the same hands: ${fmtRatio(ratioOf(rates, EVALUATOR, PHE))} (median of within-round ratios)`);
     let ok = true;
     log('');
-    for (const check of checks) ok = (await check()) && ok;
-
-    log(`\nfinal: medians over ${rounds} rounds and the median of the within-round ratios`);
-    log(table(
-      ['goal', 'median', 'baseline/s', 'ratio', 'target', 'result'],
-      goals.map((g) => {
-        const value = g.value ? g.value() : g.baseline ? ratio(g.subject, g.baseline) : median(rates(g.subject));
-        const met = g.kind === 'max' ? value < g.target : value >= g.target;
-        const shown = g.show ?? ((v: number) => `${fmtRate(v)}/s`);
-        return [
-          g.label, g.value ? shown(value) : `${fmtRate(median(rates(g.subject)))}/s`, g.baseline ? fmtRate(median(rates(g.baseline))) : '-',
-          g.baseline ? fmtRatio(value) : '-',
-          g.baseline ? `>= ${fmtRatio(g.target)}` : g.kind === 'max' ? `< ${shown(g.target)}` : `>= ${shown(g.target)}`,
-          met ? 'PASS' : 'MISS',
-        ];
-      }),
-    ));
+    for (const check of plan.checks) ok = (await check()) && ok;
+    printGoals(plan.goals, rates, rounds);
     log(`total ${((performance.now() - began) / 1000).toFixed(0)} s`);
     return ok ? 0 : 1;
   } finally {
-    for (const c of cleanups) await c().catch((err) => console.error('cleanup failed:', err));
+    for (const c of plan.cleanups) await c().catch((err) => console.error('cleanup failed:', err));
   }
+}
+
+/** Median over rounds of the within-round ratio a / b. */
+const ratioOf = (rates: (name: string) => number[], a: string, b: string) => median(rates(a).map((v, i) => v / rates(b)[i]!));
+
+/** A warm-up round (at most 1 s per case) and `rounds` measured ones, the order rotated each round; each case's rates. */
+async function runRounds(cases: Case[], rounds: number, seconds: number): Promise<Map<string, number[]>> {
+  const results = new Map<string, number[]>(cases.map((c) => [c.name, []]));
+  const runRound = async (round: number, secs: number, record: boolean) => {
+    const line: string[] = [];
+    for (const c of cases.map((_, i) => cases[(i + round) % cases.length]!)) {
+      const rate = await c.run(secs, record);
+      if (record) results.get(c.name)!.push(rate);
+      line.push(`${c.name} ${fmtRate(rate)}`);
+    }
+    log(`${record ? `round ${round + 1}/${rounds}` : 'warm-up'}: ${line.join(', ')}`);
+  };
+  await runRound(0, Math.min(1, seconds), false);
+  for (let r = 0; r < rounds; r++) await runRound(r, seconds, true);
+  return results;
+}
+
+function printRates(cases: Case[], rates: (name: string) => number[]) {
+  log('\nmedian rates over rounds');
+  log(table(
+    ['case', 'unit', 'median/s', 'min/s', 'max/s'],
+    cases.map((c) => [c.name, c.unit, fmtRate(median(rates(c.name))), fmtRate(Math.min(...rates(c.name))), fmtRate(Math.max(...rates(c.name)))]),
+  ));
+}
+
+function printGoals(goals: Goal[], rates: (name: string) => number[], rounds: number) {
+  log(`\nfinal: medians over ${rounds} rounds and the median of the within-round ratios`);
+  log(table(
+    ['goal', 'median', 'baseline/s', 'ratio', 'target', 'result'],
+    goals.map((g) => {
+      const value = g.value ? g.value() : g.baseline ? ratioOf(rates, g.subject, g.baseline) : median(rates(g.subject));
+      const met = g.kind === 'max' ? value < g.target : value >= g.target;
+      const shown = g.show ?? ((v: number) => `${fmtRate(v)}/s`);
+      return [
+        g.label, g.value ? shown(value) : `${fmtRate(median(rates(g.subject)))}/s`, g.baseline ? fmtRate(median(rates(g.baseline))) : '-',
+        g.baseline ? fmtRatio(value) : '-',
+        g.baseline ? `>= ${fmtRatio(g.target)}` : g.kind === 'max' ? `< ${shown(g.target)}` : `>= ${shown(g.target)}`,
+        met ? 'PASS' : 'MISS',
+      ];
+    }),
+  ));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The evaluator against phe
+
+/** Adds the evaluator cases; false when the two evaluators disagree on the hands. */
+function addEvaluator(plan: Plan, flags: Flags): boolean {
+  const count = Math.max(1, Math.round(flags.hands));
+  const hands = randomHands(count, SEED);
+  const evaluate7 = loadPhe().evaluate7;
+  // two loops, not one taking a function: each call site stays monomorphic and inlinable
+  const ours = () => {
+    let sum = 0;
+    for (let i = 0; i < hands.length; i += 7) {
+      sum += scoreSeven(hands[i]!, hands[i + 1]!, hands[i + 2]!, hands[i + 3]!, hands[i + 4]!, hands[i + 5]!, hands[i + 6]!);
+    }
+    return sum;
+  };
+  const theirs = () => {
+    let sum = 0;
+    for (let i = 0; i < hands.length; i += 7) {
+      sum += evaluate7(hands[i]!, hands[i + 1]!, hands[i + 2]!, hands[i + 3]!, hands[i + 4]!, hands[i + 5]!, hands[i + 6]!);
+    }
+    return sum;
+  };
+  // The same hands and the same answers: our scores are 7,463 minus phe's values, hand for hand.
+  // The sums also keep the loops' results alive, so no work is optimised away.
+  let ourSum = ours();
+  let theirSum = theirs();
+  if (ourSum + theirSum !== 7463 * count) {
+    console.error(`the evaluators disagree on these hands: sums ${ourSum} + ${theirSum} != 7463 x ${count}`);
+    return false;
+  }
+  plan.cases.push(
+    { name: EVALUATOR, unit: 'hands', run: batched(() => { ourSum = ours(); return count; }) },
+    { name: PHE, unit: 'hands', run: batched(() => { theirSum = theirs(); return count; }) },
+  );
+  plan.goals.push(
+    { label: EVALUATOR, subject: EVALUATOR, target: 10_000_000 },
+    { label: 'evaluator vs phe, same hands', subject: EVALUATOR, baseline: PHE, target: 1.0 },
+  );
+  plan.checks.push(async () => {
+    if (ourSum + theirSum === 7463 * count) return true;
+    log('the evaluators changed their answers during the run');
+    return false;
+  });
+  log(`${fmtRate(count)} random seven-card hands (seed ${SEED}), pre-generated and shared by the evaluator cases`);
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
 // The engine case
 
-/** sfc32: a small, fast 32-bit PRNG (PractRand-clean), seeded deterministically. */
-function sfc32(seed: number): () => number {
-  let a = 0x9e3779b9, b = 0x243f6a88, c = 0xb7e15162, d = seed | 0;
-  const next = () => {
-    let t = (a + b) | 0;
-    a = b ^ (b >>> 9);
-    b = (c + (c << 3)) | 0;
-    c = (c << 21) | (c >>> 11);
-    d = (d + 1) | 0;
-    t = (t + d) | 0;
-    c = (c + t) | 0;
-    return t >>> 0;
-  };
-  for (let i = 0; i < 15; i++) next();
-  return next;
+function addEngine(plan: Plan) {
+  const engine = engineCase();
+  plan.cases.push({ name: ENGINE, unit: 'hands', run: batched(() => engine.play(256)) });
+  plan.goals.push({ label: ENGINE, subject: ENGINE, target: 20_000 });
+  plan.checks.push(async () => {
+    const s = engine.stats;
+    log(`engine: ${fmtRate(s.hands)} hands played in all, ${(s.actions / s.hands).toFixed(2)} actions/hand, ` +
+      `${(100 * s.showdowns / s.hands).toFixed(1)}% to a showdown, ${(100 * s.raises / s.actions).toFixed(1)}% of actions bets or raises; ` +
+      `chips conserved in every hand: ${s.failures.count ? 'NO' : 'yes'}`);
+    for (const line of s.failures.lines()) log(line);
+    return s.failures.count === 0;
+  });
 }
 
 const ENGINE_SEATS = 6;
@@ -334,599 +366,190 @@ function engineCase() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The live case: the server side (this thread) and the bots (a worker thread of this process)
-//
-// The bots run in a worker thread so that the roles' event loop carries only the server: the
-// client's JSON parsing and its ends of the 120 sockets would otherwise queue in front of the
-// game's work and be counted in its latency. Both threads, PostgreSQL and the kernel's loopback
-// share this machine's CPUs.
+
+// ---------------------------------------------------------------------------------------------
+// The live tables: one case per placement of the roles (bench/lib/live.ts)
 
 const SECRET = 'bench-dealer-auth-secret-0123456789abcdef';
 const ISSUER = 'https://auth.bench.local';
 const SERVICE_KEY = 'bench-service-key-0123456789abcdef';
-const CHIPS = 100_000; // bought per bot; enough for hundreds of rebuys
-const BUY_IN = 200; // the table's maximum: 100 big blinds
-const LIVE_SETTLE_S = 0.5; // unmeasured, after the bots resume, before each live measurement
-const STAND_UP_TIMEOUT_MS = 30_000;
-const SIT_BACKOFF_MS = 200;
-/** Refusals a bot can meet in a fair race; counted and reported, not failures. */
-const EXPECTED = {
-  act: new Set(['stale_sequence', 'stale_hand']),
-  // a sit during a hand waits for its end (sit_pending) and is made before the next deal, so no
-  // refusal of a sit is expected;
-  // hand_in_progress: a hand held the table when the bank came to stand the bot up (see the
-  // report for stand-ups); not_at_table: the bot busted (its seat closed) while its stand-up was
-  // on the way; nothing_to_withdraw: it busted and its stand-up reached the seat before the bust
-  // was settled
-  sit: new Set<string>(),
-  up: new Set(['hand_in_progress', 'not_at_table', 'nothing_to_withdraw']),
-};
+/** The issue's goals for the live path, measured with the telemetry hook loaded as `npm start` loads it. */
+const LIVE_HANDS_TARGET = 330;
+const LIVE_P99_TARGET_MS = 25;
 
-interface BotSpec {
-  userId: string;
-  token: string;
-  table: number;
-  seat: number;
-  /** Counts its table's hand_results. */
-  counter: boolean;
-}
-
-interface BotsData {
-  kind: 'dealer-bots';
-  wsUrl: string;
-  gameUrl: string;
-  tableIds: string[];
-  bots: BotSpec[];
-  seed: number;
-}
-
-type ToBots = { type: 'seat' | 'resume' | 'start' | 'end' | 'pause' | 'stand-up' | 'close' };
-type Kinds = [string, { count: number; first: string }][];
-type FromBots =
-  | { type: 'ready' }
-  | { type: 'seated'; seated: number }
-  | { type: 'window'; perTable: number[]; elapsed: number; latencies: Float64Array; busy: number }
-  | { type: 'stood'; left: string[]; seconds: number; standUps: number; pendingStandUps: number }
-  | {
-    type: 'final'; hands: number; showdowns: number; dealtIn: number; counts: Record<string, number>;
-    failures: Kinds; expected: [string, number][];
-  }
-  | { type: 'crashed'; error: string };
-
-async function startLive(options: { tables: number; bots: number; delayMs: number }) {
-  const began = performance.now();
+/** The database, its pools and what the placements share; everything stopped by the plan's cleanup. */
+async function liveBase(plan: Plan) {
   const db = await benchDatabase(log);
-  let owner: pg.Pool | undefined;
-  let cagePool: pg.Pool | undefined;
-  let authPool: pg.Pool | undefined;
-  let platform: Platform | undefined;
-  let worker: Worker | undefined;
-  const close = async () => {
-    await worker?.terminate();
-    worker = undefined;
-    await platform?.stop().catch(() => undefined);
-    platform = undefined;
-    await authPool?.end().catch(() => undefined);
-    await cagePool?.end().catch(() => undefined);
-    await owner?.end().catch(() => undefined);
-    authPool = cagePool = owner = undefined;
+  const pools: pg.Pool[] = [];
+  plan.cleanups.push(async () => {
+    for (const p of pools) await p.end().catch(() => undefined);
     await db.stop();
-  };
-  try {
-    await migrate(db.url);
-    owner = createOwnerPool(db.url, 4);
-    cagePool = createRolePool(db.url, 'poker_cage', { max: 2, applicationName: 'bench-dealer-audit' });
-    authPool = createRolePool(db.url, 'poker_auth', { max: 2, applicationName: 'bench-dealer-auth' });
-    log(await databaseLine(owner, db.source));
-
-    // the roles' warnings and errors are counted (the logger is otherwise silent)
-    const serverLog = new Failures();
-    const destination = {
-      write(line: string) {
-        if (process.env.DEALER_ROLES_LOG) appendFileSync(process.env.DEALER_ROLES_LOG, line);
-        try {
-          const o = JSON.parse(line) as Record<string, any>;
-          const detail = JSON.stringify({ ...o, time: undefined, pid: undefined, hostname: undefined }).slice(0, 400);
-          serverLog.add(`${o.level >= 50 ? 'error' : 'warn'}: ${o.msg}`, detail);
-        } catch {
-          serverLog.add('unparsed log line', line.slice(0, 400));
-        }
-      },
-    };
-    process.env.GRAPHILE_ENV ??= 'development'; // Grafast reads it at import
-    const { startPlatform } = await import('../server/platform.ts');
-    platform = await startPlatform({
-      config: loadConfig({
-        NODE_ENV: 'test', LOG_LEVEL: 'warn', PORT: '0', GAME_PORT: '0', CAGE_PORT: '0', SERVICE_KEY,
-        AUTH_SECRET: SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true', CAGE_AUDIT_CRON: '0 0 1 1 *', CAGE_RAKE_RECONCILE_CRON: '0 0 1 1 *',
-        HAND_DELAY_MS: String(options.delayMs),
-      }),
-      roles: ['auth', 'game', 'cage'],
-      log: createLogger('warn', 'poker', destination),
-      databaseUrl: db.url,
-    });
-    const urlOf = (role: 'auth' | 'game' | 'cage') => platform!.roles.find((r) => r.role === role)!.url!;
-    const cage = urlOf('cage');
-    const game = urlOf('game');
-    const operator = await signInOperator(owner!, urlOf('auth'));
-
-    // ---- users, chips, tables ----------------------------------------------------------------
-    const keys = createKeyStore(authPool, { secret: SECRET, issuer: ISSUER });
-    const run = Date.now().toString(36);
-    const tableIds = Array.from({ length: options.tables }, (_, t) => `bench-${run}-${t}`);
-    const settings = {
-      smallBlind: 1, bigBlind: 2, minBuyIn: 40, maxBuyIn: BUY_IN, maxPlayers: options.bots, rakePercent: 5, rakeCap: 10,
-      rakeMinPot: 0, rakeRequiresFlop: true, turnTimeSec: 30, turnTimerEnabled: false,
-    };
-    const total = options.tables * options.bots;
-    const bots: BotSpec[] = [];
-    let made = 0;
-    await Promise.all(Array.from({ length: 8 }, async () => {
-      while (made < total) {
-        const i = made++;
-        const invite = `inv_${randomBytes(12).toString('hex')}`;
-        await owner!.query('select auth.mint_invite($1)', [invite]);
-        const { rows } = await owner!.query<{ user_id: string }>("select user_id from auth.bridge_sign_in('oidc', $1, null, $2)", [randomUUID(), invite]);
-        const userId = rows[0]!.user_id;
-        // a day, not the default 15 minutes: long runs must not see their tokens expire
-        const token = await keys.sign({ sub: userId, walletAddress: null }, { ttlSeconds: 86_400 });
-        const bought = await call(`${cage}/api/operator/purchase`, {
-          headers: operator.auth, body: { userId, amount: CHIPS, externalRef: `pay-${randomUUID()}`, moneyKind: 'play' },
-        });
-        if (bought.status !== 200) throw new Error(`purchase failed: ${describe(bought)}`);
-        bots[i] = { userId, token, table: Math.floor(i / options.bots), seat: i % options.bots, counter: i % options.bots === 0 };
-      }
-    }));
-    for (let t = 0; t < options.tables; t++) {
-      const created = await call(`${cage}/api/tables`, {
-        headers: { authorization: `Bearer ${bots[t * options.bots]!.token}` },
-        body: { tableId: tableIds[t]!, gameType: 'poker', settings },
-      });
-      if (created.status !== 200) throw new Error(`table failed: ${describe(created)}`);
-    }
-    const bought = BigInt(CHIPS) * BigInt(total);
-
-    // ---- the bots' thread ---------------------------------------------------------------------
-    const data: BotsData = { kind: 'dealer-bots', wsUrl: `${game.replace(/^http/, 'ws')}/ws`, gameUrl: game, tableIds, bots, seed: SEED };
-    const w = new Worker(new URL(import.meta.url), { workerData: data });
-    worker = w;
-    const waiting = new Map<string, (m: FromBots) => void>();
-    let crashed: string | null = null;
-    const failAll = (why: string) => {
-      crashed ??= why;
-      for (const resolve of waiting.values()) resolve({ type: 'crashed', error: why });
-      waiting.clear();
-    };
-    w.on('message', (m: FromBots) => {
-      if (m.type === 'crashed') return failAll(m.error);
-      const resolve = waiting.get(m.type);
-      waiting.delete(m.type);
-      resolve?.(m);
-    });
-    w.on('error', (err) => failAll(`the bots' thread threw: ${err.stack ?? err.message}`));
-    w.on('exit', (code) => failAll(`the bots' thread exited (${code})`));
-    const ask = <T extends FromBots['type']>(command: ToBots['type'] | null, answer: T): Promise<Extract<FromBots, { type: T }>> => {
-      const reply = new Promise<FromBots>((resolve) => {
-        if (crashed) return resolve({ type: 'crashed', error: crashed });
-        waiting.set(answer, resolve);
-      });
-      if (command) w.postMessage({ type: command } satisfies ToBots);
-      return reply.then((m) => {
-        if (m.type === 'crashed') throw new Error(m.error);
-        return m as Extract<FromBots, { type: T }>;
-      });
-    };
-    const tell = (command: ToBots['type']) => w.postMessage({ type: command } satisfies ToBots);
-    await ask(null, 'ready');
-    log(`set up ${total} bots (${options.tables} tables x ${options.bots}, each a user with ${CHIPS} play chips bought through the operator route, connected and joined; they run in a worker thread) in ${((performance.now() - began) / 1000).toFixed(1)} s`);
-    log(`live tables: HAND_DELAY_MS=${options.delayMs}, turn timer off, blinds 1/2, buy-in ${BUY_IN}, rake 5% capped at 10; the bots mostly check or call, fold more the larger the call against their stack, bet or raise 10% of the time (to minRaiseTo..maxRaiseTo, cubed-uniform), and sit again after a bust`);
-
-    // every bot takes its seat before the first deal: sit, then sit out until the table is full,
-    // then all sit in (a sit is refused while a hand holds the table, and the first hand is dealt
-    // HAND_DELAY_MS after a second player is ready)
-    const seatStart = performance.now();
-    const seating = await ask('seat', 'seated');
-    log(`seating: ${seating.seated} of ${total} bots seated in ${((performance.now() - seatStart) / 1000).toFixed(1)} s (sit, sit_out; then sit_in)`);
-    if (seating.seated !== total) throw new Error(`only ${seating.seated} of ${total} bots could sit`);
-    const sessions = async () => Number((await owner!.query<{ n: string }>('select sessions::text as n from pg_stat_database where datname = current_database()')).rows[0]?.n ?? NaN);
-    const sessionsBefore = await sessions();
-
-    /**
-     * After the bots pause, the work they started (a hand's end: its database writes, the bust
-     * settlements through the cage; a sit on its way through the bank) must finish before the next
-     * case: the evaluator and engine cases hold this thread, and so the roles' event loop, for
-     * seconds, and a call between roles caught in that would time out (GAME_CALL_TIMEOUT_MS).
-     * Waits until the event loop has been nearly idle for 200 ms (at most 5 s).
-     */
-    const quiesce = async () => {
-      const until = performance.now() + 5000;
-      let quiet = 0;
-      while (quiet < 2 && performance.now() < until) {
-        const elu = performance.eventLoopUtilization();
-        await sleep(100);
-        quiet = performance.eventLoopUtilization(elu).utilization < 0.05 ? quiet + 1 : 0;
-      }
-    };
-
-    const roundP50: number[] = [];
-    const roundP99: number[] = [];
-    const all: Float64Array[] = [];
-    const serverBusy: number[] = [];
-    const botsBusy: number[] = [];
-    let idleTables = 0;
-
-    return {
-      roundP99,
-      close,
-      /** Resumes the bots, lets them settle, measures `seconds`, pauses them; hands/s. */
-      async measure(seconds: number, record: boolean): Promise<number> {
-        tell('resume');
-        await sleep(LIVE_SETTLE_S * 1000);
-        tell('start');
-        const elu = performance.eventLoopUtilization();
-        await sleep(seconds * 1000);
-        const window = await ask('end', 'window');
-        const busy = performance.eventLoopUtilization(elu).utilization;
-        tell('pause');
-        await quiesce();
-        const hands = window.perTable.reduce((a, b) => a + b, 0);
-        const sorted = Float64Array.from(window.latencies).sort();
-        const idle = window.perTable.filter((n) => n === 0).length;
-        if (record) {
-          all.push(sorted);
-          roundP50.push(percentile(sorted, 0.5));
-          roundP99.push(percentile(sorted, 0.99));
-          serverBusy.push(busy);
-          botsBusy.push(window.busy);
-          if (idle) idleTables = Math.max(idleTables, idle);
-        }
-        log(`  live: ${fmtRate(hands / window.elapsed)} hands/s, ${fmtRate(sorted.length / window.elapsed)} actions/s, latency p50 ${percentile(sorted, 0.5).toFixed(2)} ms, p99 ${percentile(sorted, 0.99).toFixed(2)} ms, max ${(sorted.at(-1) ?? NaN).toFixed(1)} ms; hands per table ${Math.min(...window.perTable)}..${Math.max(...window.perTable)}; event loops busy: roles ${(100 * busy).toFixed(0)}%, bots ${(100 * window.busy).toFixed(0)}%`);
-        return hands / window.elapsed;
-      },
-      /** Stops the bots, stands everyone up and checks the money; true when all is well. */
-      async finish(): Promise<boolean> {
-        const failures = new Failures();
-        const pooled = Float64Array.from(all.flatMap((a) => [...a])).sort();
-        log(`live latency, action sent -> next game_state on that connection, every measured round (${fmtRate(pooled.length)} actions): p50 ${percentile(pooled, 0.5).toFixed(2)} ms, p90 ${percentile(pooled, 0.9).toFixed(2)} ms, p99 ${percentile(pooled, 0.99).toFixed(2)} ms, p99.9 ${percentile(pooled, 0.999).toFixed(2)} ms, max ${(pooled.at(-1) ?? NaN).toFixed(1)} ms; by round p50 ${roundP50.map((v) => v.toFixed(1)).join(' / ')}, p99 ${roundP99.map((v) => v.toFixed(1)).join(' / ')}`);
-        log(`live event loops busy in each measured window: the roles (auth, game, cage) ${serverBusy.map((v) => `${(100 * v).toFixed(0)}%`).join(' / ')}; the bots ${botsBusy.map((v) => `${(100 * v).toFixed(0)}%`).join(' / ')}`);
-        if (idleTables) failures.add('a table finished no hand in a measured window', `${idleTables} of ${options.tables} tables`);
-
-        log(`PostgreSQL sessions opened while the bots played: ${(await sessions()) - sessionsBefore} (node-postgres's pool drops a connection whose query raised, e.g. a seat funding refused hand_in_progress)`);
-
-        // stop the bots; every bot stands up (one in a hand checks or folds its way out of it)
-        const stood = await ask('stand-up', 'stood');
-        if (stood.left.length) failures.add(`seats still taken ${STAND_UP_TIMEOUT_MS / 1000} s after every bot asked to stand up`, `${stood.left.length} tables; ${stood.left[0]}`);
-        log(`stand-up: ${stood.left.length ? `${stood.left.length} tables still had seats taken` : 'every seat empty'} after ${stood.seconds.toFixed(1)} s (${stood.standUps} stood up at once, ${stood.pendingStandUps} pending until their hand ended)`);
-        const final = await ask('close', 'final');
-        await w.terminate();
-        worker = undefined;
-        for (const [kind, f] of final.failures) {
-          for (let i = 0; i < f.count; i++) failures.add(kind, f.first);
-        }
-        const c = final.counts;
-        log(`live: ${fmtRate(final.hands)} hands in all (${(100 * final.showdowns / final.hands).toFixed(0)}% to a showdown, ${(final.dealtIn / final.hands).toFixed(2)} players dealt in per hand), ${fmtRate(c.actions!)} actions (${(100 * c.raises! / c.actions!).toFixed(1)}% bets or raises, ${(100 * c.folds! / c.actions!).toFixed(1)}% folds), ${c.sits} sits (${c.sits! - total} after a bust), ${c.duplicates} duplicate acks`);
-
-        // the money: what was bought is in the bots' cage balances and the tables' escrows (the rake)
-        const userIds = bots.map((b) => b.userId);
-        const money = (await owner!.query<{ balances: string; escrow: string; rake: string; stacks: string; other: string; histories: string }>(
-          `select (select coalesce(sum(balance), 0) from cage.cage_accounts where account_type = 'user' and money_kind = 'play' and user_id = any($2))::text as balances,
-                  (select coalesce(sum(balance), 0) from cage.account_balances where account_type = 'table_escrow' and scope = any($1))::text as escrow,
-                  (select coalesce(sum(unreconciled_rake + reconciled_rake), 0) from game.tables where table_id = any($1))::text as rake,
-                  (select coalesce(sum(chip_balance), 0) from game.table_players where table_id = any($1) and status <> 'closed')::text as stacks,
-                  (select coalesce(sum(balance), 0) from cage.cage_accounts where account_type <> 'user' and account_type <> 'table_escrow' and bounded and user_id = any($2))::text as other,
-                  (select count(*) from game.hand_histories where table_id = any($1) and status = 'finished')::text as histories`,
-          [tableIds, userIds],
-        )).rows[0]!;
-        const balances = BigInt(money.balances);
-        const escrow = BigInt(money.escrow);
-        if (balances + escrow !== bought) failures.add('money not conserved', `bought ${bought}, bots' cage balances ${balances} + table escrows ${escrow} = ${balances + escrow}`);
-        if (escrow !== BigInt(money.rake) + BigInt(money.stacks)) failures.add('escrow is not the stacks plus the rake', `escrow ${escrow}, stacks ${money.stacks}, unreconciled rake ${money.rake}`);
-        if (BigInt(money.histories) !== BigInt(final.hands)) failures.add('hand histories stored != hand_results seen', `${money.histories} stored, ${final.hands} seen`);
-        log(`money: bought ${bought}; the bots' cage balances ${balances} + the tables' escrows ${escrow} (rake ${money.rake}, stacks left ${money.stacks}) = ${balances + escrow}: ${balances + escrow === bought ? 'conserved' : 'NOT conserved'}; the bots' other accounts (custody): ${money.other}; ${money.histories} hand histories stored, ${final.hands} hand_results seen`);
-
-        await platform!.stop();
-        platform = undefined;
-        const violations = await audit(cagePool!);
-        if (violations.length) {
-          failures.add('cage audit violations', violations.slice(0, 5).map((v) => `${v.invariant} ${v.subject} ${JSON.stringify(v.detail)}`).join('; '));
-        }
-        log(`audit: ${violations.length ? `${violations.length} violation(s)` : 'clean (0 violations)'}`);
-
-        if (final.expected.length) log(`refusals expected in a race (counted, not failures): ${final.expected.map(([k, n]) => `${n} x ${k}`).join(', ')}`);
-        if (serverLog.count) {
-          log(`the roles logged ${serverLog.count} warning(s)/error(s):`);
-          for (const line of serverLog.lines()) log(line);
-        }
-        for (const kind of serverLog.byKind.keys()) {
-          if (kind.startsWith('error')) failures.add(`the roles logged an error: ${kind}`, serverLog.byKind.get(kind)!.first);
-        }
-        if (failures.count) {
-          log(`live FAILURES: ${failures.count}`);
-          for (const line of failures.lines()) log(line);
-        } else {
-          log('live: no failures (every error a bot received was an expected race, no error logged by the roles)');
-        }
-        return failures.count === 0;
-      },
-    };
-  } catch (err) {
-    await close();
-    throw err;
-  }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Nearest-rank percentile of ascending values. */
-function percentile(sorted: Float64Array, p: number): number {
-  if (!sorted.length) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!;
-}
-
-// ---- the bots (in the worker thread) ------------------------------------------------------------
-
-interface GameState {
-  status: string;
-  seats: { userId: string; seatIndex: number; stack: string; inHand: boolean; folded: boolean }[];
-  legal: { actions: string[]; toCall: string; minRaiseTo: string | null; maxRaiseTo: string | null; seq: number; handId: string } | null;
-}
-
-interface Bot extends BotSpec {
-  tableId: string;
-  ws: WebSocket;
-  seated: boolean;
-  status: string;
-  sitting: boolean;
-  /** No sit attempt before this time (performance.now()): a backoff after a refused sit. */
-  sitAfter: number;
-  /** The last game_state offering this bot a turn, not yet answered. */
-  pending: GameState | null;
-  answered: string;
-  /** When the last action went out (0: none awaiting its game_state). */
-  sentAt: number;
-  standing: 'no' | 'sent' | 'pending' | 'done';
-  /** Its seat in the last game_state: dealt in, folded. */
-  inHand: boolean;
-  folded: boolean;
-  /** Answers awaited by ref (the seating). */
-  answers: Map<string, (m: Record<string, any>) => void>;
-}
-
-async function runBots(data: BotsData, port: MessagePort): Promise<void> {
-  const reply = (m: FromBots, transfer: ArrayBuffer[] = []) => port.postMessage(m, transfer);
-  let mode: 'paused' | 'running' | 'stopping' = 'paused';
-  let measuring = false;
-  let windowStart = 0;
-  let windowElu = performance.eventLoopUtilization();
-  let latencies: number[] = [];
-  const perTable = data.tableIds.map(() => 0);
-  const totals = { hands: 0, showdowns: 0, dealtIn: 0 };
-  const counts = { actions: 0, raises: 0, folds: 0, sits: 0, duplicates: 0, standUps: 0, pendingStandUps: 0 };
-  const failures = new Failures();
-  const expected = new Map<string, number>();
-  const rng = sfc32(data.seed ^ 0x5eed);
-  const random = () => rng() / 0x1_0000_0000;
-
-  const send = (b: Bot, m: Record<string, unknown>) => b.ws.send(JSON.stringify(m));
-  const act = (b: Bot) => {
-    const s = b.pending!;
-    b.pending = null;
-    const legal = s.legal!;
-    const key = `${legal.handId}:${legal.seq}`;
-    if (key === b.answered) return;
-    b.answered = key;
-    // mostly check/call (hands reach showdowns), a fold more likely the larger the call is against
-    // the stack (a bot rarely calls off its stack, so busts stay occasional), and some bets and
-    // raises to an amount anywhere in minRaiseTo..maxRaiseTo, weighted towards the small end
-    // (cubed uniform): an all-in is possible on every raise, just not the usual one
-    const has = (a: string) => legal.actions.includes(a);
-    const behind = Number(s.seats.find((x) => x.userId === b.userId)?.stack ?? 0);
-    const callShare = behind > 0 ? Math.min(1, Number(legal.toCall) / behind) : 1;
-    let action: string;
-    let amount: string | undefined;
-    if (has('fold') && random() < 0.03 + 0.9 * callShare) action = 'fold';
-    else if ((has('raise') || has('bet')) && random() < 0.1) {
-      action = has('raise') ? 'raise' : 'bet';
-      const min = BigInt(legal.minRaiseTo!);
-      const span = Number(BigInt(legal.maxRaiseTo!) - min) + 1;
-      amount = (min + BigInt(Math.floor(random() ** 3 * span))).toString();
-    } else action = has('check') ? 'check' : 'call';
-    counts.actions++;
-    if (amount !== undefined) counts.raises++;
-    if (action === 'fold') counts.folds++;
-    b.sentAt = performance.now();
-    send(b, { type: 'action', tableId: b.tableId, handId: legal.handId, seq: legal.seq, action, ...(amount !== undefined ? { amount } : {}), ref: 'act' });
-  };
-  const drive = (b: Bot) => {
-    if (mode === 'running') {
-      if (b.pending) act(b);
-      else if (!b.seated && !b.sitting && b.status === 'waiting' && performance.now() >= b.sitAfter) {
-        b.sitting = true;
-        send(b, { type: 'sit', tableId: b.tableId, seatIndex: b.seat, amount: BUY_IN, ref: 'sit' });
-      }
-    } else if (mode === 'stopping' && b.seated && b.standing === 'no') {
-      b.standing = 'sent';
-      send(b, { type: 'stand_up', tableId: b.tableId, ref: 'up' });
-    }
-  };
-  /** Sends a message with `ref` and resolves to the answer carrying that ref. */
-  const answer = (b: Bot, ref: string, m: Record<string, unknown>) => new Promise<Record<string, any>>((resolve) => {
-    b.answers.set(ref, resolve);
-    send(b, { ...m, ref });
   });
-  const onMessage = (b: Bot, m: Record<string, any>, at: number) => {
-    const waiter = typeof m.ref === 'string' ? b.answers.get(m.ref) : undefined;
-    if (waiter) {
-      b.answers.delete(m.ref);
-      if (m.type === 'error') failures.add(`${m.ref} refused ${m.code}`, `${b.tableId} seat ${b.seat}: ${JSON.stringify(m).slice(0, 300)}`);
-      return waiter(m);
-    }
-    switch (m.type) {
-      case 'game_state': {
-        if (b.sentAt) {
-          if (measuring) latencies.push(at - b.sentAt);
-          b.sentAt = 0;
-        }
-        const s = m as GameState;
-        const mine = s.seats.find((x) => x.userId === b.userId);
-        b.seated = mine !== undefined;
-        b.inHand = mine?.inHand === true && s.status === 'betting';
-        b.folded = mine?.folded === true;
-        b.status = s.status;
-        b.pending = s.legal ? s : null;
-        if (b.standing === 'pending' && b.seated && s.status === 'waiting') {
-          failures.add('stand_up_pending, but still seated after the hand', `${b.tableId} seat ${b.seat} (user ${b.userId})`);
-          b.standing = 'no';
-        }
-        if (b.standing === 'pending' && !b.seated) b.standing = 'done';
-        drive(b);
-        return;
-      }
-      case 'hand_result':
-        if (b.counter) {
-          totals.hands++;
-          if (measuring) perTable[b.table]!++;
-          if (m.showdown) totals.showdowns++;
-          totals.dealtIn += (m.stacks as unknown[]).length;
-        }
-        return;
-      case 'action_ack':
-        if (m.duplicate) counts.duplicates++;
-        return;
-      case 'seated':
-        b.sitting = false;
-        counts.sits++;
-        return;
-      case 'stood_up':
-        b.standing = 'done';
-        counts.standUps++;
-        return;
-      case 'stand_up_pending':
-        b.standing = 'pending';
-        counts.pendingStandUps++;
-        return;
-      case 'error': {
-        const what = m.ref === 'act' || m.ref === 'sit' || m.ref === 'up' ? (m.ref as 'act' | 'sit' | 'up') : null;
-        if (what === 'act') b.sentAt = 0;
-        if (what === 'sit') {
-          b.sitting = false;
-          // lost the race with the next deal: try again at a hand boundary after a short backoff
-          // (each attempt is a buy-in and its refund in the journal)
-          b.sitAfter = performance.now() + SIT_BACKOFF_MS * (0.5 + random());
-        }
-        if (what === 'up') b.standing = m.code === 'hand_in_progress' ? 'no' : 'done';
-        // a stand-up refused while a hand holds the table: was the bot in that hand?
-        const where = what === 'up' && m.code === 'hand_in_progress' ? (b.inHand ? (b.folded ? ' (folded, by its last game_state)' : ' (in the hand, by its last game_state)') : ' (not in a hand, by its last game_state)') : '';
-        const label = `${what ?? 'unsolicited'} refused ${m.code}${where}`;
-        if (what && EXPECTED[what].has(m.code)) expected.set(label, (expected.get(label) ?? 0) + 1);
-        else failures.add(label, `${b.tableId} seat ${b.seat}: ${JSON.stringify(m).slice(0, 300)}`);
-        return;
-      }
-      default:
-    }
-  };
+  await migrate(db.url);
+  const owner = createOwnerPool(db.url, 4);
+  const cagePool = createRolePool(db.url, 'poker_cage', { max: 2, applicationName: 'bench-dealer-audit' });
+  const authPool = createRolePool(db.url, 'poker_auth', { max: 2, applicationName: 'bench-dealer-auth' });
+  pools.push(owner, cagePool, authPool);
+  log(await databaseLine(owner, db.source));
+  const postgres = procAvailable() ? await PostgresCpu.find(owner) : null;
+  log(postgres
+    ? `postgres CPU: its postmaster (pid ${postgres.postmaster}) and every process it forked, utime + stime from /proc`
+    : 'postgres CPU: not measured (the database is not on this machine, or there is no /proc)');
+  const shared: LiveShared = { owner, keys: createKeyStore(authPool, { secret: SECRET, issuer: ISSUER }), postgres, log };
+  return { db, owner, cagePool, shared };
+}
 
-  const bots: Bot[] = data.bots.map((spec) => ({
-    ...spec, tableId: data.tableIds[spec.table]!,
-    ws: new WebSocket(data.wsUrl, { headers: { authorization: `Bearer ${spec.token}` }, perMessageDeflate: false }),
-    seated: false, status: 'unknown', sitting: false, sitAfter: 0, pending: null, answered: '', sentAt: 0, standing: 'no', inHand: false, folded: false, answers: new Map(),
+/** Starts the roles of every placement, then each placement's users, tables and bots. */
+async function startPlacements(plan: Plan, flags: Flags, placements: Placement[], base: Awaited<ReturnType<typeof liveBase>>) {
+  const running: RunningRoles[] = [];
+  const configs: LiveConfig[] = [];
+  let stopped = false;
+  const stopRoles = async () => {
+    if (stopped) return;
+    stopped = true;
+    for (const c of configs) await c.close();
+    for (const r of running) await r.stop().catch((err) => console.error(`stopping ${r.placement} failed:`, err));
+  };
+  plan.cleanups.unshift(stopRoles);
+  const settings = { databaseUrl: base.db.url, secret: SECRET, issuer: ISSUER, serviceKey: SERVICE_KEY, handDelayMs: Math.round(flags.delay) };
+  // every placement at once: on this machine the start of a child is mostly waiting (imports, the migrator's lock)
+  const t0 = performance.now();
+  const up = await Promise.allSettled(placements.map(async (p) => {
+    const roles = await startRoles(p, settings);
+    running.push(roles);
+    log(`${PLACEMENT_LABELS[p]}: roles up after ${((performance.now() - t0) / 1000).toFixed(1)} s (${roles.processes.map((x) => `${x.name}${x.pid === 'self' ? ' in this process' : ` pid ${x.pid}`}`).join(', ')})`);
   }));
-  let closing = false;
-  await Promise.all(bots.map((b) => new Promise<void>((resolve, reject) => {
-    b.ws.once('error', reject);
-    b.ws.on('message', (raw) => {
-      const at = performance.now();
-      let m: Record<string, any>;
-      try {
-        m = JSON.parse(raw.toString());
-      } catch {
-        failures.add('a message that is not JSON', String(raw).slice(0, 200));
-        return;
-      }
-      if (m.type === 'joined') resolve();
-      onMessage(b, m, at);
-    });
-    b.ws.once('open', () => send(b, { type: 'join', tableId: b.tableId }));
-  })));
-  for (const b of bots) {
-    b.ws.on('error', (err) => failures.add('websocket error', `${b.tableId} seat ${b.seat}: ${err.message}`));
-    b.ws.on('close', () => {
-      if (!closing) failures.add('websocket closed by the server', `${b.tableId} seat ${b.seat}`);
-    });
-  }
-
-  port.on('message', async (m: ToBots) => {
-    switch (m.type) {
-      case 'resume':
-        mode = 'running';
-        for (const b of bots) drive(b);
-        return;
-      case 'pause':
-        mode = 'paused';
-        return;
-      case 'seat': {
-        // one table after another would be slow, one bot after another per table is needed: a
-        // player sitting out is not ready, so no hand starts until the sit_ins
-        await Promise.all(data.tableIds.map(async (_, t) => {
-          for (const b of bots.filter((x) => x.table === t)) {
-            const sat = await answer(b, 'seat', { type: 'sit', tableId: b.tableId, seatIndex: b.seat, amount: BUY_IN });
-            if (sat.type !== 'seated') continue;
-            counts.sits++;
-            await answer(b, 'out', { type: 'sit_out', tableId: b.tableId });
-          }
-        }));
-        await Promise.all(bots.map((b) => answer(b, 'in', { type: 'sit_in', tableId: b.tableId })));
-        return reply({ type: 'seated', seated: bots.filter((b) => b.seated).length });
-      }
-      case 'start':
-        perTable.fill(0);
-        latencies = [];
-        windowElu = performance.eventLoopUtilization();
-        windowStart = performance.now();
-        measuring = true;
-        return;
-      case 'end': {
-        measuring = false;
-        const elapsed = (performance.now() - windowStart) / 1000;
-        const sample = Float64Array.from(latencies);
-        return reply({
-          type: 'window', perTable: [...perTable], elapsed, latencies: sample, busy: performance.eventLoopUtilization(windowElu).utilization,
-        }, [sample.buffer]);
-      }
-      case 'stand-up': {
-        mode = 'stopping';
-        const start = performance.now();
-        let left: string[] = [];
-        for (;;) {
-          for (const b of bots) drive(b);
-          const rooms = await Promise.all(data.tableIds.map(async (id) => {
-            const res = await fetch(`${data.gameUrl}/api/tables/${id}`);
-            return { id, status: res.status, body: (await res.json()) as { seats?: unknown[] } };
-          }));
-          left = rooms.filter((r) => !Array.isArray(r.body.seats) || r.body.seats.length > 0).map((r) => `${r.id}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
-          if (!left.length || performance.now() - start > STAND_UP_TIMEOUT_MS) break;
-          await sleep(100);
-        }
-        return reply({ type: 'stood', left, seconds: (performance.now() - start) / 1000, standUps: counts.standUps, pendingStandUps: counts.pendingStandUps });
-      }
-      case 'close':
-        // the last hand_results may still be on their way: close each connection and wait for its close
-        closing = true;
-        await Promise.all(bots.map((b) => new Promise<void>((resolve) => {
-          if (b.ws.readyState === WebSocket.CLOSED) return resolve();
-          b.ws.once('close', () => resolve());
-          b.ws.close();
-        })));
-        return reply({
-          type: 'final', ...totals, counts, failures: [...failures.byKind], expected: [...expected],
-        });
-      default:
-    }
-  });
-  reply({ type: 'ready' });
+  const down = up.find((r) => r.status === 'rejected');
+  if (down) throw (down as PromiseRejectedResult).reason;
+  running.sort((a, b) => placements.indexOf(a.placement) - placements.indexOf(b.placement));
+  const options = { tables: Math.max(1, Math.round(flags.tables)), bots: Math.round(flags.bots), delayMs: Math.round(flags.delay), seed: SEED };
+  const run = Date.now().toString(36);
+  // one placement after another: the setup's own work (users, purchases, sits) in this thread would
+  // starve roles running here, and their calls to each other would time out
+  for (const r of running) configs.push(await LiveConfig.start(r, base.shared, options, `bench-${run}-${r.placement}`));
+  log(`live tables: HAND_DELAY_MS=${options.delayMs}, turn timer off, blinds 1/2, buy-in 200, rake 5% capped at 10; the bots mostly check or call, fold more the larger the call against their stack, bet or raise 10% of the time (to minRaiseTo..maxRaiseTo, cubed-uniform), and sit again after a bust`);
+  return { configs, stopRoles, tables: options.tables };
 }
 
-// This module is also the bots' worker thread (bench/run.ts lists only bench/*.ts as benchmarks).
-if (!isMainThread && (workerData as { kind?: string } | null)?.kind === 'dealer-bots') {
-  runBots(workerData as BotsData, parentPort!).catch((err: Error) => parentPort!.postMessage({ type: 'crashed', error: err.stack ?? err.message } satisfies FromBots));
+async function addLive(plan: Plan, flags: Flags, placements: Placement[]) {
+  const base = await liveBase(plan);
+  const { configs, stopRoles, tables } = await startPlacements(plan, flags, placements, base);
+  const sessions = async () => Number((await base.owner.query<{ n: string }>('select sessions::text as n from pg_stat_database where datname = current_database()')).rows[0]?.n ?? NaN);
+  const sessionsBefore = await sessions();
+  for (const c of configs) plan.cases.push({ name: liveCase(c.placement), unit: 'hands', run: (s, record) => c.measure(s, record) });
+  const focus = configs.find((c) => c.placement === 'start') ?? configs[0]!;
+  plan.goals.push(
+    { label: `${liveCase(focus.placement)} (${tables} tables)`, subject: liveCase(focus.placement), target: LIVE_HANDS_TARGET },
+    {
+      label: `live action -> next game_state p99, ${focus.label}`, subject: liveCase(focus.placement), kind: 'max', target: LIVE_P99_TARGET_MS,
+      value: () => median(focus.roundP99), show: (v) => `${v.toFixed(1)} ms`,
+    },
+  );
+  if (placements.includes('game-x1') && placements.includes('game-x2')) {
+    plan.goals.push({ label: 'live hands/s, 2 game processes vs 1', subject: liveCase('game-x2'), baseline: liveCase('game-x1'), target: 1.0 });
+  }
+  const profiles = new Map<Placement, ProfileResult>();
+  plan.afterRounds.push(async () => {
+    log(`\nprofiled windows (not counted in the rates): ${flags.seconds} s per placement, every process of its roles under the CPU profiler`);
+    for (const c of configs) profiles.set(c.placement, await c.profile(flags.seconds));
+  });
+  plan.checks.push(async () => {
+    printLive(configs, profiles, plan);
+    log(`PostgreSQL sessions opened while the bots played: ${(await sessions()) - sessionsBefore} (node-postgres's pools close a connection idle for 10 s, as the paused placements' are, and drop one whose query raised)`);
+    return finishLive(configs, stopRoles, base.cagePool);
+  });
+}
+
+/** Every placement's stand-up and money checks, then every role stops, then the audit and the roles' logs. */
+async function finishLive(configs: LiveConfig[], stopRoles: () => Promise<void>, cagePool: pg.Pool): Promise<boolean> {
+  const failures = new Failures();
+  for (const c of configs) await c.finish(failures);
+  await stopRoles();
+  const violations = await audit(cagePool);
+  if (violations.length) {
+    failures.add('cage audit violations', violations.slice(0, 5).map((v) => `${v.invariant} ${v.subject} ${JSON.stringify(v.detail)}`).join('; '));
+  }
+  log(`audit (the whole journal, every placement's money): ${violations.length ? `${violations.length} violation(s)` : 'clean (0 violations)'}`);
+  for (const c of configs) c.reportRolesLog(failures);
+  if (failures.count) {
+    log(`live FAILURES: ${failures.count}`);
+    for (const line of failures.lines()) log(line);
+  } else {
+    log('live: no failures (every error a bot received was an expected race, no error logged by the roles)');
+  }
+  return failures.count === 0;
+}
+
+const ms = (v: number | null | undefined, digits = 2) => (v === null || v === undefined || !Number.isFinite(v) ? '-' : v.toFixed(digits));
+
+/** Median over the measured windows of CPU ms per hand of one consumer. */
+function cpuPerHand(c: LiveConfig, of: 'roles' | 'postgres' | 'bots'): number | null {
+  const values = c.windows.filter((w) => w.hands > 0 && w.cpu[of] !== null).map((w) => w.cpu[of]! / w.hands);
+  return values.length ? median(values) : null;
+}
+
+/** Median over the measured windows of one process's CPU ms per hand. */
+function processCpuPerHand(c: LiveConfig, i: number): number | null {
+  const values = c.windows.filter((w) => w.hands > 0 && w.cpu.byProcess[i] !== null).map((w) => w.cpu.byProcess[i]! / w.hands);
+  return values.length ? median(values) : null;
+}
+
+function printLive(configs: LiveConfig[], profiles: Map<Placement, ProfileResult>, plan: Plan) {
+  const rates = plan.rates!;
+  log('\nlive, by placement of the roles: medians over rounds; CPU ms per hand from /proc over each measured window (2 cores in all)');
+  log(table(
+    ['placement', 'hands/s', 'p99 ms', 'roles CPU', 'postgres CPU', 'bots CPU', 'sum', 'db writes/hand', 'WAL KB/hand'],
+    configs.map((c) => {
+      const [roles, pgCpu, bots] = [cpuPerHand(c, 'roles'), cpuPerHand(c, 'postgres'), cpuPerHand(c, 'bots')];
+      const perHand = (of: 'writes' | 'walBytes') => median(c.windows.filter((w) => w.hands > 0).map((w) => w[of] / w.hands));
+      return [
+        c.label, fmtRate(median(rates(liveCase(c.placement)))), ms(median(c.roundP99), 1), ms(roles), ms(pgCpu), ms(bots),
+        ms((roles ?? NaN) + (pgCpu ?? 0) + (bots ?? 0)), ms(perHand('writes'), 1), ms(perHand('walBytes') / 1024, 1),
+      ];
+    }),
+  ));
+  log('(db writes: transactions that wrote, i.e. that were given a transaction id, each one commit waiting for its WAL flush; both counted over the whole database, so a paused placement\'s lease renewals are in them, a few per 10 s)');
+  const has = (p: Placement) => configs.some((c) => c.placement === p);
+  const pairs: [Placement, Placement, string][] = [
+    ['start', 'in-process', 'npm start (hook) vs the roles in the benchmark\'s thread'],
+    ['start', 'start-no-hook', 'npm start: with the telemetry hook vs without'],
+    ['game-x1', 'start', 'game apart (1 process) vs npm start (one process)'],
+    ['game-x2', 'game-x1', '2 game processes vs 1'],
+  ];
+  for (const [a, b, what] of pairs) {
+    if (has(a) && has(b)) log(`${what}: ${fmtRatio(ratioOf(rates, liveCase(a), liveCase(b)))} hands/s (median of within-round ratios)`);
+  }
+  printProfiles(configs, profiles);
+}
+
+/** Where the time goes: each placement's profiled window, CPU ms per hand by part, summed over its processes. */
+function printProfiles(configs: LiveConfig[], profiles: Map<Placement, ProfileResult>) {
+  const shown = configs.filter((c) => profiles.has(c.placement));
+  if (!shown.length) return;
+  const perHand = (p: ProfileResult, us: number) => {
+    const wall = p.total.wallUs / Math.max(1, p.processes.length) / 1e6; // the profiles' seconds, a little over the window's
+    return p.hands ? us / 1000 / (p.hands * (wall / p.elapsed)) : NaN;
+  };
+  const column = (c: LiveConfig, row: (p: ProfileResult) => number | null) => ms(row(profiles.get(c.placement)!));
+  const part = (name: Part) => (p: ProfileResult) => perHand(p, p.total.parts.get(name) ?? 0);
+  const rows: string[][] = PARTS.map((name) => [name, ...shown.map((c) => column(c, part(name)))]);
+  const busy = (p: ProfileResult) => perHand(p, [...p.total.parts.values()].reduce((a, b) => a + b, 0));
+  const writes = (name: Part) => (p: ProfileResult) => perHand(p, p.total.writes.get(name) ?? 0);
+  rows.push(
+    ['busy, all parts (profiled threads)', ...shown.map((c) => column(c, busy))],
+    ['  of SQL: in write syscalls (writev)', ...shown.map((c) => column(c, writes('SQL (pg)')))],
+    ['  of websocket: in write syscalls', ...shown.map((c) => column(c, writes('websocket (ws)')))],
+    ['roles CPU, every thread (/proc, rounds)', ...shown.map((c) => ms(cpuPerHand(c, 'roles')))],
+    ['postgres CPU (/proc, rounds)', ...shown.map((c) => ms(cpuPerHand(c, 'postgres')))],
+    ['bots CPU (their thread, rounds)', ...shown.map((c) => ms(cpuPerHand(c, 'bots')))],
+    ['hands in the profiled window', ...shown.map((c) => String(profiles.get(c.placement)!.hands))],
+  );
+  log('\nwhere the time goes: ms per hand in each placement\'s profiled window. A part is the main threads\' time in its code (self time; a native frame such as writev goes to its nearest caller in a file: pg\'s writes are SQL, ws\'s are the websocket); a thread descheduled inside a syscall counts as busy in it, so on a busy machine "busy" runs over the thread\'s CPU (a writev that wakes Postgres waits while it runs)');
+  log(table(['part', ...shown.map((c) => c.label)], rows));
+  for (const c of shown) {
+    const p = profiles.get(c.placement)!;
+    if (p.processes.length > 1) log(`${c.label}: CPU ms per hand by process (/proc, median over the rounds): ${p.processes.map((x, i) => `${x.name} ${ms(processCpuPerHand(c, i))}`).join(', ')}`);
+    const other = [...p.total.otherUrls].sort((a, b) => b[1] - a[1]).slice(0, 4);
+    if (other.length) log(`${c.label}: most of 'other': ${other.map(([url, us]) => `${url} ${ms(perHand(p, us))}`).join(', ')}`);
+  }
 }

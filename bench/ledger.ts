@@ -71,134 +71,21 @@ export default async function ledgerBench(args: string[]): Promise<number> {
     const { users, grantSource } = await fundedUserAccounts(cage, nAccounts, ref);
     log(`set up ${nAccounts} funded user accounts (+ ${nAccounts} twin, ${nAccounts} TPC-B accounts, ${TELLERS} tellers, ${BRANCHES} branches) in ${((performance.now() - setupStart) / 1000).toFixed(1)} s\n`);
 
-    const pair = () => randomPair(users);
-    const transfer = (tag: string): Movement => randomTransfer(users, ref(tag));
-    // the twin's accounts are numbered 1..n like the positions of the user accounts
-    const twinIndex = new Map(users.map((id, i) => [id, i + 1]));
-    const twinId = (id: bigint) => twinIndex.get(id)!;
-    let created = users.length; // the funding movements
-    const posted = (status: string) => {
-      if (status !== 'created') throw new Error(`a posting came back ${status}`);
-      created++;
-      return 1;
-    };
-
-    const cases: Case[] = [];
-    for (const c of CLIENTS) {
-      cases.push({
-        name: `post@${c}`, clients: c, unit: 'postings',
-        op: async (client) => {
-          await postRandomTransfer(client, users, ref('u')); // the case bench/cage.ts takes as its baseline
-          created++;
-          return 1;
-        },
-      });
-      cases.push({
-        name: `tpcb@${c}`, clients: c, unit: 'TPC-B txns',
-        op: async (client) => {
-          const aid = randInt(1, nAccounts);
-          const tid = randInt(1, TELLERS);
-          const bid = randInt(1, BRANCHES);
-          const delta = String(randInt(-5000, 5000));
-          await client.query('begin');
-          try {
-            await client.query('update bench.accounts set abalance = abalance + $1 where aid = $2', [delta, aid]);
-            await client.query('update bench.tellers set tbalance = tbalance + $1 where tid = $2', [delta, tid]);
-            await client.query('update bench.branches set bbalance = bbalance + $1 where bid = $2', [delta, bid]);
-            await client.query(
-              'insert into bench.history (tid, bid, aid, delta, mtime) values ($1, $2, $3, $4, current_timestamp)',
-              [tid, bid, aid, delta],
-            );
-            await client.query('commit');
-          } catch (err) {
-            await client.query('rollback').catch(() => undefined);
-            throw err;
-          }
-          return 1;
-        },
-      });
-      cases.push({
-        name: `twin@${c}`, clients: c, unit: 'twin calls',
-        op: async (client) => {
-          const [from, to] = pair();
-          await client.query('select bench.twin_transfer($1, $2, $3, $4)', [
-            ref('t'), twinId(from), twinId(to), String(randInt(1, 1000)),
-          ]);
-          return 1;
-        },
-      });
-    }
-    for (const size of BATCH_SIZES) {
-      cases.push({
-        name: `batch${size}@${GOAL_CLIENTS}`, clients: GOAL_CLIENTS, unit: 'postings',
-        op: async (client) => {
-          const ms = Array.from({ length: size }, () => transfer(`b${size}`));
-          const res = await postMovements(client, ms);
-          for (const r of res) posted(r.status);
-          return res.length;
-        },
-      });
-    }
-    cases.push({
-      name: `hot@${GOAL_CLIENTS}`, clients: GOAL_CLIENTS, unit: 'postings',
-      op: async (client) => {
-        const to = users[randInt(0, users.length - 1)]!;
-        const amount = BigInt(randInt(1, 1000));
-        return posted((await postMovement(client, {
-          refId: ref('h'), kind: 'grant', moneyKind: 'play', accounts: [grantSource, to], amounts: [-amount, amount],
-        })).status);
-      },
-    });
+    const counter = { created: users.length }; // the funding movements, then every posting that came back 'created'
+    const cases = ledgerCases(users, grantSource, nAccounts, ref, counter);
 
     // one connection per worker for the whole run, checked out of the one pool
     const clients = await Promise.all(Array.from({ length: maxClients }, () => cage!.connect()));
-    const results = new Map<string, number[]>(cases.map((c) => [c.name, []]));
-    const walPerUnit = new Map<string, number[]>(cases.map((c) => [c.name, []]));
-    const lsn = async () => (await owner!.query<{ l: string }>('select pg_current_wal_lsn()::text as l')).rows[0]!.l;
-    const runRound = async (round: number, secs: number, record: boolean) => {
-      const order = cases.map((_, i) => cases[(i + round) % cases.length]!);
-      const line: string[] = [];
-      for (const c of order) {
-        const before = await lsn();
-        const r = await timed(c.clients, secs, (w) => c.op(clients[w]!, w));
-        const wal = (await owner!.query<{ b: string }>('select pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::text as b', [before])).rows[0]!.b;
-        if (record) {
-          results.get(c.name)!.push(r.perSecond);
-          walPerUnit.get(c.name)!.push(Number(wal) / r.units);
-        }
-        line.push(`${c.name} ${fmtRate(r.perSecond)}`);
-      }
-      log(`${record ? `round ${round + 1}/${rounds}` : 'warm-up'}: ${line.join(', ')}`);
-    };
-    try {
-      log(`cases (units/s): ${cases.map((c) => `${c.name} = ${c.unit}`).join(', ')}`);
-      log(`${rounds} rounds x ${cases.length} cases x ${seconds} s, order rotated each round\n`);
-      await runRound(0, Math.min(1, seconds), false);
-      for (let r = 0; r < rounds; r++) await runRound(r, seconds, true);
-    } finally {
-      for (const c of clients) c.release();
-    }
-
+    log(`cases (units/s): ${cases.map((c) => `${c.name} = ${c.unit}`).join(', ')}`);
+    log(`${rounds} rounds x ${cases.length} cases x ${seconds} s, order rotated each round\n`);
+    const { results, walPerUnit } = await runRounds(cases, clients, owner, rounds, seconds)
+      .finally(() => { for (const c of clients) c.release(); });
     const exitCode = report(results, walPerUnit, rounds);
 
-    const entries = (await owner.query<{ n: bigint }>(
-      'select count(*) as n from cage.cage_entries where ref_id like $1', [`bench:${run}:%`],
-    )).rows[0]!.n;
-    const journalOk = entries === BigInt(created);
-    log(`\njournal: ${entries.toLocaleString('en-US')} entries carry this run's ref_ids; ${created.toLocaleString('en-US')} movements came back 'created'${journalOk ? '' : '  <- MISMATCH'}`);
-    const auditStart = performance.now();
-    // every posting here is a raw one by design (the ledger's own cost): the balance invariants
-    // apply, the provenance check (which business step justified it) does not
-    const violations = (await audit(cage)).filter((v) => v.invariant !== 'provenance');
-    if (violations.length) {
-      log(`audit: ${violations.length} violation(s):`);
-      for (const v of violations.slice(0, 20)) log(`  ${v.invariant} ${v.subject} ${JSON.stringify(v.detail)}`);
-    } else {
-      log(`audit: empty (0 violations, ${((performance.now() - auditStart) / 1000).toFixed(1)} s)`);
-    }
+    const problems = await checkJournal(owner, cage, run, counter.created);
     if (db.source === 'DATABASE_URL') await owner.query('drop schema bench cascade');
     log(`total ${((performance.now() - began) / 1000).toFixed(0)} s`);
-    return violations.length || !journalOk ? 1 : exitCode;
+    return problems ? 1 : exitCode;
   } finally {
     await cage?.end().catch(() => undefined);
     await owner?.end().catch(() => undefined);
@@ -338,4 +225,135 @@ function report(results: Map<string, number[]>, walPerUnit: Map<string, number[]
     }),
   ));
   return 0;
+}
+
+/** One TPC-B transaction (pgbench's): an account, a teller and a branch updated, a history row, one commit. */
+async function tpcbTransaction(client: pg.PoolClient, nAccounts: number): Promise<number> {
+  const aid = randInt(1, nAccounts);
+  const tid = randInt(1, TELLERS);
+  const bid = randInt(1, BRANCHES);
+  const delta = String(randInt(-5000, 5000));
+  await client.query('begin');
+  try {
+    await client.query('update bench.accounts set abalance = abalance + $1 where aid = $2', [delta, aid]);
+    await client.query('update bench.tellers set tbalance = tbalance + $1 where tid = $2', [delta, tid]);
+    await client.query('update bench.branches set bbalance = bbalance + $1 where bid = $2', [delta, bid]);
+    await client.query(
+      'insert into bench.history (tid, bid, aid, delta, mtime) values ($1, $2, $3, $4, current_timestamp)',
+      [tid, bid, aid, delta],
+    );
+    await client.query('commit');
+  } catch (err) {
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  }
+  return 1;
+}
+
+/** The cases: raw postings, TPC-B and the twin at each client count, batches and a hot account at GOAL_CLIENTS. */
+function ledgerCases(users: bigint[], grantSource: bigint, nAccounts: number, ref: (tag: string) => string, counter: { created: number }): Case[] {
+  const pair = () => randomPair(users);
+  const transfer = (tag: string): Movement => randomTransfer(users, ref(tag));
+  // the twin's accounts are numbered 1..n like the positions of the user accounts
+  const twinIndex = new Map(users.map((id, i) => [id, i + 1]));
+  const twinId = (id: bigint) => twinIndex.get(id)!;
+  const posted = (status: string) => {
+    if (status !== 'created') throw new Error(`a posting came back ${status}`);
+    counter.created++;
+    return 1;
+  };
+
+  const cases: Case[] = [];
+  for (const c of CLIENTS) {
+    cases.push({
+      name: `post@${c}`, clients: c, unit: 'postings',
+      op: async (client) => {
+        await postRandomTransfer(client, users, ref('u')); // the case bench/cage.ts takes as its baseline
+        counter.created++;
+        return 1;
+      },
+    });
+    cases.push({
+      name: `tpcb@${c}`, clients: c, unit: 'TPC-B txns',
+      op: (client) => tpcbTransaction(client, nAccounts),
+    });
+    cases.push({
+      name: `twin@${c}`, clients: c, unit: 'twin calls',
+      op: async (client) => {
+        const [from, to] = pair();
+        await client.query('select bench.twin_transfer($1, $2, $3, $4)', [
+          ref('t'), twinId(from), twinId(to), String(randInt(1, 1000)),
+        ]);
+        return 1;
+      },
+    });
+  }
+  for (const size of BATCH_SIZES) {
+    cases.push({
+      name: `batch${size}@${GOAL_CLIENTS}`, clients: GOAL_CLIENTS, unit: 'postings',
+      op: async (client) => {
+        const ms = Array.from({ length: size }, () => transfer(`b${size}`));
+        const res = await postMovements(client, ms);
+        for (const r of res) posted(r.status);
+        return res.length;
+      },
+    });
+  }
+  cases.push({
+    name: `hot@${GOAL_CLIENTS}`, clients: GOAL_CLIENTS, unit: 'postings',
+    op: async (client) => {
+      const to = users[randInt(0, users.length - 1)]!;
+      const amount = BigInt(randInt(1, 1000));
+      return posted((await postMovement(client, {
+        refId: ref('h'), kind: 'grant', moneyKind: 'play', accounts: [grantSource, to], amounts: [-amount, amount],
+      })).status);
+    },
+  });
+
+  return cases;
+}
+
+/** A warm-up and `rounds` measured rounds of every case (order rotated), each case's rate and WAL bytes per unit. */
+async function runRounds(cases: Case[], clients: pg.PoolClient[], owner: pg.Pool, rounds: number, seconds: number) {
+  const results = new Map<string, number[]>(cases.map((c) => [c.name, []]));
+  const walPerUnit = new Map<string, number[]>(cases.map((c) => [c.name, []]));
+  const lsn = async () => (await owner.query<{ l: string }>('select pg_current_wal_lsn()::text as l')).rows[0]!.l;
+  const runRound = async (round: number, secs: number, record: boolean) => {
+    const order = cases.map((_, i) => cases[(i + round) % cases.length]!);
+    const line: string[] = [];
+    for (const c of order) {
+      const before = await lsn();
+      const r = await timed(c.clients, secs, (w) => c.op(clients[w]!, w));
+      const wal = (await owner.query<{ b: string }>('select pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::text as b', [before])).rows[0]!.b;
+      if (record) {
+        results.get(c.name)!.push(r.perSecond);
+        walPerUnit.get(c.name)!.push(Number(wal) / r.units);
+      }
+      line.push(`${c.name} ${fmtRate(r.perSecond)}`);
+    }
+    log(`${record ? `round ${round + 1}/${rounds}` : 'warm-up'}: ${line.join(', ')}`);
+  };
+  await runRound(0, Math.min(1, seconds), false);
+  for (let r = 0; r < rounds; r++) await runRound(r, seconds, true);
+  return { results, walPerUnit };
+}
+
+/** The journal holds exactly the postings that came back 'created', and the audit is empty; true when not. */
+async function checkJournal(owner: pg.Pool, cage: pg.Pool, run: string, created: number): Promise<boolean> {
+  const entries = (await owner.query<{ n: bigint }>(
+    'select count(*) as n from cage.cage_entries where ref_id like $1', [`bench:${run}:%`],
+  )).rows[0]!.n;
+  const journalOk = entries === BigInt(created);
+  log(`\njournal: ${entries.toLocaleString('en-US')} entries carry this run's ref_ids; ${created.toLocaleString('en-US')} movements came back 'created'${journalOk ? '' : '  <- MISMATCH'}`);
+  const auditStart = performance.now();
+  // every posting here is a raw one by design (the ledger's own cost): the balance invariants
+  // apply, the provenance check (which business step justified it) does not
+  const violations = (await audit(cage)).filter((v) => v.invariant !== 'provenance');
+  if (violations.length) {
+    log(`audit: ${violations.length} violation(s):`);
+    for (const v of violations.slice(0, 20)) log(`  ${v.invariant} ${v.subject} ${JSON.stringify(v.detail)}`);
+  } else {
+    log(`audit: empty (0 violations, ${((performance.now() - auditStart) / 1000).toFixed(1)} s)`);
+  }
+  return violations.length > 0 || !journalOk;
 }

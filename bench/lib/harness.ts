@@ -115,3 +115,28 @@ export function flagsOrUsage<T extends Record<string, number>>(args: string[], d
     throw err;
   }
 }
+
+/** sfc32: a small, fast 32-bit PRNG (PractRand-clean), seeded deterministically. */
+export function sfc32(seed: number): () => number {
+  let a = 0x9e3779b9, b = 0x243f6a88, c = 0xb7e15162, d = seed | 0;
+  const next = () => {
+    let t = (a + b) | 0;
+    a = b ^ (b >>> 9);
+    b = (c + (c << 3)) | 0;
+    c = (c << 21) | (c >>> 11);
+    d = (d + 1) | 0;
+    t = (t + d) | 0;
+    c = (c + t) | 0;
+    return t >>> 0;
+  };
+  for (let i = 0; i < 15; i++) next();
+  return next;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Nearest-rank percentile of ascending values. */
+export function percentile(sorted: Float64Array, p: number): number {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!;
+}

@@ -1,0 +1,229 @@
+// Where the live benchmark's roles run (bench/dealer.ts, the live case): in the benchmark's own
+// main thread, or in child processes started the way `npm start` starts them
+//   node --env-file-if-exists=.env [--import ./server/telemetry/register.ts] server/main.ts --role ...
+// with or without the telemetry hook, all three roles in one process or the game role apart from
+// one process running auth and cage (one game process or several, on the same database, the table
+// lease deciding which of them runs a table). Each child also gets `--inspect=127.0.0.1:0`, so the
+// benchmark can profile it over a window (cpu-profile.ts); nothing attaches to it otherwise.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../../server/config/index.ts';
+import type { Platform } from '../../server/platform.ts';
+import { createLogger } from '../../server/telemetry/index.ts';
+import { freePort } from '../../test/helpers/ports.ts';
+import { remoteProfiler, selfProfiler, type Profiler } from './cpu-profile.ts';
+import { Failures } from './platform.ts';
+import { processCpuMs } from './proc-cpu.ts';
+
+export const PLACEMENTS = ['in-process', 'start', 'start-no-hook', 'game-x1', 'game-x2'] as const;
+export type Placement = (typeof PLACEMENTS)[number];
+
+export const PLACEMENT_LABELS: Record<Placement, string> = {
+  'in-process': 'roles in the benchmark\'s thread',
+  start: 'npm start (telemetry hook)',
+  'start-no-hook': 'npm start without the hook',
+  'game-x1': 'game apart, 1 process (hook)',
+  'game-x2': 'game apart, 2 processes (hook)',
+};
+
+/** What the roles' settings share, whichever way they run. */
+export interface RoleSettings {
+  databaseUrl: string;
+  secret: string;
+  issuer: string;
+  serviceKey: string;
+  handDelayMs: number;
+}
+
+export interface RunningProcess {
+  /** 'auth+game+cage', 'game 2', ... */
+  name: string;
+  /** Its pid ('self': the benchmark's process). */
+  pid: number | 'self';
+  profiler(): Promise<Profiler>;
+}
+
+export interface RunningRoles {
+  placement: Placement;
+  auth: string;
+  cage: string;
+  /** The game processes' base URLs: a table goes to games[index % games.length]. */
+  games: string[];
+  processes: RunningProcess[];
+  /** The roles' warnings and errors (their log lines at warn and above). */
+  log: Failures;
+  /** CPU of the roles' processes (ms); for roles in this process, null (the caller subtracts the bots' thread). */
+  cpuMs(): number | null;
+  stop(): Promise<void>;
+}
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** A roles' log line (pino JSON) counted as a warning or an error; DEALER_ROLES_LOG also gets it. */
+function countLogLine(log: Failures, line: string) {
+  if (process.env.DEALER_ROLES_LOG) appendFileSync(process.env.DEALER_ROLES_LOG, line.endsWith('\n') ? line : `${line}\n`);
+  try {
+    const o = JSON.parse(line) as Record<string, any>;
+    const detail = JSON.stringify({ ...o, time: undefined, pid: undefined, hostname: undefined }).slice(0, 400);
+    log.add(`${o.level >= 50 ? 'error' : 'warn'}: ${o.msg}`, detail);
+  } catch {
+    log.add('unparsed log line', line.slice(0, 400));
+  }
+}
+
+const roleEnv = (s: RoleSettings) => ({
+  NODE_ENV: 'test', LOG_LEVEL: 'warn', SERVICE_KEY: s.serviceKey, AUTH_SECRET: s.secret, AUTH_BASE_URL: s.issuer,
+  ENABLE_TEST_AUTH: 'true', CAGE_AUDIT_CRON: '0 0 1 1 *', CAGE_RAKE_RECONCILE_CRON: '0 0 1 1 *', HAND_DELAY_MS: String(s.handDelayMs),
+});
+
+/** The roles in this process's main thread (as bench/cage.ts starts them), their log lines counted. */
+async function inProcess(s: RoleSettings): Promise<RunningRoles> {
+  const log = new Failures();
+  const destination = { write: (line: string) => countLogLine(log, line) };
+  process.env.GRAPHILE_ENV ??= 'development'; // Grafast reads it at import
+  const { startPlatform } = await import('../../server/platform.ts');
+  const platform: Platform = await startPlatform({
+    config: loadConfig({ ...roleEnv(s), PORT: '0', GAME_PORT: '0', CAGE_PORT: '0' }),
+    roles: ['auth', 'game', 'cage'],
+    log: createLogger('warn', 'poker', destination),
+    databaseUrl: s.databaseUrl,
+  });
+  const urlOf = (role: 'auth' | 'game' | 'cage') => platform.roles.find((r) => r.role === role)!.url!;
+  let profiler: Profiler | undefined;
+  return {
+    placement: 'in-process', auth: urlOf('auth'), cage: urlOf('cage'), games: [urlOf('game')], log,
+    processes: [{ name: 'auth+game+cage', pid: 'self', profiler: async () => (profiler ??= selfProfiler()) }],
+    cpuMs: () => null,
+    stop: async () => {
+      await profiler?.close();
+      await platform.stop();
+    },
+  };
+}
+
+interface Child {
+  proc: ChildProcess;
+  inspector: string;
+  /** Lines of stderr that were not the inspector's banner, and the log lines (a crash's cause, for the report). */
+  stderr: string[];
+  exited: boolean;
+}
+
+/**
+ * One `npm start`-like child with `roles`, its log lines counted; resolves once it printed each
+ * role's URL (main.ts does after the roles listen) and its inspector's address.
+ */
+function startChild(name: string, roles: string[], hook: boolean, env: Record<string, string>, log: Failures): Promise<Child> {
+  const args = [
+    '--env-file-if-exists=.env', ...(hook ? ['--import', './server/telemetry/register.ts'] : []), '--inspect=127.0.0.1:0',
+    'server/main.ts', ...roles.flatMap((r) => ['--role', r]),
+  ];
+  const proc = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: Child = { proc, inspector: '', stderr: [], exited: false };
+  const listening = new Set<string>();
+  return new Promise<Child>((resolve, reject) => {
+    const ready = () => {
+      if (child.inspector && roles.every((r) => listening.has(r))) resolve(child);
+    };
+    lines(proc.stdout!, (line) => {
+      const role = /^(\w[\w-]*)\s+https?:\/\/\S+$/.exec(line);
+      if (role) listening.add(role[1]!);
+      else if (line.startsWith('{')) {
+        countLogLine(log, line);
+        child.stderr.push(line.slice(0, 2000));
+      }
+      else if (line.trim()) log.add(`${name}: stdout`, line.slice(0, 400));
+      ready();
+    });
+    lines(proc.stderr!, (line) => {
+      const inspector = /Debugger listening on (ws:\/\/\S+)/.exec(line);
+      if (inspector) child.inspector = inspector[1]!;
+      else if (line.trim() && !line.startsWith('For help, see') && !line.startsWith('Debugger attached')) child.stderr.push(line);
+      ready();
+    });
+    proc.once('exit', (code, signal) => {
+      child.exited = true;
+      reject(new Error(`${name} (node ${args.join(' ')}) exited ${code ?? signal} before it was ready:\n${child.stderr.slice(-20).join('\n')}`));
+    });
+    setTimeout(() => reject(new Error(`${name} not ready after 120 s:\n${child.stderr.slice(-20).join('\n')}`)), 120_000).unref();
+  });
+}
+
+function lines(stream: NodeJS.ReadableStream, onLine: (line: string) => void) {
+  let rest = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    const parts = (rest + chunk).split('\n');
+    rest = parts.pop()!;
+    for (const l of parts) onLine(l);
+  });
+}
+
+async function stopChild(child: Child) {
+  if (child.exited) return;
+  const exited = new Promise<void>((resolve) => child.proc.once('exit', () => resolve()));
+  child.proc.kill('SIGTERM');
+  const timer = setTimeout(() => child.proc.kill('SIGKILL'), 20_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/**
+ * Children as `npm start` runs them: `start` and `start-no-hook` run auth, game and cage in one;
+ * `game-x1` and `game-x2` run auth and cage in one and the game role in 1 or 2 others (the cage's
+ * seat calls go to the first; each room hears its seats' changes through NOTIFY wherever they land).
+ */
+async function children(placement: Exclude<Placement, 'in-process'>, s: RoleSettings): Promise<RunningRoles> {
+  const log = new Failures();
+  const hook = placement !== 'start-no-hook';
+  const gameCount = placement === 'game-x2' ? 2 : 1;
+  const together = placement === 'start' || placement === 'start-no-hook';
+  const [authPort = 0, cagePort = 0, ...gamePorts] = await Promise.all(Array.from({ length: 2 + gameCount }, () => freePort()));
+  const url = (port: number) => `http://127.0.0.1:${port}`;
+  const games = gamePorts.map(url);
+  const base = {
+    ...roleEnv(s), DATABASE_URL: s.databaseUrl, HOST: '127.0.0.1', PORT: String(authPort), CAGE_PORT: String(cagePort),
+    GAME_PORT: String(gamePorts[0]), GAME_URL: games[0]!, GAME_PUBLIC_URL: games[0]!,
+  };
+  const specs: { name: string; roles: string[]; env: Record<string, string> }[] = together
+    ? [{ name: 'auth+game+cage', roles: ['auth', 'game', 'cage'], env: base }]
+    : [
+      { name: 'auth+cage', roles: ['auth', 'cage'], env: base },
+      ...gamePorts.map((port, i) => ({
+        name: `game ${i + 1}`, roles: ['game'],
+        env: { ...base, GAME_PORT: String(port), GAME_PUBLIC_URL: url(port), BANK_URL: url(cagePort), AUTH_JWKS_URL: `${url(authPort)}/api/auth/jwks` },
+      })),
+    ];
+  // all at once (each migrates at start, one after another under the migrator's lock): the game
+  // processes reach the cage and the auth role's keys only when a player comes
+  const settled = await Promise.allSettled(specs.map((spec) => startChild(spec.name, spec.roles, hook, spec.env, log)));
+  const started = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  const failed = settled.find((r) => r.status === 'rejected');
+  if (failed) {
+    await Promise.all(started.map(stopChild));
+    throw (failed as PromiseRejectedResult).reason;
+  }
+  for (const [i, c] of started.entries()) {
+    c.proc.on('exit', (code, signal) => log.add(`error: ${specs[i]!.name} exited (${code ?? signal})`, c.stderr.slice(-10).join('\n')));
+  }
+  const profilers = new Map<number, Profiler>();
+  return {
+    placement, auth: url(authPort), cage: url(cagePort), games, log,
+    processes: started.map((c, i) => ({
+      name: specs[i]!.name, pid: c.proc.pid!,
+      profiler: async () => profilers.get(i) ?? profilers.set(i, await remoteProfiler(c.inspector)).get(i)!,
+    })),
+    cpuMs: () => started.reduce((sum, c) => sum + processCpuMs(c.proc.pid!), 0),
+    stop: async () => {
+      for (const p of profilers.values()) await p.close();
+      for (const c of started) c.proc.removeAllListeners('exit');
+      await Promise.all(started.map(stopChild));
+    },
+  };
+}
+
+export function startRoles(placement: Placement, settings: RoleSettings): Promise<RunningRoles> {
+  return placement === 'in-process' ? inProcess(settings) : children(placement, settings);
+}
