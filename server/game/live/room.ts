@@ -184,6 +184,21 @@ export class Room {
     this.scheduleDeal();
   }
 
+  /**
+   * The step running when the room closed, finished (at most `ms`): the room's lease is released
+   * and its process's pool ended only after it, so a step in flight never writes under a lease given
+   * up nor reaches a closed pool. The steps after it see the room closed and touch nothing.
+   */
+  async stepsDone(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+      timer.unref();
+    });
+    await Promise.race([this.busy, waited]);
+    clearTimeout(timer);
+  }
+
   close(): void {
     this.closed = true;
     if (this.turnTimer) clearTimeout(this.turnTimer);
@@ -213,6 +228,7 @@ export class Room {
   private seatsChanged = false;
 
   private async reloadSeats(): Promise<void> {
+    if (this.closed) return;
     this.applySeats(await this.table.readSeats());
   }
 
@@ -568,7 +584,7 @@ export class Room {
    * when someone was removed.
    */
   private async kickIdle(): Promise<void> {
-    if (![...this.seats.values()].some((s) => s.sittingOut)) return;
+    if (this.closed || ![...this.seats.values()].some((s) => s.sittingOut)) return;
     await this.sitOutWrites;
     const idle = await this.deps.hands.idle(this.tableId);
     for (const userId of idle) {

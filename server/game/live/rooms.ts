@@ -12,6 +12,9 @@ import { Room, type RoomDeps, type RoomOptions, type TableRecord, type Watcher }
 import { toJson, type ServerMessageOf } from './wire.ts';
 import { TournamentSpans } from '../../tournaments/lifecycle-span.ts';
 
+/** How long a stopping room's step in flight may take before its lease is released anyway. */
+const ROOM_STEP_GRACE_MS = 5000;
+
 export interface RoomRegistryDeps {
   pool: pg.Pool;
   log: Logger;
@@ -190,6 +193,7 @@ export class RoomRegistry {
     const room = await r.catch(() => null);
     if (!room) return;
     room.close();
+    await room.stepsDone(ROOM_STEP_GRACE_MS);
     const message = toJson({ type: 'table_closed', tableId, reason } satisfies ServerMessageOf<'table_closed'>);
     for (const w of room.watchers) {
       w.send(message);
