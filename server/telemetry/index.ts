@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { context, trace, SpanStatusCode, type Attributes, type Span } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import {
+  AlwaysOffSampler,
   BasicTracerProvider,
   BatchSpanProcessor,
   InMemorySpanExporter,
@@ -66,9 +67,12 @@ export async function installTelemetry(options: { serviceName: string; otlpEndpo
     const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
     spanProcessors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
   }
+  // with nowhere to send them (no exporter), spans are not recorded at all: they keep their ids and
+  // the context still propagates, but no span is built only to be dropped (the hook's cost when off)
   provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ 'service.name': options.serviceName }),
     spanProcessors,
+    ...(spanProcessors.length === 0 ? { sampler: new AlwaysOffSampler() } : {}),
   });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(provider);
