@@ -474,11 +474,15 @@ export class Room {
       if (seat) seat.stack = p.stack;
     }
     this.sendAll(outcome.before);
-    if (outcome.answer.busted.length > 0 || this.seatsChanged) await this.reloadSeats();
-    for (const s of leaving) await this.standUpAfterHand(s.userId);
-    if (leaving.length) await this.reloadSeats();
-    await this.kickIdle();
-    await this.seatPending();
+    // the boundary's seat business, when there is any (most hands have none: then what the hand's end
+    // sends leaves in one socket write per connection, as nothing is awaited in between)
+    if (outcome.answer.busted.length > 0 || this.seatsChanged || leaving.length || this.pendingSits.length || this.anySatOut()) {
+      if (outcome.answer.busted.length > 0 || this.seatsChanged) await this.reloadSeats();
+      for (const s of leaving) await this.standUpAfterHand(s.userId);
+      if (leaving.length) await this.reloadSeats();
+      await this.kickIdle();
+      await this.seatPending();
+    }
     this.broadcastState();
     this.sendAll(outcome.after);
     this.scheduleDeal();
@@ -583,8 +587,13 @@ export class Room {
    * anyone else, so the room asks it rather than its own clock. The seats are read again only
    * when someone was removed.
    */
+  private anySatOut(): boolean {
+    for (const s of this.seats.values()) if (s.sittingOut) return true;
+    return false;
+  }
+
   private async kickIdle(): Promise<void> {
-    if (this.closed || ![...this.seats.values()].some((s) => s.sittingOut)) return;
+    if (this.closed || !this.anySatOut()) return;
     await this.sitOutWrites;
     const idle = await this.deps.hands.idle(this.tableId);
     for (const userId of idle) {
