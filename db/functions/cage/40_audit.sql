@@ -116,7 +116,10 @@ as $$
 begin
   return query
   with scope as not materialized (
-    select e.* from cage.cage_entries e where (e.id > p_after and e.id <= p_upto) or e.id = any (p_also)
+    -- two index ranges, not one OR (which no index serves: it would read the whole journal)
+    select e.* from cage.cage_entries e where e.id > p_after and e.id <= p_upto
+    union all
+    select e.* from cage.cage_entries e where e.id = any (p_also) and not (e.id > p_after and e.id <= p_upto)
   )
   -- 6. provenance: every entry has the record of the step that justifies it.
   --    Chips from or to the outside world: the operator's purchase or redemption record.
