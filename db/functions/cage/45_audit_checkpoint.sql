@@ -21,7 +21,10 @@
 -- avoid, 000001). The run pays the minute's postings, the accounts and the other domains' records.
 --
 -- What it does not re-read: history. A posting written, bypassing the posting functions, under an
--- entry the checkpoint covers is the full audit's to find.
+-- entry the checkpoint covers is the full audit's to find. What it still reads whole: the other
+-- domains' books (cage_private.audit_books), as the full audit does. Those records (tables, seats,
+-- intents, receipts, claims, stakes, holds) grow with play rather than with the journal; the rake
+-- rows, one per raked hand, are the ones that grow fastest, and would be the next to take a mark.
 
 -- The highest entry id below which every id drawn so far belongs to a transaction that has ended
 -- (committed or rolled back), waiting for the transactions that may still write one. Every
