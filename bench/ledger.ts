@@ -29,7 +29,7 @@ const USAGE = `usage: npm run bench -- ledger [--seconds N] [--rounds N] [--acco
   --history        the first journal length, in entries (default 1000000)
   --history-large  the second (default 10000000); the periodic audit must cost about the same at both
   --minute         postings made before each timed periodic audit (default 6000: 100 a second)
-  --full-up-to     the full audit runs up to this length, and is estimated beyond it (default 10000000)
+  --full-up-to     the full audit runs up to this length, and is estimated beyond it (default 1000000)
   --audit-only     only the audit cases
   DATABASE_URL set: benchmark that database (it is migrated; postings stay in its journal);
   otherwise an embedded, durable PostgreSQL in a temp dir is started and deleted.`;
@@ -53,7 +53,7 @@ const log = (msg: string) => console.log(msg);
 export default async function ledgerBench(args: string[]): Promise<number> {
   const auditOnly = args.includes('--audit-only');
   const flags = flagsOrUsage(args.filter((a) => a !== '--audit-only'), {
-    seconds: 3, rounds: 5, accounts: 4000, history: 1_000_000, 'history-large': 10_000_000, minute: 6000, 'full-up-to': 10_000_000,
+    seconds: 3, rounds: 5, accounts: 4000, history: 1_000_000, 'history-large': 10_000_000, minute: 6000, 'full-up-to': 1_000_000,
   }, USAGE);
   if (!flags) return 2;
   const historyFlags: HistoryFlags = {
