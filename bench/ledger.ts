@@ -17,12 +17,20 @@ import { createOwnerPool } from '../server/db/pools.ts';
 import {
   benchDatabase, fmtRate, fmtRatio, median, flagsOrUsage, table, timed,
 } from './lib/harness.ts';
+import { auditHistoryCases, type HistoryFlags } from './lib/audit-history.ts';
 import { FUNDING, fundedUserAccounts, postRandomTransfer, randInt, randomPair, randomTransfer } from './lib/postings.ts';
 
-const USAGE = `usage: npm run bench -- ledger [--seconds N] [--rounds N] [--accounts N]
+const USAGE = `usage: npm run bench -- ledger [--seconds N] [--rounds N] [--accounts N] [--history N] [--history-large N]
+                                     [--minute N] [--full-up-to N] [--audit-only]
   --seconds   measured seconds per case per round (default 3)
   --rounds    interleaved rounds; medians are taken over them (default 5)
   --accounts  pre-funded user accounts (default 4000)
+  audit cases (bench/lib/audit-history.ts), in a database of their own on the same server:
+  --history        the first journal length, in entries (default 1000000)
+  --history-large  the second (default 10000000); the periodic audit must cost about the same at both
+  --minute         postings made before each timed periodic audit (default 6000: 100 a second)
+  --full-up-to     the full audit runs up to this length, and is estimated beyond it (default 1000000)
+  --audit-only     only the audit cases
   DATABASE_URL set: benchmark that database (it is migrated; postings stay in its journal);
   otherwise an embedded, durable PostgreSQL in a temp dir is started and deleted.`;
 
@@ -43,14 +51,28 @@ interface Case {
 const log = (msg: string) => console.log(msg);
 
 export default async function ledgerBench(args: string[]): Promise<number> {
-  const flags = flagsOrUsage(args, { seconds: 3, rounds: 5, accounts: 4000 }, USAGE);
+  const auditOnly = args.includes('--audit-only');
+  const flags = flagsOrUsage(args.filter((a) => a !== '--audit-only'), {
+    seconds: 3, rounds: 5, accounts: 4000, history: 1_000_000, 'history-large': 10_000_000, minute: 6000, 'full-up-to': 1_000_000,
+  }, USAGE);
   if (!flags) return 2;
+  const historyFlags: HistoryFlags = {
+    sizes: [flags.history, flags['history-large']], minute: Math.round(flags.minute), fullUpTo: flags['full-up-to'],
+  };
   const seconds = flags.seconds;
   const rounds = Math.max(1, Math.round(flags.rounds));
   const nAccounts = Math.max(64, Math.round(flags.accounts));
   const began = performance.now();
 
   const db = await benchDatabase(log);
+  if (auditOnly) {
+    try {
+      await auditHistoryCases(db.url, historyFlags, log);
+      return 0;
+    } finally {
+      await db.stop();
+    }
+  }
   let owner: pg.Pool | undefined;
   let cage: pg.Pool | undefined;
   try {
@@ -84,6 +106,8 @@ export default async function ledgerBench(args: string[]): Promise<number> {
 
     const problems = await checkJournal(owner, cage, run, counter.created);
     if (db.source === 'DATABASE_URL') await owner.query('drop schema bench cascade');
+    log('');
+    await auditHistoryCases(db.url, historyFlags, log);
     log(`total ${((performance.now() - began) / 1000).toFixed(0)} s`);
     return problems ? 1 : exitCode;
   } finally {

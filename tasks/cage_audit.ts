@@ -1,22 +1,26 @@
-// Job `cage_audit`: runs the cage's audit (cage.audit()) in one read-only snapshot, and checks every
-// recorded custody release against the arbiter's key (which SQL cannot: server/cage/custody.ts,
-// unverifiedReleases). On divergence it emits span `persistence.conservation.cage_divergence` and
-// logs an error; it never writes, so running it twice changes nothing.
+// Job `cage_audit`: the cage's periodic audit (cage.audit_since_checkpoint: the invariants of
+// cage.audit(), reading of the journal only what was written since its last clean run, whose
+// checkpoint it then moves), and a check of every recorded custody release against the arbiter's key
+// (which SQL cannot: server/cage/custody.ts, unverifiedReleases). With payload `{ "full": true }` it
+// runs the full audit instead, in one read-only snapshot. On divergence it emits span
+// `persistence.conservation.cage_divergence` and logs an error; a run that finds a violation moves no
+// checkpoint, so the next one reports it again.
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { Task } from 'graphile-worker';
 import type { Logger } from 'pino';
-import { auditOn } from '../server/cage/ledger.ts';
+import { auditOn, auditSinceCheckpoint } from '../server/cage/ledger.ts';
 import { unverifiedReleases } from '../server/cage/custody.ts';
 import { tracer } from '../server/telemetry/index.ts';
 
 export function createCageAuditTask(log: Logger, options: { arbiterPublicKey?: string } = {}): Task {
-  return async (_payload, helpers) => {
+  return async (payload, helpers) => {
+    const full = (payload as { full?: unknown } | null)?.full === true;
     const violations = [
-      ...(await helpers.withPgClient(auditOn)),
+      ...(await helpers.withPgClient((client) => (full ? auditOn(client) : auditSinceCheckpoint(client)))),
       ...(await helpers.withPgClient((client) => unverifiedReleases(client, options.arbiterPublicKey))),
     ];
     if (violations.length === 0) {
-      log.debug('cage audit clean');
+      log.debug({ full }, 'cage audit clean');
       return;
     }
     const invariants = [...new Set(violations.map((v) => v.invariant))].sort();
@@ -28,6 +32,6 @@ export function createCageAuditTask(log: Logger, options: { arbiterPublicKey?: s
         span.end();
       },
     );
-    log.error({ violations: violations.slice(0, 50), count: violations.length, invariants }, 'cage divergence: the audit found violations');
+    log.error({ violations: violations.slice(0, 50), count: violations.length, invariants, full }, 'cage divergence: the audit found violations');
   };
 }

@@ -58,6 +58,8 @@ grant execute on function
 -- worker: runs the periodic audit (read-only) and the cash reconcilers (deposits left pending by
 -- a cage that stopped mid-request; settled withdrawals the game has not zeroed yet)
 grant execute on function cage.audit() to poker_worker;
+-- ... and the periodic audit, which reads what changed since its checkpoint and moves it (45_audit_checkpoint.sql)
+grant execute on function cage.audit_since_checkpoint() to poker_worker;
 grant select on cage.deposit_intents, cage.withdraw_intents to poker_worker;
 grant execute on function cage.confirm_deposit(text), cage.fail_deposit(text, text), cage.mark_withdrawal_settled(text)
   to poker_worker;

@@ -104,6 +104,17 @@ export async function auditOn(client: pg.ClientBase): Promise<Violation[]> {
   }
 }
 
+/**
+ * The periodic audit (cage.audit_since_checkpoint): the same invariants, reading of the journal only
+ * what was written since its last clean run, whose checkpoint it moves when it finds nothing. One
+ * autocommit statement: the function waits for the entries in flight, then takes its snapshot, so
+ * it must not run inside a REPEATABLE READ transaction.
+ */
+export async function auditSinceCheckpoint(db: pg.Pool | pg.ClientBase): Promise<Violation[]> {
+  const { rows } = await db.query<Violation>('select invariant, subject, detail from cage.audit_since_checkpoint()');
+  return rows;
+}
+
 export async function rebuildProjection(db: Db) {
   const { rows } = await db.query<{
     account_id: bigint; old_balance: bigint; new_balance: bigint; old_version: bigint; new_version: bigint;

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import type pg from 'pg';
-import { audit } from '../../server/cage/ledger.ts';
+import { audit, auditSinceCheckpoint } from '../../server/cage/ledger.ts';
 import { signerFromPrivateKey } from '../../server/cage/receipts.ts';
 import { settlePosition } from '../../server/cage/seams.ts';
 import { completeLostClaims } from '../../tasks/claims_complete_lost.ts';
@@ -135,6 +135,32 @@ describe('grants and claims', () => {
     // lit after all (the condition's delivery was late): the next run completes it
     await game.query("select * from claims.mark_condition_met('local', $1, 'wallet_linked', null)", [userId]);
     expect((await completeLostClaims(worker)).completed.map((r) => r.claim_id)).toEqual([undue]);
+    await expectCleanAudit(cage);
+  });
+
+  test('the periodic audit judges a grant it saw young once it is due, though its checkpoint moved past it', async () => {
+    const { userId, wallet } = await claimant();
+    expect(await auditSinceCheckpoint(db.owner)).toEqual([]);
+    const grant = await lostGrant(wallet, userId, 'weekly_baseline', isoWeek(new Date()), 500, 0);
+    const entry = await entryId(grant);
+    // young: not judged yet, carried by the checkpoint, which moves past it
+    expect(await auditSinceCheckpoint(db.owner)).toEqual([]);
+    const checkpoint = async () => {
+      const { rows } = await db.owner.query<{ entry_id: bigint; young: string[] }>('select entry_id, young_grants::text[] as young from cage_private.audit_checkpoint');
+      return rows[0]!;
+    };
+    expect((await checkpoint()).entry_id).toBe(BigInt(entry));
+    expect((await checkpoint()).young).toContain(String(entry));
+    // due, and still without its claim row: named as the full audit names it, and the checkpoint stays
+    await age(grant, 10);
+    const named = { invariant: 'provenance', subject: `entry:${entry}`, detail: { ref_id: grant, kind: 'grant', problem: 'grant without its claim' } };
+    expect(await auditSinceCheckpoint(db.owner)).toEqual([named]);
+    expect(await provenance()).toEqual([named]);
+    expect((await checkpoint()).young).toContain(String(entry));
+    // completed from its grant: clean, and no longer carried
+    expect((await completeLostClaims(worker)).completed.map((r) => r.claim_id)).toEqual([grant]);
+    expect(await auditSinceCheckpoint(db.owner)).toEqual([]);
+    expect((await checkpoint()).young).not.toContain(String(entry));
     await expectCleanAudit(cage);
   });
 

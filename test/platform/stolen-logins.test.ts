@@ -446,6 +446,7 @@ const REVIEWED: Record<string, string> = {
   'betting.sync_market(text)': 'state: the tournament\'s own rows (play started, eliminations, standings, a force-end)',
   // cage
   'cage.audit()': 'reads',
+  'cage.audit_since_checkpoint()': 'reads, and moves its own checkpoint when clean; moves nothing',
   'cage.claim_bet_payout(uuid,text)': 'the player\'s token grant; the amount the betting service recorded for them',
   'cage.credit_unbet(text)': 'bound: the bet row the betting service removed (with the bettor\'s grant), to the stake\'s own bettor',
   'cage.open_bet_stake(uuid,text,text,uuid,bigint)': 'the player\'s token grant, a market taking bets, the real_money switch',

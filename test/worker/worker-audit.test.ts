@@ -1,6 +1,7 @@
 // The graphile-worker job `cage_audit`: silent on clean books; on a corrupted projection it emits
 // span `persistence.conservation.cage_divergence` and an error log; `cage.rebuild_projection()`
-// repairs the books and the audit is clean again. Run through `runOnce` (the task list as the worker
+// repairs the books and the audit is clean again. The job is the periodic audit (what changed since
+// its checkpoint); with `{ full: true }` the full one. Run through `runOnce` (the task list as the worker
 // role builds it) and through the real worker role's startup job, which must then stop cleanly.
 import { quickAddJob, runOnce } from 'graphile-worker';
 import type { Runner } from 'graphile-worker';
@@ -25,11 +26,11 @@ const divergenceSpans = () => finishedSpans().filter((s) => s.name === DIVERGENC
 const divergenceLogs = (lines: LogLine[]) => lines.filter((l) => l.msg === 'cage divergence: the audit found violations');
 
 /** Queues one `cage_audit` job and runs the queue to empty with the worker's own task, as poker_worker. */
-async function runAudit() {
+async function runAudit(payload: { full?: boolean } = {}) {
   const { log, lines } = captureLogger('debug');
   workerPool ??= db.pool('poker_worker', 2);
   const pgPool = workerPool;
-  await quickAddJob({ pgPool }, 'cage_audit', {});
+  await quickAddJob({ pgPool }, 'cage_audit', payload);
   // runOnce takes the jobs that are ready when it looks; a job queued in the same millisecond can
   // be missed, so run again until the queue is empty (bounded)
   for (let i = 0; i < 5; i++) {
@@ -92,17 +93,19 @@ test('a corrupted projection: the span and an error log name the violation', asy
     invariants: ['account_balance'],
     violations: [{ invariant: 'account_balance', subject: `account:${account}`, detail: { balance: 501, journal: 500 } }],
   });
-  // the audit only reads: the job succeeded and the corruption is still there
+  // a run that finds a violation writes nothing: the job succeeded and the corruption is still there
   expect(await queuedAudits()).toBe(0);
   expect(await auditRows()).toEqual([{ invariant: 'account_balance', subject: `account:${account}` }]);
 });
 
-test('the audit never writes: running it again reports the same and changes nothing', async () => {
+test('an audit that finds a violation writes nothing: running it again reports the same and changes nothing', async () => {
+  const checkpoint = (await db.owner.query('select * from cage_private.audit_checkpoint')).rows;
   const before = (await db.owner.query('select id, balance, version from cage.cage_accounts order by id')).rows;
   const lines = await runAudit();
   expect(divergenceSpans()).toHaveLength(1);
   expect(divergenceLogs(lines)).toHaveLength(1);
   expect((await db.owner.query('select id, balance, version from cage.cage_accounts order by id')).rows).toEqual(before);
+  expect((await db.owner.query('select * from cage_private.audit_checkpoint')).rows).toEqual(checkpoint);
 });
 
 test('cage.rebuild_projection() repairs the books and the audit is clean again', async () => {
@@ -147,4 +150,23 @@ test('the worker role audits at startup, reports a divergence, and stops with no
 
   await db.owner.query('select * from cage.rebuild_projection()');
   expect(await auditRows()).toEqual([]);
+});
+
+test('the periodic job reads only what was posted since its checkpoint; the full one reads the whole journal', async () => {
+  const newer = (await userAccount(db.owner)).id;
+  await fund(db.owner, newer, 20n);
+  expect((await runAudit()).some((l) => l.msg === 'cage audit clean')).toBe(true);
+  const { rows } = await db.owner.query<{ entry_id: bigint; entries_read: bigint }>('select entry_id, entries_read from cage_private.audit_checkpoint');
+  expect(rows[0]!.entries_read).toBe(1n);
+
+  // a posting forged under an entry the checkpoint covers: history, which only the full audit re-reads
+  const house = (await db.owner.query<{ id: bigint }>("select cage.ensure_account('house', null, null, 'play') as id")).rows[0]!.id;
+  await db.owner.query(
+    `insert into cage.cage_ledger (entry_id, account_id, money_kind, kind, ref_id, amount)
+     select e.id, $2, e.money_kind, e.kind, e.ref_id, 1 from cage.cage_entries e where e.id = $1`, [rows[0]!.entry_id, house],
+  );
+  expect(divergenceLogs(await runAudit())).toEqual([]);
+  const errors = divergenceLogs(await runAudit({ full: true }));
+  expect(errors).toHaveLength(1);
+  expect(errors[0]).toMatchObject({ full: true, invariants: ['transaction_balance'] });
 });

@@ -101,74 +101,134 @@ as $$
      and not exists (select from cage.withdraw_intents w where w.custody_entry_id = c.id and w.ledger_ref_id = c.source_ref_id)
 $$;
 
--- The invariants of the cage (five of balance, and provenance) (docs: ARCHITECTURE.md, "The cage"). Every violation is one row;
--- an empty result means the books hold. One query, so one snapshot: callers run it in a
--- REPEATABLE READ READ ONLY transaction (audit() in server/cage/ledger.ts) and it blocks no writer.
--- Long because: every invariant is one short branch of one query (one statement, one snapshot,
--- one list of violations); splitting the branches into functions would only move them.
-create or replace function cage.audit()
+-- What justifies each journal entry (invariant 6, provenance, and the entry side of 8 and 9), one row
+-- per violation, for the entries with p_after < id <= p_upto and those named in p_also. The full audit
+-- passes every entry; the periodic one (45_audit_checkpoint.sql) the entries since its checkpoint.
+-- Stable: it reads the snapshot of the query that calls it. Planned for each call's bounds
+-- (plan_cache_mode): the whole journal is a sequential scan, a minute of it a few index probes.
+create or replace function cage_private.entry_provenance(p_after bigint, p_upto bigint, p_also bigint[])
   returns table (invariant text, subject text, detail jsonb)
-  language plpgsql stable security definer
+  language plpgsql stable
+  set search_path = pg_catalog, pg_temp
+  set plan_cache_mode = force_custom_plan
+as $$
+-- plpgsql, not sql: the body reads the claims domain's functions, which are created after this file
+begin
+  return query
+  with scope as not materialized (
+    -- two index ranges, not one OR (which no index serves: it would read the whole journal)
+    select e.* from cage.cage_entries e where e.id > p_after and e.id <= p_upto
+    union all
+    select e.* from cage.cage_entries e where e.id = any (p_also) and not (e.id > p_after and e.id <= p_upto)
+  )
+  -- 6. provenance: every entry has the record of the step that justifies it.
+  --    Chips from or to the outside world: the operator's purchase or redemption record.
+  select 'provenance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'no operator record')
+    from scope e
+   where e.kind in ('purchase', 'redemption')
+     and not exists (select from cage.operator_acts a where a.ref_id = e.ref_id and a.act = e.kind::text)
+  union all
+  --    An adjustment: a deposit's reversal, or an operator's correction (who and why).
+  select 'provenance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'adjustment without a reversed deposit or a correction record')
+    from scope e
+   where e.kind = 'adjustment'
+     and not exists (select from cage.deposit_intents d where d.reversal_ref_id = e.ref_id and d.status = 'failed')
+     and not exists (select from cage.operator_acts a where a.ref_id = e.ref_id and a.act = 'correction')
+  union all
+  --    A grant: the claim intent that backed it (same claim id, user and amount), at once: a grant
+  --    nothing backs is never completed into a claim, it is named here and left to an operator.
+  select 'provenance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'grant without its claim intent')
+    from scope e
+   where e.kind = 'grant'
+     and not exists (select from claims.claim_intents i
+                      where i.claim_id = e.ref_id and i.user_id::text = e.memo ->> 'user_id' and i.amount = e.amounts[2])
+     -- a test seed under the harness (cage.seed_test_chips) is backed by its record instead
+     and not exists (select from cage.test_seeds s
+                      where s.ref_id = e.ref_id and s.user_id::text = e.memo ->> 'user_id' and s.amount = e.amounts[2])
+  union all
+  --    ... and its claim-ledger row (same claim id, user and amount), once the claim's process had
+  --    its time to write it and the reconciler its time to complete it (claims.complete_lost_claims).
+  select 'provenance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'grant without its claim')
+    from scope e
+   where e.kind = 'grant' and e.created_at < now() - claims_private.claim_report_after()
+     and exists (select from claims.claim_intents i
+                  where i.claim_id = e.ref_id and i.user_id::text = e.memo ->> 'user_id' and i.amount = e.amounts[2])
+     and not exists (select from claims.claim_ledger l
+                      where l.claim_id = e.ref_id and l.user_id::text = e.memo ->> 'user_id' and l.amount = e.amounts[2])
+  union all
+  --    A buy-in: its deposit; a cash-out or bust: its settlement.
+  select 'provenance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'table movement without its deposit or settlement')
+    from scope e
+   where (e.kind = 'table_buy_in' and not exists (select from cage.deposit_intents d where d.ref_id = e.ref_id))
+      or (e.kind in ('table_cash_out', 'bust_close') and not exists (select from cage.withdraw_intents w where w.ledger_ref_id = e.ref_id))
+  union all
+  select 'provenance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'custody claim without its receipt')
+    from scope e
+   where e.kind = 'custody_claim' and not exists (select from cage.receipts r where r.ledger_ref_id = e.ref_id)
+  union all
+  --    Tournament money: an entry has its deposit and its paid entry, a refund its closed entry,
+  --    a payout its confirmed payout intent.
+  select 'provenance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'tournament movement without its registration or payout')
+    from scope e
+   where (e.kind = 'tournament_entry' and not exists (select from cage.deposit_intents d join game.table_players p on p.entry_ref_id = d.ref_id
+                                                      where d.ref_id = e.ref_id and d.status = 'confirmed'))
+      or (e.kind = 'tournament_refund' and not exists (select from game.table_players p where p.closing_ref_id = e.ref_id and p.status = 'closed'))
+      or (e.kind = 'tournament_payout' and not exists (select from cage.payout_intents i where i.ref_id = e.ref_id and i.confirmed_at is not null))
+  union all
+  --    8d. provenance: a stake debit has its stake row, a refund the stake it compensated or
+  --        returned, a payout its recorded payout (same market, user and amount)
+  select 'provenance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'betting movement without its stake or payout')
+    from scope e
+   where (e.kind = 'bet_stake' and not exists (select from cage.bet_stakes s where s.ref_id = e.ref_id and s.amount = e.amounts[2]
+                                                and s.user_id::text = e.memo ->> 'user_id'))
+      or (e.kind = 'bet_refund' and not exists (select from cage.bet_stakes s where s.refund_ref_id = e.ref_id and s.amount = e.amounts[2]))
+      or (e.kind = 'bet_payout' and not exists (select from betting.payouts p where p.market_id = e.memo ->> 'market_id'
+                                                 and p.user_id::text = e.memo ->> 'user_id' and p.amount = e.amounts[2]
+                                                 and e.ref_id = cage.bet_claim_ref(p.market_id, p.user_id)))
+  union all
+  --    every gas movement is the user's own deposit, or a step of its withdrawal's row: a reserve for
+  --    every withdrawal, then a delivery or a refund as its status says, of its chips
+  select 'gas_tank', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'gas movement without its request')
+    from scope e
+   where (e.kind = 'gas_deposit' and not (e.ref_id like 'gas-deposit:%' and cardinality(e.accounts) = 2
+            and exists (select from cage.cage_accounts a where a.id = e.accounts[1] and a.account_type = 'user'
+                          and a.user_id::text = e.memo ->> 'user_id')
+            and exists (select from cage.cage_accounts a where a.id = e.accounts[2] and a.account_type = 'gas_tank'
+                          and a.scope = e.memo ->> 'user_id')))
+      or (e.kind = 'gas_withdraw' and not exists (
+            select from cage.gas_withdrawals w
+             where e.ref_id in (w.ref_id || ':reserve', w.ref_id || ':deliver', w.ref_id || ':refund')
+               and e.amounts = array[-w.chips, w.chips] and e.money_kind = w.money_kind
+               and (e.ref_id = w.ref_id || ':reserve'
+                    or (e.ref_id = w.ref_id || ':deliver' and w.status = 'delivered')
+                    or (e.ref_id = w.ref_id || ':refund' and w.status = 'refunded'))));
+end;
+$$;
+
+-- The books of the other domains against the cage's accounts and records (invariants 4, 4b-4d, 7, 8
+-- and 9, and the record side of 5 and 6), one row per violation. These read the current records
+-- (tables, seats, intents, stakes, holds), not the journal's history, except what they sum of one
+-- movement kind (bet payouts, escapes), read through cage_entries_audited_kinds_idx. Stable: it
+-- reads the snapshot of the query that calls it.
+-- Long because: each domain's book is one short branch of one query (one snapshot, one list of
+-- violations); splitting the branches into functions would only move them.
+create or replace function cage_private.audit_books()
+  returns table (invariant text, subject text, detail jsonb)
+  language plpgsql stable
   set search_path = pg_catalog, pg_temp
 as $$
 -- plpgsql, not sql: the body reads the claims domain's functions, which are created after this file
 begin
   return query
-  with sums as (
-    select l.account_id, sum(l.amount) as total, count(*) as n
-      from cage.cage_ledger l
-     group by l.account_id
-  ),
-  entry_sums as (
-    select l.entry_id, sum(l.amount) as total, count(*) as n,
-           count(*) filter (where l.money_kind <> e.money_kind or l.kind <> e.kind or l.ref_id <> e.ref_id) as mismatched
-      from cage.cage_ledger l
-      join cage.cage_entries e on e.id = l.entry_id
-     group by l.entry_id
-  )
-  -- 1. per account: the projection equals the journal (balance = sum of postings, version = count)
-  select 'account_balance', 'account:' || a.id,
-         jsonb_build_object('balance', a.balance, 'journal', coalesce(s.total, 0),
-                            'version', a.version, 'postings', coalesce(s.n, 0))
-    from cage.cage_accounts a
-    left join sums s on s.account_id = a.id
-   where a.bounded and (a.balance <> coalesce(s.total, 0) or a.version <> coalesce(s.n, 0))
-  union all
-  -- postings must land on existing accounts of their money kind
-  select 'account_balance', 'posting:' || l.id,
-         jsonb_build_object('account', l.account_id, 'money_kind', l.money_kind, 'problem', 'no such account of this money kind')
-    from cage.cage_ledger l
-   where not exists (select from cage.cage_accounts a where a.id = l.account_id and a.money_kind = l.money_kind)
-  union all
-  -- 2. per transaction: postings sum to zero and match the entry's legs exactly
-  select 'transaction_balance', 'entry:' || e.id,
-         jsonb_build_object('ref_id', e.ref_id, 'sum', coalesce(es.total, 0), 'postings', coalesce(es.n, 0),
-                            'legs', cardinality(e.accounts), 'mismatched', coalesce(es.mismatched, 0))
-    from cage.cage_entries e
-    left join entry_sums es on es.entry_id = e.id
-   where coalesce(es.total, 0) <> 0
-      or coalesce(es.n, 0) <> cardinality(e.accounts)
-      or coalesce(es.mismatched, 0) > 0
-      or (select sum(x) from unnest(e.amounts) x) <> 0
-  union all
-  select 'transaction_balance', 'posting:' || l.id,
-         jsonb_build_object('entry', l.entry_id, 'problem', 'posting without its entry')
-    from cage.cage_ledger l
-   where not exists (select from cage.cage_entries e where e.id = l.entry_id)
-  union all
-  select 'transaction_balance', 'money_kind:' || l.money_kind,
-         jsonb_build_object('sum', sum(l.amount))
-    from cage.cage_ledger l
-   group by l.money_kind
-  having sum(l.amount) <> 0
-  union all
-  -- 3. no bounded balance below zero, in the projection or in the journal
-  select 'non_negative', 'account:' || a.id,
-         jsonb_build_object('balance', a.balance, 'journal', coalesce(s.total, 0), 'account_type', a.account_type)
-    from cage.cage_accounts a
-    left join sums s on s.account_id = a.id
-   where a.bounded and (a.balance < 0 or coalesce(s.total, 0) < 0)
-  union all
   -- 4. a table's escrow equals what the table owes (cage_private.table_books): the stacks of its
   --    open positions not yet settled by the cage, plus the deposits whose buy-in is posted but
   --    whose seat is not funded yet (nor reversed), plus the rake taken (reconciled or not) unless
@@ -211,56 +271,10 @@ begin
   -- 4d. escapes, holds, disputes and releases (cage_private.custody_violations, above)
   select * from cage_private.custody_violations()
   union all
-  -- 5. replay-once: a ref_id has one entry (the unique index) and that entry's postings only
-  select 'replay_once', 'ref_id:' || l.ref_id,
-         jsonb_build_object('entries', count(distinct l.entry_id))
-    from cage.cage_ledger l
-   group by l.ref_id
-  having count(distinct l.entry_id) > 1
-  union all
   select 'replay_once', 'receipt:' || r.id,
          jsonb_build_object('ledger_ref_id', r.ledger_ref_id, 'problem', 'receipt without its ledger entry')
     from cage.receipts r
    where not exists (select from cage.cage_entries e where e.ref_id = r.ledger_ref_id)
-  union all
-  -- 6. provenance: every entry has the record of the step that justifies it.
-  --    Chips from or to the outside world: the operator's purchase or redemption record.
-  select 'provenance', 'entry:' || e.id,
-         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'no operator record')
-    from cage.cage_entries e
-   where e.kind in ('purchase', 'redemption')
-     and not exists (select from cage.operator_acts a where a.ref_id = e.ref_id and a.act = e.kind::text)
-  union all
-  --    An adjustment: a deposit's reversal, or an operator's correction (who and why).
-  select 'provenance', 'entry:' || e.id,
-         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'adjustment without a reversed deposit or a correction record')
-    from cage.cage_entries e
-   where e.kind = 'adjustment'
-     and not exists (select from cage.deposit_intents d where d.reversal_ref_id = e.ref_id and d.status = 'failed')
-     and not exists (select from cage.operator_acts a where a.ref_id = e.ref_id and a.act = 'correction')
-  union all
-  --    A grant: the claim intent that backed it (same claim id, user and amount), at once: a grant
-  --    nothing backs is never completed into a claim, it is named here and left to an operator.
-  select 'provenance', 'entry:' || e.id,
-         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'grant without its claim intent')
-    from cage.cage_entries e
-   where e.kind = 'grant'
-     and not exists (select from claims.claim_intents i
-                      where i.claim_id = e.ref_id and i.user_id::text = e.memo ->> 'user_id' and i.amount = e.amounts[2])
-     -- a test seed under the harness (cage.seed_test_chips) is backed by its record instead
-     and not exists (select from cage.test_seeds s
-                      where s.ref_id = e.ref_id and s.user_id::text = e.memo ->> 'user_id' and s.amount = e.amounts[2])
-  union all
-  --    ... and its claim-ledger row (same claim id, user and amount), once the claim's process had
-  --    its time to write it and the reconciler its time to complete it (claims.complete_lost_claims).
-  select 'provenance', 'entry:' || e.id,
-         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'grant without its claim')
-    from cage.cage_entries e
-   where e.kind = 'grant' and e.created_at < now() - claims_private.claim_report_after()
-     and exists (select from claims.claim_intents i
-                  where i.claim_id = e.ref_id and i.user_id::text = e.memo ->> 'user_id' and i.amount = e.amounts[2])
-     and not exists (select from claims.claim_ledger l
-                      where l.claim_id = e.ref_id and l.user_id::text = e.memo ->> 'user_id' and l.amount = e.amounts[2])
   union all
   --    A claim that paid: its grant (same claim id, user and amount).
   select 'provenance', 'claim:' || l.claim_id,
@@ -282,13 +296,6 @@ begin
                       where d.idempotency_key = c.credit_key and d.status = 'confirmed' and d.user_id = c.user_id
                         and d.table_id = c.table_id and d.amount = c.amount)
   union all
-  --    A buy-in: its deposit; a cash-out or bust: its settlement.
-  select 'provenance', 'entry:' || e.id,
-         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'table movement without its deposit or settlement')
-    from cage.cage_entries e
-   where (e.kind = 'table_buy_in' and not exists (select from cage.deposit_intents d where d.ref_id = e.ref_id))
-      or (e.kind in ('table_cash_out', 'bust_close') and not exists (select from cage.withdraw_intents w where w.ledger_ref_id = e.ref_id))
-  union all
   --    A settlement: its ledger entry and exactly one receipt, signed in its transaction; a custody
   --    claim: its receipt.
   select 'provenance', 'settlement:' || w.ledger_ref_id,
@@ -298,21 +305,6 @@ begin
     from cage.withdraw_intents w
    where (select count(*) from cage.receipts r where r.ledger_ref_id = w.ledger_ref_id) <> 1
       or not exists (select from cage.cage_entries e where e.ref_id = w.ledger_ref_id)
-  union all
-  select 'provenance', 'entry:' || e.id,
-         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'custody claim without its receipt')
-    from cage.cage_entries e
-   where e.kind = 'custody_claim' and not exists (select from cage.receipts r where r.ledger_ref_id = e.ref_id)
-  union all
-  --    Tournament money: an entry has its deposit and its paid entry, a refund its closed entry,
-  --    a payout its confirmed payout intent.
-  select 'provenance', 'entry:' || e.id,
-         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'tournament movement without its registration or payout')
-    from cage.cage_entries e
-   where (e.kind = 'tournament_entry' and not exists (select from cage.deposit_intents d join game.table_players p on p.entry_ref_id = d.ref_id
-                                                      where d.ref_id = e.ref_id and d.status = 'confirmed'))
-      or (e.kind = 'tournament_refund' and not exists (select from game.table_players p where p.closing_ref_id = e.ref_id and p.status = 'closed'))
-      or (e.kind = 'tournament_payout' and not exists (select from cage.payout_intents i where i.ref_id = e.ref_id and i.confirmed_at is not null))
   union all
   -- 7. a tournament's pool: it moves only by entries, refunds and payouts, and holds what the
   --    tournament owes: the open entry claims, the payouts not yet paid and, once settlement began,
@@ -391,18 +383,6 @@ begin
     ) g
    where g.paid > g.pool or g.recorded > g.pool
   union all
-  --    8d. provenance: a stake debit has its stake row, a refund the stake it compensated or
-  --        returned, a payout its recorded payout (same market, user and amount)
-  select 'provenance', 'entry:' || e.id,
-         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'betting movement without its stake or payout')
-    from cage.cage_entries e
-   where (e.kind = 'bet_stake' and not exists (select from cage.bet_stakes s where s.ref_id = e.ref_id and s.amount = e.amounts[2]
-                                                and s.user_id::text = e.memo ->> 'user_id'))
-      or (e.kind = 'bet_refund' and not exists (select from cage.bet_stakes s where s.refund_ref_id = e.ref_id and s.amount = e.amounts[2]))
-      or (e.kind = 'bet_payout' and not exists (select from betting.payouts p where p.market_id = e.memo ->> 'market_id'
-                                                 and p.user_id::text = e.memo ->> 'user_id' and p.amount = e.amounts[2]
-                                                 and e.ref_id = cage.bet_claim_ref(p.market_id, p.user_id)))
-  union all
   -- 9. gas tanks (000028). The outbound account holds exactly the reserved withdrawals.
   select 'gas_tank', 'outbound:' || coalesce(a.money_kind, r.money_kind),
          jsonb_build_object('outbound', coalesce(a.balance, 0), 'reserved', coalesce(r.chips, 0))
@@ -411,30 +391,96 @@ begin
       on r.money_kind = a.money_kind
    where coalesce(a.balance, 0) <> coalesce(r.chips, 0)
   union all
-  --    every gas movement is the user's own deposit, or a step of its withdrawal's row: a reserve for
-  --    every withdrawal, then a delivery or a refund as its status says, of its chips
-  select 'gas_tank', 'entry:' || e.id,
-         jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'gas movement without its request')
-    from cage.cage_entries e
-   where (e.kind = 'gas_deposit' and not (e.ref_id like 'gas-deposit:%' and cardinality(e.accounts) = 2
-            and exists (select from cage.cage_accounts a where a.id = e.accounts[1] and a.account_type = 'user'
-                          and a.user_id::text = e.memo ->> 'user_id')
-            and exists (select from cage.cage_accounts a where a.id = e.accounts[2] and a.account_type = 'gas_tank'
-                          and a.scope = e.memo ->> 'user_id')))
-      or (e.kind = 'gas_withdraw' and not exists (
-            select from cage.gas_withdrawals w
-             where e.ref_id in (w.ref_id || ':reserve', w.ref_id || ':deliver', w.ref_id || ':refund')
-               and e.amounts = array[-w.chips, w.chips] and e.money_kind = w.money_kind
-               and (e.ref_id = w.ref_id || ':reserve'
-                    or (e.ref_id = w.ref_id || ':deliver' and w.status = 'delivered')
-                    or (e.ref_id = w.ref_id || ':refund' and w.status = 'refunded'))))
-  union all
   select 'gas_tank', 'withdrawal:' || w.ref_id,
          jsonb_build_object('status', w.status, 'problem', 'withdrawal steps missing')
     from cage.gas_withdrawals w
    where not exists (select from cage.cage_entries e where e.ref_id = w.ref_id || ':reserve')
       or (w.status = 'delivered' and not exists (select from cage.cage_entries e where e.ref_id = w.ref_id || ':deliver'))
       or (w.status = 'refunded' and not exists (select from cage.cage_entries e where e.ref_id = w.ref_id || ':refund'));
+end;
+$$;
+
+-- The invariants of the cage (five of balance, and provenance) (docs: ARCHITECTURE.md, "The cage"). Every violation is one row;
+-- an empty result means the books hold. One query, so one snapshot: callers run it in a
+-- REPEATABLE READ READ ONLY transaction (audit() in server/cage/ledger.ts) and it blocks no writer.
+-- This is the full audit: it reads the whole journal, so its cost grows with it (an operator's, on
+-- demand); the worker's periodic audit reads only what was written since its checkpoint
+-- (cage.audit_since_checkpoint, 45_audit_checkpoint.sql) and reports violations in the same rows.
+create or replace function cage.audit()
+  returns table (invariant text, subject text, detail jsonb)
+  language plpgsql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+-- plpgsql, not sql: the body reads the claims domain's functions, which are created after this file
+begin
+  return query
+  with sums as (
+    select l.account_id, sum(l.amount) as total, count(*) as n
+      from cage.cage_ledger l
+     group by l.account_id
+  ),
+  entry_sums as (
+    select l.entry_id, sum(l.amount) as total, count(*) as n,
+           count(*) filter (where l.money_kind <> e.money_kind or l.kind <> e.kind or l.ref_id <> e.ref_id) as mismatched
+      from cage.cage_ledger l
+      join cage.cage_entries e on e.id = l.entry_id
+     group by l.entry_id
+  )
+  -- 1. per account: the projection equals the journal (balance = sum of postings, version = count)
+  select 'account_balance', 'account:' || a.id,
+         jsonb_build_object('balance', a.balance, 'journal', coalesce(s.total, 0),
+                            'version', a.version, 'postings', coalesce(s.n, 0))
+    from cage.cage_accounts a
+    left join sums s on s.account_id = a.id
+   where a.bounded and (a.balance <> coalesce(s.total, 0) or a.version <> coalesce(s.n, 0))
+  union all
+  -- postings must land on existing accounts of their money kind
+  select 'account_balance', 'posting:' || l.id,
+         jsonb_build_object('account', l.account_id, 'money_kind', l.money_kind, 'problem', 'no such account of this money kind')
+    from cage.cage_ledger l
+   where not exists (select from cage.cage_accounts a where a.id = l.account_id and a.money_kind = l.money_kind)
+  union all
+  -- 2. per transaction: postings sum to zero and match the entry's legs exactly
+  select 'transaction_balance', 'entry:' || e.id,
+         jsonb_build_object('ref_id', e.ref_id, 'sum', coalesce(es.total, 0), 'postings', coalesce(es.n, 0),
+                            'legs', cardinality(e.accounts), 'mismatched', coalesce(es.mismatched, 0))
+    from cage.cage_entries e
+    left join entry_sums es on es.entry_id = e.id
+   where coalesce(es.total, 0) <> 0
+      or coalesce(es.n, 0) <> cardinality(e.accounts)
+      or coalesce(es.mismatched, 0) > 0
+      or (select sum(x) from unnest(e.amounts) x) <> 0
+  union all
+  select 'transaction_balance', 'posting:' || l.id,
+         jsonb_build_object('entry', l.entry_id, 'problem', 'posting without its entry')
+    from cage.cage_ledger l
+   where not exists (select from cage.cage_entries e where e.id = l.entry_id)
+  union all
+  select 'transaction_balance', 'money_kind:' || l.money_kind,
+         jsonb_build_object('sum', sum(l.amount))
+    from cage.cage_ledger l
+   group by l.money_kind
+  having sum(l.amount) <> 0
+  union all
+  -- 3. no bounded balance below zero, in the projection or in the journal
+  select 'non_negative', 'account:' || a.id,
+         jsonb_build_object('balance', a.balance, 'journal', coalesce(s.total, 0), 'account_type', a.account_type)
+    from cage.cage_accounts a
+    left join sums s on s.account_id = a.id
+   where a.bounded and (a.balance < 0 or coalesce(s.total, 0) < 0)
+  union all
+  -- 5. replay-once: a ref_id has one entry (the unique index) and that entry's postings only
+  select 'replay_once', 'ref_id:' || l.ref_id,
+         jsonb_build_object('entries', count(distinct l.entry_id))
+    from cage.cage_ledger l
+   group by l.ref_id
+  having count(distinct l.entry_id) > 1
+  union all
+  -- 6. provenance, and the entry side of 8 and 9 (cage_private.entry_provenance, above)
+  select * from cage_private.entry_provenance(0, 9223372036854775807, '{}')
+  union all
+  -- 4, 4b-4d, 7, 8, 9 and the record side of 5 and 6 (cage_private.audit_books, above)
+  select * from cage_private.audit_books();
 end;
 $$;
 
