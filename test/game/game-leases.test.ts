@@ -74,8 +74,10 @@ async function bot(game: string, tableId: string, jwt: string) {
   const messages: Msg[] = [];
   const ws = new WebSocket(`${game.replace(/^http/, 'ws')}/ws`, { headers: { authorization: `Bearer ${jwt}` } });
   const b = { playing: true, closed: false };
+  const answered = new Set<string>();
   const answer = (state: Msg) => {
     if (!b.playing || !state.legal) return;
+    answered.add(`${state.legal.handId}:${state.legal.seq}`);
     const action = state.legal.actions.includes('check') ? 'check' : 'call';
     ws.send(JSON.stringify({ type: 'action', tableId, handId: state.legal.handId, seq: state.legal.seq, action }));
   };
@@ -107,6 +109,11 @@ async function bot(game: string, tableId: string, jwt: string) {
         throw new Error(`${err.message}; the last messages: ${JSON.stringify(messages.slice(-5))}`);
       }),
     results: () => messages.filter((m) => m.type === 'hand_result' && m.tableId === tableId).length,
+    /** The hand this bot holds up: its last state asks it to act and it did not (it stopped playing). */
+    holding: () => {
+      const last = messages.filter((m) => m.type === 'game_state' && m.tableId === tableId).at(-1);
+      return last?.legal && !answered.has(`${last.legal.handId}:${last.legal.seq}`) ? String(last.legal.handId) : null;
+    },
     close: () => ws.close(),
   };
 }
@@ -117,6 +124,12 @@ const lease = async (tableId: string) =>
   )).rows[0];
 const currentHand = async (tableId: string) =>
   (await db.owner.query<{ current_hand_id: string | null }>('select current_hand_id from game.tables where table_id = $1', [tableId])).rows[0]!.current_hand_id;
+
+/** The hand in progress once it waits on a bot that stopped acting (so its end cannot race what the test does next). */
+const heldHand = (bots: { holding(): string | null }[], tableId: string) => until('a hand held up by its players', async () => {
+  const hand = await currentHand(tableId);
+  return hand !== null && bots.some((b) => b.holding() === hand) ? hand : null;
+});
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -171,7 +184,7 @@ test('two game processes: one runs the table, a kill -9 hands it to the other, t
 
   // a hand waits for its players (they stop acting), and the first process is killed in it
   for (const b of bots) b.playing = false;
-  const interrupted = await until('a hand in progress', () => currentHand(tableId));
+  const interrupted = await heldHand(bots, tableId);
   const killedAt = performance.now();
   first.proc.kill('SIGKILL');
   await first.exit;
@@ -265,7 +278,7 @@ test('a starting game process recovers hands left by a dead one before it answer
     }
     await until('a hand played', () => bots[0]!.results() >= 1);
     for (const b of bots) b.playing = false;
-    return { bots, hand: await until('a hand in progress', () => currentHand(tableId)) };
+    return { bots, hand: await heldHand(bots, tableId) };
   }
 
   const { hand: crashed } = await playThenHold(first.url, true);
