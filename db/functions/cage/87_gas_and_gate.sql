@@ -184,31 +184,44 @@ create or replace function cage_private.tg_play_gate() returns trigger
 as $$
 declare
   v_on boolean := cage_private.play_gate_on();
+  r record;
 begin
-  update cage.play_gate_accounts g
-     set wraps = g.wraps + case when v_on then 1 else 0 end,
-         frozen = v_on,
-         thawed_at = case when v_on then g.thawed_at else now() end,
-         last_ref_id = new.ref_id, updated_at = now()
-   where g.account_id = any (new.accounts) and g.frozen;
-  if v_on and new.kind in ('grant', 'tournament_payout', 'bet_payout') then
-    insert into cage.play_gate_accounts as g (account_id, frozen, frozen_at, last_ref_id)
-    select u.id, true, now(), new.ref_id
-      from unnest(new.accounts, new.amounts) as u (id, amount)
-      join cage.cage_accounts a on a.id = u.id and a.account_type = 'user'
-     where u.amount > 0
-    on conflict (account_id) do update
-      set frozen = true, frozen_at = case when g.frozen then g.frozen_at else now() end,
-          last_ref_id = excluded.last_ref_id, updated_at = now();
-  end if;
+  -- the gate rows this statement's entries touch, locked first and in account order: a batch's
+  -- entries are inserted in ref order, and two batches locking the same rows each in its own order
+  -- deadlocked (the accounts themselves are locked in id order by the posting functions, likewise)
+  perform 1 from cage.play_gate_accounts g
+   where g.account_id in (select u.acc from new_entries n cross join unnest(n.accounts) u (acc) where n.money_kind = 'play')
+   order by g.account_id
+   for update;
+  for r in select n.ref_id, n.kind, n.accounts, n.amounts from new_entries n where n.money_kind = 'play' order by n.id loop
+    update cage.play_gate_accounts g
+       set wraps = g.wraps + case when v_on then 1 else 0 end,
+           frozen = v_on,
+           thawed_at = case when v_on then g.thawed_at else now() end,
+           last_ref_id = r.ref_id, updated_at = now()
+     where g.account_id = any (r.accounts) and g.frozen;
+    if v_on and r.kind in ('grant', 'tournament_payout', 'bet_payout') then
+      insert into cage.play_gate_accounts as g (account_id, frozen, frozen_at, last_ref_id)
+      select u.id, true, now(), r.ref_id
+        from unnest(r.accounts, r.amounts) as u (id, amount)
+        join cage.cage_accounts a on a.id = u.id and a.account_type = 'user'
+       where u.amount > 0
+       order by u.id
+      on conflict (account_id) do update
+        set frozen = true, frozen_at = case when g.frozen then g.frozen_at else now() end,
+            last_ref_id = excluded.last_ref_id, updated_at = now();
+    end if;
+  end loop;
   return null;
 end;
 $$;
 
+-- One run per statement (a batch of entries), over the entries it inserted, in entry order.
 drop trigger if exists tg_cage_entries__play_gate on cage.cage_entries;
 create trigger tg_cage_entries__play_gate
   after insert on cage.cage_entries
-  for each row when (new.money_kind = 'play')
+  referencing new table as new_entries
+  for each statement
   execute function cage_private.tg_play_gate();
 
 -- PlayGateSet: the lever flipped (called by claims.set_board_settings in its transaction).
