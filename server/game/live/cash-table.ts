@@ -4,8 +4,7 @@ import type { Logger } from 'pino';
 import { nextHand, type Positions } from '../poker/table.ts';
 import type { createHands } from '../hands/hands.ts';
 import { MAX_TURN_TIME_SEC, turnTimeSec } from '../tables/rules.ts';
-import { handResult, historyJson } from './wire.ts';
-import type { Announcement, EndedHand, EndOutcome, HandSettings, Seat, SeatRow, TableKind } from './table-kind.ts';
+import { endingOf, type Announcement, type EndedHand, type EndOutcome, type HandSettings, type Seat, type SeatRow, type TableKind } from './table-kind.ts';
 
 const big = (v: unknown, fallback = 0n) => (typeof v === 'number' && Number.isInteger(v) ? BigInt(v) : fallback);
 
@@ -66,14 +65,9 @@ export class CashTable implements TableKind {
   }
 
   /** The stacks, the rake, the history and the result in one transaction; then the cage settles the busts. */
-  async endHand({ hand, handNumber, startedAt, views, agents }: EndedHand): Promise<EndOutcome> {
-    const stacks: Record<string, bigint> = {};
-    for (const p of hand.players) stacks[p.playerId] = p.stack;
-    const result = JSON.stringify(handResult(this.tableId, hand.handId, hand.result!, views)); // chips already strings
-    const answer = await this.hands.end({
-      tableId: this.tableId, handId: hand.handId, handNumber, stacks, rake: hand.result!.rake, autoFolds: 0,
-      history: historyJson(hand.history), result, agents, startedAt,
-    });
+  async endHand(ended: EndedHand): Promise<EndOutcome> {
+    const { ending, result } = endingOf(this.tableId, ended, { rake: ended.hand.result!.rake, autoFolds: 0 });
+    const answer = await this.hands.end(ending);
     await this.hands.settleBusts(this.tableId, answer.busted);
     return { answer, before: [result], after: [] };
   }

@@ -629,35 +629,33 @@ export class Room {
   /** An action by a user; resolves to an error code, or null when applied (or a duplicate). */
   act(userId: string, message: { handId?: unknown; seq?: unknown; action?: unknown; amount?: unknown }): Promise<{ error?: string; duplicate?: boolean }> {
     // a step that fails before it answers rejects the request (never left hanging)
-    return new Promise((resolve, reject) => {
-      this.serial(async () => {
-        const hand = this.hand;
-        const seat = this.seatOf(userId);
-        if (seat === null) return resolve({ error: 'not_seated' });
-        const seq = typeof message.seq === 'number' ? message.seq : undefined;
-        const type = message.action;
-        if (type !== 'fold' && type !== 'check' && type !== 'call' && type !== 'bet' && type !== 'raise') return resolve({ error: 'illegal_action' });
-        let action: Action = { type };
-        if (type === 'bet' || type === 'raise') {
-          const amount = chipAmount(message.amount);
-          if (amount === null) return resolve({ error: 'illegal_amount' });
-          action = { type, amount };
-        }
-        // a resend under an applied seq: the same action is a duplicate, any other one is stale
-        const key = `${String(message.handId)}:${seat}:${seq}`;
-        const done = seq === undefined ? undefined : this.applied.get(key) ?? this.previousApplied.get(key);
-        if (done !== undefined) return resolve(done === actionKey(action) ? { duplicate: true } : { error: 'stale_sequence' });
-        if (!hand || hand.status !== 'betting') return resolve({ error: 'no_hand_in_progress' });
-        if (message.handId !== undefined && message.handId !== hand.handId) return resolve({ error: 'stale_hand' });
-        const next = applyAction(hand, seat, action, seq);
-        if (isRefusal(next)) return resolve({ error: next.error });
-        this.applied.set(`${hand.handId}:${seat}:${hand.seq}`, actionKey(action));
-        const s = this.seats.get(seat);
-        if (s) s.timeouts = 0;
-        this.hand = next;
-        resolve({});
-        await this.afterStep();
-      }).catch(reject);
+    return this.answer<{ error?: string; duplicate?: boolean }>(async (resolve) => {
+      const hand = this.hand;
+      const seat = this.seatOf(userId);
+      if (seat === null) return resolve({ error: 'not_seated' });
+      const seq = typeof message.seq === 'number' ? message.seq : undefined;
+      const type = message.action;
+      if (type !== 'fold' && type !== 'check' && type !== 'call' && type !== 'bet' && type !== 'raise') return resolve({ error: 'illegal_action' });
+      let action: Action = { type };
+      if (type === 'bet' || type === 'raise') {
+        const amount = chipAmount(message.amount);
+        if (amount === null) return resolve({ error: 'illegal_amount' });
+        action = { type, amount };
+      }
+      // a resend under an applied seq: the same action is a duplicate, any other one is stale
+      const key = `${String(message.handId)}:${seat}:${seq}`;
+      const done = seq === undefined ? undefined : this.applied.get(key) ?? this.previousApplied.get(key);
+      if (done !== undefined) return resolve(done === actionKey(action) ? { duplicate: true } : { error: 'stale_sequence' });
+      if (!hand || hand.status !== 'betting') return resolve({ error: 'no_hand_in_progress' });
+      if (message.handId !== undefined && message.handId !== hand.handId) return resolve({ error: 'stale_hand' });
+      const next = applyAction(hand, seat, action, seq);
+      if (isRefusal(next)) return resolve({ error: next.error });
+      this.applied.set(`${hand.handId}:${seat}:${hand.seq}`, actionKey(action));
+      const s = this.seats.get(seat);
+      if (s) s.timeouts = 0;
+      this.hand = next;
+      resolve({});
+      await this.afterStep();
     });
   }
 
@@ -721,26 +719,24 @@ export class Room {
    * hand ends.
    */
   requestStandUp(userId: string): Promise<{ pending: true } | ({ pending: false } & BankAnswer)> {
-    return new Promise((resolve, reject) => {
-      this.serial(async () => {
-        const seat = this.seatOf(userId);
-        if (seat === null) return resolve({ pending: false, status: 404, body: { error: 'not_at_table' } });
-        const s = this.seats.get(seat)!;
-        if (this.hand?.status === 'betting') {
-          s.leaveAfterHand = true;
-          s.sittingOut = true;
-          resolve({ pending: true });
-          if (this.hand.toAct === seat) await this.afterStep();
-          return;
-        }
-        s.sittingOut = true; // not dealt in again, whatever the bank answers
-        const answer = await this.bankCall(() => this.deps.standUp({ userId, token: this.tokens.get(userId) ?? null }));
-        await this.reloadSeats();
-        if (answer.status !== 200 && this.seats.has(seat)) this.seats.get(seat)!.sittingOut = false;
-        resolve({ pending: false, ...answer });
-        this.broadcastState();
-        this.scheduleDeal();
-      }).catch(reject);
+    return this.answer<{ pending: true } | ({ pending: false } & BankAnswer)>(async (resolve) => {
+      const seat = this.seatOf(userId);
+      if (seat === null) return resolve({ pending: false, status: 404, body: { error: 'not_at_table' } });
+      const s = this.seats.get(seat)!;
+      if (this.hand?.status === 'betting') {
+        s.leaveAfterHand = true;
+        s.sittingOut = true;
+        resolve({ pending: true });
+        if (this.hand.toAct === seat) await this.afterStep();
+        return;
+      }
+      s.sittingOut = true; // not dealt in again, whatever the bank answers
+      const answer = await this.bankCall(() => this.deps.standUp({ userId, token: this.tokens.get(userId) ?? null }));
+      await this.reloadSeats();
+      if (answer.status !== 200 && this.seats.has(seat)) this.seats.get(seat)!.sittingOut = false;
+      resolve({ pending: false, ...answer });
+      this.broadcastState();
+      this.scheduleDeal();
     });
   }
 }

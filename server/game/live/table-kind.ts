@@ -4,8 +4,8 @@
 // file (cash-table.ts, tournament-table.ts), answers data and messages, and never calls the room.
 import type { HandState } from '../poker/engine.ts';
 import type { NextHand, Positions, TableSeat } from '../poker/table.ts';
-import type { HandEndAnswer, SeatRow } from '../hands/hands.ts';
-import type { SeatView, ServerMessageOf, TournamentState } from './wire.ts';
+import type { EndingHand, HandEndAnswer, SeatRow } from '../hands/hands.ts';
+import { handResult, historyJson, type SeatView, type ServerMessageOf, type TournamentState } from './wire.ts';
 
 export type { SeatRow } from '../hands/hands.ts';
 
@@ -44,6 +44,24 @@ export interface EndedHand {
   views: SeatView[];
   /** The agents of the positions dealt in. */
   agents: string[];
+}
+
+/**
+ * What game.end_hand is sent for a hand, whatever the table: its stacks, history and result (the
+ * `hand_result` message as sent, returned too); the kind adds its rake or its auto-folds.
+ */
+export function endingOf(tableId: string, ended: EndedHand, kind: { rake: bigint; autoFolds: number }): { ending: EndingHand; result: string } {
+  const { hand } = ended;
+  const stacks: Record<string, bigint> = {};
+  for (const p of hand.players) stacks[p.playerId] = p.stack;
+  const result = JSON.stringify(handResult(tableId, hand.handId, hand.result!, ended.views)); // chips already strings
+  return {
+    ending: {
+      tableId, handId: hand.handId, handNumber: ended.handNumber, stacks, ...kind,
+      history: historyJson(hand.history), result, agents: ended.agents, startedAt: ended.startedAt,
+    },
+    result,
+  };
 }
 
 /** What a hand's end sends, in order: `before` ahead of the fresh game_state, `after` behind it. */

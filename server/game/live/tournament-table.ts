@@ -6,9 +6,9 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { nextHand, type Positions } from '../poker/table.ts';
 import type { createHands } from '../hands/hands.ts';
-import { handResult, historyJson, toJson, type ServerMessageOf, type TournamentState } from './wire.ts';
+import { toJson, type ServerMessageOf, type TournamentState } from './wire.ts';
 import { LIFECYCLE_STATES, levelOf, myView, storedSng, tournamentWire, type LifecycleState, type StoredSng, type TournamentRow } from '../../tournaments/lifecycle.ts';
-import type { Announcement, EndedHand, EndOutcome, HandSettings, Seat, SeatRow, TableKind } from './table-kind.ts';
+import { endingOf, type Announcement, type EndedHand, type EndOutcome, type HandSettings, type Seat, type SeatRow, type TableKind } from './table-kind.ts';
 
 const LIFECYCLE: readonly string[] = LIFECYCLE_STATES;
 const order = (x: unknown) => LIFECYCLE.indexOf(x as string);
@@ -127,14 +127,10 @@ export class TournamentTable implements TableKind {
    * The hand's end: the tournament stacks, the auto-folds, the places and the history in one
    * transaction; then `player_eliminated` for each bust, and `hand_result` after the fresh game_state.
    */
-  async endHand({ hand, handNumber, startedAt, views, agents }: EndedHand): Promise<EndOutcome> {
-    const stacks: Record<string, bigint> = {};
-    for (const p of hand.players) stacks[p.playerId] = p.stack;
-    const result = JSON.stringify(handResult(this.tableId, hand.handId, hand.result!, views)); // chips already strings
-    const answer = await this.hands.end({
-      tableId: this.tableId, handId: hand.handId, handNumber, stacks, rake: 0n, autoFolds: this.autoFolds,
-      history: historyJson(hand.history), result, agents, startedAt,
-    });
+  async endHand(ended: EndedHand): Promise<EndOutcome> {
+    const { hand } = ended;
+    const { ending, result } = endingOf(this.tableId, ended, { rake: 0n, autoFolds: this.autoFolds });
+    const answer = await this.hands.end(ending);
     this.autoFolds = 0;
     const remaining = hand.players.length - answer.busted.length;
     const eliminated = answer.busted.map((b) => toJson({
