@@ -3,6 +3,9 @@
 // unknown kid, rate limited), EdDSA only, issuer and audience = the auth base URL, exp/iat/sub
 // required, iat at most JWT_CLOCK_SKEW_SECONDS in the future (jose checks that only with a
 // maxTokenAge). Missing token: 401 missing_bearer_token; anything wrong with it: 401 invalid_token.
+// A token that verified is remembered (by its exact text) until its exp or for VERIFIED_TTL_MS,
+// whichever is first: a client sends the same token on every call, and an EdDSA verification costs
+// more than the rest of a small request's JSON and routing.
 import type { Request, RequestHandler } from 'express';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { ApiError } from './errors.ts';
@@ -59,24 +62,63 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
  * the auth base URL, exp/iat/sub present, sub a user id, iat not beyond the skew in the future.
  * Throws on anything wrong.
  */
-export async function verifyAccessJwt(token: string, keys: JWTVerifyGetKey, issuer: string): Promise<AccessClaims> {
+export async function verifyAccessJwt(token: string, keys: JWTVerifyGetKey, issuer: string, now = Date.now()): Promise<AccessClaims> {
   const { payload } = await jwtVerify(token, keys, {
-    issuer, audience: issuer, algorithms: ['EdDSA'], requiredClaims: ['exp', 'iat', 'sub'],
+    issuer, audience: issuer, algorithms: ['EdDSA'], requiredClaims: ['exp', 'iat', 'sub'], currentDate: new Date(now),
   });
   if (typeof payload.sub !== 'string' || !UUID.test(payload.sub)) throw new Error('sub is not a user id');
-  if (payload.iat! > Math.floor(Date.now() / 1000) + JWT_CLOCK_SKEW_SECONDS) throw new Error('iat is in the future');
+  if (payload.iat! > Math.floor(now / 1000) + JWT_CLOCK_SKEW_SECONDS) throw new Error('iat is in the future');
   return payload as AccessClaims;
+}
+
+/** How long a verified token is taken on trust before it is verified again (a key withdrawn from the JWKS stops its tokens within this). */
+export const VERIFIED_TTL_MS = 60_000;
+/** Tokens remembered at most; past it, the oldest is forgotten first. */
+export const VERIFIED_MAX = 10_000;
+
+/**
+ * Verified tokens by their exact text, each until min(its exp, verified + VERIFIED_TTL_MS). Only a
+ * token that verified is kept: a changed byte is another key, verified in full. The claims are frozen
+ * so no caller can alter what the next caller is handed.
+ */
+export function verifiedTokens(max = VERIFIED_MAX) {
+  const kept = new Map<string, { claims: AccessClaims; until: number }>();
+  return {
+    get(token: string, now: number): AccessClaims | undefined {
+      const hit = kept.get(token);
+      if (!hit) return undefined;
+      if (now < hit.until) return hit.claims;
+      kept.delete(token);
+      return undefined;
+    },
+    keep(token: string, claims: AccessClaims, now: number): AccessClaims {
+      const frozen = Object.freeze(claims);
+      const until = Math.min(claims.exp! * 1000, now + VERIFIED_TTL_MS);
+      kept.delete(token);
+      if (kept.size >= max) kept.delete(kept.keys().next().value!);
+      kept.set(token, { claims: frozen, until });
+      return frozen;
+    },
+    get size() {
+      return kept.size;
+    },
+  };
 }
 
 export function bearerToken(req: Request): string | undefined {
   return /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/.exec(req.get('authorization') ?? '')?.[1];
 }
 
-export function createJwtVerifier(options: { jwksUrl: string; issuer: string }): JwtVerifier {
+export function createJwtVerifier(options: { jwksUrl: string; issuer: string; now?: () => number; maxVerified?: number }): JwtVerifier {
   const jwks = createRemoteJWKSet(new URL(options.jwksUrl), { cooldownDuration: 30_000, cacheMaxAge: 10 * 60_000 });
+  const clock = options.now ?? Date.now;
+  const verified = verifiedTokens(options.maxVerified);
   const verify = async (token: string): Promise<AccessClaims> => {
+    const now = clock();
+    const known = verified.get(token, now);
+    if (known) return known;
     try {
-      return await verifyAccessJwt(token, jwks, options.issuer);
+      return verified.keep(token, await verifyAccessJwt(token, jwks, options.issuer, now), now);
     } catch {
       throw new ApiError(401, 'invalid_token');
     }

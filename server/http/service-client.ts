@@ -32,7 +32,7 @@ const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
  * Resolves with the status and the raw body; rejects on a refused connection, the deadline, or an
  * answer beyond MAX_ANSWER_BYTES.
  */
-function exchange(url: URL, init: { method: string; headers: Record<string, string>; body?: string; timeoutMs: number; agents: Agents }): Promise<{ status: number; text: string }> {
+export function exchange(url: URL, init: { method: string; headers: Record<string, string>; body?: string; timeoutMs: number; agents: Agents }): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const secure = url.protocol === 'https:';
     const req = (secure ? https.request : http.request)(url, {
@@ -62,7 +62,7 @@ function exchange(url: URL, init: { method: string; headers: Record<string, stri
   });
 }
 
-interface Agents { http: http.Agent; https: https.Agent }
+export interface Agents { http: http.Agent; https: https.Agent }
 
 export function createServiceClient(options: {
   /** The other role's base URL, read at every call (it may be known only after both started). */
