@@ -1,47 +1,18 @@
 // Settlement receipts: ed25519 (@noble/curves) over the exact payload bytes, which are stored
 // verbatim. The payload is canonical JSON (sorted keys, bigint as decimal strings), so the same
 // settlement always produces the same bytes.
-import { createPrivateKey, sign as cryptoSign } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import type pg from 'pg';
+import { canonicalJson, signerFromPrivateKey, verifyEd25519, type Ed25519Signer } from '../crypto/signing.ts';
 
 export const RECEIPT_ALGORITHM = 'ed25519';
 
-export interface ReceiptSigner {
-  publicKey: Uint8Array;
-  publicKeyHex: string;
-  sign(payload: Uint8Array): Uint8Array;
-}
-
-export function canonicalJson(value: unknown): string {
-  if (typeof value === 'bigint') return JSON.stringify(value.toString());
-  if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-}
+/** The cage's receipt signer: an Ed25519 signer (server/crypto/signing.ts). */
+export type ReceiptSigner = Ed25519Signer;
+export { canonicalJson, signerFromPrivateKey };
 
 export function receiptPayload(fields: Record<string, unknown>): Uint8Array {
   return new TextEncoder().encode(canonicalJson(fields));
-}
-
-// PKCS#8 DER prefix of an Ed25519 private key (RFC 8410): the raw 32-byte seed follows it.
-const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
-
-/**
- * Signs with node's crypto (OpenSSL): byte-identical to @noble/curves' ed25519 (the signature is
- * deterministic), 40x faster, and it does not block the event loop for milliseconds per receipt.
- */
-export function signerFromPrivateKey(privateKey: Uint8Array): ReceiptSigner {
-  const publicKey = ed25519.getPublicKey(privateKey);
-  const key = createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, Buffer.from(privateKey)]), format: 'der', type: 'pkcs8' });
-  return {
-    publicKey,
-    publicKeyHex: Buffer.from(publicKey).toString('hex'),
-    sign: (payload) => new Uint8Array(cryptoSign(null, payload, key)),
-  };
 }
 
 /**
@@ -56,13 +27,7 @@ export async function loadReceiptSigner(pool: pg.Pool, configuredHex?: string): 
 }
 
 /** Verifies a receipt: ed25519 over the stored payload bytes with the published key. */
-export function verifyReceipt(payload: Uint8Array, signature: Uint8Array, publicKey: Uint8Array): boolean {
-  try {
-    return ed25519.verify(signature, payload, publicKey);
-  } catch {
-    return false;
-  }
-}
+export const verifyReceipt = verifyEd25519;
 
 export interface StoredReceipt {
   id: bigint;

@@ -1,0 +1,162 @@
+// The hand verifier (issue 23; docs/dealer.md, "Checking a hand"): what `npm run verify:hand` runs
+// on the hands a player reads from GET /api/hands/:handId, and what anyone can run offline on a
+// saved copy. Each check is named, so a failure says which one failed (in this order):
+//   commitment SHA-256 of the revealed server seed is the commitment published before the hand;
+//   cards      the deck recomputed from the revealed seeds deals the viewer's hole cards, every shown
+//              hand and the board, each where the engine takes it from;
+//   record     the record's text hashes to its hash, and the record says what the hand view says
+//              (hand, table, number, deal, board, actions, shown cards, stacks);
+//   signature  the dealer's Ed25519 signature over the record's text verifies with the dealer's key
+//              (the one the hand names, or the key the caller pinned from GET /api/dealer/key);
+//   chain      (several hands of one table) each record's `prev` is the hash of the table's record
+//              before it, where the caller holds both.
+// Pure apart from hashing: no I/O.
+import { canonicalJson, verifyEd25519 } from '../../crypto/signing.ts';
+import { parseCards, cardToString } from '../poker/cards.ts';
+import { commitmentOf, dealtFrom, deckOf, fromHex, type DealReveal } from '../poker/fair-deal.ts';
+import { hashOf, type HandRecord, type SignedRecord } from './hand-record.ts';
+
+export const CHECKS = ['commitment', 'cards', 'record', 'signature', 'chain'] as const;
+export type CheckName = (typeof CHECKS)[number];
+
+/** A hand as GET /api/hands/:handId shows it (the fields the verifier reads). */
+export interface HandView {
+  handId: string;
+  tableId: string;
+  handNumber: number;
+  history: { type: string; seat?: number; cards?: string[]; [k: string]: unknown }[];
+  deal: DealReveal | null;
+  record: SignedRecord | null;
+}
+
+export interface Check {
+  name: CheckName;
+  ok: boolean;
+  detail: string;
+}
+
+export interface Verdict {
+  handId: string;
+  ok: boolean;
+  /** The first check that failed, if any. */
+  failed: CheckName | null;
+  checks: Check[];
+}
+
+const pass = (name: CheckName, detail: string): Check => ({ name, ok: true, detail });
+const fail = (name: CheckName, detail: string): Check => ({ name, ok: false, detail });
+
+function parseRecord(text: string): HandRecord | null {
+  try {
+    const value = JSON.parse(text) as HandRecord;
+    return value && typeof value === 'object' && value.v === 1 ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Equal as canonical JSON: the same facts whatever the order of their keys. */
+const same = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b);
+
+/** What the view's history says, in the record's terms. */
+function viewFacts(view: HandView) {
+  const board = view.history.filter((e) => e.type === 'board').flatMap((e) => e.cards ?? []).join('');
+  const actions = view.history.filter((e) => e.type === 'action').map((e) => ({ seat: e.seat, action: e.action, to: String(e.to), timeout: e.timeout }));
+  const shown = view.history.filter((e) => e.type === 'show').map((e) => ({ seat: e.seat, cards: (e.cards ?? []).join('') }));
+  const ended = view.history.find((e) => e.type === 'hand_ended') as { stacks?: { seat: number; stack: unknown }[] } | undefined;
+  const stacks = (ended?.stacks ?? []).map((s) => ({ seat: s.seat, stack: String(s.stack) }));
+  return { board, actions, shown, stacks };
+}
+
+function checkRecord(view: HandView, record: HandRecord | null, signed: SignedRecord): Check {
+  if (hashOf(signed.text) !== signed.hash) return fail('record', `the record's text hashes to ${hashOf(signed.text)}, not ${signed.hash}`);
+  if (!record) return fail('record', 'the record is not a version-1 hand record');
+  const facts = viewFacts(view);
+  const differs = [
+    record.handId !== view.handId && 'handId', record.tableId !== view.tableId && 'tableId', record.handNumber !== view.handNumber && 'handNumber',
+    !same(record.deal, view.deal) && 'deal', record.board !== facts.board && 'board', !same(record.actions, facts.actions) && 'actions',
+    !same(record.shown, facts.shown) && 'shown', !same(record.stacks, facts.stacks) && 'stacks',
+  ].filter(Boolean);
+  return differs.length ? fail('record', `the record and the hand differ in: ${differs.join(', ')}`) : pass('record', `hash ${signed.hash}`);
+}
+
+function checkSignature(signed: SignedRecord, pinnedKey?: string): Check {
+  if (pinnedKey && pinnedKey.toLowerCase() !== signed.publicKey.toLowerCase()) return fail('signature', `signed with ${signed.publicKey}, not the dealer key ${pinnedKey}`);
+  const ok = verifyEd25519(new TextEncoder().encode(signed.text), fromHex(signed.signature), fromHex(signed.publicKey));
+  return ok ? pass('signature', `dealer key ${signed.publicKey}`) : fail('signature', 'the signature does not verify with the dealer key');
+}
+
+function checkCommitment(deal: DealReveal): Check {
+  let computed: string;
+  try {
+    computed = commitmentOf(fromHex(deal.serverSeed));
+  } catch {
+    return fail('commitment', 'the revealed server seed is not hex');
+  }
+  return computed === deal.commitment.toLowerCase()
+    ? pass('commitment', `SHA-256(server seed) = ${deal.commitment}`)
+    : fail('commitment', `SHA-256(server seed) = ${computed}, but the commitment published was ${deal.commitment}`);
+}
+
+function checkCards(view: HandView, deal: DealReveal, record: HandRecord | null): Check {
+  const started = view.history.find((e) => e.type === 'hand_started') as { button?: number; seats?: { seat: number }[] } | undefined;
+  const seats = (started?.seats ?? record?.seats ?? []).map((s) => s.seat);
+  const button = started?.button ?? record?.button;
+  if (seats.length < 2 || button === undefined) return fail('cards', 'the hand does not say who was dealt in');
+  let dealt: ReturnType<typeof dealtFrom>;
+  try {
+    dealt = dealtFrom(deckOf(deal, view.handId), seats, button);
+  } catch (err) {
+    return fail('cards', `no deck from the revealed deal: ${(err as Error).message}`);
+  }
+  const text = (cards: number[]) => cards.map(cardToString).join('');
+  const seen: string[] = [];
+  for (const e of view.history) {
+    if (e.type !== 'hole_cards' && e.type !== 'show') continue;
+    const expected = dealt.hole.get(e.seat!);
+    const shown = parseCards((e.cards ?? []).join(''));
+    if (!expected || text(expected) !== text(shown)) return fail('cards', `seat ${e.seat} holds ${text(shown)} in the hand, the deck deals it ${expected ? text(expected) : 'nothing'}`);
+    seen.push(`seat ${e.seat}`);
+  }
+  const board = view.history.filter((e) => e.type === 'board').flatMap((e) => e.cards ?? []).join('');
+  const expectedBoard = text(dealt.board).slice(0, board.length);
+  if (board !== expectedBoard) return fail('cards', `the board is ${board}, the deck deals ${expectedBoard}`);
+  return pass('cards', `the deck deals ${[...seen, `the board ${board || '(none)'}`].join(', ')}`);
+}
+
+/** Verifies one hand; `pinnedKey`: the dealer key the caller trusts (hex), else the hand's own. */
+export function verifyHand(view: HandView, pinnedKey?: string): Verdict {
+  const checks: Check[] = [];
+  if (!view.record) checks.push(fail('record', 'the hand has no signed record (dealt before records were kept, or not over)'));
+  if (!view.deal) checks.push(fail('commitment', 'the hand reveals no deal (dealt before commit and reveal, or not over)'));
+  if (view.record && view.deal) {
+    const record = parseRecord(view.record.text);
+    checks.push(checkCommitment(view.deal), checkCards(view, view.deal, record), checkRecord(view, record, view.record), checkSignature(view.record, pinnedKey));
+  }
+  const failed = checks.find((c) => !c.ok)?.name ?? null;
+  return { handId: view.handId, ok: failed === null, failed, checks };
+}
+
+/** The chain between hands of one table the caller holds: consecutive numbers must link. */
+export function verifyChain(views: readonly HandView[]): Check[] {
+  const byTable = new Map<string, { n: number; hash: string; prev: string }[]>();
+  for (const v of views) {
+    const record = v.record ? parseRecord(v.record.text) : null;
+    if (!record || !v.record) continue;
+    const list = byTable.get(v.tableId) ?? [];
+    list.push({ n: v.handNumber, hash: v.record.hash, prev: record.prev });
+    byTable.set(v.tableId, list);
+  }
+  const checks: Check[] = [];
+  for (const [tableId, list] of byTable) {
+    list.sort((a, b) => a.n - b.n);
+    for (let i = 1; i < list.length; i++) {
+      const [a, b] = [list[i - 1]!, list[i]!];
+      if (b.n !== a.n + 1) continue;
+      checks.push(b.prev === a.hash
+        ? pass('chain', `${tableId} hand ${b.n} follows hand ${a.n}`)
+        : fail('chain', `${tableId} hand ${b.n} names ${b.prev} before it, but hand ${a.n}'s record hashes to ${a.hash}`));
+    }
+  }
+  return checks;
+}

@@ -1,0 +1,134 @@
+// The hand verifier (server/game/hands/verify-hand.ts) on hands the engine plays from a revealed
+// deal, as a player sees them: a hand verifies, and a changed seed, card, commitment, record,
+// signature or chain link is each caught by the check named for it.
+import { createHash, randomBytes } from 'node:crypto';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { signerFromPrivateKey } from '../../../server/crypto/signing.ts';
+import { applyAction, isRefusal, legalActions, startHand, type HandState } from '../../../server/game/poker/engine.ts';
+import { commitmentOf, DEAL_ALGORITHM, deckOf, toHex, type DealReveal } from '../../../server/game/poker/fair-deal.ts';
+import { GENESIS, recordOf, signRecord, type SignedRecord } from '../../../server/game/hands/hand-record.ts';
+import { redactHistory } from '../../../server/game/hands/histories.ts';
+import { verifyChain, verifyHand, type HandView } from '../../../server/game/hands/verify-hand.ts';
+import { historyJson } from '../../../server/game/live/wire.ts';
+
+const signer = signerFromPrivateKey(ed25519.utils.randomSecretKey());
+
+/** Plays a hand from a fresh deal to its end: random calls, checks and folds, and sometimes a raise. */
+function playHand(handId: string, deal: DealReveal, seats: number[], button: number): HandState {
+  let h = startHand({
+    handId, seats: seats.map((seat) => ({ seat, playerId: `player-${seat}`, stack: 500n })), button,
+    smallBlind: 5n, bigBlind: 10n, ante: 0n, deck: deckOf(deal, handId), rake: { percent: 5, cap: 10n, minPot: 0n, requiresFlop: true },
+  });
+  for (let guard = 0; guard < 300 && h.status === 'betting'; guard++) {
+    const legal = legalActions(h)!;
+    const roll = Math.random();
+    const type = roll < 0.1 && legal.actions.includes('fold') ? 'fold'
+      : roll < 0.2 && legal.actions.includes('raise') ? 'raise'
+        : legal.actions.includes('check') ? 'check' : 'call';
+    const next = applyAction(h, legal.seat, type === 'raise' ? { type, amount: legal.minRaiseTo } : { type });
+    if (isRefusal(next)) throw new Error(next.message);
+    h = next;
+  }
+  return h;
+}
+
+function freshDeal(seats: number[]): DealReveal {
+  const serverSeed = randomBytes(32);
+  const contributions = seats.filter(() => Math.random() < 0.7).map((seat) => ({ seat, seed: randomBytes(12).toString('base64url') }));
+  return { algorithm: DEAL_ALGORITHM, commitment: commitmentOf(serverSeed), serverSeed: toHex(serverSeed), contributions };
+}
+
+/** A table's hands, chained and signed, and each as the player at `viewer` sees it. */
+function tableOfHands(count: number, viewer = 0): HandView[] {
+  const seats = [0, 2, 3, 5];
+  let prev = GENESIS;
+  const views: HandView[] = [];
+  for (let n = 1; n <= count; n++) {
+    const handId = `t1:${n}:${randomBytes(4).toString('hex')}`;
+    const deal = freshDeal(seats);
+    const hand = playHand(handId, deal, seats, seats[n % seats.length]!);
+    const record = signRecord(recordOf(hand, { tableId: 't1', handNumber: n, prev, deal }), signer);
+    prev = record.hash;
+    const history = redactHistory(JSON.parse(historyJson(hand.history)), [viewer]);
+    views.push({ handId, tableId: 't1', handNumber: n, history, deal, record });
+  }
+  return views;
+}
+
+const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v));
+
+test('every hand of a table verifies, as each player sees it, and the chain links', () => {
+  for (const viewer of [0, 2, 3, 5]) {
+    const views = tableOfHands(25, viewer);
+    for (const v of views) {
+      const verdict = verifyHand(v, signer.publicKeyHex);
+      expect({ handId: v.handId, failed: verdict.failed, checks: verdict.checks.filter((c) => !c.ok) }).toEqual({ handId: v.handId, failed: null, checks: [] });
+    }
+    const chain = verifyChain(views);
+    expect(chain).toHaveLength(24);
+    expect(chain.every((c) => c.ok)).toBe(true);
+  }
+});
+
+test('a changed seed, a changed card, a changed commitment: each caught by its check', () => {
+  const [view] = tableOfHands(1);
+  const seed = clone(view!);
+  seed.deal!.serverSeed = toHex(randomBytes(32));
+  expect(verifyHand(seed).failed).toBe('commitment');
+
+  const commitment = clone(view!);
+  commitment.deal!.commitment = toHex(randomBytes(32));
+  expect(verifyHand(commitment).failed).toBe('commitment');
+
+  const card = clone(view!);
+  const hole = card.history.find((e) => e.type === 'hole_cards' && e.seat === 0)!;
+  hole.cards = [hole.cards![1]!, hole.cards![0]!];
+  const verdict = verifyHand(card);
+  expect(verdict.failed).toBe('cards');
+  expect(verdict.checks.find((c) => c.name === 'cards')!.detail).toMatch(/seat 0 holds/);
+
+  // the seed and its commitment changed together: the deck no longer deals the hand
+  const both = clone(view!);
+  const other = randomBytes(32);
+  both.deal = { ...both.deal!, serverSeed: toHex(other), commitment: commitmentOf(other) };
+  expect(verifyHand(both).failed).toBe('cards');
+});
+
+test('a changed record, signature or key, and a broken chain link: each caught', () => {
+  const views = tableOfHands(3);
+  const view = views[1]!;
+  const edit = (f: (r: SignedRecord) => void) => {
+    const v = clone(view);
+    f(v.record!);
+    return verifyHand(v, signer.publicKeyHex);
+  };
+  expect(edit((r) => { r.text = r.text.replace('"rake":"', '"rake":"1'); }).failed).toBe('record');
+  // re-hashed after the edit: the hash holds, the signature does not
+  expect(edit((r) => {
+    r.text = r.text.replace(/"stacks":\[\{"seat":0,"stack":"\d+"/, '"stacks":[{"seat":0,"stack":"999999"');
+    r.hash = createHash('sha256').update(r.text).digest('hex');
+  }).failed).toBe('record'); // the record no longer says what the hand says
+  expect(edit((r) => {
+    const sig = Buffer.from(r.signature, 'hex');
+    sig[3] = sig[3]! ^ 1;
+    r.signature = sig.toString('hex');
+  }).failed).toBe('signature');
+  const stranger = signerFromPrivateKey(ed25519.utils.randomSecretKey());
+  expect(edit((r) => { r.publicKey = stranger.publicKeyHex; }).failed).toBe('signature');
+
+  // hand 2 re-signed with another prev: its own checks pass under its key, the chain does not
+  const relinked = clone(views);
+  const record = JSON.parse(relinked[1]!.record!.text);
+  record.prev = GENESIS;
+  const resigned = signRecord(record, signer);
+  relinked[1]!.record = resigned;
+  expect(verifyHand(relinked[1]!, signer.publicKeyHex).ok).toBe(true);
+  const chain = verifyChain(relinked);
+  expect(chain.filter((c) => !c.ok).map((c) => c.detail)).toEqual([expect.stringMatching(/hand 2 names 0{64} before it/), expect.stringMatching(/hand 3 names/)]);
+});
+
+test('a hand without a revealed deal or a record fails, never passes by default', () => {
+  const [view] = tableOfHands(1);
+  expect(verifyHand({ ...view!, deal: null }).ok).toBe(false);
+  expect(verifyHand({ ...view!, record: null }).failed).toBe('record');
+});
