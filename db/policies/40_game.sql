@@ -37,7 +37,8 @@ grant execute on function
   game.release_lease(text, uuid, bigint),
   game.recover_interrupted_hands(),
   game.lease_holder(text),
-  game.set_table_status(text, text)
+  game.set_table_status(text, text),
+  game.dealer_private_key(bytea)
   to poker_game;
 
 grant execute on function game.create_table(text, text, jsonb, text, uuid, integer, integer, text, text) to poker_cage;

@@ -79,6 +79,10 @@ const schema = z.object({
   CAGE_RECEIPT_KEY: optionalString.pipe(
     z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (an ed25519 private key)').optional(),
   ),
+  // the dealer's key (server/game/hands/dealer-key.ts): signs every hand's record; unset, one kept in the database
+  GAME_DEALER_KEY: optionalString.pipe(
+    z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (an ed25519 private key)').optional(),
+  ),
   // the custody arbiter's ed25519 public key: a disputed custody entry is released only with its
   // detached signature over the release message (unset: releases answer 503 custody_arbiter_not_configured)
   CAGE_CUSTODY_ARBITER_PUBKEY: optionalString.pipe(

@@ -10,6 +10,7 @@ import { createServiceClient } from '../http/service-client.ts';
 import type { RoleContext, StartedRole } from './types.ts';
 import { authIssuer, deploymentEnvironment } from '../config/index.ts';
 import { lazyJwtVerifier } from '../http/jwt.ts';
+import { dealerKeyRoutes, installDealerKeyRoute, loadDealerSigner } from '../game/hands/dealer-key.ts';
 import { installHandHistoryRoutes } from '../game/hands/histories.ts';
 import { installAgentRoutes } from '../game/agents/routes.ts';
 import { installTournamentRoutes } from '../tournaments/routes.ts';
@@ -32,7 +33,7 @@ import { asyncApiRoute, installAsyncApiRoute } from '../game/live/asyncapi.ts';
 /** Every route the game role mounts, described (the test hand route only while the test harness is permitted). */
 export function gameRoutes(options: { environment: Environment; testAuthPermitted: boolean }): RouteContract[] {
   return [
-    ...tableReadRoutes, ...seatRoutes, ...claimRoutes(options.environment), ...agentRoutes, ...handHistoryRoutes, ...tournamentRoutes,
+    ...tableReadRoutes, ...seatRoutes, ...claimRoutes(options.environment), ...agentRoutes, ...handHistoryRoutes, ...dealerKeyRoutes, ...tournamentRoutes,
     ...(options.testAuthPermitted ? testHandRoutes : []), asyncApiRoute,
   ];
 }
@@ -87,13 +88,10 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
     options: { handDelayMs: config.HAND_DELAY_MS, timeoutsBeforeSitOut: config.TIMEOUTS_BEFORE_SIT_OUT },
     bank,
     process: gameProcess,
-    limits: {
-      maxBufferedBytes: config.WS_MAX_BUFFERED_BYTES,
-      pingIntervalMs: config.WS_PING_INTERVAL_SECONDS * 1000,
-      idleUnloadMs: config.ROOM_IDLE_UNLOAD_SECONDS * 1000,
-    },
+    limits: { maxBufferedBytes: config.WS_MAX_BUFFERED_BYTES, pingIntervalMs: config.WS_PING_INTERVAL_SECONDS * 1000, idleUnloadMs: config.ROOM_IDLE_UNLOAD_SECONDS * 1000 },
   });
   return serveRole({ role: 'game', pool, log: roleLog, host: config.HOST, port: config.GAME_PORT, build: async () => {
+    const dealer = await loadDealerSigner(pool, config.GAME_DEALER_KEY);
     const app = await createApp({
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
@@ -110,6 +108,7 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
         });
         installAgentRoutes(app, { pool, log: roleLog, jwt, board });
         installHandHistoryRoutes(app, { pool, jwt });
+        installDealerKeyRoute(app, dealer);
         installTournamentRoutes(app, {
           pool, log: roleLog, serviceKey: config.SERVICE_KEY, requireAdmin: jwt.requireAdmin,
           loadRoom: (tableId) => live.registry.room(tableId),

@@ -23,9 +23,9 @@ function playHand(handId: string, deal: DealReveal, seats: number[], button: num
     const legal = legalActions(h)!;
     const roll = Math.random();
     const type = roll < 0.1 && legal.actions.includes('fold') ? 'fold'
-      : roll < 0.2 && legal.actions.includes('raise') ? 'raise'
+      : roll < 0.2 && legal.actions.includes('raise') && legal.minRaiseTo !== null ? 'raise'
         : legal.actions.includes('check') ? 'check' : 'call';
-    const next = applyAction(h, legal.seat, type === 'raise' ? { type, amount: legal.minRaiseTo } : { type });
+    const next = applyAction(h, legal.seat, type === 'raise' ? { type, amount: legal.minRaiseTo! } : { type });
     if (isRefusal(next)) throw new Error(next.message);
     h = next;
   }
