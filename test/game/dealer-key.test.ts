@@ -35,7 +35,7 @@ test('the game login may fetch the key through its function only; no other login
   const game = db.pool('poker_game', 1);
   await expect(game.query('select private_key from game_private.dealer_keys')).rejects.toMatchObject({ code: '42501' });
   await expect(game.query('select game.dealer_private_key($1)', [Buffer.alloc(31)])).rejects.toMatchObject({ message: 'invalid_dealer_key' });
-  for (const role of ['poker_cage', 'poker_worker', 'poker_auth', 'poker_bank', 'poker_anonymous']) {
+  for (const role of ['poker_cage', 'poker_worker', 'poker_auth', 'poker_bank', 'poker_anonymous'] as const) {
     await expect(db.pool(role, 1).query('select game.dealer_private_key($1)', [Buffer.alloc(32)])).rejects.toMatchObject({ code: '42501' });
   }
 });

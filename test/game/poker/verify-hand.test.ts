@@ -1,7 +1,11 @@
 // The hand verifier (server/game/hands/verify-hand.ts) on hands the engine plays from a revealed
 // deal, as a player sees them: a hand verifies, and a changed seed, card, commitment, record,
 // signature or chain link is each caught by the check named for it.
+import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { signerFromPrivateKey } from '../../../server/crypto/signing.ts';
 import { applyAction, isRefusal, legalActions, startHand, type HandState } from '../../../server/game/poker/engine.ts';
@@ -131,4 +135,39 @@ test('a hand without a revealed deal or a record fails, never passes by default'
   const [view] = tableOfHands(1);
   expect(verifyHand({ ...view!, deal: null }).ok).toBe(false);
   expect(verifyHand({ ...view!, record: null }).failed).toBe('record');
+});
+
+describe('npm run verify:hand, offline on a saved file', () => {
+  const run = (args: string[]) => spawnSync(process.execPath, ['--no-warnings', 'server/cli/verify-hand.ts', ...args], { encoding: 'utf8', env: { ...process.env, POKER_TOKEN: '' } });
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'verify-hand-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('verified hands exit 0; a changed card exits 1 naming the check; no source is a usage error', () => {
+    const views = tableOfHands(3);
+    const good = join(dir, 'good.json');
+    writeFileSync(good, JSON.stringify({ hands: views }));
+    const ok = run(['--file', good, '--key', signer.publicKeyHex]);
+    expect(ok.status).toBe(0);
+    expect(ok.stdout.match(/: verified/g)).toHaveLength(3);
+    expect(ok.stdout).toMatch(/ok {5}chain: t1 hand 3 follows hand 2/);
+
+    const bad = clone(views);
+    const board = bad[2]!.history.find((e) => e.type === 'board');
+    const hole = bad[2]!.history.find((e) => e.type === 'hole_cards')!;
+    (board ?? hole).cards = [...(board ?? hole).cards!].reverse();
+    const badFile = join(dir, 'bad.json');
+    writeFileSync(badFile, JSON.stringify(bad));
+    const failed = run(['--file', badFile, bad[2]!.handId, '--json']);
+    expect(failed.status).toBe(1);
+    const report = JSON.parse(failed.stdout);
+    expect(report.hands).toHaveLength(1);
+    expect(report.hands[0]).toMatchObject({ handId: bad[2]!.handId, ok: false, failed: 'cards' });
+
+    expect(run([views[0]!.handId]).status).toBe(2); // no POKER_TOKEN, no --file
+    expect(run(['--file', good, 'no-such-hand']).status).toBe(2);
+    expect(run(['--file', good, '--key', 'xyz']).status).toBe(2);
+  });
 });

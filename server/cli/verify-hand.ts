@@ -1,0 +1,112 @@
+// `npm run verify:hand -- <handId> [<handId> ...]`: a player checks the deal and the record of their
+// hands (issue 23; the checks are server/game/hands/verify-hand.ts's, the algorithm docs/dealer.md's).
+//   online   each hand from GET /api/hands/:handId on the game role (GAME_URL, or --game-url, else
+//            http://HOST:GAME_PORT as `npm start` prints it), as the player whose access JWT is in
+//            POKER_TOKEN (never a flag: it would show in the process list); the dealer key from GET
+//            /api/dealer/key unless --key pins one;
+//   offline  --file hands.json: a saved hand (the route's answer), a list of them, or { hands: [...] };
+//            the hand ids given pick from it (none: every hand in the file). Without --key the key
+//            each record names is used, and the output says it was not pinned.
+// Several hands of one table are also checked as a chain. Exit codes: 0 every check passed, 1 a
+// check failed, 2 usage or configuration, 3 a hand or the key could not be read.
+import { readFile } from 'node:fs/promises';
+import { ConfigError, loadConfig } from '../config/index.ts';
+import { verifyChain, verifyHand, type Check, type HandView, type Verdict } from '../game/hands/verify-hand.ts';
+import { callJson, Refusal, roleUrl, Unreachable, UsageError } from './ops/client.ts';
+
+const USAGE = 'npm run verify:hand -- <handId> [<handId> ...] [--file hands.json] [--key HEX] [--game-url URL] [--json]';
+const VALUE_FLAGS = new Set(['file', 'key', 'game-url']);
+
+function parse(argv: string[]) {
+  const ids: string[] = [];
+  const flags: Record<string, string | true> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (!a.startsWith('--')) {
+      ids.push(a);
+      continue;
+    }
+    const [key, inline] = a.slice(2).split(/=(.*)/s, 2) as [string, string | undefined];
+    if (key !== 'json' && key !== 'help' && !VALUE_FLAGS.has(key)) throw new UsageError(`unknown flag --${key}`);
+    if (VALUE_FLAGS.has(key)) {
+      const value = inline ?? argv[++i];
+      if (value === undefined || value === '') throw new UsageError(`--${key} needs a value`);
+      flags[key] = value;
+    } else flags[key] = true;
+  }
+  if (typeof flags.key === 'string' && !/^[0-9a-fA-F]{64}$/.test(flags.key)) throw new UsageError('--key: 64 hex characters (an ed25519 public key)');
+  return { ids, flags };
+}
+
+async function fromFile(path: string, ids: string[]): Promise<HandView[]> {
+  let value: unknown;
+  try {
+    value = JSON.parse(await readFile(path, 'utf8'));
+  } catch (err) {
+    throw new UsageError(`--file ${path}: ${(err as Error).message}`);
+  }
+  const list = (Array.isArray(value) ? value : Array.isArray((value as { hands?: unknown })?.hands) ? (value as { hands: unknown[] }).hands : [value]) as HandView[];
+  const picked = ids.length ? list.filter((h) => ids.includes(h?.handId)) : list;
+  const missing = ids.filter((id) => !picked.some((h) => h.handId === id));
+  if (missing.length) throw new UsageError(`--file ${path} holds no hand ${missing.join(', ')}`);
+  return picked;
+}
+
+async function online(ids: string[], flags: Record<string, string | true>): Promise<{ views: HandView[]; key: string }> {
+  if (!ids.length) throw new UsageError(`which hands? ${USAGE}`);
+  const token = process.env.POKER_TOKEN;
+  if (!token) throw new UsageError('set POKER_TOKEN to your access JWT (or use --file for a saved hand)');
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+  const game = roleUrl(config, 'game', flags);
+  const key = typeof flags.key === 'string' ? flags.key : (await callJson<{ publicKey: string }>(`${game}/api/dealer/key`, { what: 'dealer key' })).publicKey;
+  const views: HandView[] = [];
+  for (const id of ids) {
+    views.push(await callJson<HandView>(`${game}/api/hands/${encodeURIComponent(id)}`, { what: `hand ${id}`, headers: { authorization: `Bearer ${token}` } }));
+  }
+  return { views, key };
+}
+
+const line = (c: Check) => `  ${c.ok ? 'ok    ' : 'FAILED'} ${c.name}: ${c.detail}`;
+
+function print(verdicts: Verdict[], chain: Check[], pinned: boolean) {
+  if (!pinned) process.stdout.write('note: no --key given: each record is checked against the key it names, not one you trust\n');
+  for (const v of verdicts) process.stdout.write(`hand ${v.handId}: ${v.ok ? 'verified' : `FAILED (${v.failed})`}\n${v.checks.map(line).join('\n')}\n`);
+  if (chain.length) process.stdout.write(`chain:\n${chain.map(line).join('\n')}\n`);
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { ids, flags } = parse(argv);
+  if (flags.help === true) {
+    process.stdout.write(`usage: ${USAGE}\n`);
+    return 0;
+  }
+  const { views, key } = typeof flags.file === 'string'
+    ? { views: await fromFile(flags.file, ids), key: typeof flags.key === 'string' ? flags.key : undefined }
+    : await online(ids, flags);
+  const verdicts = views.map((v) => verifyHand(v, key));
+  const chain = verifyChain(views);
+  if (flags.json === true) process.stdout.write(`${JSON.stringify({ hands: verdicts, chain, dealerKey: key ?? null }, null, 2)}\n`);
+  else print(verdicts, chain, key !== undefined);
+  return verdicts.every((v) => v.ok) && chain.every((c) => c.ok) ? 0 : 1;
+}
+
+try {
+  process.exitCode = await main(process.argv.slice(2));
+} catch (err) {
+  if (err instanceof UsageError) {
+    process.stderr.write(`usage: ${err.message}\n  ${USAGE}\n`);
+    process.exitCode = 2;
+  } else if (err instanceof Refusal || err instanceof Unreachable) {
+    process.stderr.write(`${err.message}\n`);
+    process.exitCode = 3;
+  } else {
+    process.stderr.write(`verify:hand failed: ${(err as Error).message}\n`);
+    process.exitCode = 3;
+  }
+}
