@@ -30,3 +30,7 @@ create table game_private.dealer_keys (
   created_at timestamptz not null default now()
 );
 alter table game_private.dealer_keys enable row level security;
+
+-- game.end_hand takes the hand's deal and signed record (db/functions/game/30_hands.sql): the old
+-- signature goes, so no caller keeps writing hands without them.
+drop function if exists game.end_hand(text, text, bigint, jsonb, bigint, integer, jsonb, jsonb, uuid[], timestamptz, bigint);

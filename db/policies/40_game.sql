@@ -24,7 +24,7 @@ grant execute on function
   game.deal_hand(text, text, bigint),
   game.seats_of(text),
   game.finish_hand(text, text, jsonb, bigint, bigint),
-  game.end_hand(text, text, bigint, jsonb, bigint, integer, jsonb, jsonb, uuid[], timestamptz, bigint),
+  game.end_hand(text, text, bigint, jsonb, bigint, integer, jsonb, jsonb, uuid[], timestamptz, bigint, jsonb, text, text, text),
   game.record_hand(text, text, bigint, text, jsonb, jsonb, uuid[], timestamptz),
   game.hand_for_player(text, uuid),
   game.abandon_hand(text, bigint),

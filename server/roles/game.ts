@@ -71,6 +71,11 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
   const roleLog = log.child({ role: 'game' });
   const pool = createRolePool(databaseUrl, 'poker_game', { max: 20, applicationName: 'game', secret: config.DB_ROLE_SECRET });
   const { bank } = peerClients(config, peers);
+  // the dealer's key, kept in the database unless configured: every game process signs with the same one
+  const dealer = await loadDealerSigner(pool, config.GAME_DEALER_KEY).catch(async (err: unknown) => {
+    await pool.end();
+    throw err;
+  });
   // this process's presence, before anything else: the leases of the tables it will run hang on it
   const gameProcess = await startGameProcess({
     databaseUrl, pool, log: roleLog, ttlSeconds: config.GAME_LEASE_TTL_SECONDS, url: config.GAME_PUBLIC_URL, dbRoleSecret: config.DB_ROLE_SECRET,
@@ -84,14 +89,13 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
   const clock = () => new Date();
   const board = createClaimBoard({ pool, log: roleLog, environment, clock, bank });
   const live = createLiveTables({
-    pool, log: roleLog, jwt, hands, board,
+    pool, log: roleLog, jwt, hands, board, dealer,
     options: { handDelayMs: config.HAND_DELAY_MS, timeoutsBeforeSitOut: config.TIMEOUTS_BEFORE_SIT_OUT },
     bank,
     process: gameProcess,
     limits: { maxBufferedBytes: config.WS_MAX_BUFFERED_BYTES, pingIntervalMs: config.WS_PING_INTERVAL_SECONDS * 1000, idleUnloadMs: config.ROOM_IDLE_UNLOAD_SECONDS * 1000 },
   });
   return serveRole({ role: 'game', pool, log: roleLog, host: config.HOST, port: config.GAME_PORT, build: async () => {
-    const dealer = await loadDealerSigner(pool, config.GAME_DEALER_KEY);
     const app = await createApp({
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,

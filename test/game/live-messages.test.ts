@@ -2,8 +2,8 @@
 // each type with its fields, and a message that does not parse earns exactly one code.
 import { CLIENT_MESSAGE_TYPES, parseClientMessage } from '../../server/game/live/messages.ts';
 
-test('the union covers the protocol\'s ten message types', () => {
-  expect([...CLIENT_MESSAGE_TYPES].sort()).toEqual(['action', 'auth', 'join', 'leave', 'ping', 'register_for_tournament', 'sit', 'sit_in', 'sit_out', 'stand_up']);
+test('the union covers the protocol\'s eleven message types', () => {
+  expect([...CLIENT_MESSAGE_TYPES].sort()).toEqual(['action', 'auth', 'deal_seed', 'join', 'leave', 'ping', 'register_for_tournament', 'sit', 'sit_in', 'sit_out', 'stand_up']);
 });
 
 test.each([

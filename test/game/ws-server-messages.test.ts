@@ -145,6 +145,9 @@ test('a cash table: three players (one an agent) and a spectator through showdow
   // sit-out and sit-in (c)
   expect(await live.request(c.ws, { type: 'sit_out', tableId })).toMatchObject({ type: 'sat_out', tableId });
   expect(await live.request(c.ws, { type: 'sit_in', tableId })).toMatchObject({ type: 'sat_in', tableId });
+  // a harness table deals from its deckSeed: nothing is mixed in
+  const commitment = latestState(c.ws, tableId)!.nextDealCommitment;
+  expect(await live.request(c.ws, { type: 'deal_seed', tableId, commitment, seed: 'mine' })).toMatchObject({ type: 'error', code: 'seeded_table' });
 
   // a few seeded random hands (bets, raises, folds, all-ins)
   const rng = prng(21);
@@ -240,9 +243,12 @@ test('a two-seat Sit-and-Go: a registration withdrawn, then played to its end by
 }, 120_000);
 
 test('the game role stops: table_closed (server_stopping); every type the schemas list was seen and validated', async () => {
-  const a = await live.player(0);
+  const a = await live.player(500);
   const tableId = await m.table(a.auth, { ...POKER_SETTINGS });
-  await live.join(a, tableId);
+  expect(await live.sit(a, tableId, 0, 100)).toMatchObject({ type: 'seated' });
+  // a seed for the next hand's deal, naming its commitment
+  const commitment = (await until(() => latestState(a.ws, tableId), 'a state')).nextDealCommitment;
+  expect(await live.request(a.ws, { type: 'deal_seed', tableId, commitment, seed: 'a-seed_1' })).toMatchObject({ type: 'deal_seed_accepted', tableId, commitment });
   const closed = a.ws.next((x) => x.type === 'table_closed', 20_000);
   await m.platform.role('game').stop();
   expect(await closed).toMatchObject({ tableId, reason: 'server_stopping' });

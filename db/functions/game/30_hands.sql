@@ -176,9 +176,52 @@ $$;
 -- earlier attempt whose answer was lost) is answered again from what it committed ("replayed");
 -- a hand abandoned meanwhile (a force-end, a lost tenure) is refused hand_abandoned (its start
 -- stacks stand); any other hand no_hand_in_progress.
+-- A hand's signed record (server/game/hands/hand-record.ts), checked as the table's chain needs it
+-- before it is stored with the hand: the deal and the record come together (or neither: a caller
+-- that keeps no records), the record is the hand's and names as `prev` the hash of the table's
+-- latest record (64 zeros for its first), so the chain never forks; the hash is computed here, the
+-- signature is the dealer's (its key is checked by whoever verifies, not by SQL). Runs under the
+-- table's lock (game.end_hand). Answers the record's hash, or null when there is none.
+create or replace function game_private.chained_record_hash(
+  p_table_id text, p_hand_id text, p_deal jsonb, p_record text, p_signature text, p_dealer_key text
+) returns text
+  language plpgsql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_record jsonb;
+  v_head text;
+begin
+  if p_deal is null and p_record is null and p_signature is null and p_dealer_key is null then
+    return null;
+  end if;
+  if p_deal is null or jsonb_typeof(p_deal) <> 'object' or p_record is null or p_signature is null or p_dealer_key is null then
+    perform game_private.refuse('invalid_hand', 'a hand record comes with its deal, signature and dealer key');
+  end if;
+  begin
+    v_record := p_record::jsonb;
+  exception when others then
+    perform game_private.refuse('invalid_hand', 'the record is not JSON');
+  end;
+  if v_record ->> 'handId' is distinct from p_hand_id or v_record ->> 'tableId' is distinct from p_table_id
+     or (v_record -> 'deal') is distinct from p_deal then
+    perform game_private.refuse('invalid_hand', 'the record is not this hand''s');
+  end if;
+  select h.record_hash into v_head from game.hand_histories h
+   where h.table_id = p_table_id and h.record_hash is not null
+   order by h.hand_number desc limit 1;
+  if v_record ->> 'prev' is distinct from coalesce(v_head, repeat('0', 64)) then
+    perform game_private.refuse('record_not_in_chain', format('the record names %s before it; the table''s latest is %s',
+      v_record ->> 'prev', coalesce(v_head, repeat('0', 64))));
+  end if;
+  return encode(sha256(convert_to(p_record, 'UTF8')), 'hex');
+end;
+$$;
+
 create or replace function game.end_hand(
   p_table_id text, p_hand_id text, p_hand_number bigint, p_stacks jsonb, p_rake bigint, p_auto_folds integer,
-  p_history jsonb, p_result jsonb, p_agents uuid[], p_started_at timestamptz, p_epoch bigint
+  p_history jsonb, p_result jsonb, p_agents uuid[], p_started_at timestamptz, p_epoch bigint,
+  p_deal jsonb, p_record text, p_record_signature text, p_dealer_key text
 ) returns jsonb
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -187,6 +230,7 @@ declare
   v_table game.tables;
   v_done game.hand_histories;
   v_busted bigint[];
+  v_record_hash text;
 begin
   v_table := game_private.lock_table(p_table_id);
   perform game_private.check_lease(p_table_id, p_epoch);
@@ -202,15 +246,18 @@ begin
   if p_history is null or jsonb_typeof(p_history) <> 'array' then
     perform game_private.refuse('invalid_hand', 'history: an array of events');
   end if;
+  v_record_hash := game_private.chained_record_hash(p_table_id, p_hand_id, p_deal, p_record, p_record_signature, p_dealer_key);
   v_busted := case when v_table.mode = 'sng' then game_private.write_tournament_end(v_table, p_stacks, p_auto_folds)
                    else game_private.write_cash_end(p_table_id, p_hand_id, p_stacks, p_rake) end;
-  insert into game.hand_histories (hand_id, table_id, hand_number, status, history, result, agents, players, started_at, ended_at, busted)
+  insert into game.hand_histories (hand_id, table_id, hand_number, status, history, result, agents, players, started_at, ended_at, busted,
+                                   deal, record, record_hash, record_signature, dealer_key)
   values (p_hand_id, p_table_id, coalesce(p_hand_number, 0), 'finished', p_history, p_result,
           coalesce((select array_agg(distinct a order by a) from unnest(p_agents) a where a is not null), '{}'),
           -- the owners of the positions the hand dealt in (every one of them has a stack at its end)
           coalesce((select array_agg(distinct p.user_id order by p.user_id)
                       from game_private.stacks_of(p_stacks) h join game.table_players p on p.id = h.player_id), '{}'),
-          least(coalesce(p_started_at, v_table.current_hand_started_at, now()), now()), now(), v_busted);
+          least(coalesce(p_started_at, v_table.current_hand_started_at, now()), now()), now(), v_busted,
+          p_deal, p_record, v_record_hash, p_record_signature, p_dealer_key);
   return game_private.hand_end_answer(p_table_id, v_busted, false);
 end;
 $$;

@@ -628,7 +628,7 @@ describe('end_hand (the one hand end the dealer calls)', () => {
     b = (await creditSeat(game, newKey(), t.table_id, userB, 1, 100n)).player_id;
   });
   const endHand = async (handId: string, stacks: Record<string, number>, rake: number) => (await game.query(
-    'select game.end_hand($1, $2, $3, $4::jsonb, $5, 0, $6::jsonb, $7::jsonb, $8::uuid[], now(), $9) as answer',
+    'select game.end_hand($1, $2, $3, $4::jsonb, $5, 0, $6::jsonb, $7::jsonb, $8::uuid[], now(), $9, null, null, null, null) as answer',
     [t.table_id, handId, 1, JSON.stringify(stacks), rake, JSON.stringify([{ type: 'hand_started' }]), JSON.stringify({ type: 'hand_result' }), [], await db.leaseEpoch(t.table_id)],
   )).rows[0].answer;
   const written = async (handId: string) => (await db.owner.query(
@@ -667,7 +667,7 @@ describe('end_hand (the one hand end the dealer calls)', () => {
     const other = await createTable(cage);
     await creditSeat(game, newKey(), other.table_id, user(), 0, 100n);
     await expect(game.query(
-      'select game.end_hand($1, $2, 1, $3::jsonb, 0, 0, $4::jsonb, null, $5::uuid[], now(), $6)',
+      'select game.end_hand($1, $2, 1, $3::jsonb, 0, 0, $4::jsonb, null, $5::uuid[], now(), $6, null, null, null, null)',
       [other.table_id, 'end-1', '{}', '[]', [], await db.leaseEpoch(other.table_id)],
     )).rejects.toMatchObject({ code: 'GMNHP' });
   });

@@ -8,6 +8,8 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { ServiceClient } from '../../http/service-client.ts';
 import { isLeaseLost } from '../live/lease.ts';
+import type { DealReveal } from '../poker/fair-deal.ts';
+import type { SignedRecord } from './hand-record.ts';
 
 export interface HandEnd {
   busted: { playerId: string; userId: string; settled: boolean }[];
@@ -49,6 +51,9 @@ export interface EndingHand {
   result: string;
   agents: string[];
   startedAt: Date;
+  /** What the hand's end reveals of its deal, and the hand's signed record (hand-record.ts). */
+  deal: DealReveal;
+  record: SignedRecord;
 }
 
 /** Stacks as game.end_hand reads them: { positionId: integer }. */
@@ -103,8 +108,11 @@ export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Log
      */
     async end(h: EndingHand): Promise<HandEndAnswer> {
       const { rows } = await fencedQuery<{ answer: HandEndAnswer }>(
-        h.tableId, 'select game.end_hand($1, $2, $3, $4::jsonb, $5, $6, $7::jsonb, $8::jsonb, $9::uuid[], $10::timestamptz, $11) as answer',
-        (epoch) => [h.tableId, h.handId, h.handNumber, stacksJson(h.stacks), h.rake.toString(), h.autoFolds, h.history, h.result, h.agents, h.startedAt.toISOString(), epoch],
+        h.tableId, 'select game.end_hand($1, $2, $3, $4::jsonb, $5, $6, $7::jsonb, $8::jsonb, $9::uuid[], $10::timestamptz, $11, $12::jsonb, $13, $14, $15) as answer',
+        (epoch) => [
+          h.tableId, h.handId, h.handNumber, stacksJson(h.stacks), h.rake.toString(), h.autoFolds, h.history, h.result, h.agents, h.startedAt.toISOString(), epoch,
+          JSON.stringify(h.deal), h.record.text, h.record.signature, h.record.publicKey,
+        ],
       );
       return rows[0]!.answer;
     },

@@ -5,6 +5,7 @@
 // answers one code: `unknown_message_type` for a missing or unknown `type`, `missing_seq` for an
 // action without a numeric `seq`, else `bad_request` naming the field.
 import { z } from 'zod';
+import { CLIENT_SEED } from '../poker/fair-deal.ts';
 
 const ref = z.unknown().optional();
 const tableId = z.string().min(1).max(64);
@@ -21,6 +22,8 @@ export const clientMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('sit_in'), ...atTable }),
   z.object({ type: z.literal('stand_up'), ...atTable }),
   z.object({ type: z.literal('register_for_tournament'), ...atTable, advisorAgentId: z.uuid().nullish() }),
+  // a seed for the next hand's deal (docs/dealer.md): the commitment it answers, judged by the room (stale_commitment)
+  z.object({ type: z.literal('deal_seed'), ...atTable, commitment: z.string().regex(/^[0-9a-f]{64}$/), seed: z.string().regex(CLIENT_SEED) }),
 ]);
 
 export type ClientMessage = z.infer<typeof clientMessage>;

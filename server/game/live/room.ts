@@ -8,10 +8,11 @@
 // stand-ups go through the bank.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
+import type { Ed25519Signer } from '../../crypto/signing.ts';
+import { DealSeeds } from './deal-seeds.ts';
 import type { Logger } from 'pino';
 import { inTransaction } from '../../db/transaction.ts';
 import { applyAction, isRefusal, startHand, timeout, type Action, type HandState } from '../poker/engine.ts';
-import { randomDeck, shuffledDeck } from '../poker/deck.ts';
 import { comeBack, sitOut, type Positions } from '../poker/table.ts';
 import type { createHands } from '../hands/hands.ts';
 import { isLeaseLost } from './lease.ts';
@@ -61,6 +62,8 @@ export interface RoomDeps {
   agentSeated: (client: pg.PoolClient, userId: string, agentId: string) => Promise<void>;
   /** Lifecycle states this room announced, in order: the tournament's span follows them. */
   lifecycleStates?: (states: string[]) => Promise<void>;
+  /** The dealer's key: each hand's record is signed with it. */
+  dealer: Ed25519Signer;
 }
 
 /** What the bank answered a seat request (a deposit or a withdraw). */
@@ -123,6 +126,8 @@ export class Room {
   private applied = new Map<string, string>();
   private previousApplied = new Map<string, string>();
   private pendingSits: PendingSit[] = [];
+  /** Commit and reveal: the next hand's committed seed, the players' contributions, the chain head. */
+  private readonly seeds = new DealSeeds(() => this.settings.deckSeed);
 
   private readonly deps: RoomDeps;
 
@@ -178,8 +183,14 @@ export class Room {
       const hand = await this.deps.hands.abandon(this.tableId);
       this.deps.log.warn({ tableId: this.tableId, handId: hand }, 'hand abandoned after a restart: the stacks of its start stand');
     }
-    const { rows } = await this.deps.pool.query<{ n: string }>('select count(*) as n from game.hand_histories where table_id = $1', [this.tableId]);
+    const { rows } = await this.deps.pool.query<{ n: string; head: string | null }>(
+      `select count(*) as n, (select record_hash from game.hand_histories where table_id = $1 and record_hash is not null
+                                order by hand_number desc limit 1) as head
+         from game.hand_histories where table_id = $1`,
+      [this.tableId],
+    );
     this.handNumber = Number(rows[0]?.n ?? 0);
+    this.seeds.setHead(rows[0]?.head ?? null);
     await this.reloadSeats();
     this.scheduleDeal();
   }
@@ -292,7 +303,8 @@ export class Room {
 
   private writer() {
     const st = this.settings;
-    return stateWriter({ tableId: this.tableId, smallBlind: st.smallBlind, bigBlind: st.bigBlind, ante: st.ante }, this.views(), this.hand, this.turnDeadline, this.table.tournamentState([...this.seats.values()]));
+    const deal = { dealCommitment: this.seeds.currentCommitment, nextDealCommitment: this.seeds.nextCommitment(this.handNumber) };
+    return stateWriter({ tableId: this.tableId, smallBlind: st.smallBlind, bigBlind: st.bigBlind, ante: st.ante, ...deal }, this.views(), this.hand, this.turnDeadline, this.table.tournamentState([...this.seats.values()]));
   }
 
   private viewOf(write: ReturnType<typeof stateWriter>, w: Watcher): string {
@@ -345,6 +357,7 @@ export class Room {
     this.turnTimer = null;
     this.turnDeadline = null;
     this.hand = null;
+    this.seeds.dropped();
     this.table.handDropped();
   }
 
@@ -389,7 +402,8 @@ export class Room {
     }
     const st = this.settings;
     this.handNumber += 1;
-    const deck = st.deckSeed ? shuffledDeck(`${st.deckSeed}:${this.handNumber}`) : randomDeck(randomBytes(32));
+    // the committed seed with the contributions of the seats dealt in; the next hand's is committed now
+    const deck = this.seeds.deal(handId, this.handNumber, plan.dealtIn);
     this.hand = startHand({
       handId, seats: plan.seats, button: plan.button, smallBlindSeat: plan.smallBlindSeat, bigBlindSeat: plan.bigBlindSeat,
       smallBlind: st.smallBlind, bigBlind: st.bigBlind, ante: st.ante, deck, rake: st.rake,
@@ -497,8 +511,10 @@ export class Room {
    */
   private async writeEnd(hand: HandState): Promise<EndOutcome | null> {
     const agents = hand.players.map((p) => this.seats.get(p.seat)?.agentId).filter((a): a is string => Boolean(a));
+    const fair = this.seeds.recordOf(hand, { tableId: this.tableId, handNumber: this.handNumber }, this.deps.dealer);
     try {
-      const outcome = await this.table.endHand({ hand, handNumber: this.handNumber, startedAt: new Date(this.handStartedAt), views: this.views(), agents });
+      const outcome = await this.table.endHand({ hand, handNumber: this.handNumber, startedAt: new Date(this.handStartedAt), views: this.views(), agents, ...fair });
+      this.seeds.extended(fair.record.hash);
       this.endAttempts = 0;
       return outcome;
     } catch (err) {
@@ -515,6 +531,8 @@ export class Room {
         this.scheduleDeal();
         return null;
       }
+      // another record extended the table's chain meanwhile (a process that ran it before): read the head again
+      if (refusedWith(err, 'game', 'record_not_in_chain')) await this.reloadChainHead();
       this.retryEnd(hand, err);
       return null;
     }
@@ -697,6 +715,21 @@ export class Room {
   }
 
   /** A player steps away or comes back (comes back waiting for the big blind). */
+  /** A seated player's seed for the next hand: it must name the commitment published for that hand. */
+  contribute(userId: string, commitment: string, seed: string): string | null {
+    const seat = this.seatOf(userId);
+    if (seat === null) return 'not_at_table';
+    return this.seeds.contribute(seat, commitment, seed, this.handNumber);
+  }
+
+  private async reloadChainHead(): Promise<void> {
+    const { rows } = await this.deps.pool.query<{ head: string | null }>(
+      'select record_hash as head from game.hand_histories where table_id = $1 and record_hash is not null order by hand_number desc limit 1',
+      [this.tableId],
+    );
+    this.seeds.setHead(rows[0]?.head ?? null);
+  }
+
   setSittingOut(userId: string, out: boolean): string | null {
     const seat = this.seatOf(userId);
     if (seat === null) return 'not_seated';

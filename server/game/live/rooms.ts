@@ -2,6 +2,7 @@
 // dealer per table, lease.ts), ticked, unloaded when idle long enough (ROOM_IDLE_UNLOAD_SECONDS) or
 // when the process stops, and stopped when the lease is lost. The websocket (ws.ts) joins
 // connections to them; the cage's seat calls reach them through seatsChanged.
+import type { Ed25519Signer } from '../../crypto/signing.ts';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { ServiceClient } from '../../http/service-client.ts';
@@ -28,6 +29,8 @@ export interface RoomRegistryDeps {
   idleUnloadMs: number;
   /** The claim board: an agent taking a seat meets `agent_seated` in the seat's transaction. */
   board: ClaimBoard;
+  /** The dealer's key: each room signs its hands' records with it. */
+  dealer: Ed25519Signer;
 }
 
 /** A timer with its own boundary: a failure is logged and the timer goes on (unref'd). */
@@ -156,9 +159,9 @@ export class RoomRegistry {
 
   /** What a room of this table calls out to: the claim board, the bank's withdrawals. */
   private roomDeps(tableId: string): RoomDeps {
-    const { pool, log, hands, options, board } = this.deps;
+    const { pool, log, hands, options, board, dealer } = this.deps;
     return {
-      pool, log, hands, options,
+      pool, log, hands, options, dealer,
       lifecycleStates: async (states) => {
         for (const state of states) await this.spans.observe(tableId, state);
       },

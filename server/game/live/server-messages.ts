@@ -86,6 +86,16 @@ const tournamentMyView = z.strictObject({
   payJumpToNext: chips,
 }).nullable();
 
+const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/).describe('a SHA-256 digest, lowercase hex');
+
+/** What a hand's end reveals of its deal (docs/dealer.md, "A deal anyone can check"). */
+export const dealReveal = z.strictObject({
+  algorithm: z.enum(['sha256-fisher-yates-v1', 'seeded-v1']),
+  commitment: sha256Hex,
+  serverSeed: z.string().regex(/^([0-9a-f]{2})+$/).describe('the server seed, hex'),
+  contributions: z.array(z.strictObject({ seat: index, seed: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/) })),
+});
+
 /** `game_state`, personalised per connection; the tournament fields only on `sng` tables. */
 export const gameStateMessage = z.strictObject({
   type: z.literal('game_state'),
@@ -103,6 +113,8 @@ export const gameStateMessage = z.strictObject({
   pots: z.array(z.strictObject({ amount: chips, eligible: z.array(index) })),
   toAct: index.nullable(),
   turnDeadline: z.iso.datetime().nullable(),
+  dealCommitment: sha256Hex.nullable().describe('the hand in progress: SHA-256 of its server seed, announced before it was dealt'),
+  nextDealCommitment: sha256Hex.nullable().describe('the next hand\'s: players may contribute a seed for it (deal_seed)'),
   tournament: tournamentField.optional(),
   tournamentSchedule: tournamentSchedule.optional(),
   yourSeat: index.nullable(),
@@ -128,6 +140,8 @@ export const handResultMessage = z.strictObject({
   })),
   mucked: z.array(index),
   stacks: z.array(z.strictObject({ seat: index, userId: userId.nullable(), stack: chips, net: signedChips })),
+  deal: dealReveal,
+  record: z.strictObject({ hash: sha256Hex, signature: z.string().regex(/^[0-9a-f]{128}$/) }).describe('the hand\'s signed record: keep both to prove later what the platform said'),
 });
 
 /** A settlement's receipt as the cage signs it (relayed in `stood_up`). */
@@ -191,6 +205,7 @@ export const SERVER_MESSAGES = {
   action_ack: z.strictObject({ type: z.literal('action_ack'), tableId, duplicate: z.literal(true).optional(), ref }),
   sat_out: atTable('sat_out'),
   sat_in: atTable('sat_in'),
+  deal_seed_accepted: z.strictObject({ type: z.literal('deal_seed_accepted'), tableId, commitment: sha256Hex, ref }),
   stand_up_pending: atTable('stand_up_pending'),
   stood_up: stoodUpMessage,
   error: errorMessage,

@@ -3,6 +3,8 @@
 // ending a hand, and (a tournament only) its lifecycle announcements. Each kind lives in its own
 // file (cash-table.ts, tournament-table.ts), answers data and messages, and never calls the room.
 import type { HandState } from '../poker/engine.ts';
+import type { DealReveal } from '../poker/fair-deal.ts';
+import type { SignedRecord } from '../hands/hand-record.ts';
 import type { NextHand, Positions, TableSeat } from '../poker/table.ts';
 import type { EndingHand, HandEndAnswer, SeatRow } from '../hands/hands.ts';
 import { handResult, historyJson, type SeatView, type ServerMessageOf, type TournamentState } from './wire.ts';
@@ -44,6 +46,9 @@ export interface EndedHand {
   views: SeatView[];
   /** The agents of the positions dealt in. */
   agents: string[];
+  /** What the end reveals of the deal, and the hand's signed record (the room's dealer signs it). */
+  deal: DealReveal;
+  record: SignedRecord;
 }
 
 /**
@@ -54,11 +59,11 @@ export function endingOf(tableId: string, ended: EndedHand, kind: { rake: bigint
   const { hand } = ended;
   const stacks: Record<string, bigint> = {};
   for (const p of hand.players) stacks[p.playerId] = p.stack;
-  const result = JSON.stringify(handResult(tableId, hand.handId, hand.result!, ended.views)); // chips already strings
+  const result = JSON.stringify(handResult(tableId, hand.handId, hand.result!, ended.views, ended)); // chips already strings
   return {
     ending: {
       tableId, handId: hand.handId, handNumber: ended.handNumber, stacks, ...kind,
-      history: historyJson(hand.history), result, agents: ended.agents, startedAt: ended.startedAt,
+      history: historyJson(hand.history), result, agents: ended.agents, startedAt: ended.startedAt, deal: ended.deal, record: ended.record,
     },
     result,
   };

@@ -2,6 +2,8 @@
 // end), cards as two-character strings, a game_state personalised per connection.
 import { cardToString, type Card } from '../poker/cards.ts';
 import { legalActions, type HandEvent, type HandResult, type HandState } from '../poker/engine.ts';
+import type { DealReveal } from '../poker/fair-deal.ts';
+import type { SignedRecord } from '../hands/hand-record.ts';
 import type { z } from 'zod';
 import type { CATEGORIES } from '../poker/cards.ts';
 import type { LIFECYCLE_STATES } from '../../tournaments/lifecycle.ts';
@@ -76,23 +78,22 @@ function str(v: bigint | null | undefined): string | null {
   return v === null || v === undefined ? null : v.toString();
 }
 
-/**
- * The state of a table (and its hand, if one runs) as each connection may see it: `stateWriter`
- * serialises what all viewers share once (the table, the hand, every seat with and without its
- * cards, the legal actions of the seat to act), and `write(viewer)` only joins the pieces. This is
- * the message sent most (once per connection per action), so the shared work is not repeated per
- * connection. Chips are strings (bigint end to end), so plain JSON.stringify serialises it.
- */
-export function stateWriter(
-  table: { tableId: string; smallBlind: bigint; bigBlind: bigint; ante: bigint },
-  seats: readonly SeatView[],
-  hand: HandState | null,
-  turnDeadline: number | null,
-  tournament?: TournamentState,
-): (viewer: Viewer) => string {
-  const players = new Map(hand?.players.map((p) => [p.seat, p]) ?? []);
+/** The table's part of game_state: its blinds and the deal's commitments. */
+interface StateTable {
+  tableId: string;
+  smallBlind: bigint;
+  bigBlind: bigint;
+  ante: bigint;
+  dealCommitment: string | null;
+  nextDealCommitment: string | null;
+}
+
+/** game_state's fields every viewer shares, serialised once, without its closing brace. */
+function stateHead(
+  table: StateTable, hand: HandState | null, turnDeadline: number | null, tournament: TournamentState | undefined,
+): string {
   const betting = hand !== null && hand.status === 'betting' && hand.toAct !== null;
-  const head = JSON.stringify({
+  return JSON.stringify({
     type: 'game_state',
     tableId: table.tableId,
     blinds: { small: str(table.smallBlind), big: str(table.bigBlind), ante: str(table.ante) },
@@ -108,8 +109,29 @@ export function stateWriter(
     pots: (hand?.pots ?? []).map((p) => ({ amount: str(p.amount), eligible: p.eligible })),
     toAct: betting ? hand.toAct : null,
     turnDeadline: turnDeadline ? new Date(turnDeadline).toISOString() : null,
+    dealCommitment: hand ? table.dealCommitment : null,
+    nextDealCommitment: table.nextDealCommitment,
     ...(tournament ? tournament.shared : {}),
   } satisfies Omit<GameStateMessage, 'yourSeat' | 'seats' | 'legal' | 'tournamentMyView'>).slice(0, -1);
+}
+
+/**
+ * The state of a table (and its hand, if one runs) as each connection may see it: `stateWriter`
+ * serialises what all viewers share once (the table, the hand, every seat with and without its
+ * cards, the legal actions of the seat to act), and `write(viewer)` only joins the pieces. This is
+ * the message sent most (once per connection per action), so the shared work is not repeated per
+ * connection. Chips are strings (bigint end to end), so plain JSON.stringify serialises it.
+ */
+export function stateWriter(
+  table: StateTable,
+  seats: readonly SeatView[],
+  hand: HandState | null,
+  turnDeadline: number | null,
+  tournament?: TournamentState,
+): (viewer: Viewer) => string {
+  const players = new Map(hand?.players.map((p) => [p.seat, p]) ?? []);
+  const betting = hand !== null && hand.status === 'betting' && hand.toAct !== null;
+  const head = stateHead(table, hand, turnDeadline, tournament);
   const seatJson = (s: SeatView, showCards: boolean) => {
     const p = players.get(s.seatIndex);
     return JSON.stringify({
@@ -154,7 +176,9 @@ export function stateWriter(
 }
 
 /** The end of a hand, for everyone: pots and winners, what was shown (best five, description). */
-export function handResult(tableId: string, handId: string, result: HandResult, seats: readonly SeatView[]): HandResultMessage {
+export function handResult(
+  tableId: string, handId: string, result: HandResult, seats: readonly SeatView[], fair: { deal: DealReveal; record: SignedRecord },
+): HandResultMessage {
   const userOf = new Map(seats.map((s) => [s.seatIndex, s.userId]));
   return {
     type: 'hand_result',
@@ -173,6 +197,8 @@ export function handResult(tableId: string, handId: string, result: HandResult, 
     })),
     mucked: result.mucked,
     stacks: result.stacks.map((s) => ({ seat: s.seat, userId: userOf.get(s.seat) ?? null, stack: str(s.stack), net: str(s.net) })),
+    deal: { ...fair.deal, contributions: [...fair.deal.contributions] },
+    record: { hash: fair.record.hash, signature: fair.record.signature },
   } satisfies HandResultMessage;
 }
 

@@ -7,6 +7,7 @@
 // or a first `{ type:'auth', token }` message); without one the connection is a spectator. An agent
 // connects with its owner's JWT and names itself with `agentId` (one of the owner's agents) in its
 // `auth` or `join` message; it then plays the owner's seat.
+import type { Ed25519Signer } from '../../crypto/signing.ts';
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -110,6 +111,8 @@ export interface LiveTablesDeps {
   /** This process's presence and table leases: a poker room runs only under its table's lease. */
   process: GameProcess;
   limits: LiveLimits;
+  /** The dealer's key: every hand's record is signed with it (server/game/hands/dealer-key.ts). */
+  dealer: Ed25519Signer;
 }
 
 /** Sends one message: its shape checked against the server messages' schemas (server-messages.ts). */
@@ -287,6 +290,7 @@ export class LiveTables {
       case 'sit_in': return this.sittingOut(c, m, false);
       case 'stand_up': return this.onStandUp(c, m);
       case 'register_for_tournament': return this.onRegister(c, m);
+      case 'deal_seed': return this.onDealSeed(c, m);
     }
   }
 
@@ -402,6 +406,15 @@ export class LiveTables {
       type: 'tournament_unregistered', tableId: r.tableId, status: body.status, amount: body.amount, txHash: body.txHash ?? null,
       ...(typeof res.body.payment === 'string' ? { payment: res.body.payment } : {}), ...(typeof res.body.note === 'string' ? { note: res.body.note } : {}), ref,
     });
+  }
+
+  /** A seated player's seed for the next hand's deal (docs/dealer.md): it must name that hand's commitment. */
+  private async onDealSeed(c: Connection, m: Extract<ClientMessage, { type: 'deal_seed' }>): Promise<void> {
+    const r = await this.joined(c, m.tableId, m.ref);
+    if (!r) return;
+    if (!c.userId) return refuse(c, 'not_authenticated', m.ref);
+    const error = r.contribute(c.userId, m.commitment, m.seed);
+    return error ? refuse(c, error, m.ref) : send(c, { type: 'deal_seed_accepted', tableId: r.tableId, commitment: m.commitment, ref: m.ref });
   }
 
   private async sittingOut(c: Connection, m: { tableId: string; ref?: unknown }, out: boolean): Promise<void> {
