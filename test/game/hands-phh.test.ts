@@ -16,7 +16,7 @@ import {
 import { historyJson } from '../../server/game/live/wire.ts';
 import { expectCleanAudit } from '../helpers/cage.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { latestState, liveClient, prng, randomAction, resultsOf, sleep, type LiveClient, type LivePlayer, type Msg } from '../helpers/live.ts';
+import { calmAction, latestState, liveClient, prng, randomAction, resultsOf, sleep, type LiveClient, type LivePlayer, type Msg } from '../helpers/live.ts';
 import { POKER_SETTINGS, startMoneyPlatform } from '../helpers/money.ts';
 import { parseToml, PhhError, readPhh, readPhhs, type PhhAction, type PhhHand } from '../helpers/phh-reader.ts';
 import { deal, NO_RAKE, play, type Step, type TableScript } from '../helpers/poker-script.ts';
@@ -61,6 +61,11 @@ function checkExport(stored: Stored, seat: number, h: PhhHand): void {
   const contested = stored.result?.showdown === true;
   expect(new Map(shows)).toEqual(new Map(contested ? stored.history.flatMap((e) => (
     e.type === 'show' ? [[e.seat, e.cards]] : e.type === 'muck' ? [[e.seat, null]] : [])) : []));
+  // PHH shows when the betting is over: after the last bet, before an all-in's run-out boards
+  const lastBet = h.actions.reduce((at, a, i) => (a.actor !== 'd' && a.kind !== 'sm' ? i : at), -1);
+  const smAt = h.actions.flatMap((a, i) => (a.kind === 'sm' ? [i] : []));
+  const runOutAt = h.actions.flatMap((a, i) => (a.kind === 'db' && i > lastBet ? [i] : []));
+  if (contested) expect({ smAt, runOutAt }).toEqual({ smAt: smAt.map((i) => Math.max(i, lastBet + 1)), runOutAt: runOutAt.map((i) => Math.max(i, smAt.at(-1)! + 1)) });
   // the players' actions in order, bets and raises to their street totals, timeouts noted
   expect(playerActions(h).map((a) => [seats[a.actor - 1], a.kind, a.kind === 'cbr' ? a.amount : null, a.commentary]))
     .toEqual(stored.history.filter((e) => e.type === 'action').map((e) => [
@@ -308,7 +313,7 @@ describe('live hands over HTTP', () => {
       for (const x of started(s).seats) {
         const r = await get(`${m.game}/api/hands/${s.handId}?format=phh`, bySeat(x.seat).auth);
         expect({ status: r.status, type: r.type, disposition: r.disposition }).toEqual({
-          status: 200, type: 'text/plain; charset=utf-8', disposition: `inline; filename="${s.handId}.phh"` });
+          status: 200, type: 'text/plain; charset=utf-8', disposition: `inline; filename="${s.handId.replace(/[^A-Za-z0-9._-]/g, '-')}.phh"` });
         texts.set(x.seat, r.text);
       }
       files.set(s.handId, roundTrip(s, (seat) => texts.get(seat)!, RAKE));
@@ -328,7 +333,7 @@ describe('live hands over HTTP', () => {
     const script: ((legal: Msg) => { action: string; amount?: string })[] = [
       (legal) => ({ action: legal.actions.includes('check') ? 'check' : 'fold' }),
       // a raise to 20 preflop, called, then checked down: a pot the rake reaches
-      (legal) => (legal.actions.includes('raise') && BigInt(legal.currentBet) < 20n ? { action: 'raise', amount: '20' } : { action: legal.actions.includes('check') ? 'check' : 'call' }),
+      (legal) => (legal.actions.includes('raise') && BigInt(legal.minRaiseTo) <= 20n ? { action: 'raise', amount: '20' } : { action: legal.actions.includes('check') ? 'check' : 'call' }),
       (legal) => (legal.actions.includes('raise') ? { action: 'raise', amount: String(legal.maxRaiseTo) } : { action: legal.actions.includes('call') ? 'call' : 'check' }),
     ];
     for (const [i, policy] of script.entries()) await playHands(players, tableId, i + 1, policy, answered);
@@ -381,15 +386,16 @@ describe('live hands over HTTP', () => {
     await live.seatBeforeRoom(players, tableId, [60, 100, 140, 200]);
     const answered = new Set<string>();
     const rng = prng(2311);
-    await playHands(players, tableId, 6, (legal) => randomAction(rng, legal), answered);
+    await playHands(players, tableId, 4, (legal) => randomAction(rng, legal), answered);
     // the last player steps away: dealt out of the hands that follow
-    // the one holding the most chips (a busted player is no longer seated)
+    // one holding chips (a busted player is no longer seated), the last such seat
     const seatsNow: Msg[] = latestState(players[0]!.ws, tableId)!.seats;
-    const awaySeat = seatsNow.reduce((best, x) => (BigInt(x.stack) > BigInt(best.stack) ? x : best)).seatIndex as number;
+    const awaySeat = seatsNow.filter((x) => BigInt(x.stack) > 0n).at(-1)!.seatIndex as number;
     const away = players[awaySeat]!;
     expect(await live.request(away.ws, { type: 'sit_out', tableId })).toMatchObject({ type: 'sat_out' });
     const before = resultsOf(players[0]!.ws, tableId).length;
-    await playHands(players, tableId, before + 4, (legal) => randomAction(rng, legal), answered)
+    if (process.env.DEBUG_PHH) console.log(JSON.stringify(seatsNow.map((x) => [x.seatIndex, x.stack])), awaySeat, before);
+    await playHands(players, tableId, before + 3, (legal) => calmAction(rng, legal), answered)
       .catch(async (err) => {
         // fewer than two left with chips: the table stops dealing; what was played is enough
         if (!String(err).includes('were not played')) throw err;

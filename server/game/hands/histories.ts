@@ -41,8 +41,8 @@ export const handQuery = z.object({
 const PHH_MEDIA_TYPE = 'text/plain; charset=utf-8';
 const PHH_TEXT = { mediaType: 'text/plain', description: 'with format=phh: PHH (TOML), the caller\'s view' };
 
-/** A download name that is always safe in a header (hand ids are the dealer's; anything else falls back). */
-const phhFileName = (handId: string, ext: string) => (/^[A-Za-z0-9._-]{1,128}$/.test(handId) ? `${handId}.${ext}` : `hand.${ext}`);
+/** A download name safe in a header and on any file system: the hand id, other characters (its `:`) as `-`. */
+const phhFileName = (handId: string, ext: string) => `${handId.replace(/[^A-Za-z0-9._-]/g, '-')}.${ext}`;
 
 interface HistoryEvent {
   type: string;
