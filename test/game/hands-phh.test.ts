@@ -5,7 +5,8 @@
 // hole cards merged from every player's own export): the engine must find each action legal, by
 // the player the file names, and end with the file's finishing stacks, winnings and rake.
 // The first tests script hands through the engine (antes, a dead small blind, an all-in from the
-// blinds, timeouts); the last ones play real hands over websockets and read them over HTTP.
+// blinds, timeouts); the last ones play real hands over websockets and read them over HTTP (and
+// through the web role's proxy).
 import type pg from 'pg';
 import { handToPhh } from '../../server/game/hands/phh.ts';
 import { redactHistory } from '../../server/game/hands/histories.ts';
@@ -260,7 +261,7 @@ describe('live hands over HTTP', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     cagePool = db.pool('poker_cage');
-    m = await startMoneyPlatform(db, { env: { HAND_DELAY_MS: '10' } });
+    m = await startMoneyPlatform(db, { env: { HAND_DELAY_MS: '10' }, alsoWeb: true });
     live = liveClient(m, db);
   });
   afterAll(async () => {
@@ -365,6 +366,12 @@ describe('live hands over HTTP', () => {
       const two = readPhhs((await get(`${m.game}/api/hands?format=phh&tableId=${tableId}&limit=2`, p.auth)).text);
       expect(two.map((x) => x.hand)).toEqual(parsed.slice(0, 2).map((x) => x.hand));
     }
+
+    // through the web role's same-origin proxy: the same text, type and download name
+    const direct = await get(`${m.game}/api/hands/${stored[2]!.handId}?format=phh`, players[0]!.auth);
+    expect(await get(`${m.platform.url('web')}/api/gw/game/api/hands/${stored[2]!.handId}?format=phh`, players[0]!.auth)).toEqual(direct);
+    expect(await get(`${m.platform.url('web')}/api/gw/game/api/hands?format=phh&tableId=${tableId}`, players[0]!.auth))
+      .toEqual(await get(`${m.game}/api/hands?format=phh&tableId=${tableId}`, players[0]!.auth));
 
     // refusals: a format we do not write, as the other query checks; an outsider finds nothing
     const [a] = players as [LivePlayer];
