@@ -214,6 +214,17 @@ describe('scripted hands through the writer and back (no database)', () => {
   });
 });
 
+test('a hand that did not finish says so and claims no end; a history with nothing dealt has no PHH', () => {
+  const state = play(deal({ stacks: { 0: 100n, 1: 100n }, button: 0 }), [[0, 'call']]);
+  const history = JSON.parse(historyJson(state.history)) as Event[];
+  const base = { handId: 'h-1', tableId: 't', handNumber: 1, startedAt: new Date(), result: null, viewerSeats: [0] };
+  const h = readPhh(handToPhh({ ...base, status: 'abandoned', history: redactHistory(history as never, [0]) })!);
+  expect(h.fields).toMatchObject({ _status: 'abandoned', players: ['', ''] });
+  expect(['finishing_stacks', 'winnings', '_rake'].filter((f) => f in h.fields)).toEqual([]);
+  expect(playerActions(h).map((a) => a.kind)).toEqual(['cc']);
+  expect(handToPhh({ ...base, status: 'abandoned', history: [] })).toBeNull();
+});
+
 describe('the reader refuses what it does not understand', () => {
   it('reads the specification\'s own example (comments, trailing commas, unknown cards)', () => {
     const h = readPhh([
@@ -323,6 +334,7 @@ describe('live hands over HTTP', () => {
         for (const format of ['phh', 'json']) expect(JSON.parse((await get(`${m.game}/api/hands/${s.handId}?format=${format}`, p.auth)).text)).toEqual({ error: 'hand_not_found' });
       }
     }
+    if (process.env.DEBUG_PHH) console.log(`exported ${stored.length} hands, ${[...files.values()].flat().length} files`);
     return { stored, files };
   }
 
@@ -402,7 +414,7 @@ describe('live hands over HTTP', () => {
     expect(await live.request(away.ws, { type: 'sit_out', tableId })).toMatchObject({ type: 'sat_out' });
     const before = resultsOf(players[0]!.ws, tableId).length;
     if (process.env.DEBUG_PHH) console.log(JSON.stringify(seatsNow.map((x) => [x.seatIndex, x.stack])), awaySeat, before);
-    await playHands(players, tableId, before + 3, (legal) => calmAction(rng, legal), answered)
+    await playHands(players, tableId, before + 8, (legal) => calmAction(rng, legal), answered)
       .catch(async (err) => {
         // fewer than two left with chips: the table stops dealing; what was played is enough
         if (!String(err).includes('were not played')) throw err;
