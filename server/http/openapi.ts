@@ -20,6 +20,8 @@ export interface RouteResponse {
   description: string;
   /** The zod schema of the body, where the code has one; otherwise the answer is described only. */
   body?: z.ZodType;
+  /** A text answer the route gives instead of JSON when asked (e.g. `?format=phh`): its media type and what picks it. */
+  text?: { mediaType: string; description: string };
 }
 
 export interface RouteContract {
@@ -106,9 +108,13 @@ function operation(role: string, c: RouteContract) {
   const pathNames = [...c.path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]!);
   const responses: Record<string, unknown> = {};
   const add = (status: number, r: string | RouteResponse) => {
-    const { description, body } = typeof r === 'string' ? { description: r, body: undefined } : r;
+    const { description, body, text } = typeof r === 'string' ? { description: r, body: undefined, text: undefined } : r;
     const schema = body ? jsonSchema(body, 'output') : status >= 400 ? ERROR_REF : undefined;
-    responses[String(status)] = { description, ...(schema ? { content: { 'application/json': { schema } } } : {}) };
+    const content = {
+      ...(schema ? { 'application/json': { schema } } : text ? { 'application/json': {} } : {}),
+      ...(text ? { [text.mediaType]: { schema: { type: 'string', description: text.description } } } : {}),
+    };
+    responses[String(status)] = { description, ...(Object.keys(content).length > 0 ? { content } : {}) };
   };
   for (const [status, r] of Object.entries(c.responses)) add(Number(status), r);
   // the refusals every route of its kind can give, unless the contract says more

@@ -3,7 +3,8 @@
 // only. What is forwarded: the Authorization header unchanged (the player's access JWT), the
 // Origin (the auth role's trusted-origin check judges the page's origin), an Idempotency-Key, the
 // query string and a JSON body (parsed and size-checked here first). Never cookies, never the
-// service key (the web role holds none). The upstream's answer comes back as it is, except that an
+// service key (the web role holds none). The upstream's answer comes back as it is (its body, content
+// type and download name, e.g. `?format=phh` hand histories as text), except that an
 // upstream that cannot be reached, times out or fails uncoded is a coded 502/504 here.
 // `/api/gw/game/ws` and `/api/gw/game/ws/tables/<tableId>` are the game role's websocket, relayed
 // byte for byte (ws.ts).
@@ -64,6 +65,8 @@ const FORWARDED_HEADERS = ['authorization', 'origin', 'idempotency-key', 'accept
 interface Answer {
   status: number;
   contentType: string | null;
+  /** A download name the upstream gave (a hand history's `.phh`). */
+  contentDisposition: string | null;
   body: Buffer;
 }
 
@@ -89,7 +92,7 @@ async function forward(base: string, req: Request, path: string, timeoutMs: numb
   const body = Buffer.from(await res.arrayBuffer());
   // a coded answer passes; an uncoded 5xx (or a 500 of any kind) is the upstream's failure
   if (res.status >= 500 && (res.status === 500 || !codeOf(body))) throw new ApiError(502, 'upstream_error');
-  return { status: res.status, contentType: res.headers.get('content-type'), body };
+  return { status: res.status, contentType: res.headers.get('content-type'), contentDisposition: res.headers.get('content-disposition'), body };
 }
 
 function codeOf(body: Buffer): string | undefined {
@@ -104,6 +107,7 @@ function codeOf(body: Buffer): string | undefined {
 function send(res: Response, answer: Answer) {
   res.status(answer.status);
   if (answer.contentType) res.set('content-type', answer.contentType);
+  if (answer.contentDisposition) res.set('content-disposition', answer.contentDisposition);
   res.send(answer.body);
 }
 

@@ -7,12 +7,15 @@
 //                                  the hand showed them), and the result
 // A hand the caller was not dealt into is 404 `hand_not_found`, whether it exists or not. This is
 // what an agent's owner reads before flagging one of its decisions (POST /api/agents/:id/flags).
-import type { Express } from 'express';
+// `format=phh` on either route answers the same view as PHH text instead of JSON (phh.ts): one hand,
+// or the listed hands as one `.phhs` file (newest first, as listed).
+import type { Express, Response } from 'express';
 import type pg from 'pg';
 import { z } from 'zod';
 import { ApiError, zodIssues } from '../../http/errors.ts';
 import type { JwtVerifier } from '../../http/jwt.ts';
 import { describeRoute } from '../../http/openapi.ts';
+import { handsToPhhs, handToPhh, type PhhHand } from './phh.ts';
 
 const FIRST_SQL_TIME = Date.parse('0001-01-01T00:00:00Z');
 const LAST_SQL_TIME = Date.parse('9999-12-31T23:59:59.999Z');
@@ -27,7 +30,19 @@ export const handListQuery = z.object({
   before: z.iso.datetime({ offset: true }).refine(withinSqlYears, 'a time between year 1 and 9999').optional(),
   tableId: z.string().min(1).max(128).optional(),
   agentId: z.uuid().optional(),
+  format: z.enum(['json', 'phh']).default('json').describe('json (the default), or phh: the hands as one PHH `.phhs` file (text/plain)'),
 });
+
+export const handQuery = z.object({
+  format: z.enum(['json', 'phh']).default('json').describe('json (the default), or phh: the hand as a PHH file (text/plain)'),
+});
+
+/** PHH is TOML; the spec names no media type, so plain UTF-8 text a browser shows and any tool reads. */
+const PHH_MEDIA_TYPE = 'text/plain; charset=utf-8';
+const PHH_TEXT = { mediaType: 'text/plain', description: 'with format=phh: PHH (TOML), the caller\'s view' };
+
+/** A download name safe in a header and on any file system: the hand id, other characters (its `:`) as `-`. */
+const phhFileName = (handId: string, ext: string) => `${handId.replace(/[^A-Za-z0-9._-]/g, '-')}.${ext}`;
 
 interface HistoryEvent {
   type: string;
@@ -43,13 +58,52 @@ export function redactHistory(history: HistoryEvent[], seats: readonly number[])
 export const handHistoryRoutes = [
   describeRoute({
     method: 'get', path: '/api/hands', auth: 'jwt', summary: 'The caller\'s hands (theirs or their agents\'), newest first', query: handListQuery,
-    responses: { 200: '{ hands: [{ handId, tableId, handNumber, status, startedAt, endedAt, agents, net }] }' },
+    responses: { 200: { description: '{ hands: [{ handId, tableId, handNumber, status, startedAt, endedAt, agents, net }] }; with format=phh, those hands as one PHH `.phhs` file', text: PHH_TEXT } },
   }),
   describeRoute({
-    method: 'get', path: '/api/hands/:handId', auth: 'jwt', summary: 'A hand\'s history, as the caller may see it',
-    responses: { 200: 'the hand and its events', 404: 'hand_not_found' },
+    method: 'get', path: '/api/hands/:handId', auth: 'jwt', summary: 'A hand\'s history, as the caller may see it', query: handQuery,
+    responses: { 200: { description: 'the hand and its events; with format=phh, the hand as a PHH file', text: PHH_TEXT }, 404: 'hand_not_found' },
   }),
 ];
+
+/** The caller's hands the list filters select, newest first (the same filters for JSON and PHH). */
+const LISTED_HANDS = `
+  from game.hand_histories h
+ where h.players @> array[$1::uuid]
+   and ($2::uuid is null or h.agents @> array[$2::uuid])
+   and ($3::text is null or h.table_id = $3)
+   and ($4::timestamptz is null or h.started_at < $4)
+ order by h.started_at desc, h.hand_id desc
+ limit $5`;
+
+type ListQuery = z.infer<typeof handListQuery>;
+const listParams = (userId: string, q: ListQuery) => [userId, q.agentId ?? null, q.tableId ?? null, q.before ?? null, q.limit];
+
+/** A hand_for_player row as phh.ts reads it: the stored history redacted for the caller's seats. */
+function phhHand(h: Record<string, any>): PhhHand {
+  return {
+    handId: h.hand_id, tableId: h.table_id, handNumber: Number(h.hand_number), status: h.status, startedAt: h.started_at,
+    history: redactHistory(h.history, h.seats), result: h.result, viewerSeats: h.seats,
+  };
+}
+
+function sendPhh(res: Response, text: string, fileName: string) {
+  res.set('content-type', PHH_MEDIA_TYPE);
+  res.set('content-disposition', `inline; filename="${fileName}"`);
+  res.send(text);
+}
+
+async function listAsPhh(pool: pg.Pool, res: Response, userId: string, q: ListQuery) {
+  const { rows } = await pool.query(
+    `select (x.hand).hand_id, (x.hand).table_id, (x.hand).hand_number, (x.hand).status, (x.hand).started_at,
+            (x.hand).history, (x.hand).result, x.seats
+       from (select h.hand_id, h.started_at ${LISTED_HANDS}) l
+       cross join lateral game.hand_for_player(l.hand_id, $1) x
+      order by l.started_at desc, l.hand_id desc`,
+    listParams(userId, q),
+  );
+  sendPhh(res, handsToPhhs(rows.map(phhHand)), 'hands.phhs');
+}
 
 export function installHandHistoryRoutes(app: Express, deps: { pool: pg.Pool; jwt: JwtVerifier }) {
   const { pool, jwt } = deps;
@@ -59,18 +113,13 @@ export function installHandHistoryRoutes(app: Express, deps: { pool: pg.Pool; jw
     const parsed = handListQuery.safeParse(req.query);
     if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
     const q = parsed.data;
+    if (q.format === 'phh') return listAsPhh(pool, res, userId, q);
     const { rows } = await pool.query(
       `select h.hand_id, h.table_id, h.hand_number, h.status, h.started_at, h.ended_at, h.agents,
               (select sum((s ->> 'net')::numeric) from jsonb_array_elements(h.result -> 'stacks') s
                 where s ->> 'userId' = $1::text) as net
-         from game.hand_histories h
-        where h.players @> array[$1::uuid]
-          and ($2::uuid is null or h.agents @> array[$2::uuid])
-          and ($3::text is null or h.table_id = $3)
-          and ($4::timestamptz is null or h.started_at < $4)
-        order by h.started_at desc, h.hand_id desc
-        limit $5`,
-      [userId, q.agentId ?? null, q.tableId ?? null, q.before ?? null, q.limit],
+       ${LISTED_HANDS}`,
+      listParams(userId, q),
     );
     res.json({
       hands: rows.map((h) => ({
@@ -83,6 +132,8 @@ export function installHandHistoryRoutes(app: Express, deps: { pool: pg.Pool; jw
 
   app.get('/api/hands/:handId', jwt.require, async (req, res) => {
     const userId: string = res.locals.claims.sub;
+    const parsed = handQuery.safeParse(req.query);
+    if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
     const handId = String(req.params.handId);
     if (handId.length > 128) throw new ApiError(404, 'hand_not_found');
     const { rows } = await pool.query(
@@ -93,6 +144,12 @@ export function installHandHistoryRoutes(app: Express, deps: { pool: pg.Pool; jw
     );
     const h = rows[0];
     if (!h) throw new ApiError(404, 'hand_not_found');
+    if (parsed.data.format === 'phh') {
+      // a hand with nothing dealt has no PHH (and no seat of the caller): as not found
+      const text = handToPhh(phhHand(h));
+      if (text === null) throw new ApiError(404, 'hand_not_found');
+      return sendPhh(res, text, phhFileName(h.hand_id, 'phh'));
+    }
     res.json({
       handId: h.hand_id, tableId: h.table_id, handNumber: Number(h.hand_number), status: h.status,
       startedAt: h.started_at.toISOString(), endedAt: h.ended_at?.toISOString() ?? null, agents: h.agents,
