@@ -62,7 +62,7 @@ export const handHistoryRoutes = [
   }),
   describeRoute({
     method: 'get', path: '/api/hands/:handId', auth: 'jwt', summary: 'A hand\'s history, as the caller may see it', query: handQuery,
-    responses: { 200: { description: 'the hand and its events; with format=phh, the hand as a PHH file', text: PHH_TEXT }, 404: 'hand_not_found' },
+    responses: { 200: { description: 'the hand and its events, its revealed deal and signed record (docs/dealer.md); with format=phh, the hand as a PHH file', text: PHH_TEXT }, 404: 'hand_not_found' },
   }),
 ];
 
@@ -138,7 +138,8 @@ export function installHandHistoryRoutes(app: Express, deps: { pool: pg.Pool; jw
     if (handId.length > 128) throw new ApiError(404, 'hand_not_found');
     const { rows } = await pool.query(
       `select (x.hand).hand_id, (x.hand).table_id, (x.hand).hand_number, (x.hand).status, (x.hand).started_at,
-              (x.hand).ended_at, (x.hand).agents, (x.hand).history, (x.hand).result, x.seats
+              (x.hand).ended_at, (x.hand).agents, (x.hand).history, (x.hand).result, x.seats,
+              (x.hand).deal, (x.hand).record, (x.hand).record_hash, (x.hand).record_signature, (x.hand).dealer_key
          from game.hand_for_player($1, $2) x`,
       [handId, userId],
     );
@@ -154,6 +155,9 @@ export function installHandHistoryRoutes(app: Express, deps: { pool: pg.Pool; jw
       handId: h.hand_id, tableId: h.table_id, handNumber: Number(h.hand_number), status: h.status,
       startedAt: h.started_at.toISOString(), endedAt: h.ended_at?.toISOString() ?? null, agents: h.agents,
       yourSeats: h.seats, history: redactHistory(h.history, h.seats), result: h.result,
+      // what the hand's end revealed of its deal and its signed record (docs/dealer.md): npm run verify:hand checks them
+      deal: h.deal ?? null,
+      record: h.record === null ? null : { text: h.record, hash: h.record_hash, signature: h.record_signature, publicKey: h.dealer_key },
     });
   });
 }
