@@ -110,24 +110,24 @@ export function stateWriter(
     turnDeadline: turnDeadline ? new Date(turnDeadline).toISOString() : null,
     ...(tournament ? tournament.shared : {}),
   } satisfies Omit<GameStateMessage, 'yourSeat' | 'seats' | 'legal' | 'tournamentMyView'>).slice(0, -1);
-  const seatJson = (s: SeatView, showCards: boolean) => {
+  // A seat's JSON up to its cards (WireSeat's fields in its order), built once per broadcast: every
+  // viewer gets it with `"cards":null`, and the seat's own player (or a spectator who sees all) with
+  // its hole cards after it. Strings that come from outside (the ids) go through JSON.stringify;
+  // the rest are numbers, booleans and chips (digits).
+  const seatHead = (s: SeatView) => {
     const p = players.get(s.seatIndex);
-    return JSON.stringify({
-      seatIndex: s.seatIndex,
-      userId: s.userId,
-      agentId: s.agentId,
-      stack: str(p ? p.stack : s.stack),
-      bet: str(p?.bet ?? 0n),
-      inHand: Boolean(p),
-      folded: p?.folded ?? false,
-      allIn: p ? p.stack === 0n && !p.folded : false,
-      sittingOut: s.sittingOut,
-      cards: showCards && p ? cards(p.hole) : null,
-    } satisfies WireSeat);
+    const agent = s.agentId === null ? 'null' : JSON.stringify(s.agentId);
+    return `{"seatIndex":${s.seatIndex},"userId":${JSON.stringify(s.userId)},"agentId":${agent},"stack":"${p ? p.stack : s.stack}",`
+      + `"bet":"${p ? p.bet : 0n}","inHand":${p !== undefined},"folded":${p ? p.folded : false},"allIn":${p ? p.stack === 0n && !p.folded : false},`
+      + `"sittingOut":${s.sittingOut},"cards":`;
   };
-  const hidden = seats.map((s) => seatJson(s, false));
+  const heads = seats.map(seatHead);
+  const hidden = heads.map((h) => `${h}null}`);
   let shown: string[] | null = null; // every seat's cards: built when a viewer may see them
-  const ownSeat = (i: number) => (players.has(seats[i]!.seatIndex) ? seatJson(seats[i]!, true) : hidden[i]!);
+  const ownSeat = (i: number) => {
+    const p = players.get(seats[i]!.seatIndex);
+    return p ? `${heads[i]}${JSON.stringify(cards(p.hole))}}` : hidden[i]!;
+  };
   let legal: string | null = null; // for the seat to act only
   const legalFor = (seat: number | null) => {
     if (!betting || seat !== hand.toAct) return 'null';
