@@ -1,7 +1,7 @@
 // What the live tables send on the wire (docs/protocol.md): chips as decimal strings (bigint end to
 // end), cards as two-character strings, a game_state personalised per connection.
 import { cardToString, type Card } from '../poker/cards.ts';
-import { legalActions, type HandEvent, type HandResult, type HandState } from '../poker/engine.ts';
+import { legalActions, type HandEvent, type HandResult, type HandState, type PlayerState } from '../poker/engine.ts';
 import type { z } from 'zod';
 import type { CATEGORIES } from '../poker/cards.ts';
 import type { LIFECYCLE_STATES } from '../../tournaments/lifecycle.ts';
@@ -76,6 +76,22 @@ function str(v: bigint | null | undefined): string | null {
   return v === null || v === undefined ? null : v.toString();
 }
 
+/** A seat as every viewer sees it: `cards` (its last field) null. */
+function hiddenSeatJson(s: SeatView, p: PlayerState | undefined): string {
+  return JSON.stringify({
+    seatIndex: s.seatIndex,
+    userId: s.userId,
+    agentId: s.agentId,
+    stack: str(p ? p.stack : s.stack),
+    bet: str(p?.bet ?? 0n),
+    inHand: Boolean(p),
+    folded: p?.folded ?? false,
+    allIn: p ? p.stack === 0n && !p.folded : false,
+    sittingOut: s.sittingOut,
+    cards: null,
+  } satisfies WireSeat);
+}
+
 /**
  * The state of a table (and its hand, if one runs) as each connection may see it: `stateWriter`
  * serialises what all viewers share once (the table, the hand, every seat with and without its
@@ -110,23 +126,13 @@ export function stateWriter(
     turnDeadline: turnDeadline ? new Date(turnDeadline).toISOString() : null,
     ...(tournament ? tournament.shared : {}),
   } satisfies Omit<GameStateMessage, 'yourSeat' | 'seats' | 'legal' | 'tournamentMyView'>).slice(0, -1);
-  // A seat's JSON up to its cards (WireSeat's fields in its order), built once per broadcast: every
-  // viewer gets it with `"cards":null`, and the seat's own player (or a spectator who sees all) with
-  // its hole cards after it. Strings that come from outside (the ids) go through JSON.stringify;
-  // the rest are numbers, booleans and chips (digits).
-  const seatHead = (s: SeatView) => {
-    const p = players.get(s.seatIndex);
-    const agent = s.agentId === null ? 'null' : JSON.stringify(s.agentId);
-    return `{"seatIndex":${s.seatIndex},"userId":${JSON.stringify(s.userId)},"agentId":${agent},"stack":"${p ? p.stack : s.stack}",`
-      + `"bet":"${p ? p.bet : 0n}","inHand":${p !== undefined},"folded":${p ? p.folded : false},"allIn":${p ? p.stack === 0n && !p.folded : false},`
-      + `"sittingOut":${s.sittingOut},"cards":`;
-  };
-  const heads = seats.map(seatHead);
-  const hidden = heads.map((h) => `${h}null}`);
+  // every viewer gets each seat without its cards (serialised once per broadcast), its own player
+  // (or a spectator who sees all) the same text with its hole cards in place of the last `null`
+  const hidden = seats.map((s) => hiddenSeatJson(s, players.get(s.seatIndex)));
   let shown: string[] | null = null; // every seat's cards: built when a viewer may see them
   const ownSeat = (i: number) => {
     const p = players.get(seats[i]!.seatIndex);
-    return p ? `${heads[i]}${JSON.stringify(cards(p.hole))}}` : hidden[i]!;
+    return p ? `${hidden[i]!.slice(0, -'null}'.length)}${JSON.stringify(cards(p.hole))}}` : hidden[i]!;
   };
   let legal: string | null = null; // for the seat to act only
   const legalFor = (seat: number | null) => {
