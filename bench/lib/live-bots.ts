@@ -92,6 +92,9 @@ interface Bot extends BotSpec {
   answers: Map<string, (m: Record<string, any>) => void>;
 }
 
+/** A game_state's status: its first `status` key is the message's own (its seats have none). */
+const STATE_STATUS = /"status":"([a-z_]+)"/;
+
 const wsUrl = (base: string) => `${base.replace(/^http/, 'ws')}/ws`;
 
 class Bots {
@@ -197,6 +200,23 @@ class Bots {
     this.drive(b);
   }
 
+  /**
+   * A game_state that offers this bot no turn, while the bots play (5 in 6 of them at a 6-max
+   * table), read without parsing the whole message (the bots share the roles' two cores): its status
+   * (the head's: no seat has one) and the bot's own seat (the one object that holds its user id,
+   * parsed alone) are all onGameState reads of it. Anything else (a turn, any other message, the
+   * stand-ups) is parsed whole. False when the text is not such a game_state.
+   */
+  readState(b: Bot, text: string, at: number): boolean {
+    if (!text.startsWith('{"type":"game_state",') || !text.includes('"legal":null')) return false;
+    const status = STATE_STATUS.exec(text)?.[1];
+    if (status === undefined) return false;
+    const own = text.indexOf(`"userId":${JSON.stringify(b.userId)},`);
+    const seat = own < 0 ? [] : [JSON.parse(text.slice(text.lastIndexOf('{', own), text.indexOf('}', own) + 1)) as GameState['seats'][number]];
+    this.onGameState(b, { status, seats: seat, legal: null }, at);
+    return true;
+  }
+
   onError(b: Bot, m: Record<string, any>) {
     const what = m.ref === 'act' || m.ref === 'sit' || m.ref === 'up' ? (m.ref as 'act' | 'sit' | 'up') : null;
     if (what === 'act') b.sentAt = 0;
@@ -251,9 +271,11 @@ class Bots {
       b.ws.once('error', reject);
       b.ws.on('message', (raw) => {
         const at = performance.now();
+        const text = raw.toString();
+        if (this.mode === 'running' && this.readState(b, text, at)) return;
         let m: Record<string, any>;
         try {
-          m = JSON.parse(raw.toString());
+          m = JSON.parse(text);
         } catch {
           this.failures.add('a message that is not JSON', String(raw).slice(0, 200));
           return;

@@ -123,4 +123,8 @@ test("a deposit is one trace: the cage's route and SQL, its call to the game, th
   const sql = sqlOf(trace);
   // and no statement's values: parameters are not recorded
   expect(sql.every((s) => !Object.keys(attr(s)).some((k) => k.includes('values') || k.includes('parameters')))).toBe(true);
+  // a statement outside any trace (the start's, the lease's, a live table's hand boundaries) makes no
+  // span: a trace of one statement would tell nothing, and its instrumentation costs the game role
+  const rootSql = sqlOf(spans).filter((s) => !s.parentSpanId).map((s) => s.name);
+  expect(rootSql).toEqual([]);
 }, 60_000);

@@ -34,8 +34,26 @@ export const CLIENT_MESSAGE_TYPES = clientMessage.options.map((o) => o.shape.typ
 
 export type Parsed = { ok: true; message: ClientMessage } | { ok: false; code: string; field?: string };
 
+/**
+ * An action that the union would take, taken without it (the message sent most: once per turn),
+ * as the union gives it; null for anything else, which goes through the union and gets its code.
+ */
+function validAction(v: Record<string, unknown>): ClientMessage | null {
+  const { tableId, seq } = v;
+  if (v.type !== 'action' || typeof tableId !== 'string' || tableId.length < 1 || tableId.length > 64 || typeof seq !== 'number') return null;
+  const m: ClientMessage = { type: 'action', tableId, seq };
+  // the union's optional fields: present when given (an absent one stays absent)
+  if ('ref' in v) m.ref = v.ref;
+  if ('handId' in v) m.handId = v.handId;
+  if ('action' in v) m.action = v.action;
+  if ('amount' in v) m.amount = v.amount;
+  return m;
+}
+
 /** Parses an object already read from JSON into a client message, or the one code it earns. */
 export function parseClientMessage(value: Record<string, unknown>): Parsed {
+  const action = validAction(value);
+  if (action) return { ok: true, message: action };
   const parsed = clientMessage.safeParse(value);
   if (parsed.success) return { ok: true, message: parsed.data };
   const issue = parsed.error.issues[0]!;

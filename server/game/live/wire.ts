@@ -1,7 +1,7 @@
 // What the live tables send on the wire (docs/protocol.md): chips as decimal strings (bigint end to
 // end), cards as two-character strings, a game_state personalised per connection.
 import { cardToString, type Card } from '../poker/cards.ts';
-import { legalActions, type HandEvent, type HandResult, type HandState } from '../poker/engine.ts';
+import { legalActions, type HandEvent, type HandResult, type HandState, type PlayerState } from '../poker/engine.ts';
 import type { DealReveal } from '../poker/fair-deal.ts';
 import type { SignedRecord } from '../hands/hand-record.ts';
 import type { z } from 'zod';
@@ -78,6 +78,22 @@ function str(v: bigint | null | undefined): string | null {
   return v === null || v === undefined ? null : v.toString();
 }
 
+/** A seat as every viewer sees it: `cards` (its last field) null. */
+function hiddenSeatJson(s: SeatView, p: PlayerState | undefined): string {
+  return JSON.stringify({
+    seatIndex: s.seatIndex,
+    userId: s.userId,
+    agentId: s.agentId,
+    stack: str(p ? p.stack : s.stack),
+    bet: str(p?.bet ?? 0n),
+    inHand: Boolean(p),
+    folded: p?.folded ?? false,
+    allIn: p ? p.stack === 0n && !p.folded : false,
+    sittingOut: s.sittingOut,
+    cards: null,
+  } satisfies WireSeat);
+}
+
 /** The table's part of game_state: its blinds and the deal's commitments. */
 interface StateTable {
   tableId: string;
@@ -132,24 +148,14 @@ export function stateWriter(
   const players = new Map(hand?.players.map((p) => [p.seat, p]) ?? []);
   const betting = hand !== null && hand.status === 'betting' && hand.toAct !== null;
   const head = stateHead(table, hand, turnDeadline, tournament);
-  const seatJson = (s: SeatView, showCards: boolean) => {
-    const p = players.get(s.seatIndex);
-    return JSON.stringify({
-      seatIndex: s.seatIndex,
-      userId: s.userId,
-      agentId: s.agentId,
-      stack: str(p ? p.stack : s.stack),
-      bet: str(p?.bet ?? 0n),
-      inHand: Boolean(p),
-      folded: p?.folded ?? false,
-      allIn: p ? p.stack === 0n && !p.folded : false,
-      sittingOut: s.sittingOut,
-      cards: showCards && p ? cards(p.hole) : null,
-    } satisfies WireSeat);
-  };
-  const hidden = seats.map((s) => seatJson(s, false));
+  // every viewer gets each seat without its cards (serialised once per broadcast), its own player
+  // (or a spectator who sees all) the same text with its hole cards in place of the last `null`
+  const hidden = seats.map((s) => hiddenSeatJson(s, players.get(s.seatIndex)));
   let shown: string[] | null = null; // every seat's cards: built when a viewer may see them
-  const ownSeat = (i: number) => (players.has(seats[i]!.seatIndex) ? seatJson(seats[i]!, true) : hidden[i]!);
+  const ownSeat = (i: number) => {
+    const p = players.get(seats[i]!.seatIndex);
+    return p ? `${hidden[i]!.slice(0, -'null}'.length)}${JSON.stringify(cards(p.hole))}}` : hidden[i]!;
+  };
   let legal: string | null = null; // for the seat to act only
   const legalFor = (seat: number | null) => {
     if (!betting || seat !== hand.toAct) return 'null';

@@ -128,24 +128,62 @@ function audience(r: Room, c: Connection): string | null {
   return null;
 }
 
-/** The connection's send, corking its socket for the rest of the step (see LiveTables.onConnection). */
-function corkedSend(ws: WebSocket, afterSend: () => void): (message: string) => void {
-  // `_socket` is ws's socket; ws corks it around each frame too, and corks nest
+/** The bytes of a frame's header for a text payload of `n` bytes (a server's frames are not masked: RFC 6455, 5.2). */
+const headerBytes = (n: number) => (n < 126 ? 2 : n < 65536 ? 4 : 10);
+
+/** Text frames (FIN, opcode 1), one per message, in one buffer: what ws's send would write, framed once for a whole step. */
+export function textFrames(messages: readonly string[]): Buffer {
+  const lengths = messages.map((m) => Buffer.byteLength(m));
+  let size = 0;
+  for (const n of lengths) size += headerBytes(n) + n;
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (let i = 0; i < messages.length; i++) {
+    const n = lengths[i]!;
+    out[at] = 0x81;
+    if (n < 126) {
+      out[at + 1] = n;
+      at += 2;
+    } else if (n < 65536) {
+      out[at + 1] = 126;
+      out.writeUInt16BE(n, at + 2);
+      at += 4;
+    } else {
+      out[at + 1] = 127;
+      out.writeUInt32BE(Math.floor(n / 0x1_0000_0000), at + 2);
+      out.writeUInt32BE(n >>> 0, at + 6);
+      at += 10;
+    }
+    at += out.write(messages[i]!, at);
+  }
+  return out;
+}
+
+/**
+ * The connection's send: the messages of one step leave in one socket write. The first send of a
+ * step queues a microtask that frames every message sent until it runs (after the step's
+ * synchronous sends, and after an action's ack, whose continuation was queued first) and writes
+ * them at once. On loopback a write costs the sender the receiver's TCP work too, so writes, not
+ * bytes, are what a busy table pays for; framing here rather than through ws's send (two buffered
+ * chunks per message, a writev at the uncork) also skips the stream's per-chunk bookkeeping. ws
+ * writes only control frames (pong, close) on its own, which may come between messages; a
+ * connection no longer open gets nothing more (as ws's send, which drops it).
+ */
+export function batchedSend(ws: WebSocket, afterWrite: () => void): (message: string) => void {
+  // `_socket` is ws's socket: without permessage-deflate (off here) ws writes each frame to it at once
   const socket = (ws as unknown as { _socket?: import('node:net').Socket })._socket;
-  let corked = false;
-  const uncork = () => {
-    corked = false;
-    socket?.uncork();
+  let pending: string[] = [];
+  const flush = () => {
+    const batch = pending;
+    pending = [];
+    if (ws.readyState !== ws.OPEN || !socket) return;
+    socket.write(textFrames(batch));
+    afterWrite();
   };
   return (message) => {
     if (ws.readyState !== ws.OPEN) return;
-    if (socket && !corked) {
-      corked = true;
-      socket.cork();
-      queueMicrotask(uncork);
-    }
-    ws.send(message);
-    afterSend();
+    if (pending.length === 0) queueMicrotask(flush);
+    pending.push(message);
   };
 }
 
@@ -155,7 +193,7 @@ export class LiveTables {
   readonly registry: RoomRegistry;
   private readonly connections = new Set<Connection>();
   private nextId = 1;
-  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false }) // batchedSend frames uncompressed;
   private readonly heartbeat: NodeJS.Timeout;
 
   constructor(deps: LiveTablesDeps) {
@@ -442,16 +480,13 @@ export class LiveTables {
 
   /**
    * A new connection. Messages sent in one step (an action's ack and the state it produced) leave in
-   * one socket write: the socket is corked at the first send and uncorked by a microtask queued
-   * then, which runs after the step's synchronous sends and after the ack (its continuation was
-   * queued first). On loopback a write costs the sender the receiver's TCP work too, so writes, not
-   * bytes, are what a busy table pays for. A client that does not read would make the server hold
+   * one socket write (batchedSend). A client that does not read would make the server hold
    * everything sent to it: past the bound it is closed slow_consumer.
    */
   private onConnection(ws: WebSocket, req: IncomingMessage, url: URL, autoJoin: string | null) {
     const c: Connection = {
       id: this.nextId++, ws, userId: null, agentId: null, token: null, sid: null, tables: new Set(), alive: true,
-      send: corkedSend(ws, () => {
+      send: batchedSend(ws, () => {
         if (ws.bufferedAmount > this.deps.limits.maxBufferedBytes) this.slowConsumer(c);
       }),
     };
