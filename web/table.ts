@@ -161,7 +161,20 @@ export async function openTable(root: HTMLElement, tableId: string, options: { s
     resultsEl.prepend(h('div', { class: 'hand-result', 'data-hand': m.handId },
       h('strong', {}, `Hand ${String(m.handId).split(':')[1] ?? m.handId}: `), winners.join('; '),
       m.board?.length ? ` · board ${cardText(m.board)}` : '', shown.length ? ` · ${shown.join('; ')}` : '',
-      mine ? h('span', { class: BigInt(mine.net) >= 0n ? 'ok' : 'error' }, ` · you ${BigInt(mine.net) >= 0n ? '+' : ''}${mine.net}`) : ''));
+      mine ? h('span', { class: BigInt(mine.net) >= 0n ? 'ok' : 'error' }, ` · you ${BigInt(mine.net) >= 0n ? '+' : ''}${mine.net}`) : '',
+      m.deal ? h('span', { class: 'muted mono', title: `server seed ${m.deal.serverSeed}; commitment ${m.deal.commitment}; record ${m.record?.hash ?? ''}` },
+        ` · deal ${String(m.deal.commitment).slice(0, 8)}… revealed (${m.deal.contributions.length} seed${m.deal.contributions.length === 1 ? '' : 's'} mixed in)`) : ''));
+  }
+
+  // a seated player mixes a fresh random seed into each next hand's deck (docs/dealer.md): sent once
+  // per commitment announced, so the dealer, committed before it, cannot pick the deck
+  let contributedTo = '';
+  function contribute(m: Msg) {
+    if (m.yourSeat === null || !m.nextDealCommitment || m.nextDealCommitment === contributedTo) return;
+    contributedTo = m.nextDealCommitment;
+    const bytes = crypto.getRandomValues(new Uint8Array(16));
+    const seed = btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+    void live.request({ type: 'deal_seed', tableId, commitment: contributedTo, seed });
   }
 
   live.onMessage = (m) => {
@@ -169,6 +182,7 @@ export async function openTable(root: HTMLElement, tableId: string, options: { s
     if (m.type === 'game_state') {
       view.state = m;
       renderState();
+      contribute(m);
     } else if (m.type === 'hand_result') handResult(m);
     else if (m.type === 'stood_up') void stoodUp(m);
     else if (m.type === 'table_closed') say(errorLine(`The table closed (${m.reason}).`));

@@ -16,7 +16,7 @@
 // Outgoing messages are the server's own schema (server/game/live/messages.ts), parsed before they
 // are sent; incoming ones are typed by the types inferred from the zod schemas of what the server
 // sends (server/game/live/server-messages.ts, the AsyncAPI document's source too).
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { clientMessage, type ClientMessage } from '../../server/game/live/messages.ts';
 import type { ErrorMessage, GameStateMessage, HandResultMessage, ServerMessage } from '../../server/game/live/server-messages.ts';
@@ -108,6 +108,9 @@ export class Agent {
   private pending: { ref: string; message: ClientMessage } | null = null;
   /** `handId:seq` of every turn answered (a state repeated by a broadcast is not answered twice). */
   private readonly answered = new Set<string>();
+  /** The next hand's commitment we last sent a seed for, and the refs of the seeds not yet answered. */
+  private contributedTo = '';
+  private readonly seedRefs = new Set<string>();
   /** Hands we were dealt into whose result we saw. */
   private readonly played = new Set<string>();
   private readonly sitKey = `example-agent-sit:${randomUUID()}`;
@@ -273,6 +276,9 @@ export class Agent {
         this.summary.place = m.finalStandings.find((s) => s.userId === this.userId)?.position ?? this.summary.place;
         this.log('tournament ended', { place: this.summary.place });
         return this.stop();
+      case 'deal_seed_accepted':
+        if (typeof m.ref === 'string') this.seedRefs.delete(m.ref);
+        return;
       case 'table_closed':
         // server_stopping: the socket closes next and we reconnect; lease_lost: join again
         this.log('table closed', { reason: m.reason });
@@ -293,6 +299,7 @@ export class Agent {
       this.log('no longer seated (busted, or removed while sat out)');
       return this.stop();
     }
+    this.contribute(s);
     if (this.rejoined) {
       this.rejoined = false;
       // the action the server never acknowledged, sent again exactly as it was
@@ -349,7 +356,20 @@ export class Agent {
     else if (this.standAfterHand && this.phase === 'standing' && !this.standPending) this.send({ type: 'stand_up', tableId: this.o.tableId });
   }
 
+  /**
+   * Mixes a fresh random seed into the next hand's deck (docs/dealer.md, "A deal anyone can check"),
+   * once per commitment announced: the dealer committed to its seed before this one existed, so it
+   * cannot choose the deck. A seed refused (the hand was dealt meanwhile, or a test-mode table) is
+   * of no consequence: the next commitment gets another.
+   */
+  private contribute(s: GameStateMessage): void {
+    if (s.yourSeat === null || !s.nextDealCommitment || s.nextDealCommitment === this.contributedTo) return;
+    this.contributedTo = s.nextDealCommitment;
+    this.seedRefs.add(this.send({ type: 'deal_seed', tableId: this.o.tableId, commitment: s.nextDealCommitment, seed: randomBytes(16).toString('base64url') }));
+  }
+
   private onError(e: ErrorMessage): void {
+    if (typeof e.ref === 'string' && this.seedRefs.delete(e.ref)) return;
     this.log('refused', { code: e.code, ref: e.ref });
     if (this.pending && e.ref === this.pending.ref) {
       // stale_sequence & co: the hand moved on without this action; the next state asks again

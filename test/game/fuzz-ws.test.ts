@@ -67,6 +67,7 @@ function messages(): Record<string, Record<string, unknown[]>> {
     sit_in: { tableId: table },
     stand_up: { tableId: [...table, sngTableId] },
     register_for_tournament: { tableId: [...table, sngTableId], advisorAgentId: [undefined, null, 'x', '00000000-0000-0000-0000-000000000000'] },
+    deal_seed: { tableId: table, commitment: ['0'.repeat(64), 'f'.repeat(63), ''], seed: ['abc', '', 'x y', 'z'.repeat(65)] },
   };
 }
 

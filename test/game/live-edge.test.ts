@@ -4,6 +4,7 @@
 // answers no ping is terminated and leaves its rooms; idle cash rooms unload and release their
 // leases (tournament rooms stay while they run); room timers have their own boundaries; a stop
 // sends `table_closed` (server_stopping) and closes every connection with 1001.
+import { signerFromPrivateKey } from '../../server/crypto/signing.ts';
 import net from 'node:net';
 import pino from 'pino';
 import WebSocket from 'ws';
@@ -170,7 +171,7 @@ test('idle cash rooms unload and release their leases; a watched room and a runn
 });
 
 test('CLIENT_MESSAGE_TYPES lists what the handler dispatches: every listed type is handled, an unlisted one is unknown', async () => {
-  expect([...CLIENT_MESSAGE_TYPES].sort()).toEqual(['action', 'auth', 'join', 'leave', 'ping', 'register_for_tournament', 'sit', 'sit_in', 'sit_out', 'stand_up']);
+  expect([...CLIENT_MESSAGE_TYPES].sort()).toEqual(['action', 'auth', 'deal_seed', 'join', 'leave', 'ping', 'register_for_tournament', 'sit', 'sit_in', 'sit_out', 'stand_up']);
   const ws = await live.open();
   for (const type of CLIENT_MESSAGE_TYPES) {
     expect(await live.request(ws, { type })).not.toMatchObject({ code: 'unknown_message_type' });
@@ -201,6 +202,7 @@ function fakeRoom(query: (sql: string) => unknown, turnTimeSec = 30) {
     options: { handDelayMs: 0, timeoutsBeforeSitOut: 2 },
     forcedWithdraw: async () => undefined,
     standUp: async () => ({ status: 200, body: {} }),
+    dealer: signerFromPrivateKey(new Uint8Array(32).fill(7)),
   } as unknown as RoomDeps;
   return { room: new Room(record, deps), errors };
 }
