@@ -164,6 +164,9 @@ function nativeOf(url: string, functionName: string, write: boolean, callerUrl: 
   return null;
 }
 
+/** ws.ts's own framing and writing of outgoing messages (batchedSend, its flush, textFrames). */
+const WS_FRAMING = new Set(['batchedSend', 'flush', 'textFrames']);
+
 /** Each profile node's part (self time), found once per node. */
 function nodeParts(profile: CpuProfile): Map<number, { part: Part; write: boolean; url: string }> {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -181,8 +184,11 @@ function nodeParts(profile: CpuProfile): Map<number, { part: Part; write: boolea
       at = parent.get(at);
     }
     if (at !== undefined) {
-      const callerUrl = byId.get(at)!.callFrame.url;
-      out.set(n.id, { part: nativeOf(url, functionName, write, callerUrl) ?? partOfFile(callerUrl), write, url: callerUrl });
+      const caller = byId.get(at)!.callFrame;
+      const callerUrl = caller.url;
+      // the game role frames and writes its websocket messages itself (ws.ts batchedSend): that work is the websocket's
+      const framing = callerUrl.endsWith('/server/game/live/ws.ts') && WS_FRAMING.has(caller.functionName);
+      out.set(n.id, { part: framing ? 'websocket (ws)' : nativeOf(url, functionName, write, callerUrl) ?? partOfFile(callerUrl), write, url: callerUrl });
     } else if (write) {
       // a write a stream flushed from libuv's callback after an earlier one completed: whose socket it was is not on the stack
       out.set(n.id, { part: 'socket writes flushed later (pg or ws: no caller on the stack)', write, url: functionName });
