@@ -96,13 +96,18 @@ declare
   v_listed int;
   v_found int;
   v_busted bigint[];
+  v_ids bigint[];
+  v_stacks bigint[];
 begin
   if not game_private.stacks_valid(p_stacks) or p_rake is null or p_rake < 0 then
     perform game_private.refuse('invalid_hand', 'stacks: { positionId: integer 0..2^53-1 }, rake >= 0');
   end if;
+  -- the stacks parsed once: every statement below reads these arrays, not the JSON again
+  select coalesce(array_agg(h.player_id), '{}'), coalesce(array_agg(h.stack), '{}') into v_ids, v_stacks
+    from game_private.stacks_of(p_stacks) h;
   select count(*), count(p.id), coalesce(sum(p.chip_balance), 0), coalesce(sum(h.stack), 0)
     into v_listed, v_found, v_before, v_after
-    from game_private.stacks_of(p_stacks) h
+    from unnest(v_ids, v_stacks) h (player_id, stack)
     left join game.table_players p on p.id = h.player_id and p.table_id = p_table_id and p.status = 'seated';
   if v_found <> v_listed then
     perform game_private.refuse('invalid_hand', 'every listed position must be seated at this table');
@@ -113,7 +118,7 @@ begin
 
   with moved as (
     select p.id, h.stack, h.stack - p.chip_balance as delta, p.chain_length + 1 as seq, p.history_hash as prev
-      from game_private.stacks_of(p_stacks) h
+      from unnest(v_ids, v_stacks) h (player_id, stack)
       join game.table_players p on p.id = h.player_id
      where h.stack <> p.chip_balance
   ), linked as (
@@ -209,8 +214,12 @@ begin
           coalesce((select array_agg(distinct a order by a) from unnest(p_agents) a where a is not null), '{}'),
           -- the owners of the positions the hand dealt in (every one of them has a stack at its end)
           coalesce((select array_agg(distinct p.user_id order by p.user_id)
-                      from game_private.stacks_of(p_stacks) h join game.table_players p on p.id = h.player_id), '{}'),
+                      from game.table_players p where p.id = any (array(select k::bigint from jsonb_object_keys(p_stacks) k))), '{}'),
           least(coalesce(p_started_at, v_table.current_hand_started_at, now()), now()), now(), v_busted);
+  -- most hands bust nobody: at a cash table (no tournament state) that answer needs no read
+  if v_table.mode = 'cash' and cardinality(v_busted) = 0 then
+    return jsonb_build_object('replayed', false, 'state', null, 'busted', '[]'::jsonb);
+  end if;
   return game_private.hand_end_answer(p_table_id, v_busted, false);
 end;
 $$;
