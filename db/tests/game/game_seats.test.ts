@@ -654,6 +654,25 @@ describe('end_hand (the one hand end the dealer calls)', () => {
     expect((await seatOf(b)).chip_balance).toBe(195n);
   });
 
+  test('a cash hand that busts nobody answers no bust (first and replayed) and records who played it', async () => {
+    const other = await createTable(cage);
+    const [userC, userD] = [user(), user()];
+    const c = (await creditSeat(game, newKey(), other.table_id, userC, 0, 100n)).player_id;
+    const d = (await creditSeat(game, newKey(), other.table_id, userD, 1, 100n)).player_id;
+    const epoch = await db.leaseEpoch(other.table_id);
+    await beginHand(other.table_id, 'end-quiet');
+    const end = async () => (await game.query(
+      'select game.end_hand($1, $2, 1, $3::jsonb, 2, 0, $4::jsonb, null, $5::uuid[], now(), $6) as answer',
+      [other.table_id, 'end-quiet', JSON.stringify({ [String(c)]: 90, [String(d)]: 108 }), '[]', [], epoch],
+    )).rows[0].answer;
+    expect(await end()).toEqual({ replayed: false, state: null, busted: [] });
+    expect(await end()).toEqual({ replayed: true, state: null, busted: [] });
+    const { rows: [h] } = await db.owner.query('select players, busted from game.hand_histories where hand_id = $1', ['end-quiet']);
+    expect(h).toEqual({ players: [userC, userD].sort(), busted: [] });
+    expect([(await seatOf(c)).chip_balance, (await seatOf(d)).chip_balance]).toEqual([90n, 108n]);
+    for (const id of [c, d]) expect((await verifyChain(db.owner, id)).ok).toBe(true);
+  });
+
   test('a hand abandoned meanwhile is refused hand_abandoned; one never dealt no_hand_in_progress; nothing changes', async () => {
     await beginHand(t.table_id, 'end-2');
     await game.query('select game.abandon_hand($1, $2)', [t.table_id, await db.leaseEpoch(t.table_id)]);
