@@ -472,11 +472,12 @@ $$;
 -- progress, within the WAL writer's delay: the hand's end is then refused (no_hand_in_progress) and
 -- the stacks of its start stand, as for an abandoned hand. Only when the transaction wrote nothing
 -- before it (the dealer sends it alone, server/game/hands/hands.ts); a caller must not write money
--- after it in the same transaction.
+-- after it in the same transaction. Generic plans, as game.end_hand's (db/functions/game/30_hands.sql).
 create or replace function game.deal_hand(p_table_id text, p_hand_id text, p_epoch bigint)
   returns table (id text, user_id uuid, agent_id uuid, seat_index integer, chip_balance text, status text, sat_out boolean)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
+  set plan_cache_mode = force_generic_plan
 as $$
 begin
   if pg_current_xact_id_if_assigned() is null then

@@ -181,12 +181,17 @@ $$;
 -- earlier attempt whose answer was lost) is answered again from what it committed ("replayed");
 -- a hand abandoned meanwhile (a force-end, a lost tenure) is refused hand_abandoned (its start
 -- stacks stand); any other hand no_hand_in_progress.
+--
+-- plan_cache_mode: every statement of a hand end (and of the functions it calls) runs on its generic
+-- plan, planned once per connection. Their custom plans were no better (each reads a few rows by key)
+-- and planning them again at every end cost more than executing them.
 create or replace function game.end_hand(
   p_table_id text, p_hand_id text, p_hand_number bigint, p_stacks jsonb, p_rake bigint, p_auto_folds integer,
   p_history jsonb, p_result jsonb, p_agents uuid[], p_started_at timestamptz, p_epoch bigint
 ) returns jsonb
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
+  set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_table game.tables;
