@@ -465,12 +465,24 @@ $$;
 
 -- A hand begun (game.begin_hand: the table held under its lease) and the seats it is dealt from,
 -- read under the table's lock in the same transaction: one round trip at every deal.
+--
+-- A deal moves no chip, so its commit does not wait for the WAL flush (synchronous_commit off for
+-- this transaction only; the hand's end, which writes the stacks, waits as every money write does,
+-- and its flush carries the deal's record with it). What a crash can lose is the mark of a hand in
+-- progress, within the WAL writer's delay: the hand's end is then refused (no_hand_in_progress) and
+-- the stacks of its start stand, as for an abandoned hand. Only when the transaction wrote nothing
+-- before it (the dealer sends it alone, server/game/hands/hands.ts); a caller must not write money
+-- after it in the same transaction. Generic plans, as game.end_hand's (db/functions/game/30_hands.sql).
 create or replace function game.deal_hand(p_table_id text, p_hand_id text, p_epoch bigint)
   returns table (id text, user_id uuid, agent_id uuid, seat_index integer, chip_balance text, status text, sat_out boolean)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
+  set plan_cache_mode = force_generic_plan
 as $$
 begin
+  if pg_current_xact_id_if_assigned() is null then
+    perform set_config('synchronous_commit', 'off', true);
+  end if;
   perform game.begin_hand(p_table_id, p_hand_id, p_epoch);
   return query select * from game.seats_of(p_table_id);
 end;

@@ -96,13 +96,18 @@ declare
   v_listed int;
   v_found int;
   v_busted bigint[];
+  v_ids bigint[];
+  v_stacks bigint[];
 begin
   if not game_private.stacks_valid(p_stacks) or p_rake is null or p_rake < 0 then
     perform game_private.refuse('invalid_hand', 'stacks: { positionId: integer 0..2^53-1 }, rake >= 0');
   end if;
+  -- the stacks parsed once: every statement below reads these arrays, not the JSON again
+  select coalesce(array_agg(h.player_id), '{}'), coalesce(array_agg(h.stack), '{}') into v_ids, v_stacks
+    from game_private.stacks_of(p_stacks) h;
   select count(*), count(p.id), coalesce(sum(p.chip_balance), 0), coalesce(sum(h.stack), 0)
     into v_listed, v_found, v_before, v_after
-    from game_private.stacks_of(p_stacks) h
+    from unnest(v_ids, v_stacks) h (player_id, stack)
     left join game.table_players p on p.id = h.player_id and p.table_id = p_table_id and p.status = 'seated';
   if v_found <> v_listed then
     perform game_private.refuse('invalid_hand', 'every listed position must be seated at this table');
@@ -113,7 +118,7 @@ begin
 
   with moved as (
     select p.id, h.stack, h.stack - p.chip_balance as delta, p.chain_length + 1 as seq, p.history_hash as prev
-      from game_private.stacks_of(p_stacks) h
+      from unnest(v_ids, v_stacks) h (player_id, stack)
       join game.table_players p on p.id = h.player_id
      where h.stack <> p.chip_balance
   ), linked as (
@@ -170,12 +175,6 @@ as $$
     from game.tables t where t.table_id = p_table_id
 $$;
 
--- The one hand end the dealer calls, cash or tournament: the stacks (and a cash hand's rake, a
--- tournament hand's auto-folds and places), the history and the result, in one transaction under
--- the table's lease. The hand the table holds is ended; an end already committed for this hand (an
--- earlier attempt whose answer was lost) is answered again from what it committed ("replayed");
--- a hand abandoned meanwhile (a force-end, a lost tenure) is refused hand_abandoned (its start
--- stacks stand); any other hand no_hand_in_progress.
 -- A hand's signed record (server/game/hands/hand-record.ts), checked as the table's chain needs it
 -- before it is stored with the hand: the deal and the record come together (or neither: a caller
 -- that keeps no records), the record is the hand's and names as `prev` the hash of the table's
@@ -218,6 +217,16 @@ begin
 end;
 $$;
 
+-- The one hand end the dealer calls, cash or tournament: the stacks (and a cash hand's rake, a
+-- tournament hand's auto-folds and places), the history and the result, in one transaction under
+-- the table's lease. The hand the table holds is ended; an end already committed for this hand (an
+-- earlier attempt whose answer was lost) is answered again from what it committed ("replayed");
+-- a hand abandoned meanwhile (a force-end, a lost tenure) is refused hand_abandoned (its start
+-- stacks stand); any other hand no_hand_in_progress.
+--
+-- plan_cache_mode: every statement of a hand end (and of the functions it calls) runs on its generic
+-- plan, planned once per connection. Their custom plans were no better (each reads a few rows by key)
+-- and planning them again at every end cost more than executing them.
 create or replace function game.end_hand(
   p_table_id text, p_hand_id text, p_hand_number bigint, p_stacks jsonb, p_rake bigint, p_auto_folds integer,
   p_history jsonb, p_result jsonb, p_agents uuid[], p_started_at timestamptz, p_epoch bigint,
@@ -225,6 +234,7 @@ create or replace function game.end_hand(
 ) returns jsonb
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
+  set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_table game.tables;
@@ -255,9 +265,13 @@ begin
           coalesce((select array_agg(distinct a order by a) from unnest(p_agents) a where a is not null), '{}'),
           -- the owners of the positions the hand dealt in (every one of them has a stack at its end)
           coalesce((select array_agg(distinct p.user_id order by p.user_id)
-                      from game_private.stacks_of(p_stacks) h join game.table_players p on p.id = h.player_id), '{}'),
+                      from game.table_players p where p.id = any (array(select k::bigint from jsonb_object_keys(p_stacks) k))), '{}'),
           least(coalesce(p_started_at, v_table.current_hand_started_at, now()), now()), now(), v_busted,
           p_deal, p_record, v_record_hash, p_record_signature, p_dealer_key);
+  -- most hands bust nobody: at a cash table (no tournament state) that answer needs no read
+  if v_table.mode = 'cash' and cardinality(v_busted) = 0 then
+    return jsonb_build_object('replayed', false, 'state', null, 'busted', '[]'::jsonb);
+  end if;
   return game_private.hand_end_answer(p_table_id, v_busted, false);
 end;
 $$;

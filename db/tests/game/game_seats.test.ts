@@ -654,6 +654,55 @@ describe('end_hand (the one hand end the dealer calls)', () => {
     expect((await seatOf(b)).chip_balance).toBe(195n);
   });
 
+  test('a cash hand that busts nobody answers no bust (first and replayed) and records who played it', async () => {
+    const other = await createTable(cage);
+    const [userC, userD] = [user(), user()];
+    const c = (await creditSeat(game, newKey(), other.table_id, userC, 0, 100n)).player_id;
+    const d = (await creditSeat(game, newKey(), other.table_id, userD, 1, 100n)).player_id;
+    const epoch = await db.leaseEpoch(other.table_id);
+    await beginHand(other.table_id, 'end-quiet');
+    const end = async () => (await game.query(
+      'select game.end_hand($1, $2, 1, $3::jsonb, 2, 0, $4::jsonb, null, $5::uuid[], now(), $6, null, null, null, null) as answer',
+      [other.table_id, 'end-quiet', JSON.stringify({ [String(c)]: 90, [String(d)]: 108 }), '[]', [], epoch],
+    )).rows[0].answer;
+    expect(await end()).toEqual({ replayed: false, state: null, busted: [] });
+    expect(await end()).toEqual({ replayed: true, state: null, busted: [] });
+    const { rows: [h] } = await db.owner.query('select players, busted from game.hand_histories where hand_id = $1', ['end-quiet']);
+    expect(h).toEqual({ players: [userC, userD].sort(), busted: [] });
+    expect([(await seatOf(c)).chip_balance, (await seatOf(d)).chip_balance]).toEqual([90n, 108n]);
+    for (const id of [c, d]) expect((await verifyChain(db.owner, id)).ok).toBe(true);
+  });
+
+  test('a deal alone commits without waiting for the WAL flush; a deal after other writes, and a hand end, wait', async () => {
+    const other = await createTable(cage);
+    await creditSeat(game, newKey(), other.table_id, user(), 0, 100n);
+    const epoch = await db.leaseEpoch(other.table_id);
+    const client = await game.connect();
+    // the test cluster runs with synchronous_commit off (test/global-setup.ts); production's is on
+    await client.query('set synchronous_commit = on');
+    const commitMode = async (first: string | null, sql: string, params: unknown[]) => {
+      await client.query('begin');
+      try {
+        if (first) await client.query(first);
+        await client.query(sql, params);
+        return (await client.query<{ mode: string }>("select current_setting('synchronous_commit') as mode")).rows[0]!.mode;
+      } finally {
+        await client.query('rollback');
+      }
+    };
+    try {
+      expect(await commitMode(null, 'select * from game.deal_hand($1, $2, $3)', [other.table_id, 'deal-async', epoch])).toBe('off');
+      // a transaction given its id has written (or is about to): as good as a write before the deal
+      expect(await commitMode('select pg_current_xact_id()', 'select * from game.deal_hand($1, $2, $3)', [other.table_id, 'deal-after', epoch])).toBe('on');
+      await beginHand(other.table_id, 'end-sync');
+      expect(await commitMode(null, 'select game.end_hand($1, $2, 1, $3::jsonb, 0, 0, $4::jsonb, null, $5::uuid[], now(), $6, null, null, null, null)',
+        [other.table_id, 'end-sync', '{}', '[]', [], epoch])).toBe('on');
+    } finally {
+      await client.query('reset synchronous_commit');
+      client.release();
+    }
+  });
+
   test('a hand abandoned meanwhile is refused hand_abandoned; one never dealt no_hand_in_progress; nothing changes', async () => {
     await beginHand(t.table_id, 'end-2');
     await game.query('select game.abandon_hand($1, $2)', [t.table_id, await db.leaseEpoch(t.table_id)]);

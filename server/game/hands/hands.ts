@@ -74,10 +74,15 @@ export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Log
     if (isLeaseLost(err)) deps.leases?.lost(tableId, sentUnder);
     throw err;
   };
-  /** Runs a boundary under the table's current tenure: its epoch is sent, and a refusal ends that tenure only. */
-  const fencedQuery = <R extends pg.QueryResultRow>(tableId: string, sql: string, params: (epoch: string | null) => unknown[]) => {
+  /**
+   * Runs a boundary under the table's current tenure: its epoch is sent, and a refusal ends that
+   * tenure only. `name`: the statement is prepared once per connection and its plan kept (the deal
+   * and the end run every hand; parsing and planning them each time was a share of Postgres's CPU
+   * per hand).
+   */
+  const fencedQuery = <R extends pg.QueryResultRow>(tableId: string, sql: string, params: (epoch: string | null) => unknown[], name?: string) => {
     const sentUnder = tenure(tableId);
-    return pool.query<R>(sql, params(sentUnder?.toString() ?? null)).catch(fenced(tableId, sentUnder));
+    return pool.query<R>({ name, text: sql, values: params(sentUnder?.toString() ?? null) }).catch(fenced(tableId, sentUnder));
   };
   /** Each bust settled through the cage, in order; whether the cage took it (a failure is logged, and settled later). */
   const settleBusts = async (tableId: string, busted: { userId: string }[]): Promise<boolean[]> => {
@@ -95,11 +100,11 @@ export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Log
     },
     /** Begins a hand and answers the seats it is dealt from (read under the table's lock). */
     async deal(tableId: string, handId: string): Promise<SeatRow[]> {
-      return (await fencedQuery<SeatRow>(tableId, 'select * from game.deal_hand($1, $2, $3)', (epoch) => [tableId, handId, epoch])).rows;
+      return (await fencedQuery<SeatRow>(tableId, 'select * from game.deal_hand($1, $2, $3)', (epoch) => [tableId, handId, epoch], 'game.deal_hand')).rows;
     },
     /** The seats as they stand. */
     async seats(tableId: string): Promise<SeatRow[]> {
-      return (await pool.query<SeatRow>('select * from game.seats_of($1)', [tableId])).rows;
+      return (await pool.query<SeatRow>({ name: 'game.seats_of', text: 'select * from game.seats_of($1)', values: [tableId] })).rows;
     },
     /**
      * The one hand end (game.end_hand), cash or tournament. A refusal says the end will never be
@@ -113,6 +118,7 @@ export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Log
           h.tableId, h.handId, h.handNumber, stacksJson(h.stacks), h.rake.toString(), h.autoFolds, h.history, h.result, h.agents, h.startedAt.toISOString(), epoch,
           JSON.stringify(h.deal), h.record.text, h.record.signature, h.record.publicKey,
         ],
+        'game.end_hand',
       );
       return rows[0]!.answer;
     },
