@@ -1,0 +1,102 @@
+// A hand's signed record in game.end_hand (issue 23): stored with the hand in its end's transaction,
+// refused unless it is this hand's and extends the table's chain, so a holder of the game login's
+// password cannot fork a table's chain, graft a record onto another hand or store half of one.
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { signerFromPrivateKey } from '../../../server/crypto/signing.ts';
+import { GENESIS, hashOf, recordText, type HandRecord } from '../../../server/game/hands/hand-record.ts';
+import { createTestDatabase, type TestDatabase } from '../../../test/helpers/db.ts';
+import { createTable, creditSeat, newKey, openDepositsAs, type TableRow } from '../../../test/helpers/game.ts';
+
+let db: TestDatabase;
+let cage: pg.Pool;
+let game: pg.Pool;
+let t: TableRow;
+let a: bigint;
+let b: bigint;
+const signer = signerFromPrivateKey(ed25519.utils.randomSecretKey());
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  cage = db.pool('poker_cage');
+  game = db.pool('poker_game');
+  openDepositsAs(db.owner);
+  t = await createTable(cage);
+  a = (await creditSeat(game, newKey(), t.table_id, randomUUID(), 0, 100n)).player_id;
+  b = (await creditSeat(game, newKey(), t.table_id, randomUUID(), 1, 100n)).player_id;
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+const deal = (n: number) => ({ algorithm: 'sha256-fisher-yates-v1', commitment: 'c'.repeat(64), serverSeed: n.toString(16).padStart(64, '0'), contributions: [] });
+
+function record(handId: string, handNumber: number, prev: string, overrides: Partial<HandRecord> = {}): HandRecord {
+  return {
+    v: 1, tableId: t.table_id, handNumber, handId, prev, deal: deal(handNumber) as HandRecord['deal'], button: 0,
+    seats: [], actions: [], board: '', shown: [], stacks: [], rake: '0', ...overrides,
+  };
+}
+
+/** Begins `handId` and ends it with `r` (its deal unless `dealOf` says otherwise) as the game login would. */
+async function endWith(handId: string, handNumber: number, r: HandRecord | null, options: { dealOf?: unknown; signature?: string | null; begin?: boolean } = {}) {
+  if (options.begin !== false) await game.query('select * from game.begin_hand($1, $2, $3)', [t.table_id, handId, await db.leaseEpoch(t.table_id)]);
+  const text = r ? recordText(r) : null;
+  const signature = options.signature !== undefined ? options.signature : text ? Buffer.from(signer.sign(new TextEncoder().encode(text))).toString('hex') : null;
+  return game.query(
+    `select game.end_hand($1, $2, $3, $4::jsonb, 0, 0, '[{"type":"hand_started"}]'::jsonb, null, '{}'::uuid[], now(), $5, $6::jsonb, $7, $8, $9) as answer`,
+    [t.table_id, handId, handNumber, JSON.stringify({ [String(a)]: 100, [String(b)]: 100 }), await db.leaseEpoch(t.table_id),
+      options.dealOf !== undefined ? JSON.stringify(options.dealOf) : r ? JSON.stringify(r.deal) : null, text, signature, text ? signer.publicKeyHex : null],
+  );
+}
+
+const stored = async (handId: string) => (await db.owner.query(
+  'select deal, record, record_hash, record_signature, dealer_key from game.hand_histories where hand_id = $1', [handId])).rows[0];
+const release = async (handId: string) => game.query('select game.release_hand($1, $2, $3)', [t.table_id, handId, await db.leaseEpoch(t.table_id)]);
+
+test('the first record names GENESIS; the next names its hash; each is stored verbatim with its hash', async () => {
+  const first = record('rec-1', 1, GENESIS);
+  await endWith('rec-1', 1, first);
+  const one = await stored('rec-1');
+  expect(one).toEqual({ deal: first.deal, record: recordText(first), record_hash: hashOf(recordText(first)), record_signature: expect.stringMatching(/^[0-9a-f]{128}$/), dealer_key: signer.publicKeyHex });
+  const second = record('rec-2', 2, one.record_hash);
+  await endWith('rec-2', 2, second);
+  expect((await stored('rec-2')).record_hash).toBe(hashOf(recordText(second)));
+});
+
+test('a record that does not extend the table\'s chain is refused record_not_in_chain, and nothing of the hand is written', async () => {
+  const head = (await stored('rec-2')).record_hash;
+  // a fork: naming the first record again, or GENESIS, or a made-up hash
+  for (const prev of [(await stored('rec-1')).record_hash, GENESIS, 'f'.repeat(64)]) {
+    await expect(endWith('rec-3', 3, record('rec-3', 3, prev))).rejects.toMatchObject({ message: 'record_not_in_chain' });
+    await release('rec-3');
+    expect(await stored('rec-3')).toBeUndefined();
+  }
+  await endWith('rec-3', 3, record('rec-3', 3, head));
+  expect((await stored('rec-3')).record_hash).toBe(hashOf(recordText(record('rec-3', 3, head))));
+});
+
+test('another hand\'s record, another table\'s, a deal that is not the record\'s, half a record: refused invalid_hand', async () => {
+  const head = (await stored('rec-3')).record_hash;
+  const cases: [string, HandRecord | null, Parameters<typeof endWith>[3]][] = [
+    ['another hand', record('rec-other', 4, head), {}],
+    ['another table', record('rec-4', 4, head, { tableId: 'elsewhere' }), {}],
+    ['a deal not the record\'s', record('rec-4', 4, head), { dealOf: deal(99) }],
+    ['no signature', record('rec-4', 4, head), { signature: null }],
+    ['a deal without a record', null, { dealOf: deal(4) }],
+  ];
+  for (const [, r, options] of cases) {
+    await expect(endWith('rec-4', 4, r, options)).rejects.toMatchObject({ message: 'invalid_hand' });
+    await release('rec-4');
+  }
+  expect(await stored('rec-4')).toBeUndefined();
+});
+
+test('a record is never rewritten by a replay: the end sent again answers what was committed', async () => {
+  const before = await stored('rec-3');
+  const forged = record('rec-3', 3, GENESIS, { rake: '999' });
+  const again = await endWith('rec-3', 3, forged, { begin: false });
+  expect(again.rows[0].answer).toMatchObject({ replayed: true });
+  expect(await stored('rec-3')).toEqual(before);
+});
