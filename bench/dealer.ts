@@ -6,7 +6,10 @@
 //               hand takes 32 bytes from a fast PRNG, shuffles them into a deck (deck.ts,
 //               randomDeck: SHA-256 counter mode and Fisher–Yates, as the game role deals), starts
 //               with fresh stacks and is played to its end by random legal actions (uniform over
-//               legalActions(); bet/raise to a uniform amount in minRaiseTo..maxRaiseTo);
+//               legalActions(); bet/raise to a uniform amount in minRaiseTo..maxRaiseTo); and the same
+//               with commit and reveal as the room does it (a server seed from the OS, its
+//               commitment, two contributions mixed in; the hand's record chained and signed): their
+//               ratio is what a provably fair deal costs a hand;
 //   live        hands/s over real websockets: --tables tables of --bots bot clients each
 //               (bench/lib/live-bots.ts, in a worker thread), HAND_DELAY_MS small, the turn timer
 //               off, once for each placement of the roles (--live; bench/lib/live-roles.ts), each a
@@ -46,8 +49,13 @@ import { createKeyStore } from '../server/auth/keys.ts';
 import { audit } from '../server/cage/ledger.ts';
 import { migrate } from '../server/db/migrate.ts';
 import { createOwnerPool, createRolePool } from '../server/db/pools.ts';
+import { randomBytes } from 'node:crypto';
+import { signerFromPrivateKey } from '../server/crypto/signing.ts';
+import { GENESIS, recordOf, signRecord } from '../server/game/hands/hand-record.ts';
+import type { Card } from '../server/game/poker/cards.ts';
 import { randomDeck } from '../server/game/poker/deck.ts';
-import { applyAction, isRefusal, legalActions, startHand, type Action, type RakeRule, type SeatInput } from '../server/game/poker/engine.ts';
+import { commitmentOf, DEAL_ALGORITHM, deckOf, toHex } from '../server/game/poker/fair-deal.ts';
+import { applyAction, isRefusal, legalActions, startHand, type Action, type HandState, type RakeRule, type SeatInput } from '../server/game/poker/engine.ts';
 import { scoreSeven } from '../server/game/poker/evaluator.ts';
 import { loadPhe, randomHands } from '../test/helpers/evaluator.ts';
 import { PARTS, type Part } from './lib/cpu-profile.ts';
@@ -115,6 +123,7 @@ interface Plan {
 const EVALUATOR = 'evaluator 7-card hands/s (ours, score path)';
 const PHE = 'phe 7-card hands/s';
 const ENGINE = 'engine hands/s (6-max, random legal actions)';
+const FAIR_ENGINE = 'engine hands/s with commit and reveal (seed, commitment, record, signature)';
 const liveCase = (p: Placement) => `live hands/s, ${PLACEMENT_LABELS[p]}`;
 
 const log = (msg: string) => console.log(msg);
@@ -296,10 +305,17 @@ function addEvaluator(plan: Plan, flags: Flags): boolean {
 // The engine case
 
 function addEngine(plan: Plan) {
-  const engine = engineCase();
+  const engine = engineCase(false);
+  const fair = engineCase(true);
   plan.cases.push({ name: ENGINE, unit: 'hands', run: batched(() => engine.play(256)) });
+  plan.cases.push({ name: FAIR_ENGINE, unit: 'hands', run: batched(() => fair.play(256)) });
   plan.goals.push({ label: ENGINE, subject: ENGINE, target: 20_000 });
   plan.checks.push(async () => {
+    // what commit and reveal adds to a hand, from the two cases' within-round ratio
+    const rates = plan.rates!;
+    const ratio = ratioOf(rates, FAIR_ENGINE, ENGINE);
+    const addedUs = 1e6 / median(rates(FAIR_ENGINE)) - 1e6 / median(rates(ENGINE));
+    log(`commit and reveal: ${fmtRatio(ratio)} the engine's hands/s (median of within-round ratios), about ${addedUs.toFixed(1)} µs more CPU per hand`);
     const s = engine.stats;
     log(`engine: ${fmtRate(s.hands)} hands played in all, ${(s.actions / s.hands).toFixed(2)} actions/hand, ` +
       `${(100 * s.showdowns / s.hands).toFixed(1)}% to a showdown, ${(100 * s.raises / s.actions).toFixed(1)}% of actions bets or raises; ` +
@@ -313,9 +329,31 @@ const ENGINE_SEATS = 6;
 const ENGINE_STACK = 200n; // 100 big blinds
 const ENGINE_RAKE: RakeRule = { percent: 5, cap: 10n, minPot: 0n, requiresFlop: true };
 
-function engineCase() {
+/**
+ * A hand's commit and reveal as the room does it (deal-seeds.ts): a server seed from the OS, its
+ * commitment, two players' contributions mixed in, the deck; at the end the record, chained and
+ * signed with the dealer's key.
+ */
+function fairDeal(handId: string) {
+  const signer = signerFromPrivateKey(randomBytes(32));
+  let prev = GENESIS;
+  return {
+    deck(hand: number): Card[] {
+      const serverSeed = randomBytes(32);
+      const contributions = [{ seat: 1, seed: `a${hand}-k3Jd82pQ` }, { seat: 4, seed: `b${hand}-x9Lm` }];
+      return deckOf({ algorithm: DEAL_ALGORITHM, commitment: commitmentOf(serverSeed), serverSeed: toHex(serverSeed), contributions }, handId);
+    },
+    record(state: HandState, hand: number): void {
+      const deal = { algorithm: DEAL_ALGORITHM, commitment: 'c'.repeat(64), serverSeed: 's'.repeat(64), contributions: [] } as const;
+      prev = signRecord(recordOf(state, { tableId: 'bench', handNumber: hand, prev, deal }), signer).hash;
+    },
+  };
+}
+
+function engineCase(withFairDeal: boolean) {
   const rng = sfc32(SEED);
   const deckBytes = new Uint8Array(32);
+  const fair = withFairDeal ? fairDeal('bench') : null;
   const stats = { hands: 0, actions: 0, raises: 0, showdowns: 0, failures: new Failures() };
   const total = ENGINE_STACK * BigInt(ENGINE_SEATS);
   const play = (n: number): number => {
@@ -331,7 +369,7 @@ function engineCase() {
       for (let s = 0; s < ENGINE_SEATS; s++) seats.push({ seat: s, playerId: `p${s}`, stack: ENGINE_STACK });
       let state = startHand({
         handId: 'bench', seats, button: stats.hands % ENGINE_SEATS, smallBlind: 1n, bigBlind: 2n, ante: 0n,
-        deck: randomDeck(deckBytes), rake: ENGINE_RAKE,
+        deck: fair ? fair.deck(stats.hands) : randomDeck(deckBytes), rake: ENGINE_RAKE,
       });
       while (state.status === 'betting') {
         const legal = legalActions(state)!;
@@ -353,6 +391,7 @@ function engineCase() {
         stats.actions++;
       }
       stats.hands++;
+      fair?.record(state, stats.hands);
       const result = state.result;
       if (!result) continue;
       if (result.showdown) stats.showdowns++;

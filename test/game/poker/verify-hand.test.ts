@@ -7,10 +7,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import { signerFromPrivateKey } from '../../../server/crypto/signing.ts';
+import { canonicalJson, signerFromPrivateKey } from '../../../server/crypto/signing.ts';
 import { applyAction, isRefusal, legalActions, startHand, type HandState } from '../../../server/game/poker/engine.ts';
 import { commitmentOf, DEAL_ALGORITHM, deckOf, toHex, type DealReveal } from '../../../server/game/poker/fair-deal.ts';
-import { GENESIS, recordOf, signRecord, type SignedRecord } from '../../../server/game/hands/hand-record.ts';
+import { GENESIS, recordOf, recordText, signRecord, type SignedRecord } from '../../../server/game/hands/hand-record.ts';
 import { redactHistory } from '../../../server/game/hands/histories.ts';
 import { verifyChain, verifyHand, type HandView } from '../../../server/game/hands/verify-hand.ts';
 import { historyJson } from '../../../server/game/live/wire.ts';
@@ -170,4 +170,12 @@ describe('npm run verify:hand, offline on a saved file', () => {
     expect(run(['--file', good, 'no-such-hand']).status).toBe(2);
     expect(run(['--file', good, '--key', 'xyz']).status).toBe(2);
   });
+});
+
+test('a record\'s text is its canonical JSON (the fast writer agrees with canonicalJson)', () => {
+  for (const view of tableOfHands(40)) {
+    const record = JSON.parse(view.record!.text);
+    expect(recordText(record)).toBe(canonicalJson(record));
+    expect(view.record!.text).toBe(canonicalJson(record));
+  }
 });
