@@ -110,6 +110,7 @@ export class Agent {
   private readonly answered = new Set<string>();
   /** The next hand's commitment we last sent a seed for, and the refs of the seeds not yet answered. */
   private contributedTo = '';
+  private seededTable = false;
   private readonly seedRefs = new Set<string>();
   /** Hands we were dealt into whose result we saw. */
   private readonly played = new Set<string>();
@@ -234,7 +235,9 @@ export class Agent {
         this.log('joined', { tableId: m.tableId, connection: this.connections });
         return;
       case 'game_state':
-        return this.onState(m);
+        // the turn first: a seed for the next hand never delays (or rides in front of) an action
+        this.onState(m);
+        return this.contribute(m);
       case 'hand_result':
         return this.onResult(m);
       case 'seated':
@@ -299,7 +302,6 @@ export class Agent {
       this.log('no longer seated (busted, or removed while sat out)');
       return this.stop();
     }
-    this.contribute(s);
     if (this.rejoined) {
       this.rejoined = false;
       // the action the server never acknowledged, sent again exactly as it was
@@ -363,13 +365,17 @@ export class Agent {
    * of no consequence: the next commitment gets another.
    */
   private contribute(s: GameStateMessage): void {
-    if (s.yourSeat === null || !s.nextDealCommitment || s.nextDealCommitment === this.contributedTo) return;
+    if (this.phase === 'done' || this.seededTable || s.yourSeat === null || !s.nextDealCommitment || s.nextDealCommitment === this.contributedTo) return;
     this.contributedTo = s.nextDealCommitment;
     this.seedRefs.add(this.send({ type: 'deal_seed', tableId: this.o.tableId, commitment: s.nextDealCommitment, seed: randomBytes(16).toString('base64url') }));
   }
 
   private onError(e: ErrorMessage): void {
-    if (typeof e.ref === 'string' && this.seedRefs.delete(e.ref)) return;
+    if (typeof e.ref === 'string' && this.seedRefs.delete(e.ref)) {
+      // a test-mode table deals from its deckSeed and mixes nothing in: no more seeds for it
+      if (e.code === 'seeded_table') this.seededTable = true;
+      return;
+    }
     this.log('refused', { code: e.code, ref: e.ref });
     if (this.pending && e.ref === this.pending.ref) {
       // stale_sequence & co: the hand moved on without this action; the next state asks again

@@ -7,15 +7,18 @@
 //   offline  --file hands.json: a saved hand (the route's answer), a list of them, or { hands: [...] };
 //            the hand ids given pick from it (none: every hand in the file). Without --key the key
 //            each record names is used, and the output says it was not pinned.
+//   --announced results.json: the hand_result messages the player received (a list, or
+//            { results: [...] }), as a client keeps them: each hand's stored record must be the one
+//            announced then (a record rewritten later fails, even re-signed and re-chained).
 // Several hands of one table are also checked as a chain. Exit codes: 0 every check passed, 1 a
 // check failed, 2 usage or configuration, 3 a hand or the key could not be read.
 import { readFile } from 'node:fs/promises';
 import { ConfigError, loadConfig } from '../config/index.ts';
-import { verifyChain, verifyHand, type Check, type HandView, type Verdict } from '../game/hands/verify-hand.ts';
+import { verifyChain, verifyHand, type Announced, type Check, type HandView, type Verdict } from '../game/hands/verify-hand.ts';
 import { callJson, Refusal, roleUrl, Unreachable, UsageError } from './ops/client.ts';
 
-const USAGE = 'npm run verify:hand -- <handId> [<handId> ...] [--file hands.json] [--key HEX] [--game-url URL] [--json]';
-const VALUE_FLAGS = new Set(['file', 'key', 'game-url']);
+const USAGE = 'npm run verify:hand -- <handId> [<handId> ...] [--file hands.json] [--announced results.json] [--key HEX] [--game-url URL] [--json]';
+const VALUE_FLAGS = new Set(['file', 'announced', 'key', 'game-url']);
 
 function parse(argv: string[]) {
   const ids: string[] = [];
@@ -38,14 +41,20 @@ function parse(argv: string[]) {
   return { ids, flags };
 }
 
-async function fromFile(path: string, ids: string[]): Promise<HandView[]> {
+/** A JSON file of one item, a list, or `{ [key]: [...] }`: the list. */
+async function listIn<T>(flag: string, path: string, key: string): Promise<T[]> {
   let value: unknown;
   try {
     value = JSON.parse(await readFile(path, 'utf8'));
   } catch (err) {
-    throw new UsageError(`--file ${path}: ${(err as Error).message}`);
+    throw new UsageError(`--${flag} ${path}: ${(err as Error).message}`);
   }
-  const list = (Array.isArray(value) ? value : Array.isArray((value as { hands?: unknown })?.hands) ? (value as { hands: unknown[] }).hands : [value]) as HandView[];
+  const listed = (value as Record<string, unknown> | null)?.[key];
+  return (Array.isArray(value) ? value : Array.isArray(listed) ? listed : [value]) as T[];
+}
+
+async function fromFile(path: string, ids: string[]): Promise<HandView[]> {
+  const list = await listIn<HandView>('file', path, 'hands');
   const picked = ids.length ? list.filter((h) => ids.includes(h?.handId)) : list;
   const missing = ids.filter((id) => !picked.some((h) => h.handId === id));
   if (missing.length) throw new UsageError(`--file ${path} holds no hand ${missing.join(', ')}`);
@@ -89,7 +98,10 @@ async function main(argv: string[]): Promise<number> {
   const { views, key } = typeof flags.file === 'string'
     ? { views: await fromFile(flags.file, ids), key: typeof flags.key === 'string' ? flags.key : undefined }
     : await online(ids, flags);
-  const verdicts = views.map((v) => verifyHand(v, key));
+  const announced = typeof flags.announced === 'string'
+    ? new Map((await listIn<Announced>('announced', flags.announced, 'results')).filter((r) => r?.handId).map((r) => [r.handId, r]))
+    : new Map<string, Announced>();
+  const verdicts = views.map((v) => verifyHand(v, key, announced.get(v.handId)));
   const chain = verifyChain(views);
   if (flags.json === true) process.stdout.write(`${JSON.stringify({ hands: verdicts, chain, dealerKey: key ?? null }, null, 2)}\n`);
   else print(verdicts, chain, key !== undefined);

@@ -5,8 +5,13 @@
 // (GET /api/hands/:handId) with the dealer key of GET /api/dealer/key, offline and through
 // `npm run verify:hand`; a rewritten record is caught.
 import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type pg from 'pg';
 import WebSocket from 'ws';
+import { loadDealerSigner } from '../../server/game/hands/dealer-key.ts';
+import { GENESIS, signRecord } from '../../server/game/hands/hand-record.ts';
 import { commitmentOf, fromHex } from '../../server/game/poker/fair-deal.ts';
 import { verifyChain, verifyHand, type HandView } from '../../server/game/hands/verify-hand.ts';
 import { expectCleanAudit } from '../helpers/cage.ts';
@@ -187,9 +192,12 @@ test('1,000 live-dealt hands verify from the players\' own view; the chain links
   const t = tables[0]!;
   const some = t.drivers[1]!.results.slice(3, 6).map((r) => r.handId as string);
   const viewer = t.players[1]!;
+  // what the viewer kept of those hands' hand_results, as a client would
+  const kept = join(mkdtempSync(join(tmpdir(), 'fair-deal-')), 'results.json');
+  writeFileSync(kept, JSON.stringify({ results: t.drivers[1]!.results.filter((r) => some.includes(r.handId)) }));
   // not spawnSync: the roles answering it run in this process
-  const run = () => new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--no-warnings', 'server/cli/verify-hand.ts', ...some], {
+  const run = (...extra: string[]) => new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, ['--no-warnings', 'server/cli/verify-hand.ts', ...some, ...extra], {
       env: { ...process.env, POKER_TOKEN: viewer.jwt, GAME_URL: m.game },
     });
     let stdout = '';
@@ -199,10 +207,23 @@ test('1,000 live-dealt hands verify from the players\' own view; the chain links
     child.on('error', reject);
     child.on('close', (status) => resolve({ status, stdout, stderr }));
   });
-  const ok = await run();
+  const ok = await run('--announced', kept);
   expect(ok.stderr).toBe('');
   expect(ok.status).toBe(0);
   expect(ok.stdout.match(/: verified/g)).toHaveLength(3);
+  expect(ok.stdout.match(/ok {5}announced/g)).toHaveLength(3);
+
+  // a rewrite with the dealer's own key (the record re-chained to another prev, re-signed, its hash
+  // updated): every check but the one against what hand_result announced passes
+  const dealer = await loadDealerSigner(db.pool('poker_game', 1));
+  const { rows: [stored] } = await db.owner.query('select record from game.hand_histories where hand_id = $1', [some[0]]);
+  const forged = signRecord({ ...JSON.parse(stored.record), prev: GENESIS }, dealer);
+  await db.owner.query('update game.hand_histories set record = $2, record_hash = $3, record_signature = $4 where hand_id = $1',
+    [some[0], forged.text, forged.hash, forged.signature]);
+  const resigned = await run('--announced', kept);
+  expect(resigned.status).toBe(1);
+  expect(resigned.stdout).toMatch(/FAILED announced: the hand as stored differs from its hand_result in the record's hash, its signature/);
+  expect((await run()).stdout).toMatch(/FAILED chain/); // without what was announced: only the link to the next hand held
   await db.owner.query(
     `update game.hand_histories set record = replace(record, '"rake":"', '"rake":"9') where hand_id = $1`, [some[1]],
   );

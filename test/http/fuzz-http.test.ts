@@ -45,6 +45,7 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'game GET /health': { auth: 'none' },
   'game GET /openapi.json': { auth: 'none' },
   'game GET /asyncapi.json': { auth: 'none' },
+  'game GET /api/dealer/key': { auth: 'none' },
   'game GET /api/tables/:tableId': { auth: 'none' },
   'game GET /api/tables': { auth: 'none', query: ['mode', 'status', 'moneyKind', 'after', 'limit'] },
   'game POST /internal/credit-chips': { auth: 'service', fields: ['creditKey', 'tableId', 'userId', 'seatIndex', 'amount', 'moneyKind'] },

@@ -8,6 +8,9 @@
 //              (hand, table, number, deal, board, actions, shown cards, stacks);
 //   signature  the dealer's Ed25519 signature over the record's text verifies with the dealer's key
 //              (the one the hand names, or the key the caller pinned from GET /api/dealer/key);
+//   announced  (with what the player kept of the hand's hand_result) the record's hash and signature
+//              and the revealed deal are the ones announced when the hand ended: a record rewritten
+//              later, even one re-signed with the dealer's key and re-chained, fails here;
 //   chain      (several hands of one table) each record's `prev` is the hash of the table's record
 //              before it, where the caller holds both.
 // Pure apart from hashing: no I/O.
@@ -16,7 +19,7 @@ import { parseCards, cardToString } from '../poker/cards.ts';
 import { commitmentOf, dealtFrom, deckOf, fromHex, type DealReveal } from '../poker/fair-deal.ts';
 import { hashOf, type HandRecord, type SignedRecord } from './hand-record.ts';
 
-export const CHECKS = ['commitment', 'cards', 'record', 'signature', 'chain'] as const;
+export const CHECKS = ['commitment', 'cards', 'record', 'signature', 'announced', 'chain'] as const;
 export type CheckName = (typeof CHECKS)[number];
 
 /** A hand as GET /api/hands/:handId shows it (the fields the verifier reads). */
@@ -124,14 +127,35 @@ function checkCards(view: HandView, deal: DealReveal, record: HandRecord | null)
   return pass('cards', `the deck deals ${[...seen, `the board ${board || '(none)'}`].join(', ')}`);
 }
 
-/** Verifies one hand; `pinnedKey`: the dealer key the caller trusts (hex), else the hand's own. */
-export function verifyHand(view: HandView, pinnedKey?: string): Verdict {
+/** What a player kept of a hand's `hand_result` (the message as received). */
+export interface Announced {
+  handId: string;
+  deal: DealReveal;
+  record: { hash: string; signature: string };
+}
+
+function checkAnnounced(view: HandView, announced: Announced): Check {
+  const differs = [
+    announced.record?.hash !== view.record!.hash && 'the record\'s hash', announced.record?.signature !== view.record!.signature && 'its signature',
+    !same(announced.deal, view.deal) && 'the revealed deal',
+  ].filter(Boolean);
+  return differs.length
+    ? fail('announced', `the hand as stored differs from its hand_result in ${differs.join(', ')}: rewritten after it was announced`)
+    : pass('announced', `the record announced in hand_result, ${announced.record.hash}`);
+}
+
+/**
+ * Verifies one hand; `pinnedKey`: the dealer key the caller trusts (hex), else the hand's own;
+ * `announced`: the hand's hand_result as the player received it, when they kept it.
+ */
+export function verifyHand(view: HandView, pinnedKey?: string, announced?: Announced): Verdict {
   const checks: Check[] = [];
   if (!view.record) checks.push(fail('record', 'the hand has no signed record (dealt before records were kept, or not over)'));
   if (!view.deal) checks.push(fail('commitment', 'the hand reveals no deal (dealt before commit and reveal, or not over)'));
   if (view.record && view.deal) {
     const record = parseRecord(view.record.text);
     checks.push(checkCommitment(view.deal), checkCards(view, view.deal, record), checkRecord(view, record, view.record), checkSignature(view.record, pinnedKey));
+    if (announced) checks.push(checkAnnounced(view, announced));
   }
   const failed = checks.find((c) => !c.ok)?.name ?? null;
   return { handId: view.handId, ok: failed === null, failed, checks };

@@ -179,3 +179,24 @@ test('a record\'s text is its canonical JSON (the fast writer agrees with canoni
     expect(view.record!.text).toBe(canonicalJson(record));
   }
 });
+
+test('a rewrite re-signed with the dealer key and re-chained passes every other check, and fails against what hand_result announced', () => {
+  const views = tableOfHands(4);
+  const announced = views.map((v) => ({ handId: v.handId, deal: clone(v.deal!), record: { hash: v.record!.hash, signature: v.record!.signature } }));
+  for (const [i, v] of views.entries()) expect(verifyHand(v, signer.publicKeyHex, announced[i]).ok).toBe(true);
+  // from hand 2 on, every record rewritten (here: hand 2 made the table's first) and re-signed in turn
+  const rewritten = clone(views);
+  let prev = GENESIS;
+  for (const v of rewritten.slice(1)) {
+    const record = JSON.parse(v.record!.text);
+    record.prev = prev;
+    v.record = signRecord(record, signer);
+    prev = v.record.hash;
+  }
+  expect(rewritten.every((v) => verifyHand(v, signer.publicKeyHex).ok)).toBe(true);
+  expect(verifyChain(rewritten.slice(1)).every((c) => c.ok)).toBe(true);
+  for (const [i, v] of rewritten.entries()) {
+    const verdict = verifyHand(v, signer.publicKeyHex, announced[i]);
+    expect(verdict.failed).toBe(i === 0 ? null : 'announced');
+  }
+});
