@@ -17,6 +17,7 @@ import { verifyChain, verifyHand, type HandView } from '../../server/game/hands/
 import { expectCleanAudit } from '../helpers/cage.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { liveClient, prng, until, type LiveClient, type LivePlayer, type Msg } from '../helpers/live.ts';
+import { parseToml, readHand } from '../helpers/phh-reader.ts';
 import { call, POKER_SETTINGS, startMoneyPlatform } from '../helpers/money.ts';
 
 type Money = Awaited<ReturnType<typeof startMoneyPlatform>>;
@@ -187,6 +188,21 @@ test('1,000 live-dealt hands verify from the players\' own view; the chain links
     expect(byViewer.filter((c) => !c.ok)).toEqual([]);
   }
   expect(verified).toBeGreaterThanOrEqual(1000);
+
+  // the portable history carries the same proof (PHH user fields)
+  const sample = tables[1]!;
+  const first = sample.drivers[1]!.results[2]!;
+  const owner = sample.players[first.stacks[0].seat as number]!;
+  const [view, phh] = await Promise.all([
+    handView(owner, first.handId),
+    fetch(`${m.game}/api/hands/${encodeURIComponent(first.handId)}?format=phh`, { headers: owner.auth }).then((r) => r.text()),
+  ]);
+  const { fields } = readHand(parseToml(phh).root);
+  expect(fields).toMatchObject({
+    _deal_algorithm: view.deal!.algorithm, _deal_commitment: view.deal!.commitment, _deal_server_seed: view.deal!.serverSeed,
+    _deal_contributions: view.deal!.contributions.map((c) => `${c.seat}:${c.seed}`),
+    _record_hash: view.record!.hash, _record_signature: view.record!.signature, _dealer_key: dealerKey,
+  });
 
   // the command line, online, as a player; then a record rewritten in the database is caught
   const t = tables[0]!;

@@ -84,6 +84,8 @@ function phhHand(h: Record<string, any>): PhhHand {
   return {
     handId: h.hand_id, tableId: h.table_id, handNumber: Number(h.hand_number), status: h.status, startedAt: h.started_at,
     history: redactHistory(h.history, h.seats), result: h.result, viewerSeats: h.seats,
+    deal: h.deal ?? null,
+    record: h.record_hash ? { hash: h.record_hash, signature: h.record_signature, publicKey: h.dealer_key } : null,
   };
 }
 
@@ -96,7 +98,8 @@ function sendPhh(res: Response, text: string, fileName: string) {
 async function listAsPhh(pool: pg.Pool, res: Response, userId: string, q: ListQuery) {
   const { rows } = await pool.query(
     `select (x.hand).hand_id, (x.hand).table_id, (x.hand).hand_number, (x.hand).status, (x.hand).started_at,
-            (x.hand).history, (x.hand).result, x.seats
+            (x.hand).history, (x.hand).result, x.seats,
+            (x.hand).deal, (x.hand).record_hash, (x.hand).record_signature, (x.hand).dealer_key
        from (select h.hand_id, h.started_at ${LISTED_HANDS}) l
        cross join lateral game.hand_for_player(l.hand_id, $1) x
       order by l.started_at desc, l.hand_id desc`,

@@ -15,7 +15,10 @@
 //   wins only as much as it put in, as our side pots are built);
 // - user-defined (PHH's leading underscore): _hand_id, _player_ids (our position ids), _rake (the
 //   chips the house took), _viewer_players (the players that are the viewer's, numbered as pN),
-//   and _status only for a hand that did not finish (then no finishing_stacks or winnings).
+//   and _status only for a hand that did not finish (then no finishing_stacks or winnings); a hand
+//   dealt with commit and reveal (docs/dealer.md) also carries its proof: _deal_algorithm,
+//   _deal_commitment, _deal_server_seed, _deal_contributions ("seat:seed"), _record_hash,
+//   _record_signature and _dealer_key.
 // Actions: `d dh pN` with the viewer's own cards or `????`, `d db` per street (burns are not
 // written: PHH deals them implicitly), `pN f`, `pN cc` (check or call), `pN cbr X` (bet or raise to
 // the street total X), a timeout carries the commentary `# timeout`, and at a showdown `pN sm` with
@@ -35,6 +38,25 @@ export interface PhhHand {
   result: Record<string, unknown> | null;
   /** The viewer's seats in this hand. */
   viewerSeats: readonly number[];
+  /** What the hand's end revealed of its deal, and its signed record's hash and signature (null: none kept). */
+  deal?: { algorithm: string; commitment: string; serverSeed: string; contributions: readonly { seat: number; seed: string }[] } | null;
+  record?: { hash: string; signature: string; publicKey: string } | null;
+}
+
+/** The deal's proof as user fields: enough to recompute the deck (docs/dealer.md) and check the record anywhere. */
+function proofOf(hand: PhhHand): string[] {
+  const lines: string[] = [];
+  if (hand.deal) {
+    lines.push(
+      `_deal_algorithm = ${tomlString(hand.deal.algorithm)}`, `_deal_commitment = ${tomlString(hand.deal.commitment)}`,
+      `_deal_server_seed = ${tomlString(hand.deal.serverSeed)}`,
+      `_deal_contributions = ${array(hand.deal.contributions.map((c) => tomlString(`${c.seat}:${c.seed}`)))}`,
+    );
+  }
+  if (hand.record) {
+    lines.push(`_record_hash = ${tomlString(hand.record.hash)}`, `_record_signature = ${tomlString(hand.record.signature)}`, `_dealer_key = ${tomlString(hand.record.publicKey)}`);
+  }
+  return lines;
 }
 
 interface Started {
@@ -195,6 +217,7 @@ export function handToPhh(hand: PhhHand): string | null {
     ...(end ? [`_rake = ${end.rake}`] : []),
     `_viewer_players = ${array(order.flatMap((seat, i) => (hand.viewerSeats.includes(seat) ? [String(i + 1)] : [])))}`,
     ...(hand.status !== 'finished' ? [`_status = ${tomlString(hand.status)}`] : []),
+    ...proofOf(hand),
   ];
   return `${lines.join('\n')}\n`;
 }
