@@ -61,6 +61,7 @@ function sortedKeys(_key: string, value: unknown): unknown {
   for (const k of Object.keys(value).sort()) sorted[k] = (value as Record<string, unknown>)[k];
   return sorted;
 }
+
 export const hashOf = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
 
 /** A record as it is stored and shown: its exact text, that text's hash, the dealer's signature over the text. */

@@ -79,13 +79,17 @@ const LISTED_HANDS = `
 type ListQuery = z.infer<typeof handListQuery>;
 const listParams = (userId: string, q: ListQuery) => [userId, q.agentId ?? null, q.tableId ?? null, q.before ?? null, q.limit];
 
+/** A stored hand's signed record, as its row holds it (null: none; `text` only where it was read). */
+const signedRecordOf = (h: Record<string, any>) =>
+  (h.record_hash ? { text: h.record as string | undefined, hash: h.record_hash as string, signature: h.record_signature as string, publicKey: h.dealer_key as string } : null);
+
 /** A hand_for_player row as phh.ts reads it: the stored history redacted for the caller's seats. */
 function phhHand(h: Record<string, any>): PhhHand {
   return {
     handId: h.hand_id, tableId: h.table_id, handNumber: Number(h.hand_number), status: h.status, startedAt: h.started_at,
     history: redactHistory(h.history, h.seats), result: h.result, viewerSeats: h.seats,
     deal: h.deal ?? null,
-    record: h.record_hash ? { hash: h.record_hash, signature: h.record_signature, publicKey: h.dealer_key } : null,
+    record: signedRecordOf(h),
   };
 }
 
@@ -160,7 +164,7 @@ export function installHandHistoryRoutes(app: Express, deps: { pool: pg.Pool; jw
       yourSeats: h.seats, history: redactHistory(h.history, h.seats), result: h.result,
       // what the hand's end revealed of its deal and its signed record (docs/dealer.md): npm run verify:hand checks them
       deal: h.deal ?? null,
-      record: h.record === null ? null : { text: h.record, hash: h.record_hash, signature: h.record_signature, publicKey: h.dealer_key },
+      record: signedRecordOf(h),
     });
   });
 }

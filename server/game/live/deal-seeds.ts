@@ -89,7 +89,7 @@ export class DealSeeds {
   }
 
   /** The hand in play's reveal and signed record, extending the table's chain. */
-  recordOf(hand: HandState, at: { tableId: string; handNumber: number }, signer: Ed25519Signer): { deal: DealReveal; record: SignedRecord } {
+  signedRecord(hand: HandState, at: { tableId: string; handNumber: number }, signer: Ed25519Signer): { deal: DealReveal; record: SignedRecord } {
     const deal = this.current!;
     return { deal, record: signRecord(recordOf(hand, { ...at, prev: this.head, deal }), signer) };
   }

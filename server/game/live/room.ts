@@ -6,15 +6,15 @@
 // the room reads them at each deal and whenever a seat route touched them. Money never moves here:
 // a hand's stacks are written at its end (game.end_hand), busts are settled by the cage, sits and
 // stand-ups go through the bank.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import type { Ed25519Signer } from '../../crypto/signing.ts';
-import { DealSeeds } from './deal-seeds.ts';
 import type { Logger } from 'pino';
+import type { Ed25519Signer } from '../../crypto/signing.ts';
 import { inTransaction } from '../../db/transaction.ts';
 import { applyAction, isRefusal, startHand, timeout, type Action, type HandState } from '../poker/engine.ts';
 import { comeBack, sitOut, type Positions } from '../poker/table.ts';
 import type { createHands } from '../hands/hands.ts';
+import { DealSeeds } from './deal-seeds.ts';
 import { isLeaseLost } from './lease.ts';
 import { chipAmount, stateWriter, stoodUp, toJson, type SeatView, type ServerMessageOf } from './wire.ts';
 import { refusedWith } from '../../http/errors.ts';
@@ -183,14 +183,9 @@ export class Room {
       const hand = await this.deps.hands.abandon(this.tableId);
       this.deps.log.warn({ tableId: this.tableId, handId: hand }, 'hand abandoned after a restart: the stacks of its start stand');
     }
-    const { rows } = await this.deps.pool.query<{ n: string; head: string | null }>(
-      `select count(*) as n, (select record_hash from game.hand_histories where table_id = $1 and record_hash is not null
-                                order by hand_number desc limit 1) as head
-         from game.hand_histories where table_id = $1`,
-      [this.tableId],
-    );
+    const { rows } = await this.deps.pool.query<{ n: string }>('select count(*) as n from game.hand_histories where table_id = $1', [this.tableId]);
     this.handNumber = Number(rows[0]?.n ?? 0);
-    this.seeds.setHead(rows[0]?.head ?? null);
+    await this.readChainHead();
     await this.reloadSeats();
     this.scheduleDeal();
   }
@@ -511,7 +506,7 @@ export class Room {
    */
   private async writeEnd(hand: HandState): Promise<EndOutcome | null> {
     const agents = hand.players.map((p) => this.seats.get(p.seat)?.agentId).filter((a): a is string => Boolean(a));
-    const fair = this.seeds.recordOf(hand, { tableId: this.tableId, handNumber: this.handNumber }, this.deps.dealer);
+    const fair = this.seeds.signedRecord(hand, { tableId: this.tableId, handNumber: this.handNumber }, this.deps.dealer);
     try {
       const outcome = await this.table.endHand({ hand, handNumber: this.handNumber, startedAt: new Date(this.handStartedAt), views: this.views(), agents, ...fair });
       this.seeds.extended(fair.record.hash);
@@ -532,7 +527,7 @@ export class Room {
         return null;
       }
       // another record extended the table's chain meanwhile (a process that ran it before): read the head again
-      if (refusedWith(err, 'game', 'record_not_in_chain')) await this.reloadChainHead();
+      if (refusedWith(err, 'game', 'record_not_in_chain')) await this.readChainHead();
       this.retryEnd(hand, err);
       return null;
     }
@@ -714,7 +709,6 @@ export class Room {
     });
   }
 
-  /** A player steps away or comes back (comes back waiting for the big blind). */
   /** A seated player's seed for the next hand: it must name the commitment published for that hand. */
   contribute(userId: string, commitment: string, seed: string): string | null {
     const seat = this.seatOf(userId);
@@ -722,7 +716,8 @@ export class Room {
     return this.seeds.contribute(seat, commitment, seed, this.handNumber);
   }
 
-  private async reloadChainHead(): Promise<void> {
+  /** The table's latest signed record (its chain head), as stored. */
+  private async readChainHead(): Promise<void> {
     const { rows } = await this.deps.pool.query<{ head: string | null }>(
       'select record_hash as head from game.hand_histories where table_id = $1 and record_hash is not null order by hand_number desc limit 1',
       [this.tableId],
@@ -730,6 +725,7 @@ export class Room {
     this.seeds.setHead(rows[0]?.head ?? null);
   }
 
+  /** A player steps away or comes back (comes back waiting for the big blind). */
   setSittingOut(userId: string, out: boolean): string | null {
     const seat = this.seatOf(userId);
     if (seat === null) return 'not_seated';

@@ -2,9 +2,9 @@
 // dealer per table, lease.ts), ticked, unloaded when idle long enough (ROOM_IDLE_UNLOAD_SECONDS) or
 // when the process stops, and stopped when the lease is lost. The websocket (ws.ts) joins
 // connections to them; the cage's seat calls reach them through seatsChanged.
-import type { Ed25519Signer } from '../../crypto/signing.ts';
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import type { Ed25519Signer } from '../../crypto/signing.ts';
 import type { ServiceClient } from '../../http/service-client.ts';
 import type { ClaimBoard } from '../../claims/board.ts';
 import type { createHands } from '../hands/hands.ts';

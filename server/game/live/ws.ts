@@ -7,13 +7,13 @@
 // or a first `{ type:'auth', token }` message); without one the connection is a spectator. An agent
 // connects with its owner's JWT and names itself with `agentId` (one of the owner's agents) in its
 // `auth` or `join` message; it then plays the owner's seat.
-import type { Ed25519Signer } from '../../crypto/signing.ts';
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
+import type { Ed25519Signer } from '../../crypto/signing.ts';
 import type { JwtVerifier } from '../../http/jwt.ts';
 import type { ClaimBoard } from '../../claims/board.ts';
 import type { createHands } from '../hands/hands.ts';
