@@ -106,6 +106,8 @@ $$;
 -- passes every entry; the periodic one (45_audit_checkpoint.sql) the entries since its checkpoint.
 -- Stable: it reads the snapshot of the query that calls it. Planned for each call's bounds
 -- (plan_cache_mode): the whole journal is a sequential scan, a minute of it a few index probes.
+-- Long because: one short branch per kind of entry (what justifies it), all over the one scope of
+-- entries and one snapshot; split into functions, each would scan that scope again.
 create or replace function cage_private.entry_provenance(p_after bigint, p_upto bigint, p_also bigint[])
   returns table (invariant text, subject text, detail jsonb)
   language plpgsql stable
