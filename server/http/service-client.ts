@@ -32,7 +32,7 @@ const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
  * Resolves with the status and the raw body; rejects on a refused connection, the deadline, or an
  * answer beyond MAX_ANSWER_BYTES.
  */
-export function exchange(url: URL, init: { method: string; headers: Record<string, string>; body?: string; timeoutMs: number; agents: Agents }): Promise<{ status: number; text: string }> {
+export function exchange(url: URL, init: { method: string; headers: Record<string, string>; body?: string; timeoutMs: number; agents: Agents; retried?: boolean }): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const secure = url.protocol === 'https:';
     const req = (secure ? https.request : http.request)(url, {
@@ -56,7 +56,10 @@ export function exchange(url: URL, init: { method: string; headers: Record<strin
     const deadline = setTimeout(() => req.destroy(Object.assign(new Error('the deadline passed'), { name: 'TimeoutError' })), init.timeoutMs);
     req.on('error', (err) => {
       clearTimeout(deadline);
-      reject(err);
+      // a kept-alive socket the other side closed as this request took it (its idle timeout): the
+      // request never reached a handler, so it is sent once more on a fresh socket (Node's advice)
+      if (req.reusedSocket && (err as NodeJS.ErrnoException).code === 'ECONNRESET' && !init.retried) resolve(exchange(url, { ...init, retried: true }));
+      else reject(err);
     });
     req.end(init.body);
   });
