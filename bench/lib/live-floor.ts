@@ -176,7 +176,11 @@ class FloorTable {
       this.sendAll(json(stood), (c) => c.userId === s.userId);
     }
     if (this.seats.size < 2) this.positions = null;
-    for (const p of this.pendingSits.splice(0)) if (this.watchers.has(p.c)) this.sit(p.c, p.seatIndex, p.amount, p.ref);
+    // a player who left the table meanwhile is not sat (as the room: nobody watches that seat)
+    for (const p of this.pendingSits.splice(0)) {
+      if (this.watchers.has(p.c)) this.sit(p.c, p.seatIndex, p.amount, p.ref);
+      else error(p.c, 'sit_cancelled', p.ref);
+    }
     this.broadcastState();
     this.scheduleDeal();
   }
