@@ -582,12 +582,24 @@ function printLive(configs: LiveConfig[], profiles: Map<Placement, ProfileResult
   for (const [a, b, what] of pairs) {
     if (has(a) && has(b)) log(`${what}: ${fmtRatio(ratioOf(rates, liveCase(a), liveCase(b)))} hands/s (median of within-round ratios)`);
   }
-  if (has('floor')) {
-    for (const c of configs.filter((x) => !isFloor(x.placement))) {
-      log(`live hands/s, ${c.label} vs the floor: ${fmtRatio(ratioOf(rates, liveCase(c.placement), liveCase('floor')))} (median of within-round ratios)`);
-    }
-  }
+  if (has('floor')) printFloor(configs, rates);
   printProfiles(configs, profiles);
+}
+
+/**
+ * The product against the floor: each placement's hands/s as a ratio to the floor's, and the most
+ * hands/s this machine's cores could give the floor's load even with every core busy (its server's
+ * and the bots' CPU per hand, measured): a product placement carries that load and its own.
+ */
+function printFloor(configs: LiveConfig[], rates: (name: string) => number[]) {
+  for (const c of configs.filter((x) => !isFloor(x.placement))) {
+    log(`live hands/s, ${c.label} vs the floor: ${fmtRatio(ratioOf(rates, liveCase(c.placement), liveCase('floor')))} (median of within-round ratios)`);
+  }
+  const floor = configs.find((c) => isFloor(c.placement))!;
+  const [server, bots] = [cpuPerHand(floor, 'roles'), cpuPerHand(floor, 'bots')];
+  if (server === null || bots === null) return;
+  const cores = cpus().length;
+  log(`the floor: ${ms(server + bots)} CPU ms per hand (its server ${ms(server)}, the bots ${ms(bots)}): ${cores} cores busy all the time would give it at most ${fmtRate((cores * 1000) / (server + bots))} hands/s (the target: ${LIVE_HANDS_TARGET})`);
 }
 
 /** Where the time goes: each placement's profiled window, CPU ms per hand by part, summed over its processes. */
