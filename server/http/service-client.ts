@@ -32,7 +32,7 @@ const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
  * Resolves with the status and the raw body; rejects on a refused connection, the deadline, or an
  * answer beyond MAX_ANSWER_BYTES.
  */
-export function exchange(url: URL, init: { method: string; headers: Record<string, string>; body?: string; timeoutMs: number; agents: Agents; retried?: boolean }): Promise<{ status: number; text: string }> {
+export function exchange(url: URL, init: { method: string; headers: Record<string, string>; body?: string; timeoutMs: number; agents: Agents }): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const secure = url.protocol === 'https:';
     const req = (secure ? https.request : http.request)(url, {
@@ -56,10 +56,7 @@ export function exchange(url: URL, init: { method: string; headers: Record<strin
     const deadline = setTimeout(() => req.destroy(Object.assign(new Error('the deadline passed'), { name: 'TimeoutError' })), init.timeoutMs);
     req.on('error', (err) => {
       clearTimeout(deadline);
-      // a kept-alive socket the other side closed as this request took it (its idle timeout): the
-      // request never reached a handler, so it is sent once more on a fresh socket (Node's advice)
-      if (req.reusedSocket && (err as NodeJS.ErrnoException).code === 'ECONNRESET' && !init.retried) resolve(exchange(url, { ...init, retried: true }));
-      else reject(err);
+      reject(err);
     });
     req.end(init.body);
   });
@@ -67,14 +64,26 @@ export function exchange(url: URL, init: { method: string; headers: Record<strin
 
 export interface Agents { http: http.Agent; https: https.Agent }
 
+/**
+ * How long a kept-alive socket may idle before this side closes it. A server closes an idle socket
+ * itself (node's default after 5 s, announced as `Keep-Alive: timeout=5`); a call that takes the
+ * socket just as it does is reset, unanswered (`socket hang up`: cage_unavailable for a sit). node's
+ * agent closes a free socket first, at the announced timeout less 1 s, only when it has a timeout
+ * of its own to lower; without one it keeps free sockets forever. The timeout applies to free
+ * sockets only: a call in flight is bounded by its deadline (timeoutMs).
+ */
+export const IDLE_SOCKET_MS = 4000;
+
 export function createServiceClient(options: {
   /** The other role's base URL, read at every call (it may be known only after both started). */
   baseUrl: () => string | undefined;
   serviceKey: string | undefined;
   timeoutMs: number;
 }): ServiceClient {
-  // connections to the other role are kept open between calls (one agent per client)
-  const agents: Agents = { http: new http.Agent({ keepAlive: true, maxSockets: 64 }), https: new https.Agent({ keepAlive: true, maxSockets: 64 }) };
+  // connections to the other role are kept open between calls (one agent per client), and closed
+  // idle before the other role would close them (IDLE_SOCKET_MS)
+  const kept = { keepAlive: true, maxSockets: 64, timeout: IDLE_SOCKET_MS };
+  const agents: Agents = { http: new http.Agent(kept), https: new https.Agent(kept) };
   const call = async <T>(method: 'GET' | 'POST', path: string, body?: unknown, callOptions: CallOptions = {}): Promise<ServiceAnswer<T>> => {
     const base = options.baseUrl();
     if (!base) return { ok: false, status: 0, unreachable: true, reason: 'not_configured', body: {} };
