@@ -22,7 +22,14 @@
 //                 game-x2        auth and cage in one child, the game role in two others: table i
 //                                goes to game process i mod 2 (a router keyed by table), the
 //                                table lease decides which runs it; against game-x1, what a
-//                                second process adds.
+//                                second process adds;
+//                 floor          no roles: a bare websocket server in a child of its own
+//                                (bench/lib/live-floor.ts: the product's engine and state builders,
+//                                its framed writes, nothing durable or remote), played by the same
+//                                bots: what the bots and the websocket traffic alone cost on this
+//                                machine, the ceiling of any placement's hands/s. Each product
+//                                placement's hands/s is printed as a ratio to it, and the floor's
+//                                own against the issue's target (can this machine reach it at all?).
 //               Each bot is a user of its own with chips bought through POST
 //               /api/operator/purchase, connects with its JWT, joins its table, sits through the ws
 //               `sit` (and sits again when it busts), and answers every game_state that carries
@@ -61,7 +68,7 @@ import { loadPhe, randomHands } from '../test/helpers/evaluator.ts';
 import { PARTS, type Part } from './lib/cpu-profile.ts';
 import { benchDatabase, fmtRate, fmtRatio, median, numericFlags, sfc32, table, timed, UsageError } from './lib/harness.ts';
 import { LIVE_SETTLE_S, LiveConfig, type LiveShared, type ProfileResult } from './lib/live.ts';
-import { PLACEMENT_LABELS, PLACEMENTS, startRoles, type Placement, type RunningRoles } from './lib/live-roles.ts';
+import { isFloor, PLACEMENT_LABELS, PLACEMENTS, startRoles, type Placement, type RunningRoles } from './lib/live-roles.ts';
 import { databaseLine, Failures } from './lib/platform.ts';
 import { available as procAvailable, PostgresCpu } from './lib/proc-cpu.ts';
 
@@ -103,8 +110,8 @@ interface Goal {
   /** A figure that is not a case's rate (a latency): its value and how it is shown. */
   value?: () => number;
   show?: (v: number) => string;
-  /** 'min': value >= target (default); 'max': value < target. */
-  kind?: 'min' | 'max';
+  /** 'min': value >= target (default); 'max': value < target; 'info': a figure shown with no target (target ignored). */
+  kind?: 'min' | 'max' | 'info';
   target: number;
 }
 
@@ -243,11 +250,10 @@ function printGoals(goals: Goal[], rates: (name: string) => number[], rounds: nu
       const value = g.value ? g.value() : g.baseline ? ratioOf(rates, g.subject, g.baseline) : median(rates(g.subject));
       const met = g.kind === 'max' ? value < g.target : value >= g.target;
       const shown = g.show ?? ((v: number) => `${fmtRate(v)}/s`);
+      const target = g.kind === 'info' ? '-' : g.baseline ? `>= ${fmtRatio(g.target)}` : g.kind === 'max' ? `< ${shown(g.target)}` : `>= ${shown(g.target)}`;
       return [
         g.label, g.value ? shown(value) : `${fmtRate(median(rates(g.subject)))}/s`, g.baseline ? fmtRate(median(rates(g.baseline))) : '-',
-        g.baseline ? fmtRatio(value) : '-',
-        g.baseline ? `>= ${fmtRatio(g.target)}` : g.kind === 'max' ? `< ${shown(g.target)}` : `>= ${shown(g.target)}`,
-        met ? 'PASS' : 'MISS',
+        g.baseline ? fmtRatio(value) : '-', target, g.kind === 'info' ? '-' : met ? 'PASS' : 'MISS',
       ];
     }),
   ));
@@ -476,17 +482,7 @@ async function addLive(plan: Plan, flags: Flags, placements: Placement[]) {
   const sessions = async () => Number((await base.owner.query<{ n: string }>('select sessions::text as n from pg_stat_database where datname = current_database()')).rows[0]?.n ?? NaN);
   const sessionsBefore = await sessions();
   for (const c of configs) plan.cases.push({ name: liveCase(c.placement), unit: 'hands', run: (s, record) => c.measure(s, record) });
-  const focus = configs.find((c) => c.placement === 'start') ?? configs[0]!;
-  plan.goals.push(
-    { label: `${liveCase(focus.placement)} (${tables} tables)`, subject: liveCase(focus.placement), target: LIVE_HANDS_TARGET },
-    {
-      label: `live action -> next game_state p99, ${focus.label}`, subject: liveCase(focus.placement), kind: 'max', target: LIVE_P99_TARGET_MS,
-      value: () => median(focus.roundP99), show: (v) => `${v.toFixed(1)} ms`,
-    },
-  );
-  if (placements.includes('game-x1') && placements.includes('game-x2')) {
-    plan.goals.push({ label: 'live hands/s, 2 game processes vs 1', subject: liveCase('game-x2'), baseline: liveCase('game-x1'), target: 1.0 });
-  }
+  plan.goals.push(...liveGoals(configs, tables));
   const profiles = new Map<Placement, ProfileResult>();
   plan.afterRounds.push(async () => {
     log(`\nprofiled windows (not counted in the rates): ${flags.seconds} s per placement, every process of its roles under the CPU profiler`);
@@ -497,6 +493,33 @@ async function addLive(plan: Plan, flags: Flags, placements: Placement[]) {
     log(`PostgreSQL sessions opened while the bots played: ${(await sessions()) - sessionsBefore} (node-postgres's pools close a connection idle for 10 s, as the paused placements' are, and drop one whose query raised)`);
     return finishLive(configs, stopRoles, base.cagePool);
   });
+}
+
+/**
+ * The issue's goals for the focus placement (npm start with the hook, else the first product one);
+ * a second game process against one; and, with the floor in the run, the focus's hands/s as a
+ * ratio to the floor's and the floor's own against the hands/s target: a floor under it says the
+ * target is out of this machine's reach whatever the product does.
+ */
+function liveGoals(configs: LiveConfig[], tables: number): Goal[] {
+  const goals: Goal[] = [];
+  const has = (p: Placement) => configs.some((c) => c.placement === p);
+  const focus = configs.find((c) => c.placement === 'start') ?? configs.find((c) => !isFloor(c.placement));
+  if (focus) {
+    goals.push(
+      { label: `${liveCase(focus.placement)} (${tables} tables)`, subject: liveCase(focus.placement), target: LIVE_HANDS_TARGET },
+      {
+        label: `live action -> next game_state p99, ${focus.label}`, subject: liveCase(focus.placement), kind: 'max', target: LIVE_P99_TARGET_MS,
+        value: () => median(focus.roundP99), show: (v) => `${v.toFixed(1)} ms`,
+      },
+    );
+  }
+  if (has('game-x1') && has('game-x2')) goals.push({ label: 'live hands/s, 2 game processes vs 1', subject: liveCase('game-x2'), baseline: liveCase('game-x1'), target: 1.0 });
+  if (has('floor')) {
+    if (focus) goals.push({ label: `live hands/s, ${focus.label} vs the floor`, subject: liveCase(focus.placement), baseline: liveCase('floor'), kind: 'info', target: 0 });
+    goals.push({ label: `${liveCase('floor')} (${tables} tables): the target reachable here at all?`, subject: liveCase('floor'), target: LIVE_HANDS_TARGET });
+  }
+  return goals;
 }
 
 /** Every placement's stand-up and money checks, then every role stops, then the audit and the roles' logs. */
@@ -535,6 +558,7 @@ function processCpuPerHand(c: LiveConfig, i: number): number | null {
 
 function printLive(configs: LiveConfig[], profiles: Map<Placement, ProfileResult>, plan: Plan) {
   const rates = plan.rates!;
+  const has = (p: Placement) => configs.some((c) => c.placement === p);
   log('\nlive, by placement of the roles: medians over rounds; CPU ms per hand from /proc over each measured window (2 cores in all)');
   log(table(
     ['placement', 'hands/s', 'p99 ms', 'roles CPU', 'postgres CPU', 'bots CPU', 'sum', 'db writes/hand', 'WAL KB/hand'],
@@ -547,8 +571,8 @@ function printLive(configs: LiveConfig[], profiles: Map<Placement, ProfileResult
       ];
     }),
   ));
+  if (has('floor')) log('(the floor\'s "roles CPU" is its bare server\'s process; it writes nothing, so its db writes and postgres CPU are the other placements\' lease renewals and the database\'s own background work)');
   log('(db writes: transactions that wrote, i.e. that were given a transaction id, each one commit waiting for its WAL flush; both counted over the whole database, so a paused placement\'s lease renewals are in them, a few per 10 s)');
-  const has = (p: Placement) => configs.some((c) => c.placement === p);
   const pairs: [Placement, Placement, string][] = [
     ['start', 'in-process', 'npm start (hook) vs the roles in the benchmark\'s thread'],
     ['start', 'start-no-hook', 'npm start: with the telemetry hook vs without'],
@@ -558,7 +582,24 @@ function printLive(configs: LiveConfig[], profiles: Map<Placement, ProfileResult
   for (const [a, b, what] of pairs) {
     if (has(a) && has(b)) log(`${what}: ${fmtRatio(ratioOf(rates, liveCase(a), liveCase(b)))} hands/s (median of within-round ratios)`);
   }
+  if (has('floor')) printFloor(configs, rates);
   printProfiles(configs, profiles);
+}
+
+/**
+ * The product against the floor: each placement's hands/s as a ratio to the floor's, and the most
+ * hands/s this machine's cores could give the floor's load even with every core busy (its server's
+ * and the bots' CPU per hand, measured): a product placement carries that load and its own.
+ */
+function printFloor(configs: LiveConfig[], rates: (name: string) => number[]) {
+  for (const c of configs.filter((x) => !isFloor(x.placement))) {
+    log(`live hands/s, ${c.label} vs the floor: ${fmtRatio(ratioOf(rates, liveCase(c.placement), liveCase('floor')))} (median of within-round ratios)`);
+  }
+  const floor = configs.find((c) => isFloor(c.placement))!;
+  const [server, bots] = [cpuPerHand(floor, 'roles'), cpuPerHand(floor, 'bots')];
+  if (server === null || bots === null) return;
+  const cores = cpus().length;
+  log(`the floor: ${ms(server + bots)} CPU ms per hand (its server ${ms(server)}, the bots ${ms(bots)}): ${cores} cores busy all the time would give it at most ${fmtRate((cores * 1000) / (server + bots))} hands/s (the target: ${LIVE_HANDS_TARGET})`);
 }
 
 /** Where the time goes: each placement's profiled window, CPU ms per hand by part, summed over its processes. */

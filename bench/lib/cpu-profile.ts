@@ -100,7 +100,7 @@ export const PARTS = [
   'spans (@opentelemetry, its hooks)',
   'timers',
   'socket writes flushed later (pg or ws: no caller on the stack)',
-  'live room (server/game/live, rest)',
+  'live room (server/game/live, rest; the floor\'s server)',
   'rest of server/',
   'logging (pino)',
   'garbage collector',
@@ -112,6 +112,9 @@ const HTTP_PACKAGES = /\/node_modules\/(undici|express|router|body-parser|finalh
 const SPAN_PACKAGES = /\/node_modules\/(@opentelemetry|import-in-the-middle|require-in-the-middle|shimmer|module-details-from-path)\//;
 const PG_PACKAGES = /\/node_modules\/(pg|pg-protocol|pg-pool|pg-types|pg-connection-string|pg-int8|postgres-array|postgres-bytea|postgres-date|postgres-interval|pgpass|split2)\//;
 
+/** The live benchmark's floor (live-floor.ts): its own code is what the room's is in the product, its JSON the same serialisation. */
+const FLOOR = '/bench/lib/live-floor.ts';
+
 /** The part a frame of a file (not node:, not native) belongs to. */
 function partOfFile(url: string): Part {
   if (url.includes('/server/game/poker/')) return 'engine (server/game/poker)';
@@ -121,7 +124,7 @@ function partOfFile(url: string): Part {
   if (HTTP_PACKAGES.test(url) || url.includes('/server/http/')) return 'HTTP between roles (undici, http, express)';
   if (SPAN_PACKAGES.test(url) || url.includes('/server/telemetry/')) return 'spans (@opentelemetry, its hooks)';
   if (/\/node_modules\/(pino|pino-std-serializers|sonic-boom|thread-stream|fast-redact|quick-format-unescaped|atomic-sleep|on-exit-leak-free|safe-stable-stringify)\//.test(url)) return 'logging (pino)';
-  if (url.includes('/server/game/live/')) return 'live room (server/game/live, rest)';
+  if (url.includes('/server/game/live/') || url.endsWith(FLOOR)) return 'live room (server/game/live, rest; the floor\'s server)';
   if (url.includes('/server/')) return 'rest of server/';
   return 'other';
 }
@@ -159,7 +162,7 @@ export interface Breakdown {
  */
 function nativeOf(url: string, functionName: string, write: boolean, callerUrl: string): Part | null {
   if (url !== '') return null;
-  if (JSON_BUILTINS.has(functionName) && callerUrl.includes('/server/')) return 'state & serialisation (wire.ts, JSON)';
+  if (JSON_BUILTINS.has(functionName) && (callerUrl.includes('/server/') || callerUrl.endsWith(FLOOR))) return 'state & serialisation (wire.ts, JSON)';
   if (write && callerUrl.includes('/server/game/live/')) return 'websocket (ws)';
   return null;
 }

@@ -3,7 +3,9 @@
 //   node --env-file-if-exists=.env [--import ./server/telemetry/register.ts] server/main.ts --role ...
 // with or without the telemetry hook, all three roles in one process or the game role apart from
 // one process running auth and cage (one game process or several, on the same database, the table
-// lease deciding which of them runs a table). Each child also gets `--inspect=127.0.0.1:0`, so the
+// lease deciding which of them runs a table); or, as the floor the others are measured against, no
+// roles at all: a bare websocket server (live-floor.ts) in a child of its own, that the same bots
+// play against with nothing durable behind it. Each child also gets `--inspect=127.0.0.1:0`, so the
 // benchmark can profile it over a window (cpu-profile.ts); nothing attaches to it otherwise.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
@@ -17,7 +19,7 @@ import { remoteProfiler, selfProfiler, type Profiler } from './cpu-profile.ts';
 import { Failures } from './platform.ts';
 import { processCpuMs } from './proc-cpu.ts';
 
-export const PLACEMENTS = ['in-process', 'start', 'start-no-hook', 'game-x1', 'game-x2'] as const;
+export const PLACEMENTS = ['in-process', 'start', 'start-no-hook', 'game-x1', 'game-x2', 'floor'] as const;
 export type Placement = (typeof PLACEMENTS)[number];
 
 export const PLACEMENT_LABELS: Record<Placement, string> = {
@@ -26,7 +28,11 @@ export const PLACEMENT_LABELS: Record<Placement, string> = {
   'start-no-hook': 'npm start without the hook',
   'game-x1': 'game apart, 1 process (hook)',
   'game-x2': 'game apart, 2 processes (hook)',
+  floor: 'the floor (bare ws server, same bots)',
 };
+
+/** The floor is no product: no auth, no cage, no money; its `games` is the bare server, its `auth` and `cage` empty. */
+export const isFloor = (p: Placement): p is 'floor' => p === 'floor';
 
 /** What the roles' settings share, whichever way they run. */
 export interface RoleSettings {
@@ -111,15 +117,24 @@ interface Child {
   exited: boolean;
 }
 
+/** What a child runs: `npm start`'s `server/main.ts --role ...` with or without the hook, or the floor's server. */
+interface ChildScript {
+  /** The script and its arguments. */
+  script: string[];
+  /** The names it prints with its URL once it listens (main.ts: each role's). */
+  ready: string[];
+  hook: boolean;
+}
+
+const rolesScript = (roles: string[], hook: boolean): ChildScript => ({ script: ['server/main.ts', ...roles.flatMap((r) => ['--role', r])], ready: roles, hook });
+
 /**
- * One `npm start`-like child with `roles`, its log lines counted; resolves once it printed each
- * role's URL (main.ts does after the roles listen) and its inspector's address.
+ * One child (an `npm start`-like one, or the floor's), its log lines counted; resolves once it
+ * printed the URL of each name in `ready` (main.ts does after the roles listen) and its inspector's address.
  */
-function startChild(name: string, roles: string[], hook: boolean, env: Record<string, string>, log: Failures): Promise<Child> {
-  const args = [
-    '--env-file-if-exists=.env', ...(hook ? ['--import', './server/telemetry/register.ts'] : []), '--inspect=127.0.0.1:0',
-    'server/main.ts', ...roles.flatMap((r) => ['--role', r]),
-  ];
+function startChild(name: string, run: ChildScript, env: Record<string, string>, log: Failures): Promise<Child> {
+  const { ready: roles, hook } = run;
+  const args = ['--env-file-if-exists=.env', ...(hook ? ['--import', './server/telemetry/register.ts'] : []), '--inspect=127.0.0.1:0', ...run.script];
   const proc = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const child: Child = { proc, inspector: '', stderr: [], exited: false };
   const listening = new Set<string>();
@@ -175,7 +190,7 @@ async function stopChild(child: Child) {
  * `game-x1` and `game-x2` run auth and cage in one and the game role in 1 or 2 others (the cage's
  * seat calls go to the first; each room hears its seats' changes through NOTIFY wherever they land).
  */
-async function children(placement: Exclude<Placement, 'in-process'>, s: RoleSettings): Promise<RunningRoles> {
+async function children(placement: Exclude<Placement, 'in-process' | 'floor'>, s: RoleSettings): Promise<RunningRoles> {
   const log = new Failures();
   const hook = placement !== 'start-no-hook';
   const gameCount = placement === 'game-x2' ? 2 : 1;
@@ -198,7 +213,7 @@ async function children(placement: Exclude<Placement, 'in-process'>, s: RoleSett
     ];
   // all at once (each migrates at start, one after another under the migrator's lock): the game
   // processes reach the cage and the auth role's keys only when a player comes
-  const settled = await Promise.allSettled(specs.map((spec) => startChild(spec.name, spec.roles, hook, spec.env, log)));
+  const settled = await Promise.allSettled(specs.map((spec) => startChild(spec.name, rolesScript(spec.roles, hook), spec.env, log)));
   const started = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const failed = settled.find((r) => r.status === 'rejected');
   if (failed) {
@@ -224,6 +239,31 @@ async function children(placement: Exclude<Placement, 'in-process'>, s: RoleSett
   };
 }
 
+/**
+ * The floor's bare server (live-floor.ts) in a child of its own, as the game role runs in `start`:
+ * the bots in the benchmark's worker, the server in a process whose CPU /proc reads. It gets the
+ * roles' HAND_DELAY_MS and nothing else of their settings (no database, no keys).
+ */
+async function floor(s: RoleSettings): Promise<RunningRoles> {
+  const log = new Failures();
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = await startChild('floor', { script: ['bench/lib/live-floor.ts'], ready: ['floor'], hook: false }, { PORT: String(port), HAND_DELAY_MS: String(s.handDelayMs) }, log);
+  child.proc.on('exit', (code, signal) => log.add(`error: floor exited (${code ?? signal})`, child.stderr.slice(-10).join('\n')));
+  let profiler: Profiler | undefined;
+  return {
+    placement: 'floor', auth: '', cage: '', games: [url], log,
+    processes: [{ name: 'floor', pid: child.proc.pid!, profiler: async () => (profiler ??= await remoteProfiler(child.inspector)) }],
+    cpuMs: () => processCpuMs(child.proc.pid!),
+    stop: async () => {
+      await profiler?.close();
+      child.proc.removeAllListeners('exit');
+      await stopChild(child);
+    },
+  };
+}
+
 export function startRoles(placement: Placement, settings: RoleSettings): Promise<RunningRoles> {
-  return placement === 'in-process' ? inProcess(settings) : children(placement, settings);
+  if (placement === 'in-process') return inProcess(settings);
+  return isFloor(placement) ? floor(settings) : children(placement, settings);
 }

@@ -3,7 +3,8 @@
 // on the database every configuration shares. It measures windows (hands/s, latency, and the CPU
 // the roles, PostgreSQL and the bots spent in them), profiles one window (where the roles' time
 // goes, cpu-profile.ts) and at the end stands every bot up and checks the money of its users and
-// tables and the hand histories it stored.
+// tables and the hand histories it stored. The floor (live-roles.ts, live-floor.ts) has no users,
+// no cage and no money: its bots are made up here, and it has nothing of the sort to check.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -15,7 +16,7 @@ import { signInOperator } from '../../test/helpers/operator.ts';
 import { breakdown, sumBreakdowns, type Breakdown, type Profiler } from './cpu-profile.ts';
 import { fmtRate, percentile, sleep } from './harness.ts';
 import { BUY_IN, STAND_UP_TIMEOUT_S, type BotsData, type BotSpec, type FromBots, type ToBots } from './live-bots.ts';
-import { PLACEMENT_LABELS, type Placement, type RunningRoles } from './live-roles.ts';
+import { isFloor, PLACEMENT_LABELS, type Placement, type RunningRoles } from './live-roles.ts';
 import { call, describeAnswer as describe, Failures } from './platform.ts';
 import { PostgresCpu, processCpuMs } from './proc-cpu.ts';
 
@@ -99,6 +100,17 @@ async function makeBots(shared: LiveShared, roles: RunningRoles, options: LiveOp
   return bots;
 }
 
+/**
+ * The floor's bots: the same tables, seats and counters as makeBots', each user a made-up id that is
+ * also its bearer token (the floor's server takes the token as the user's name; it verifies nothing).
+ */
+function floorBots(options: LiveOptions): BotSpec[] {
+  return Array.from({ length: options.tables * options.bots }, (_, i) => {
+    const userId = randomUUID();
+    return { userId, token: userId, table: Math.floor(i / options.bots), seat: i % options.bots, counter: i % options.bots === 0 };
+  });
+}
+
 /** The configuration's tables, each created through the cage by its first bot. */
 async function makeTables(roles: RunningRoles, bots: BotSpec[], options: LiveOptions, prefix: string): Promise<string[]> {
   const tableIds = Array.from({ length: options.tables }, (_, t) => `${prefix}-${t}`);
@@ -174,8 +186,10 @@ export class LiveConfig {
   static async start(roles: RunningRoles, shared: LiveShared, options: LiveOptions, prefix: string): Promise<LiveConfig> {
     const c = new LiveConfig(roles, shared, options);
     const began = performance.now();
-    c.bots = await makeBots(shared, roles, options);
-    c.tableIds = await makeTables(roles, c.bots, options, prefix);
+    const floor = isFloor(roles.placement);
+    c.bots = floor ? floorBots(options) : await makeBots(shared, roles, options);
+    // the floor makes a table at its first join
+    c.tableIds = floor ? Array.from({ length: options.tables }, (_, t) => `${prefix}-${t}`) : await makeTables(roles, c.bots, options, prefix);
     c.thread = botsThread({
       kind: 'dealer-bots', tableUrls: c.tableIds.map((_, t) => roles.games[t % roles.games.length]!), gameUrl: roles.games[0]!,
       tableIds: c.tableIds, bots: c.bots, seed: options.seed,
@@ -310,7 +324,8 @@ export class LiveConfig {
     const total = this.options.tables * this.options.bots;
     log(`${this.label}: ${fmtRate(final.hands)} hands in all (${(100 * final.showdowns / final.hands).toFixed(0)}% to a showdown, ${(final.dealtIn / final.hands).toFixed(2)} players dealt in per hand), ${fmtRate(c.actions!)} actions (${(100 * c.raises! / c.actions!).toFixed(1)}% bets or raises, ${(100 * c.folds! / c.actions!).toFixed(1)}% folds), ${c.sits} sits (${c.sits! - total} after a bust), ${c.duplicates} duplicate acks`);
     if (final.expected.length) log(`${this.label}: refusals expected in a race (counted, not failures): ${final.expected.map(([k, n]) => `${n} x ${k}`).join(', ')}`);
-    await this.checkMoney(final.hands, failures);
+    if (isFloor(this.placement)) log(`${this.label}: no money or histories to check (it buys nothing, stores nothing and its busted bots sit again with chips from nowhere)`);
+    else await this.checkMoney(final.hands, failures);
   }
 
   /** What was bought is in the bots' cage balances and the tables' escrows (the rake); a history for every hand_result. */

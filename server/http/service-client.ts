@@ -64,14 +64,26 @@ export function exchange(url: URL, init: { method: string; headers: Record<strin
 
 export interface Agents { http: http.Agent; https: https.Agent }
 
+/**
+ * How long a kept-alive socket may idle before this side closes it. A server closes an idle socket
+ * itself (node's default after 5 s, announced as `Keep-Alive: timeout=5`); a call that takes the
+ * socket just as it does is reset, unanswered (`socket hang up`: cage_unavailable for a sit). node's
+ * agent closes a free socket first, at the announced timeout less 1 s, only when it has a timeout
+ * of its own to lower; without one it keeps free sockets forever. The timeout applies to free
+ * sockets only: a call in flight is bounded by its deadline (timeoutMs).
+ */
+export const IDLE_SOCKET_MS = 4000;
+
 export function createServiceClient(options: {
   /** The other role's base URL, read at every call (it may be known only after both started). */
   baseUrl: () => string | undefined;
   serviceKey: string | undefined;
   timeoutMs: number;
 }): ServiceClient {
-  // connections to the other role are kept open between calls (one agent per client)
-  const agents: Agents = { http: new http.Agent({ keepAlive: true, maxSockets: 64 }), https: new https.Agent({ keepAlive: true, maxSockets: 64 }) };
+  // connections to the other role are kept open between calls (one agent per client), and closed
+  // idle before the other role would close them (IDLE_SOCKET_MS)
+  const kept = { keepAlive: true, maxSockets: 64, timeout: IDLE_SOCKET_MS };
+  const agents: Agents = { http: new http.Agent(kept), https: new https.Agent(kept) };
   const call = async <T>(method: 'GET' | 'POST', path: string, body?: unknown, callOptions: CallOptions = {}): Promise<ServiceAnswer<T>> => {
     const base = options.baseUrl();
     if (!base) return { ok: false, status: 0, unreachable: true, reason: 'not_configured', body: {} };
