@@ -32,6 +32,14 @@ export interface BenchDatabase {
 }
 
 /**
+ * The live benchmark starts every placement of the roles at once (8 processes with the floor's
+ * child: up to 20 connections per role pool each, kept 10 s after use) and pauses all but one: at
+ * the server's 200 a placement that stands 120 bots up after the others had played could be refused
+ * "too many clients". Slots are cheap; production sizes its own.
+ */
+const BENCH_MAX_CONNECTIONS = 600;
+
+/**
  * DATABASE_URL when set; otherwise a fresh embedded PostgreSQL in a temp dir with the server's
  * default, durable settings (fsync on, synchronous_commit on), because that is what production has.
  */
@@ -40,8 +48,8 @@ export async function benchDatabase(log: (msg: string) => void): Promise<BenchDa
   if (url) return { url, source: 'DATABASE_URL', stop: async () => {} };
   const dataDir = await mkdtemp(path.join(tmpdir(), 'poker-bench-pg-'));
   const port = await freePort();
-  log(`starting an embedded PostgreSQL in ${dataDir} on port ${port} (durable defaults)`);
-  const pg: EmbeddedPostgres = await startEmbeddedPostgres({ dataDir, port, ephemeral: true });
+  log(`starting an embedded PostgreSQL in ${dataDir} on port ${port} (durable defaults; max_connections ${BENCH_MAX_CONNECTIONS})`);
+  const pg: EmbeddedPostgres = await startEmbeddedPostgres({ dataDir, port, ephemeral: true, settings: { max_connections: String(BENCH_MAX_CONNECTIONS) } });
   let stopping = false;
   const onSignal = () => {
     if (stopping) return;
