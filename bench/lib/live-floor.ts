@@ -47,10 +47,9 @@ interface FloorSeat extends TableSeat {
 /** A message's fields as the bots send them (anything else is refused bad_request). */
 type Msg = Record<string, unknown> & { type?: unknown; tableId?: unknown; ref?: unknown };
 
-const json = (m: Record<string, unknown>) => toJson(m);
 const withRef = (ref: unknown) => (ref !== undefined ? { ref } : {});
 const error = (c: Conn, code: string, ref: unknown, tableId?: string) =>
-  c.send(json({ type: 'error', code, ...withRef(ref), ...(tableId !== undefined ? { tableId } : {}) }));
+  c.send(toJson({ type: 'error', code, ...withRef(ref), ...(tableId !== undefined ? { tableId } : {}) }));
 
 /** One table: its seats, its hand (the pure engine), the next deal's committed seed and who watches. */
 class FloorTable {
@@ -173,7 +172,7 @@ class FloorTable {
       if (!s.leaveAfterHand) continue;
       this.seats.delete(s.seat);
       const stood = { type: 'stood_up', tableId: this.tableId, amount: s.stack.toString(), txHash: null, receipt: null, ...(s.stack === 0n ? { busted: true } : {}) };
-      this.sendAll(json(stood), (c) => c.userId === s.userId);
+      this.sendAll(toJson(stood), (c) => c.userId === s.userId);
     }
     if (this.seats.size < 2) this.positions = null;
     // a player who left the table meanwhile is not sat (as the room: nobody watches that seat)
@@ -190,7 +189,7 @@ class FloorTable {
     if (this.hand) {
       if (this.pendingSits.some((p) => p.c.userId === c.userId)) return error(c, 'sit_already_pending', ref);
       this.pendingSits.push({ c, seatIndex, amount, ref });
-      return c.send(json({ type: 'sit_pending', tableId: this.tableId, ...withRef(ref) }));
+      return c.send(toJson({ type: 'sit_pending', tableId: this.tableId, ...withRef(ref) }));
     }
     this.sit(c, seatIndex, amount, ref);
     this.broadcastState();
@@ -204,7 +203,7 @@ class FloorTable {
       seat: seatIndex, playerId: randomUUID(), userId: c.userId!, stack: amount, sittingOut: false,
       waitingForBigBlind: this.positions !== null, leaveAfterHand: false,
     });
-    c.send(json({ type: 'seated', tableId: this.tableId, seatIndex, chipBalance: amount.toString(), ...withRef(ref) }));
+    c.send(toJson({ type: 'seated', tableId: this.tableId, seatIndex, chipBalance: amount.toString(), ...withRef(ref) }));
   }
 
   /** A player steps away or comes back (as the room: back waiting for the big blind). */
@@ -238,7 +237,7 @@ class FloorTable {
     const next = applyAction(hand, seat.seat, action, typeof m.seq === 'number' ? m.seq : undefined);
     if (isRefusal(next)) return error(c, next.error, m.ref);
     this.hand = next;
-    c.send(json({ type: 'action_ack', tableId: this.tableId, ...withRef(m.ref) }));
+    c.send(toJson({ type: 'action_ack', tableId: this.tableId, ...withRef(m.ref) }));
     this.afterStep();
   }
 
@@ -249,13 +248,13 @@ class FloorTable {
     if (this.hand) {
       s.leaveAfterHand = true;
       s.sittingOut = true;
-      c.send(json({ type: 'stand_up_pending', tableId: this.tableId, ...withRef(ref) }));
+      c.send(toJson({ type: 'stand_up_pending', tableId: this.tableId, ...withRef(ref) }));
       if (this.hand.toAct === s.seat) this.afterStep();
       return;
     }
     this.seats.delete(s.seat);
     if (this.seats.size < 2) this.positions = null;
-    c.send(json({ type: 'stood_up', tableId: this.tableId, amount: s.stack.toString(), txHash: null, receipt: null, ...withRef(ref) }));
+    c.send(toJson({ type: 'stood_up', tableId: this.tableId, amount: s.stack.toString(), txHash: null, receipt: null, ...withRef(ref) }));
     this.broadcastState();
     this.scheduleDeal();
   }
@@ -278,7 +277,7 @@ class Floor {
     const [status, body] = t
       ? [200, { tableId: t.tableId, handInProgress: t.hand !== null, seats: t.views().map((s) => ({ seatIndex: s.seatIndex, userId: s.userId, chipBalance: s.stack.toString(), status: 'active' })) }]
       : [404, { error: id ? 'table_not_found' : 'not_found' }];
-    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(json(body));
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(toJson(body));
   }
 
   connection(ws: WebSocket, req: IncomingMessage): void {
@@ -296,7 +295,7 @@ class Floor {
       for (const t of c.tables) this.tables.get(t)?.watchers.delete(c);
     });
     ws.on('error', () => undefined);
-    c.send(json({ type: 'hello', userId, agentId: null, role: userId ? 'player' : 'spectator' }));
+    c.send(toJson({ type: 'hello', userId, agentId: null, role: userId ? 'player' : 'spectator' }));
   }
 
   private handle(c: Conn, raw: string): void {
@@ -307,7 +306,7 @@ class Floor {
     } catch {
       return error(c, 'malformed_message', undefined);
     }
-    if (m.type === 'ping') return c.send(json({ type: 'pong', ...withRef(m.ref) }));
+    if (m.type === 'ping') return c.send(toJson({ type: 'pong', ...withRef(m.ref) }));
     if (typeof m.tableId !== 'string' || !TABLE_ID.test(m.tableId)) return error(c, m.type === 'join' ? 'table_not_found' : 'bad_request', m.ref);
     if (m.type === 'join') return this.join(c, m.tableId, m.ref);
     const t = c.tables.has(m.tableId) ? this.tables.get(m.tableId) : undefined;
@@ -326,14 +325,14 @@ class Floor {
       case 'sit_out':
       case 'sit_in': {
         const code = t.setSittingOut(c.userId!, m.type === 'sit_out');
-        return code ? error(c, code, m.ref) : c.send(json({ type: m.type === 'sit_out' ? 'sat_out' : 'sat_in', tableId: t.tableId, ...withRef(m.ref) }));
+        return code ? error(c, code, m.ref) : c.send(toJson({ type: m.type === 'sit_out' ? 'sat_out' : 'sat_in', tableId: t.tableId, ...withRef(m.ref) }));
       }
       case 'action': return t.act(c, m);
       case 'stand_up': return t.standUp(c, m.ref);
       case 'leave':
         t.watchers.delete(c);
         c.tables.delete(t.tableId);
-        return c.send(json({ type: 'left', tableId: t.tableId, ...withRef(m.ref) }));
+        return c.send(toJson({ type: 'left', tableId: t.tableId, ...withRef(m.ref) }));
       default: return error(c, 'unknown_message_type', m.ref); // the floor speaks only what the bots send
     }
   }
@@ -343,7 +342,7 @@ class Floor {
     if (!t) this.tables.set(tableId, (t = new FloorTable(tableId, this.handDelayMs)));
     c.tables.add(tableId);
     t.watchers.add(c);
-    c.send(json({ type: 'joined', tableId, role: t.seatOf(c.userId) ? 'player' : 'spectator', ...withRef(ref) }));
+    c.send(toJson({ type: 'joined', tableId, role: t.seatOf(c.userId) ? 'player' : 'spectator', ...withRef(ref) }));
     c.send(t.stateFor(c));
     t.scheduleDeal();
   }

@@ -111,9 +111,12 @@ function floorBots(options: LiveOptions): BotSpec[] {
   });
 }
 
+/** The configuration's table ids (the floor makes a table at its first join; the product's are made by makeTables). */
+const tableIdsOf = (options: LiveOptions, prefix: string) => Array.from({ length: options.tables }, (_, t) => `${prefix}-${t}`);
+
 /** The configuration's tables, each created through the cage by its first bot. */
 async function makeTables(roles: RunningRoles, bots: BotSpec[], options: LiveOptions, prefix: string): Promise<string[]> {
-  const tableIds = Array.from({ length: options.tables }, (_, t) => `${prefix}-${t}`);
+  const tableIds = tableIdsOf(options, prefix);
   for (let t = 0; t < options.tables; t++) {
     const created = await call(`${roles.cage}/api/tables`, {
       headers: { authorization: `Bearer ${bots[t * options.bots]!.token}` },
@@ -188,8 +191,7 @@ export class LiveConfig {
     const began = performance.now();
     const floor = isFloor(roles.placement);
     c.bots = floor ? floorBots(options) : await makeBots(shared, roles, options);
-    // the floor makes a table at its first join
-    c.tableIds = floor ? Array.from({ length: options.tables }, (_, t) => `${prefix}-${t}`) : await makeTables(roles, c.bots, options, prefix);
+    c.tableIds = floor ? tableIdsOf(options, prefix) : await makeTables(roles, c.bots, options, prefix);
     c.thread = botsThread({
       kind: 'dealer-bots', tableUrls: c.tableIds.map((_, t) => roles.games[t % roles.games.length]!), gameUrl: roles.games[0]!,
       tableIds: c.tableIds, bots: c.bots, seed: options.seed,
