@@ -16,8 +16,10 @@ export interface PrivateKeySource {
 }
 
 export class MissingKeyError extends Error {
-  constructor(readonly envName: string) {
+  readonly envName: string;
+  constructor(envName: string) {
     super(`${envName}: required in production (64 hex characters, an Ed25519 private key)`);
+    this.envName = envName;
   }
 }
 
