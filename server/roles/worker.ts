@@ -70,7 +70,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
       pollInterval: 1000,
       logger: workerLogger(log),
       taskList: {
-        cage_audit: createCageAuditTask(log, { arbiterPublicKey: config.CAGE_CUSTODY_ARBITER_PUBKEY }),
+        cage_audit: createCageAuditTask(log),
         cage_reconcile_rake: createCageReconcileRakeTask({ pool, log }),
         cage_reconcile_gas: createCageReconcileGasTask({ pool, log }),
         claims_complete_lost: createClaimsCompleteLostTask({ pool, log }),

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
 import { startAuth } from '../../server/roles/auth.ts';
 import { createKeyStore } from '../../server/auth/keys.ts';
+import { testRoleKey } from '../helpers/keys.ts';
 import { ConfigError, loadConfig } from '../../server/config/index.ts';
 import type { StartedRole } from '../../server/roles/types.ts';
 import { finishedSpans, installTelemetry, resetSpans, shutdownTelemetry } from '../../server/telemetry/index.ts';
@@ -76,7 +77,7 @@ test('the JWKS verifies a token through jose\'s remote JWKS and holds no private
   const jwks = (await res.json()) as { keys: Record<string, unknown>[] };
   expect(jwks.keys.length).toBeGreaterThan(0);
   for (const k of jwks.keys) expect(k).not.toHaveProperty('d');
-  const token = await createKeyStore(db.pool('poker_auth', 1), { secret: SECRET, issuer: 'http://auth.test.local' }).sign({ sub: randomUUID() });
+  const token = await createKeyStore(db.pool('poker_auth', 1), { privateKey: await testRoleKey('auth'), issuer: 'http://auth.test.local' }).sign({ sub: randomUUID() });
   const { payload } = await jwtVerify(token, createRemoteJWKSet(new URL(`${role.url}/api/auth/jwks`)), {
     issuer: 'http://auth.test.local', audience: 'http://auth.test.local', algorithms: ['EdDSA'], requiredClaims: ['exp', 'iat', 'sub'],
   });
