@@ -133,6 +133,8 @@ grant execute on function cage.verify_custody_release(bigint, boolean) to poker_
 grant select on cage.custody_release_verdicts to poker_cage, poker_worker;
 drop policy if exists custody_release_verdicts_read on cage.custody_release_verdicts;
 create policy custody_release_verdicts_read on cage.custody_release_verdicts for select to poker_cage, poker_worker using (true);
-grant select on cage.receipts to poker_worker;
+grant select on cage.receipts, cage.custody_disputes to poker_worker;
+drop policy if exists custody_disputes_worker_read on cage.custody_disputes;
+create policy custody_disputes_worker_read on cage.custody_disputes for select to poker_worker using (true);
 drop policy if exists receipts_worker_read on cage.receipts;
 create policy receipts_worker_read on cage.receipts for select to poker_worker using (true);
