@@ -78,9 +78,9 @@ test('class 1: the auth login cannot publish a key of its own; a token it forges
     .setProtectedHeader({ alg: 'EdDSA', kid: published?.kid ?? kid, typ: 'JWT' })
     .setIssuer(ISSUER).setAudience(ISSUER).setIssuedAt(now).setExpirationTime(now + 600)
     .sign(key);
-  expect(published).toBeUndefined();
   const answer = await call(`${m.cage}/api/cage/receipts`, { headers: { authorization: `Bearer ${forged}` } });
   expect(answer.status).toBe(401);
+  expect(published).toBeUndefined();
 });
 
 /** A FREE custody entry of a player (a clean escape of their table), disputed by an operator. */
