@@ -89,6 +89,8 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'cage POST /api/operator/correction': { auth: 'operator', fields: ['ref', 'moneyKind', 'legs', 'reason'] },
   'cage GET /api/operator/switches': { auth: 'operator' },
   'cage POST /api/operator/switches': { auth: 'operator', fields: ['name', 'enabled'] },
+  'cage GET /api/operator/keys': { auth: 'operator', query: ['purpose'] },
+  'cage POST /api/operator/keys': { auth: 'operator', fields: ['action', 'purpose', 'publicKey'] },
   'cage GET /api/deposits/:idempotencyKey': { auth: 'jwt' },
   'cage POST /api/custody/claim': { auth: 'jwt', fields: ['entryId'] },
   'cage GET /api/cage/receipts': { auth: 'jwt' },
