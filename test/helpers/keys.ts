@@ -9,3 +9,9 @@ import { roleKey } from '../../server/crypto/pins.ts';
 export async function testRoleKey(role: 'auth' | 'cage', env: Record<string, string | undefined> = {}): Promise<Uint8Array> {
   return (await roleKey(loadConfig({ ...process.env, NODE_ENV: 'test', ...env }), role)).privateKey;
 }
+
+/**
+ * The receipt key of the SQL tests' cage (test/helpers/game.ts TEST_RECEIPT_SIGNER: a fixed key,
+ * receipts are not what they test): pinned in the template database as the owner (global-setup).
+ */
+export const TEST_RECEIPT_SEED = new Uint8Array(32).fill(7);
