@@ -5,6 +5,10 @@ import { randomUUID } from 'node:crypto';
 import { ConfigError, loadConfig } from '../../server/config/index.ts';
 import { audit } from '../../server/cage/ledger.ts';
 import { releaseViolations, verifyPendingReleases } from '../../server/cage/custody.ts';
+import { quickAddJob, runOnce } from 'graphile-worker';
+import { createCageAuditTask } from '../../tasks/cage_audit.ts';
+import { workerLogger } from '../../server/worker/logger.ts';
+import { captureLogger } from '../helpers/logs.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { expectCleanAudit } from '../helpers/cage.ts';
 import { call, startMoneyPlatform } from '../helpers/money.ts';
@@ -300,6 +304,22 @@ describe('the arbiter\'s release (POST /admin/custody/release)', () => {
     expect(await m.balance(player.auth)).toBe(100 + 90);
     // the audit's check (the arbiter key read from the database, whatever this process's environment): every release holds
     expect(await releaseViolations(db.pool('poker_worker', 1))).toEqual([]);
+  });
+
+  test('the worker\'s audit job frees a release it verified, against the pinned key whatever its own environment says; the next runs are clean', async () => {
+    const { player, entryId } = await freeEntry(50);
+    const d = (await dispute({ entryId, reason: 'one verdict' })).body;
+    expect((await release({ entryId, disputeId: d.disputeId, signature: arbiter.sign(d.releaseMessage) })).status).toBe(200);
+    // the job as the worker role builds it (no arbiter key in its configuration at all), twice
+    const { log, lines } = captureLogger('debug');
+    const pgPool = db.pool('poker_worker', 2);
+    for (let i = 0; i < 2; i++) {
+      await quickAddJob({ pgPool }, 'cage_audit', {});
+      await runOnce({ pgPool, logger: workerLogger(log), taskList: { cage_audit: createCageAuditTask(log) } });
+    }
+    expect(lines.filter((l) => l.msg === 'cage divergence: the audit found violations')).toEqual([]);
+    expect(lines.filter((l) => l.msg === 'cage audit clean')).toHaveLength(2);
+    expect((await claim(player, entryId)).status).toBe(200);
   });
 
   test('with no arbiter key pinned: 503 custody_arbiter_not_configured (after the service key); a bad key refuses to boot', async () => {
