@@ -39,6 +39,8 @@ export interface BankDeps {
   auth: ServiceClient | undefined;
   /** How long a deposit waits for its receipt before answering `submitted`. */
   confirmWindowMs: number;
+  /** Where the reconciler's scan reads the chain (EVM_RPC_URL; else the deployment's own rpc_url). */
+  rpcUrl?: string;
 }
 
 export const chainDepositBody = z.object({

@@ -106,7 +106,7 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
         installTableReadRoute(app, { pool });
 
         // the seat functions announce their changes (game_seats); the room's process hears them
-        installSeatRoutes(app, { pool, log: roleLog, serviceKey: config.SERVICE_KEY });
+        installSeatRoutes(app, { pool, log: roleLog, serviceKey: config.SERVICE_KEY, chainRpcUrl: config.EVM_RPC_URL });
         installClaimRoutes(app, {
           board, jwt, serviceKey: config.SERVICE_KEY, clock, testClock: config.testAuthPermitted, pool, environment,
         });

@@ -138,7 +138,7 @@ describe('class 7 (a): bank.fail_deposit by the bank login during a victim\'s de
     await rpc('evm_mine');
     await rpc('evm_setAutomine', [true]);
     await answer;
-    await db.owner.query("update bank.deposit_intents set status = 'failed', tx_hash = null, block_number = null, credited_at = null, error = 'made up' where idempotency_key = $1", [key]);
+    await db.owner.query("update bank.deposit_intents set status = 'failed', tx_hash = null, block_number = null, credited_at = null, verified_at = null, verified_block = null, error = 'made up', updated_at = now() where idempotency_key = $1", [key]);
     await db.owner.query('delete from game.seat_credits where credit_key = $1', [key]);
     await db.owner.query("update game.table_players set status = 'closed', chip_balance = 0 where table_id = $1", [tableId]);
     expect(await reader.tableBalance(tableId)).toBe(90n * C);

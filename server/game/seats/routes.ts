@@ -2,6 +2,7 @@
 // could not confirm), standing a player up, and zeroing a settled seat. Every route is
 // `x-service-key` only; the rules live in db/functions/game/20_seats.sql. A room hears of a seat
 // these routes change from the functions' NOTIFY (`game_seats`, sent at commit), not from here.
+import { verifyChainDeposit } from './chain-deposit.ts';
 import type { Express } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -58,13 +59,15 @@ export const seatRoutes = [
 
 export function installSeatRoutes(
   app: Express,
-  deps: { pool: pg.Pool; log: Logger; serviceKey: string | undefined },
+  deps: { pool: pg.Pool; log: Logger; serviceKey: string | undefined; chainRpcUrl?: string },
 ) {
   const { pool, log } = deps;
   const service = requireServiceKey(deps.serviceKey);
 
   app.post('/internal/credit-chips', service, async (req, res) => {
     const b = creditBody.parse(req.body ?? {});
+    // a chain-bank deposit is read back from the chain by this role before it funds anything
+    await verifyChainDeposit(pool, deps.chainRpcUrl, b.creditKey);
     const { rows } = await pool.query(
       'select player_id, seat_index, chip_balance, history_hash, status from game.credit_seat($1, $2, $3, $4, $5)',
       [b.creditKey, b.tableId, b.userId, b.seatIndex, b.amount.toString()],
