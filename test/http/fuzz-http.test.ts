@@ -144,6 +144,7 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'chain-bank GET /api/economy': { auth: 'none' },
   'chain-bank GET /api/chain': { auth: 'none' },
   'chain-bank GET /api/chain/nonces/:address': { auth: 'none' },
+  'chain-bank POST /api/operator/chain/deployment': { auth: 'operator', fields: ['chainId', 'token', 'vault', 'fromBlock'] },
   // admin
   'admin GET /health': { auth: 'none' },
   'admin GET /openapi.json': { auth: 'none' },
