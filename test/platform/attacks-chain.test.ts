@@ -200,3 +200,38 @@ test('class 7 (c): the bank login cannot activate a deployment; an operator can,
   // a deployment on another chain than the role's is refused (the contracts must be where the bank reads)
   expect((await call(`${bank}/api/operator/chain/deployment`, { headers: op.auth, body: { chainId: 1, token: fake, vault: fake } })).body).toEqual({ error: 'deployment_not_on_chain' });
 }, 60_000);
+
+describe('class 7 (d): a payment failed and retried by the bank login while its transaction mines', () => {
+  afterEach(async () => {
+    await rpc('evm_setAutomine', [true]);
+  });
+
+  test('a player holding the bank login fails and retries their own withdrawal in flight: paid once, never twice out of the others\' tokens', async () => {
+    const victim = await player(500n);
+    const tableId = await table(victim);
+    expect((await call(`${bank}/api/deposit`, { headers: victim.auth, body: await permitDeposit(local, victim, tableId, 200n, { seatIndex: 0 }) })).body).toMatchObject({ status: 'confirmed' });
+    const attacker = await player(100n);
+    expect((await call(`${bank}/api/deposit`, { headers: attacker.auth, body: await permitDeposit(local, attacker, tableId, 100n, { seatIndex: 1 }) })).body).toMatchObject({ status: 'confirmed' });
+    expect(await reader.tableBalance(tableId)).toBe(300n * C);
+    await rpc('evm_setAutomine', [false]);
+    const answer = call(`${bank}/api/withdraw`, { headers: attacker.auth, body: { tableId } });
+    const key = await until('the submitted withdrawal', async () => (await thief.query(
+      "select idempotency_key from bank.withdraw_intents where table_id = $1 and user_id = $2 and status = 'submitted'", [tableId, attacker.userId],
+    )).rows[0]?.idempotency_key as string | undefined);
+    // the thief says it failed, and asks for a fresh transaction
+    await thief.query("select bank.advance_withdrawal($1, 'failed', null, null, null, null, 'made up')", [key]);
+    await thief.query('select bank.retry_withdrawal($1)', [key]);
+    await rpc('evm_mine');
+    await rpc('evm_setAutomine', [true]);
+    await answer;
+    // time passes (older than the reconciler's grace), and the reconciler looks at the pending payment
+    await db.owner.query("update bank.withdraw_intents set updated_at = now() - interval '10 minutes' where idempotency_key = $1", [key]);
+    await reconcileNow();
+    await reconcileNow();
+    expect(await reader.balanceOf(attacker.wallet)).toBe(100n * C);
+    expect(await reader.tableBalance(tableId)).toBe(200n * C);
+    expect((await db.owner.query('select status, settled_at is not null as settled from bank.withdraw_intents where idempotency_key = $1', [key])).rows[0])
+      .toEqual({ status: 'confirmed', settled: true });
+    expect(await violationsNow()).toEqual([]);
+  }, 60_000);
+});
