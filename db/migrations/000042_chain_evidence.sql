@@ -23,3 +23,10 @@ alter table bank.deployments add constraint deployments_from_block check (from_b
 comment on column bank.deployments.activated_by is 'The admin whose live session activated it; null: the owner (a migration, `npm start`''s local chain).';
 
 drop function if exists bank.activate_deployment(bigint, text, text);
+
+-- A payment tried again keeps the transactions it was sent in before (retry_withdrawal,
+-- retry_tournament_payment): a failure is the bank's claim, and an earlier transaction may still
+-- mine. Its receipt confirms the payment (advance_* accept any of them), and the bank checks them
+-- on chain before it sends a new one, so a failure written while the first mines never pays twice.
+alter table bank.withdraw_intents add column prior_tx_hashes text[] not null default '{}';
+alter table bank.tournament_payments add column prior_tx_hashes text[] not null default '{}';

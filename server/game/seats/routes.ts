@@ -2,7 +2,6 @@
 // could not confirm), standing a player up, and zeroing a settled seat. Every route is
 // `x-service-key` only; the rules live in db/functions/game/20_seats.sql. A room hears of a seat
 // these routes change from the functions' NOTIFY (`game_seats`, sent at commit), not from here.
-import { verifyChainDeposit } from './chain-deposit.ts';
 import type { Express } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -10,6 +9,7 @@ import { z } from 'zod';
 import { requireServiceKey } from '../../http/service-key.ts';
 import { chips, positionId, tableId } from '../../http/schemas.ts';
 import { describeRoute } from '../../http/openapi.ts';
+import { verifyChainDeposit } from './chain-deposit.ts';
 
 export const creditBody = z.object({
   creditKey: z.string().min(1).max(200),
