@@ -199,6 +199,16 @@ test('class 7 (c): the bank login cannot activate a deployment; an operator can,
   expect(after.id).toBe(before.id);
   // a deployment on another chain than the role's is refused (the contracts must be where the bank reads)
   expect((await call(`${bank}/api/operator/chain/deployment`, { headers: op.auth, body: { chainId: 1, token: fake, vault: fake } })).body).toEqual({ error: 'deployment_not_on_chain' });
+  // other contracts active (another operator's act): this bank takes no deposit into its own vault
+  // under them (an intent records the active deployment, and its tokens must be in that vault)
+  await db.owner.query('select bank_private.activate_deployment_as_owner(31337, $1, $2, null, 0)', [fake, fake]);
+  const p = await player(50n);
+  const tableId = `ac-${randomUUID().slice(0, 10)}`;
+  await db.owner.query("insert into game.tables (table_id, game_type, settings, money_kind, bank) values ($1, 'poker', $2, 'real', 'chain')", [tableId, JSON.stringify(POKER_SETTINGS)]);
+  expect(await call(`${bank}/api/deposit`, { headers: p.auth, body: await permitDeposit(local, p, tableId, 10n) })).toEqual({ status: 503, body: { error: 'deployment_not_active' } });
+  await db.owner.query('select bank_private.activate_deployment_as_owner($1, $2, $3, $4, 0)', [local.deployment.chainId, local.deployment.token, local.deployment.vault, local.url]);
+  expect((await call(`${bank}/api/deposit`, { headers: p.auth, body: await permitDeposit(local, p, tableId, 10n) })).body).toMatchObject({ status: 'confirmed' });
+  expect(await reader.balanceOf(p.wallet)).toBe(40n * C);
 }, 60_000);
 
 describe('class 7 (d): a payment failed and retried by the bank login while its transaction mines', () => {
