@@ -9,6 +9,8 @@
 //                                          table, wallet or amount
 //   chain_deposit_confirmed_without_event  a confirmed deposit the game has not read back whose
 //                                          transaction carries no Deposited event of it
+//   chain_deposit_uncredited               a confirmed deposit still funding nothing (no seat, no
+//                                          entry, no refund) ten minutes on
 //   chain_payment_without_intent           tokens out of the vault (Withdrawn, PaidOut) in a
 //                                          transaction no withdrawal or tournament payment records
 //   chain_payment_intent_failed            a payment the chain made whose intent says failed (a retry
@@ -72,6 +74,23 @@ async function unbackedConfirmations(db: Db, client: PublicClient, dep: Deployme
     const e = seen.get(d.tx_hash!) ?? await depositEvidence(client, dep.vault as Address, d.tx_hash as Hex);
     if (e && e.keys.includes(d.idempotency_key) && matches(d, e)) continue;
     out.violations.push({ invariant: 'chain_deposit_confirmed_without_event', subject: d.idempotency_key, detail: `confirmed with ${d.tx_hash}, which deposited nothing of it` });
+  }
+}
+
+/** How long a confirmed deposit may wait for its credit (the reconciler retries it every 30 s) before it is named. */
+export const UNCREDITED_GRACE_SECONDS = 600;
+
+/** Deposits the chain bore out (the game read them back) whose seat or entry was never funded, nor the entry refunded. */
+async function uncreditedDeposits(db: Db, dep: DeploymentRow, out: ChainAudit) {
+  const { rows } = await db.query<{ idempotency_key: string; tx_hash: string; mode: string }>(
+    `select d.idempotency_key, d.tx_hash, d.mode from bank.deposit_intents d
+      where d.deployment_id = $1 and d.status = 'confirmed' and d.credited_at is null
+        and d.updated_at < now() - make_interval(secs => $2)
+        and not exists (select from bank.tournament_payments t where t.entry_key = d.idempotency_key and t.kind = 'refund')`,
+    [dep.id, UNCREDITED_GRACE_SECONDS],
+  );
+  for (const d of rows) {
+    out.violations.push({ invariant: 'chain_deposit_uncredited', subject: d.idempotency_key, detail: `${d.mode} deposit ${d.tx_hash} confirmed, its tokens in the vault, and nothing funded from it` });
   }
 }
 
@@ -147,6 +166,7 @@ export async function chainIntentViolations(db: Db, chain: { rpcUrl?: string }, 
     if (await judgeDeposit(db, e, out) && inFlightFrom === undefined) inFlightFrom = e.blockNumber;
   }
   await unbackedConfirmations(db, client, dep, seen, out);
+  await uncreditedDeposits(db, dep, out);
   await judgePayments(db, client, dep, logs.filter((l) => l.eventName !== 'Deposited'), options.since, out);
   out.scannedTo = inFlightFrom !== undefined ? inFlightFrom - 1n : latest;
   return out;

@@ -177,6 +177,9 @@ test('class 7 (b): a made-up confirmed deposit (bank login) credited with the se
   expect(await reader.tableBalance(tableId)).toBe(200n * C);
   // the forged confirmation is named (no Deposited event behind it)
   expect(await violationsNow()).toEqual([expect.objectContaining({ invariant: 'chain_deposit_confirmed_without_event', subject: key })]);
+  // and, ten minutes on, as a confirmed deposit that funds nothing
+  await db.owner.query("update bank.deposit_intents set updated_at = now() - interval '11 minutes' where idempotency_key = $1", [key]);
+  expect((await violationsNow()).map((v) => [v.invariant, v.subject]).sort()).toEqual([['chain_deposit_confirmed_without_event', key], ['chain_deposit_uncredited', key]]);
   await db.owner.query("update bank.deposit_intents set status = 'failed' where idempotency_key = $1", [key]);
 }, 60_000);
 
