@@ -24,6 +24,11 @@ comment on column game.game_processes.presence_hash is 'sha256 of the nonce regi
 comment on column game.game_processes.succession_hash is 'sha256 of the secret the process was given at registration: it comes back under its id after a lost connection only with it.';
 -- rows of processes registered before this migration prove nothing: they are gone
 delete from game.game_processes;
+-- a presence lock key is drawn at random (game_private.bind_process), not the next of a sequence a
+-- thief could lock ahead of a registration
+alter table game.game_processes alter column lock_key drop identity if exists;
+alter table game.game_processes alter column lock_key drop not null;
+alter table game.game_processes add constraint game_processes_lock_key_range check (lock_key between 1 and 2147483647);
 
 create table game.process_urls (
   url text primary key check (length(url) <= 500 and url ~ '^https?://[^[:space:]]+$'),

@@ -80,8 +80,9 @@ as $$
   select replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', '')
 $$;
 
--- Binds the process row to the calling backend: its presence lock (on a free key: a key a thief
--- holds is passed over), a nonce set in this session only, and a new succession secret (returned).
+-- Binds the process row to the calling backend: its presence lock (on a key drawn at random from
+-- 2^31: keys a thief holds are passed over), a nonce set in this session only, and a new
+-- succession secret (returned).
 create or replace function game_private.bind_process(p_process uuid) returns table (lock_key integer, succession text)
   language plpgsql volatile
   set search_path = pg_catalog, pg_temp
@@ -92,17 +93,17 @@ declare
   v_nonce text := game_private.new_secret();
   v_succession text := game_private.new_secret();
 begin
-  select gp.lock_key into v_key from game.game_processes gp where gp.id = p_process;
   for i in 1..64 loop
-    exit when pg_try_advisory_lock(game_private.presence_namespace(), v_key);
+    v_key := 1 + floor(random() * 2147483646)::integer;
+    exit when not exists (select from game.game_processes gp where gp.lock_key = v_key)
+              and pg_try_advisory_lock(game_private.presence_namespace(), v_key);
     if i = 64 then
       perform game_private.refuse('game_process_gone', 'no free presence lock key');
     end if;
-    update game.game_processes gp set lock_key = default where gp.id = p_process returning gp.lock_key into v_key;
   end loop;
   perform set_config('game_private.presence', v_nonce, false);
   update game.game_processes gp
-     set backend_pid = pg_backend_pid(), presence_hash = sha256(convert_to(v_nonce, 'UTF8')),
+     set lock_key = v_key, backend_pid = pg_backend_pid(), presence_hash = sha256(convert_to(v_nonce, 'UTF8')),
          succession_hash = sha256(convert_to(v_succession, 'UTF8'))
    where gp.id = p_process;
   return query select v_key, v_succession;
