@@ -49,6 +49,8 @@ class Presence {
   url: string | null;
   /** The secret the last registration returned: it alone brings this process back under its id. */
   private succession: string | null = null;
+  /** A URL the operators have not listed (yet): registered without it, announced once listed. */
+  unlisted: string | null = null;
   private client: pg.Client | null = null;
   private closed = false;
   private reconnect: NodeJS.Timeout | null = null;
@@ -82,8 +84,7 @@ class Presence {
     });
     try {
       await client.connect();
-      const { rows } = await client.query<{ process_id: string; succession: string }>(
-        'select process_id, succession from game.register_process($1, $2)', [this.url, this.succession]);
+      const rows = [await this.register(client)];
       await client.query('listen game_seats');
       await client.query('listen game_tournament');
       if (this.id && this.id !== rows[0]!.process_id) this.options.log.warn({ was: this.id, now: rows[0]!.process_id }, 'game presence back under a new id: the tables of the old one are lost');
@@ -93,6 +94,19 @@ class Presence {
     } catch (err) {
       await client.end().catch(() => undefined);
       throw err;
+    }
+  }
+
+  /** Registers on this connection; a URL not on the operators' list is left out (announced once listed). */
+  private async register(client: pg.Client): Promise<{ process_id: string; succession: string }> {
+    const sql = 'select process_id, succession from game.register_process($1, $2)';
+    try {
+      return (await client.query<{ process_id: string; succession: string }>(sql, [this.url, this.succession])).rows[0]!;
+    } catch (err) {
+      if (!refusedWith(err, 'game', 'process_url_unlisted')) throw err;
+      this.options.log.error({ url: this.url }, 'game process url not on the operators\' list (npm run ops -- process-url add URL): no client is sent here until it is');
+      this.unlisted = this.url;
+      return (await client.query<{ process_id: string; succession: string }>(sql, [null, this.succession])).rows[0]!;
     }
   }
 
@@ -167,6 +181,7 @@ export class GameProcessLeases {
   async start(): Promise<void> {
     await this.presence.connect();
     this.renewer = setInterval(() => {
+      if (this.presence.unlisted) void this.announceListed(this.presence.unlisted);
       this.renewAll().catch((err) => this.options.log.warn({ err: (err as Error).message }, 'lease renewal failed'));
     }, Math.max(200, Math.floor((this.options.ttlSeconds * 1000) / 3)));
     this.renewer.unref();
@@ -190,9 +205,26 @@ export class GameProcessLeases {
     for (const r of rows) this.lost(r.t, sent.get(r.t)!);
   }
 
+  /** A URL registered before the operators listed it: announced as soon as they do. */
+  private async announceListed(url: string): Promise<void> {
+    try {
+      await this.setUrl(url);
+      this.presence.unlisted = null;
+      this.options.log.info({ url }, 'game process url listed by the operators: announced');
+    } catch {
+      // not listed yet: tried again at the next renewal
+    }
+  }
+
   /** The URL clients are sent to (known once the game role listens; one on the operators' list). */
   async setUrl(publicUrl: string): Promise<void> {
-    await this.presence.query('select game.set_process_url($1)', [publicUrl]);
+    try {
+      await this.presence.query('select game.set_process_url($1)', [publicUrl]);
+    } catch (err) {
+      // not listed (yet): tried again at each renewal, announced once the operators list it
+      if (refusedWith(err, 'game', 'process_url_unlisted')) this.presence.unlisted = publicUrl;
+      throw err;
+    }
     this.presence.url = publicUrl;
   }
 
