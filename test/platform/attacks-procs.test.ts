@@ -130,6 +130,22 @@ describe('class 4: a process is who its connection proves', () => {
     expect((await db.owner.query("select 1 from game.game_processes where url like '%attacker.invalid%'")).rowCount).toBe(0);
   });
 
+  test('(c) a process whose URL is not listed yet (production) runs with none, and announces it once the operators list it', async () => {
+    const { startGameProcess } = await import('../../server/game/live/lease.ts');
+    const { createLogger } = await import('../../server/telemetry/index.ts');
+    const url = `http://unlisted-${randomUUID().slice(0, 8)}.test`;
+    const pool = db.pool('poker_game', 2);
+    const proc = await startGameProcess({ databaseUrl: db.url, pool, log: createLogger('silent'), ttlSeconds: 1, url });
+    try {
+      const urlOf = async () => (await db.owner.query<{ url: string | null }>('select url from game.game_processes where id = $1', [proc.id])).rows[0]?.url;
+      expect(await urlOf()).toBeNull();
+      await db.owner.query('insert into game.process_urls (url) values ($1)', [url]);
+      await until(async () => (await urlOf()) === url, 'the URL announced once listed', 10_000);
+    } finally {
+      await proc.close();
+    }
+  });
+
   test('(d) freezing a table (withdrawals refused) is an operator act, not the game login\'s', async () => {
     const tableId = await m.table((await m.player(0)).auth);
     const game = await as('poker_game');
