@@ -163,9 +163,9 @@ describe('the built-ins every login may run', () => {
     const owner = await db.owner.connect();
     try {
       const ownerPid = (await owner.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
-      for (const [i, login] of LOGINS.entries()) {
-        const other = LOGINS[(i + 1) % LOGINS.length]!;
-        for (const target of [ownerPid, await pidOf(conns.get(other)!)]) {
+      for (const login of LOGINS) {
+        const targets = [ownerPid, ...(await Promise.all(LOGINS.filter((o) => o !== login).map((o) => pidOf(conns.get(o)!))))];
+        for (const target of targets) {
           expect([login, await outcome(conns.get(login)!.query('select pg_terminate_backend($1)', [target]))]).toEqual([login, expect.stringMatching(/^42501 /)]);
         }
       }
@@ -197,6 +197,16 @@ describe('the built-ins every login may run', () => {
       }
       await thief.end();
     }
+  }, 60_000);
+
+  test('advisory locks: a login holding the migration runner\'s key does not stall a start (named and ended)', async () => {
+    const { migrate } = await import('../../server/db/migrate.ts');
+    const thief = await as('poker_worker');
+    await thief.query("select pg_advisory_lock(hashtext('poker-platform:migrate'))");
+    const said: string[] = [];
+    await migrate(db.url, { log: (msg) => said.push(msg) });
+    expect(said).toEqual(expect.arrayContaining([expect.stringMatching(/^migration lock held by login poker_worker \(pid \d+\), which never takes it: ended$/)]));
+    expect(await outcome(thief.query('select 1'))).not.toBe('ok');
   }, 60_000);
 
   test('pg_notify on every channel the platform listens to is only a nudge: rooms re-read, the worker keeps running', async () => {
