@@ -101,7 +101,12 @@ export async function pinDevelopmentKeys(ownerUrl: string, config: Config, roles
       const { privateKey, source } = await roleKey(config, role);
       const publicKey = ed25519.getPublicKey(privateKey);
       const purpose = ROLE_KEYS[role]!.purpose;
-      pinned.push({ purpose, publicKey: Buffer.from(publicKey).toString('hex'), source, added: await pinAsOwner(owner, purpose, publicKey) });
+      const added = await pinAsOwner(owner, purpose, publicKey).catch((err: { code?: string }) => {
+        if (err.code !== 'CGKRT') throw err;
+        throw new Error(`the ${purpose} key from ${source} was retired: it is never pinned again; give ${ROLE_KEYS[role]!.envName} a new key`
+          + `${source === ROLE_KEYS[role]!.envName ? '' : ` (or remove ${source} to have a new one generated)`}`);
+      });
+      pinned.push({ purpose, publicKey: Buffer.from(publicKey).toString('hex'), source, added });
     }
     if (config.CAGE_CUSTODY_ARBITER_PUBKEY && roles.some((r) => r === 'cage' || r === 'worker')) {
       const publicKey = Buffer.from(config.CAGE_CUSTODY_ARBITER_PUBKEY, 'hex');

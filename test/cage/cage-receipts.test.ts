@@ -8,6 +8,7 @@ import { startCage } from '../../server/roles/cage.ts';
 import { issueReceipt, loadReceiptSigner, receiptPayload, receiptViolations, signerFromPrivateKey, verifyReceipt } from '../../server/cage/receipts.ts';
 import { KeyNotPinnedError, pinAsOwner, retireAsOwner } from '../../server/crypto/pins.ts';
 import { testRoleKey } from '../helpers/keys.ts';
+import { startTestPlatform } from '../helpers/platform.ts';
 import { DEV_DB_ROLE_SECRET } from '../../server/db/roles.ts';
 import { loadConfig } from '../../server/config/index.ts';
 import type { StartedRole } from '../../server/roles/types.ts';
@@ -108,6 +109,9 @@ test('a configured CAGE_RECEIPT_KEY is used once it is pinned; unpinned or retir
   await expect(loadReceiptSigner(cage, config)).rejects.toBeInstanceOf(KeyNotPinnedError);
   await expect(pinAsOwner(db.owner, 'receipt', ed25519.getPublicKey(secret))).rejects.toMatchObject({ code: 'CGKRT' });
   await issueReceipt(cage, await roleSigner(), { ledgerRefId: ref, userId }); // the settlement keeps its one receipt
+  // npm start's pinning (as the owner, outside production) says so rather than pinning it again
+  await expect(startTestPlatform({ databaseUrl: db.url, roles: ['cage'], env: { CAGE_RECEIPT_KEY: Buffer.from(secret).toString('hex') } }))
+    .rejects.toThrow(/the receipt key from CAGE_RECEIPT_KEY was retired: it is never pinned again/);
 });
 
 test('a replayed settle returns the original receipt, bytes and signature', async () => {
