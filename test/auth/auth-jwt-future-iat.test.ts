@@ -20,7 +20,7 @@ let signAt: (now: number) => Promise<string>;
 beforeAll(async () => {
   db = await createTestDatabase();
   auth = await startAuth({ config: loadConfig({ NODE_ENV: 'test', PORT: '0', AUTH_SECRET: SECRET, AUTH_BASE_URL: ISSUER }), databaseUrl: db.url, log: captureLogger('silent').log });
-  ({ userId } = await bridgedUser(db, { secret: SECRET, issuer: ISSUER }));
+  ({ userId } = await bridgedUser(db, { issuer: ISSUER }));
   const keys = createKeyStore(db.pool('poker_auth', 1), { privateKey: await testRoleKey('auth'), issuer: ISSUER });
   signAt = (now) => keys.sign({ sub: userId, walletAddress: null }, { now });
 });

@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 async function pokerUser() {
-  const { userId, jwt } = await bridgedUser(db, { secret: SECRET, issuer: ISSUER });
+  const { userId, jwt } = await bridgedUser(db, { issuer: ISSUER });
   return { userId, auth: { authorization: `Bearer ${jwt}` } };
 }
 const evm = () => privateKeyToAccount(generatePrivateKey()).address;
