@@ -48,6 +48,16 @@ async function attempt(client: pg.Client, sql: string, args: unknown[] = []) {
   }
 }
 
+/** The SQLSTATE a query is refused with, or 'ok'. */
+async function refusal(client: pg.Client, sql: string, args: unknown[] = []) {
+  try {
+    await client.query(sql, args);
+    return 'ok';
+  } catch (err) {
+    return (err as { code?: string }).code;
+  }
+}
+
 test('class 1: the cage login cannot obtain the receipt key and sign a made-up receipt that verifies', async () => {
   const published = Buffer.from((await call(`${m.cage}/api/cage/receipt-key`)).body.publicKey, 'hex');
   // the attack: ask the function that handed the key out (a "candidate" it ignores once one is kept)
@@ -81,6 +91,24 @@ test('class 1: the auth login cannot publish a key of its own; a token it forges
   const answer = await call(`${m.cage}/api/cage/receipts`, { headers: { authorization: `Bearer ${forged}` } });
   expect(answer.status).toBe(401);
   expect(published).toBeUndefined();
+});
+
+test('class 1: pinning is an operator\'s act; the cage login, which executes the pin for the operators\' route, pins nothing without a live admin session', async () => {
+  const victim = await m.player(0);
+  const mine = Buffer.from(ed25519.getPublicKey(ed25519.utils.randomSecretKey()));
+  const adminId = (await m.operator()).adminId;
+  const { rows: [ended] } = await db.owner.query<{ sid: string }>(
+    "insert into auth_private.sessions (user_id, token_hash, expires_at, revoked_at) values ($1, sha256(gen_random_uuid()::text::bytea), now() + interval '600 s', now()) returning sid", [adminId],
+  );
+  const playerSid = (await attempt(as('poker_auth'), 'select auth.grant_access($1, 600) as sid', [victim.userId]))![0].sid;
+  for (const sid of [adminId, victim.userId, randomUUID(), ended!.sid, playerSid, null]) {
+    for (const purpose of ['jwt', 'receipt', 'arbiter']) {
+      expect(await refusal(as('poker_cage'), 'select * from cage.pin_key($1, $2, $3)', [sid, purpose, mine])).toBe('AUASR');
+    }
+    expect(await refusal(as('poker_cage'), "select * from cage.retire_key($1, 'receipt', $2)", [sid, Buffer.from((await call(`${m.cage}/api/cage/receipt-key`)).body.publicKey, 'hex')])).toBe('AUASR');
+  }
+  const { rows } = await db.owner.query('select count(*)::int as n from cage.pinned_keys(null) where public_key = $1 or retired_at is not null', [mine]);
+  expect(rows[0].n).toBe(0);
 });
 
 /** A FREE custody entry of a player (a clean escape of their table), disputed by an operator. */
