@@ -71,7 +71,7 @@ test('class 6 (c): the worker login cannot re-route, re-key, re-time or rewrite 
     [key],
   );
   const job = async () => (await db.owner.query(
-    'select j.task_id, t.identifier, j.payload::text, j.run_at, j.key, j.job_queue_id, j.max_attempts, j.priority from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id where j.key = $1',
+    'select j.task_id, t.identifier, j.payload::text, j.key, j.job_queue_id, j.max_attempts, j.priority, j.flags from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id where j.key = $1',
     [key],
   )).rows[0];
   const before = await job();
@@ -83,9 +83,16 @@ test('class 6 (c): the worker login cannot re-route, re-key, re-time or rewrite 
     rekey: await outcome("update graphile_worker._private_jobs set key = 'somewhere-else' where key = $1", [key]),
     repayload: await outcome("update graphile_worker._private_jobs set payload = '{\"tableId\":\"forged\"}' where key = $1", [key]),
     reroute: await outcome("select graphile_worker.add_job('deliver_condition', '{}'::json, job_key => $1)", [key]),
+    relock: await outcome("update graphile_worker._private_jobs set locked_at = now() + interval '100 years', locked_by = 'thief' where key = $1", [key]),
+    // the same task under the same key with a forged payload, put off for a century
     rewrite: await outcome("select graphile_worker.add_job('tournament_settle', '{\"tableId\":\"forged\"}'::json, job_key => $1, run_at => now() + interval '100 years', max_attempts => 1)", [key]),
+    // ... or due now: graphile-worker's own replace, which refreshes the schedule and keeps the payload
+    rewriteNow: await outcome("select graphile_worker.add_job('tournament_settle', '{\"tableId\":\"forged\"}'::json, job_key => $1, max_attempts => 1, priority => -100)", [key]),
   };
-  expect(attempts).toEqual({ retask: 'QUJRW', requeue: 'QUJRW', postpone: 'QUJRW', rekey: 'QUJRW', repayload: 'QUJRW', reroute: 'QUJRW', rewrite: 'QUJRW' });
+  // a direct payload write and a replace by key are accepted and change nothing of the payload
+  expect(attempts).toEqual({
+    retask: 'CGJRW', requeue: 'CGJRW', postpone: 'CGJRW', rekey: 'CGJRW', repayload: 'ok', reroute: 'CGJRW', relock: 'CGJRW', rewrite: 'CGJRW', rewriteNow: 'ok',
+  });
   expect(await job()).toEqual(before);
 });
 
@@ -125,7 +132,7 @@ test('class 6 (b, c): the worker login cannot rename, delete or add to the queue
     completeJobs: await outcome('select graphile_worker.complete_jobs(array(select id from graphile_worker._private_jobs))'),
   };
   expect(attempts).toEqual({
-    rename: '42501', deleteTasks: '42501', crontabFuture: 'QUJRW', migrations: '42501',
+    rename: '42501', deleteTasks: '42501', crontabFuture: 'CGJRW', migrations: '42501',
     removeJob: '42501', reschedule: '42501', failJobs: '42501', completeJobs: '42501',
   });
   expect(await tasks()).toEqual(before);
