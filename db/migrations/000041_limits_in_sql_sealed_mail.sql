@@ -23,14 +23,14 @@ create table auth_private.sign_in_attempts (
 create index sign_in_attempts_window_idx on auth_private.sign_in_attempts (window_ends);
 alter table auth_private.sign_in_attempts enable row level security;
 
--- An attempt counted and committed: it lets create_session check exactly one derived key (its
--- sha-256) for one email, in a later transaction than the one that counted it.
+-- An attempt counted: bound once to one derived key (its sha-256, auth.bind_sign_in), it lets
+-- create_session check that key for one email, in a later transaction than the binding.
 create table auth_private.sign_in_tickets (
   ticket uuid primary key default gen_random_uuid(),
   email text not null,
-  key_hash bytea not null,
   buckets text[] not null,
-  counted_in bigint not null,
+  key_hash bytea,
+  bound_in bigint,
   created_at timestamptz not null default now()
 );
 create index sign_in_tickets_created_idx on auth_private.sign_in_tickets (created_at);

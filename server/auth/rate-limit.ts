@@ -3,8 +3,9 @@
 // count is committed before the password is checked), in buckets: the account whatever the address
 // (a ceiling fixed in SQL), the (client address, account) pair and the client address (the limits
 // configured here), or a known device of the account alone (the poker_device cookie of a browser that
-// signed in before: failures without it never lock it out). A success clears what it counted, but the
-// address's count. Before the scrypt, auth.sign_in_wait answers whether an attempt could count now.
+// signed in before: failures without it never lock it out), before the password's key is derived; the
+// key derived is then bound to the attempt's ticket (auth.bind_sign_in) and checked in a later
+// transaction. A success clears what it counted, but the address's count.
 // Password recovery is counted per client address (auth.count_attempt, recovery keys only). Every
 // count is in Postgres, shared by every auth process; the upserts increment one row under its row
 // lock, so concurrent attempts each see a distinct count.
@@ -25,10 +26,8 @@ export interface AttemptLimits {
 }
 
 export interface AttemptLimiter {
-  /** Before the password's key is derived: 429 too_many_attempts when an attempt could not count now. */
-  signInAllowed(req: Request, res: Response, email: string, device: string | undefined): Promise<void>;
-  /** Counts one sign-in attempt of this key for this account; its ticket for auth.create_session, or 429. */
-  signIn(req: Request, res: Response, attempt: { email: string; keyHash: Buffer; device: string | undefined }): Promise<string>;
+  /** Counts one sign-in attempt for this account, before its key is derived: its ticket (auth.bind_sign_in, auth.create_session), or 429. */
+  signIn(req: Request, res: Response, email: string, device: string | undefined): Promise<string>;
   /** Counts one password-recovery request of this client (request and reset share the budget). */
   recovery(req: Request, res: Response): Promise<void>;
 }
@@ -87,17 +86,10 @@ export function createAttemptLimiter(pool: pg.Pool, limits: AttemptLimits, log: 
   }
 
   return {
-    async signInAllowed(req, res, email, device) {
-      const { rows } = await pool.query<{ wait: number }>(
-        'select auth.sign_in_wait($1, $2, $3, $4, $5, $6) as wait', [email, clientKey(req.ip), device ?? null, ...configured],
-      );
-      if (rows[0]!.wait > 0) refuse('sign-in', res, rows[0]!.wait * 1000);
-    },
-    async signIn(req, res, attempt) {
+    async signIn(req, res, email, device) {
       // the store failing fails the request: no attempt goes unchecked
       const { rows } = await pool.query<{ ticket: string | null; retry_after: number }>(
-        'select ticket, retry_after from auth.count_sign_in($1, $2, $3, $4, $5, $6, $7)',
-        [attempt.email, attempt.keyHash, clientKey(req.ip), attempt.device ?? null, ...configured],
+        'select ticket, retry_after from auth.count_sign_in($1, $2, $3, $4, $5, $6)', [email, clientKey(req.ip), device ?? null, ...configured],
       );
       const r = rows[0]!;
       if (!r.ticket) refuse('sign-in', res, r.retry_after * 1000);

@@ -94,16 +94,17 @@ export function installSessionRoutes(
   app.post('/api/auth/sign-in/email', trustedOrigin(settings), async (req, res) => {
     const body = signInBody.parse(req.body ?? {});
     const device = cookieValue(req, DEVICE_COOKIE);
-    // refused before the costly scrypt when an attempt could not count now (known email or not)
-    await limiter.signInAllowed(req, res, body.email, device);
+    // counted before the password is checked, known email or not (the count tells nothing), and
+    // before the costly scrypt; refused (429) over a limit
+    const ticket = await limiter.signIn(req, res, body.email, device);
     // the password is proven to the database: it hands out the scrypt parameters (never the key),
-    // counts the attempt for the key derived here (committed before the check), and opens the session
+    // binds the attempt to the key derived here (committed before the check), and opens the session
     // only for that key (an unknown email derives against a decoy, at the same cost, and is refused the same way)
     const { rows } = await pool.query<{ user_id: string; params: string }>(
       'select user_id, params from auth.admin_password_params($1)', [body.email],
     );
     const key = await derivePasswordKey(body.password, rows[0]?.params ?? DECOY_PARAMS);
-    const ticket = await limiter.signIn(req, res, { email: body.email, keyHash: createHash('sha256').update(key).digest(), device });
+    await pool.query('select auth.bind_sign_in($1, $2)', [ticket, createHash('sha256').update(key).digest()]);
     const token = randomBytes(32).toString('base64url');
     const newDevice = randomBytes(32).toString('base64url');
     let created: { user_id: string; expires_at: Date };

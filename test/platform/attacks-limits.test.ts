@@ -43,11 +43,12 @@ async function keyOf(password: string) {
   const { rows } = await thief.query<{ params: string }>('select params from auth.admin_password_params($1)', [EMAIL]);
   return derivePasswordKey(password, rows[0]!.params);
 }
-/** Counts an attempt as the thief: made-up address, the largest limits he may name. */
+/** Counts an attempt as the thief (made-up address, the largest limits he may name) and binds it to a key. */
 async function count(key: Buffer, peer = `203.0.113.${Math.floor(Math.random() * 250)}`, client: pg.Client | pg.PoolClient = thief) {
   const { rows } = await client.query<{ ticket: string | null; retry_after: number }>(
-    'select * from auth.count_sign_in($1, $2, $3, null, 2147483647, 2147483647, 1)', [EMAIL, sha256(key), peer],
+    'select * from auth.count_sign_in($1, $2, null, 2147483647, 2147483647, 1)', [EMAIL, peer],
   );
+  if (rows[0]!.ticket) await client.query('select auth.bind_sign_in($1, $2)', [rows[0]!.ticket, sha256(key)]);
   return rows[0]!;
 }
 const open = (ticket: string | null, key: Buffer, client: pg.Client | pg.PoolClient = thief) =>
@@ -78,6 +79,9 @@ test('class 5: the auth login cannot guess an admin\'s password without limit th
   }
   const ticket = (await count(wrong)).ticket;
   expect(await open(ticket, await keyOf(PASSWORD))).toBe('invalid_attempt');
+  const rebound = await thief.query('select auth.bind_sign_in($1, $2)', [ticket, sha256(await keyOf(PASSWORD))])
+    .then(() => 'bound', (err: { message: string }) => err.message);
+  expect(rebound).toBe('invalid_attempt');
 
   // guesses spread over made-up addresses with the largest limits: the account's ceiling holds
   const answers: string[] = [];
@@ -112,7 +116,7 @@ test('class 5: no service login counts or clears an account\'s sign-in attempts 
   }
   // a device is known only by a success: a guessed or made-up cookie is no device
   const { rows } = await thief.query<{ bucket: string }>(
-    "select 1 from auth.count_sign_in($1, $2, '192.0.2.9', $3, 10, 10, 60)", [EMAIL, sha256(randomBytes(32)), randomBytes(32).toString('base64url')],
+    "select 1 from auth.count_sign_in($1, '192.0.2.9', $2, 10, 10, 60)", [EMAIL, randomBytes(32).toString('base64url')],
   );
   expect(rows).toHaveLength(1);
   expect((await db.owner.query("select count(*)::int as n from auth_private.sign_in_attempts where bucket like 'device:%'")).rows[0].n).toBe(0);

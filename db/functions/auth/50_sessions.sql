@@ -27,9 +27,9 @@ end;
 $$;
 
 -- An admin session, opened only with proof of the password, for an attempt already counted: p_ticket
--- is what auth.count_sign_in gave for this email and the sha-256 of p_key, in an earlier, committed
--- transaction (else invalid_attempt: no guess is checked before its count is committed, so rolling
--- this back uncounts nothing, and a ticket checks one key only). p_key is the scrypt key the auth
+-- is what auth.count_sign_in gave for this email, bound (auth.bind_sign_in) to the sha-256 of p_key in
+-- an earlier, committed transaction (else invalid_attempt: no guess is checked before its count is
+-- committed, so rolling this back uncounts nothing, and a ticket checks one key only). p_key is the scrypt key the auth
 -- service derived from the password it was given, with the parameters admin_password_params gave; it
 -- must equal the stored one (else 401 invalid_credentials, for an unknown email too). A success uses
 -- the ticket, clears the failures it counted (the address's count stands) and, with p_device_hash
@@ -50,7 +50,7 @@ begin
     perform auth_private.refuse('invalid_session_request', 'a 32-byte token hash, a ttl of 60 s..30 days, a 32-byte device hash or none');
   end if;
   delete from auth_private.sign_in_tickets t
-   where t.ticket = p_ticket and t.created_at > now() - interval '1 minute' and t.counted_in <> txid_current()
+   where t.ticket = p_ticket and t.created_at > now() - interval '1 minute' and t.bound_in <> txid_current()
   returning * into v_ticket;
   if v_ticket.ticket is null or p_key is null or v_ticket.key_hash <> sha256(p_key) then
     perform auth_private.refuse('invalid_attempt', 'the ticket of an attempt counted in an earlier transaction, for this key');

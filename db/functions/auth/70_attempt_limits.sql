@@ -79,32 +79,16 @@ begin
 end;
 $$;
 
--- Before the password's key is derived (its scrypt is the costly part): the seconds until an attempt
--- for this account from this address (and device) could count, 0 when it could now. Reads only.
-create or replace function auth.sign_in_wait(
-  p_email text, p_peer text, p_device text, p_per_account integer, p_per_peer integer, p_window_seconds integer) returns integer
-  language plpgsql stable security definer
-  set search_path = pg_catalog, pg_temp
-as $$
-begin
-  perform auth_private.check_sign_in_request(p_email, p_peer, p_device, p_per_account, p_per_peer, p_window_seconds);
-  return coalesce((
-    select max(ceil(extract(epoch from a.window_ends - now())))::integer
-      from auth_private.sign_in_buckets(p_email, p_peer, p_device, p_per_account, p_per_peer, p_window_seconds) b
-      join auth_private.sign_in_attempts a on a.bucket = b.bucket
-     where a.window_ends > now() and a.failures >= b.max_failures), 0);
-end;
-$$;
-
--- One sign-in attempt, counted in its buckets before its password is checked: the account's email,
--- the sha-256 of the key the auth role derived from the password tried (p_key_hash), the client's
--- address and device cookie, the configured limits. Over any bucket's limit: no ticket, and the
--- seconds until its window ends. Else a ticket for auth.create_session, which checks exactly this key
--- for this email, and only in a later transaction than this one: the count is committed before the
--- password is checked, so rolling the check back never uncounts a guess. Every attempt counts (an
--- unknown email too: the count tells nothing); a success clears its buckets but the address's.
+-- One sign-in attempt, counted in its buckets before its password's key is even derived (the
+-- scrypt is the costly part): the account's email, the client's address and device cookie, the
+-- configured limits. Over any bucket's limit: no ticket, and the seconds until its window ends. Else
+-- a ticket: auth.bind_sign_in binds it, once, to the sha-256 of the key derived from the password
+-- tried, and auth.create_session checks exactly that key for this email, only in a later transaction
+-- than the binding: the count is committed before the password is checked, so rolling the check back
+-- never uncounts a guess, and one count checks one key. Every attempt counts (an unknown email too:
+-- the count tells nothing); a success clears its buckets but the address's.
 create or replace function auth.count_sign_in(
-  p_email text, p_key_hash bytea, p_peer text, p_device text, p_per_account integer, p_per_peer integer, p_window_seconds integer)
+  p_email text, p_peer text, p_device text, p_per_account integer, p_per_peer integer, p_window_seconds integer)
   returns table (ticket uuid, retry_after integer)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -117,9 +101,6 @@ declare
   v_row auth_private.sign_in_attempts;
 begin
   perform auth_private.check_sign_in_request(p_email, p_peer, p_device, p_per_account, p_per_peer, p_window_seconds);
-  if p_key_hash is null or length(p_key_hash) <> 32 then
-    perform auth_private.refuse('invalid_attempt', 'the sha-256 of the derived key');
-  end if;
   if random() < 0.01 then
     delete from auth_private.sign_in_attempts a where a.window_ends < now() - interval '1 hour';
     delete from auth_private.sign_in_tickets t where t.created_at < now() - interval '5 minutes';
@@ -143,8 +124,24 @@ begin
     return;
   end if;
   return query
-  insert into auth_private.sign_in_tickets as t (email, key_hash, buckets, counted_in)
-  values (lower(trim(p_email)), p_key_hash, v_buckets, txid_current())
+  insert into auth_private.sign_in_tickets as t (email, buckets)
+  values (lower(trim(p_email)), v_buckets)
   returning t.ticket, 0;
+end;
+$$;
+
+-- Binds a counted attempt's ticket to the key derived from the password tried (its sha-256), once: a
+-- ticket bound to another key is refused (invalid_attempt), so a count checks one key.
+create or replace function auth.bind_sign_in(p_ticket uuid, p_key_hash bytea) returns void
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  update auth_private.sign_in_tickets t set key_hash = p_key_hash, bound_in = txid_current()
+   where t.ticket = p_ticket and t.created_at > now() - interval '1 minute' and t.key_hash is null
+     and p_key_hash is not null and length(p_key_hash) = 32;
+  if not found and not exists (select from auth_private.sign_in_tickets t where t.ticket = p_ticket and t.key_hash = p_key_hash) then
+    perform auth_private.refuse('invalid_attempt', 'a ticket counted in the last minute, bound to one key only');
+  end if;
 end;
 $$;
