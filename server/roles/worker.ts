@@ -18,6 +18,7 @@ import type { Config } from '../config/index.ts';
 import type { RoleContext, StartedRole } from './types.ts';
 import { workerLogger } from '../worker/logger.ts';
 import { loadMailKey } from '../worker/mail-key.ts';
+import { guardedWorkerEvents } from '../worker/notify-guard.ts';
 
 export function crontab(config: Config) {
   return [
@@ -74,6 +75,8 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
       noHandleSignals: true,
       pollInterval: 1000,
       logger: workerLogger(log),
+      // a `worker:migrate` notice (any login may NOTIFY) stops the worker only when a migration bears it out
+      events: guardedWorkerEvents(pool, log),
       taskList: {
         cage_audit: createCageAuditTask(log, { arbiterPublicKey: config.CAGE_CUSTODY_ARBITER_PUBKEY }),
         cage_reconcile_rake: createCageReconcileRakeTask({ pool, log }),

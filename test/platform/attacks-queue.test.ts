@@ -120,6 +120,33 @@ test('class 6 (b): a task renamed under a running worker parks its jobs: the per
   }
 });
 
+test('class 6 (b): a NOTIFY any login may send does not stop the running worker (graphile-worker shuts down on a "breaking migration" notice)', async () => {
+  const worker = await startTestPlatform({ databaseUrl: db.url, roles: ['worker'], log: captureLogger('silent').log });
+  const game = new pg.Client({ connectionString: loginUrl(db.url, 'poker_game', undefined) });
+  await game.connect();
+  try {
+    const pending = async () => (await db.owner.query(
+      "select count(*)::int as n from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'cage_audit' and j.run_at <= now()",
+    )).rows[0].n as number;
+    const drained = async () => {
+      for (let i = 0; i < 300 && (await pending()) > 0; i++) await new Promise((r) => setTimeout(r, 50));
+      return pending();
+    };
+    expect(await drained()).toBe(0);
+    // the game login (any login: NOTIFY takes no privilege) announces a breaking migration that never happened
+    await game.query(`select pg_notify('worker:migrate', '{"migrationNumber": 999, "breaking": true}')`);
+    await game.query(`notify "worker:migrate", '{"migrationNumber": 998, "breaking": true}'`);
+    // the worker's listener has had them when a job queued after them is taken; then the next audit
+    await db.owner.query("select graphile_worker.add_job('cage_audit', '{}'::json)");
+    expect(await drained()).toBe(0);
+    await db.owner.query("select graphile_worker.add_job('cage_audit', '{}'::json)");
+    expect(await drained()).toBe(0);
+  } finally {
+    await game.end();
+    await worker.stop().catch(() => undefined);
+  }
+});
+
 test('class 6 (b, c): the worker login cannot rename, delete or add to the queue\'s bookkeeping, nor run its admin functions', async () => {
   // a task row exists for every identifier a job was ever queued under
   await db.owner.query("select graphile_worker.add_job('cage_audit', '{}'::json, run_at => now() + interval '1 hour')");
