@@ -7,6 +7,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { pinDevelopmentKeys } from './crypto/pins.ts';
 import { developmentKeyDir } from './crypto/key-files.ts';
+import { loadMailKey, pinMailKey } from './worker/mail-key.ts';
 import type { Peers, RoleContext, StartedRole } from './roles/types.ts';
 import { startAuth } from './roles/auth.ts';
 import { startCage } from './roles/cage.ts';
@@ -69,6 +70,8 @@ export async function startPlatform(options: {
     if (!options.databaseUrl) {
       const result = await migrate(databaseUrl, { log: (msg) => log.info({ component: 'migrate' }, msg), roleSecret: config.DB_ROLE_SECRET, seedSwitches: { realMoney: config.REAL_MONEY_ENABLED, environment: deploymentEnvironment(config), testSeeds: config.testAuthPermitted, idleKickSeconds: config.IDLE_KICK_SECONDS } });
       log.info({ applied: result.applied.length, repeatables: result.repeatablesApplied }, 'database migrated');
+      // the owner pins the public half of the worker's mail key (no service login may)
+      if (options.roles.includes('worker')) await pinWorkerMailKey(config, databaseUrl, log);
     }
     // outside production, as the owner (the URL the migrations ran with; the test harness's): the
     // keys of the roles started here (their variables, or files generated beside the data
@@ -92,4 +95,11 @@ export async function startPlatform(options: {
     throw err;
   }
   return { databaseUrl, roles: started, stop };
+}
+
+/** Pins the worker's mail key (env or development file) as the owner: reset tokens are sealed to it. */
+async function pinWorkerMailKey(config: Config, ownerUrl: string, log: Logger) {
+  const key = await loadMailKey({ configuredPem: config.WORKER_MAIL_KEY, nodeEnv: config.NODE_ENV, pgDataDir: config.PG_DATA_DIR });
+  if (!key) return;
+  if (await pinMailKey(ownerUrl, key)) log.info({ source: key.source }, 'worker mail key pinned (reset tokens are sealed to it)');
 }

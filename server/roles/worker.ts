@@ -18,6 +18,8 @@ import { createRolePool } from '../db/pools.ts';
 import type { Config } from '../config/index.ts';
 import type { RoleContext, StartedRole } from './types.ts';
 import { workerLogger } from '../worker/logger.ts';
+import { loadMailKey } from '../worker/mail-key.ts';
+import { guardedWorkerEvents } from '../worker/notify-guard.ts';
 
 export function crontab(config: Config) {
   return [
@@ -63,6 +65,14 @@ function ignoreMigrateNotices(pool: pg.Pool) {
   });
 }
 
+/** The private half of the key reset tokens are sealed to (its public half is pinned by the owner). */
+async function workerMailKey(config: RoleContext['config'], log: RoleContext['log']) {
+  const mailKey = await loadMailKey({ configuredPem: config.WORKER_MAIL_KEY, nodeEnv: config.NODE_ENV, pgDataDir: config.PG_DATA_DIR });
+  if (mailKey) log.info({ source: mailKey.source }, 'worker mail key loaded');
+  else log.warn('WORKER_MAIL_KEY is not set: password reset mail cannot be sent');
+  return mailKey;
+}
+
 export async function startWorker({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole & { runner: Runner }> {
   const pool = createRolePool(databaseUrl, 'poker_worker', { max: 4, applicationName: 'worker', secret: config.DB_ROLE_SECRET });
   // graphile-worker's own pool: it serialises job ids to JSON when it records a failure, which a
@@ -77,6 +87,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
   const { cage, chainBank } = bankClients(config, peers);
   const betting = createServiceClient({ baseUrl: () => config.BETTING_URL ?? peers?.get('betting') ?? `http://${config.HOST}:${config.BETTING_PORT}`,
     serviceKey: config.SERVICE_KEY, timeoutMs: config.GAME_CALL_TIMEOUT_MS });
+  const mailKey = await workerMailKey(config, log);
   let runner: Runner;
   try {
     runner = await run({
@@ -85,13 +96,15 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
       noHandleSignals: true,
       pollInterval: 1000,
       logger: workerLogger(log),
+      // a `worker:migrate` notice (any login may NOTIFY) stops the worker only when a migration bears it out
+      events: guardedWorkerEvents(pool, log),
       taskList: {
         cage_audit: createCageAuditTask(log),
         cage_reconcile_rake: createCageReconcileRakeTask({ pool, log }),
         cage_reconcile_gas: createCageReconcileGasTask({ pool, log }),
         claims_complete_lost: createClaimsCompleteLostTask({ pool, log }),
         deliver_condition: createDeliverConditionTask({ game, log }),
-        send_password_reset: createSendPasswordResetTask({ mailWebhook: config.AUTH_MAIL_WEBHOOK_URL, log }),
+        send_password_reset: createSendPasswordResetTask({ mailWebhook: config.AUTH_MAIL_WEBHOOK_URL, mailKey, log }),
         tournament_start: createTournamentStartTask({ pool, log }),
         tournament_blinds: createTournamentBlindsTask({ pool, log }),
         tournament_reserve_expiry: createTournamentReserveExpiryTask({ pool, log }),
