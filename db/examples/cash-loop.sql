@@ -58,8 +58,12 @@ reset role;
 -- (its answer carries the position and its chain head to the cage, over HTTP)
 update ids set (position, head) = (select id, history_hash from game.table_players where table_id = 'example-table');
 
+-- The cage signs receipts with a key only its process holds; the database keeps the public half,
+-- pinned by the owner or an operator (README, "Keys"). Here the owner pins the example's key.
+select purpose, retired_at from cage_private.pin_key(null, 'receipt', decode(repeat('11', 32), 'hex'));
+
 -- ... the cage writes the terminal row (escrow -> user), which closes the seat, and in the same
--- transaction its receipt.
+-- transaction its receipt: signed over a payload naming the ledger entry and its own user.
 begin;
 set local role poker_cage;
 select amount, settlement, replayed
@@ -67,9 +71,10 @@ select amount, settlement, replayed
                             (select position from ids), 150, (select head from ids),
                             '0x' || repeat('e', 64), 'cash_out', false);
 select (r.receipt).ledger_ref_id, r.replayed
-  from cage.store_receipt('withdraw:0x' || repeat('e', 64), (select player from ids),
-                          'example-table', null, convert_to('{"example":true}', 'UTF8'), decode(repeat('00', 64), 'hex'),
-                          decode(repeat('11', 32), 'hex')) r;
+  from cage.store_receipt('withdraw:0x' || repeat('e', 64), 'example-table', null,
+                          convert_to(json_build_object('ledgerRefId', 'withdraw:0x' || repeat('e', 64),
+                                                       'userId', (select player from ids))::text, 'UTF8'),
+                          decode(repeat('00', 64), 'hex'), decode(repeat('11', 32), 'hex')) r;
 commit;
 
 select status, chip_balance from game.table_players where id = (select position from ids);
