@@ -9,7 +9,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { signerFromPrivateKey } from '../../server/crypto/signing.ts';
 import { DealSeeds } from '../../server/game/live/deal-seeds.ts';
 import { applyAction, isRefusal, legalActions, startHand, type HandState } from '../../server/game/poker/engine.ts';
-import { dealtFrom, deckOf, type DealReveal } from '../../server/game/poker/fair-deal.ts';
+import { commitmentOf, dealtFrom, deckOf, fromHex, LEGACY_ALGORITHM, type DealReveal } from '../../server/game/poker/fair-deal.ts';
 import { GENESIS, recordOf, signRecord } from '../../server/game/hands/hand-record.ts';
 import { redactHistory } from '../../server/game/hands/histories.ts';
 import { verifyHand, type HandView } from '../../server/game/hands/verify-hand.ts';
@@ -47,13 +47,13 @@ const twoAces = (deck: number[], handId: string) => dealtFrom(deck, SEATS, BUTTO
 
 test('class "dealer steers a deal" (a): grinding the hand id after the contributions gives no deck that verifies', () => {
   // the room's own commit and reveal: the commitment is published, the players contribute to it
-  const seeds = new DealSeeds(() => null);
+  const seeds = new DealSeeds(TABLE, () => null, dealer);
   const commitment = seeds.nextCommitment(0);
   for (const seat of SEATS) expect(seeds.contribute(seat, commitment, randomBytes(12).toString('base64url'), 0)).toBeNull();
   // the honest deal, as the room makes it, gives the dealer every input it holds once the contributions are in
-  const honestId = `${TABLE}:1:${randomBytes(4).toString('hex')}`;
-  seeds.deal(honestId, 1, SEATS);
-  const deal = seeds.signedRecord(play(honestId, deckOf(seeds['current']!, honestId)), { tableId: TABLE, handNumber: 1 }, dealer).deal;
+  seeds.dealWrite(0);
+  const { handId: honestId, deck } = seeds.deal(1, SEATS);
+  const deal = seeds.signedRecord(play(honestId, deck), { tableId: TABLE, handNumber: 1 }, dealer).deal;
   expect(verifyHand(viewOf(play(honestId, deckOf(deal, honestId)), 1, deal), dealer.publicKeyHex).ok).toBe(true);
 
   // the attack: try hand ids (what the dealer still picks after the contributions) until seat 1 holds two aces
@@ -69,4 +69,12 @@ test('class "dealer steers a deal" (a): grinding the hand id after the contribut
   const verdict = verifyHand(viewOf(steered, 1, deal), dealer.publicKeyHex);
   // a steered hand must not verify: something the dealer picked after the commitment entered the deck
   expect(verdict.ok).toBe(false);
+  // the commitment names the hand: the ground hand id is not the one committed before the contributions
+  expect(verdict.failed).toBe('commitment');
+
+  // nor can the dealer go back to a commitment of the seed alone (v1): such a deal fails by default
+  const legacy = { ...deal, algorithm: LEGACY_ALGORITHM, commitment: commitmentOf(fromHex(deal.serverSeed)) } as const;
+  const relabelled = verifyHand(viewOf(play(found!, deckOf(legacy, found!)), 1, legacy), dealer.publicKeyHex);
+  expect(relabelled.failed).toBe('commitment');
+  expect(relabelled.checks.find((c) => c.name === 'commitment')!.detail).toMatch(/does not commit the hand/);
 });

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { canonicalJson, signerFromPrivateKey } from '../../../server/crypto/signing.ts';
 import { applyAction, isRefusal, legalActions, startHand, type HandState } from '../../../server/game/poker/engine.ts';
-import { commitmentOf, DEAL_ALGORITHM, deckOf, toHex, type DealReveal } from '../../../server/game/poker/fair-deal.ts';
+import { DEAL_ALGORITHM, deckOf, handCommitmentOf, toHex, type DealHand, type DealReveal } from '../../../server/game/poker/fair-deal.ts';
 import { GENESIS, recordOf, recordText, signRecord, type SignedRecord } from '../../../server/game/hands/hand-record.ts';
 import { redactHistory } from '../../../server/game/hands/histories.ts';
 import { verifyChain, verifyHand, type HandView } from '../../../server/game/hands/verify-hand.ts';
@@ -36,10 +36,10 @@ function playHand(handId: string, deal: DealReveal, seats: number[], button: num
   return h;
 }
 
-function freshDeal(seats: number[]): DealReveal {
+function freshDeal(seats: number[], hand: DealHand): DealReveal {
   const serverSeed = randomBytes(32);
   const contributions = seats.filter(() => Math.random() < 0.7).map((seat) => ({ seat, seed: randomBytes(12).toString('base64url') }));
-  return { algorithm: DEAL_ALGORITHM, commitment: commitmentOf(serverSeed), serverSeed: toHex(serverSeed), contributions };
+  return { algorithm: DEAL_ALGORITHM, commitment: handCommitmentOf(serverSeed, hand), serverSeed: toHex(serverSeed), contributions };
 }
 
 /** A table's hands, chained and signed, and each as the player at `viewer` sees it. */
@@ -49,7 +49,7 @@ function tableOfHands(count: number, viewer = 0): HandView[] {
   const views: HandView[] = [];
   for (let n = 1; n <= count; n++) {
     const handId = `t1:${n}:${randomBytes(4).toString('hex')}`;
-    const deal = freshDeal(seats);
+    const deal = freshDeal(seats, { tableId: 't1', handNumber: n, handId });
     const hand = playHand(handId, deal, seats, seats[n % seats.length]!);
     const record = signRecord(recordOf(hand, { tableId: 't1', handNumber: n, prev, deal }), signer);
     prev = record.hash;
@@ -94,7 +94,7 @@ test('a changed seed, a changed card, a changed commitment: each caught by its c
   // the seed and its commitment changed together: the deck no longer deals the hand
   const both = clone(view!);
   const other = randomBytes(32);
-  both.deal = { ...both.deal!, serverSeed: toHex(other), commitment: commitmentOf(other) };
+  both.deal = { ...both.deal!, serverSeed: toHex(other), commitment: handCommitmentOf(other, both) };
   expect(verifyHand(both).failed).toBe('cards');
 });
 
