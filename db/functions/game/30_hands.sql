@@ -77,7 +77,7 @@ as $$
   select p_deal is not null and jsonb_typeof(p_deal) = 'object'
      and p_deal ->> 'algorithm' in ('sha256-fisher-yates-v2', 'seeded-v1')
      and coalesce(p_deal ->> 'handId', '') ~ '^.{1,128}$' and coalesce(p_deal ->> 'handNumber', '') ~ '^[0-9]{1,9}$'
-     and coalesce(p_deal ->> 'commitment', '') ~ '^[0-9a-f]{64}$' and coalesce(p_deal ->> 'sealed', '') ~ '^[0-9a-f]{56,512}$'
+     and coalesce(p_deal ->> 'commitment', '') ~ '^[0-9a-f]{64}$' and coalesce(p_deal ->> 'sealed', '') ~ '^[0-9a-f]+$' and length(p_deal ->> 'sealed') between 58 and 512
      and coalesce(jsonb_typeof(p_deal -> 'contributions'), 'array') = 'array'
 $$;
 
@@ -522,7 +522,7 @@ create or replace function game_private.abandoned_reveal_valid(p_row game.hand_h
 as $$
   select p_deal ->> 'algorithm' = p_row.sealed_deal ->> 'algorithm' and p_deal ->> 'commitment' = p_row.sealed_deal ->> 'commitment'
      and p_deal -> 'contributions' = p_row.sealed_deal -> 'contributions'
-     and (p_deal ->> 'serverSeed' = '' or (p_deal ->> 'serverSeed' ~ '^([0-9a-f]{2}){1,200}$'
+     and (p_deal ->> 'serverSeed' = '' or (p_deal ->> 'serverSeed' ~ '^([0-9a-f]{2})+$' and length(p_deal ->> 'serverSeed') <= 400
           and game_private.deal_commitment(p_deal ->> 'algorithm', decode(p_deal ->> 'serverSeed', 'hex'), p_row.table_id, p_row.hand_number, p_row.hand_id)
               = p_deal ->> 'commitment'))
      and p_record -> 'abandoned' = 'true'::jsonb and (p_record ->> 'handNumber')::bigint = p_row.hand_number
