@@ -4,6 +4,9 @@
 //     in, every input of the deck but one it still picks: the hand id. If the hand id enters the deck
 //     and is drawn after the contributions, the dealer tries hand ids until the deck deals two aces to
 //     a seat of its choosing, plays that hand, signs its record, and the hand verifies.
+// (b) Aborting a deal the dealer dislikes. Once the contributions are in, the dealer knows the deck
+//     its committed seed will give; if it dislikes it, it unloads the room (or restarts) before the
+//     deal, and the commitment it published is never revealed: nothing later shows it was thrown away.
 import { randomBytes } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { signerFromPrivateKey } from '../../server/crypto/signing.ts';
@@ -12,8 +15,12 @@ import { applyAction, isRefusal, legalActions, startHand, type HandState } from 
 import { commitmentOf, dealtFrom, deckOf, fromHex, LEGACY_ALGORITHM, type DealReveal } from '../../server/game/poker/fair-deal.ts';
 import { GENESIS, recordOf, signRecord } from '../../server/game/hands/hand-record.ts';
 import { redactHistory } from '../../server/game/hands/histories.ts';
-import { verifyHand, type HandView } from '../../server/game/hands/verify-hand.ts';
+import { verifyChain, verifyHand, type HandView } from '../../server/game/hands/verify-hand.ts';
 import { historyJson } from '../../server/game/live/wire.ts';
+import { expectCleanAudit } from '../helpers/cage.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { liveClient, until, type LiveClient, type Msg } from '../helpers/live.ts';
+import { call, POKER_SETTINGS, startMoneyPlatform } from '../helpers/money.ts';
 
 const dealer = signerFromPrivateKey(ed25519.utils.randomSecretKey());
 const TABLE = 'attacked-table';
@@ -77,4 +84,67 @@ test('class "dealer steers a deal" (a): grinding the hand id after the contribut
   const relabelled = verifyHand(viewOf(play(found!, deckOf(legacy, found!)), 1, legacy), dealer.publicKeyHex);
   expect(relabelled.failed).toBe('commitment');
   expect(relabelled.checks.find((c) => c.name === 'commitment')!.detail).toMatch(/does not commit the hand/);
+});
+
+describe('class "dealer steers a deal" (b): a deal aborted after the contributions', () => {
+  let db: TestDatabase;
+  let m: Awaited<ReturnType<typeof startMoneyPlatform>>;
+  let live: LiveClient;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    // a room nobody watches unloads after a second: the dealer's way to drop a published commitment
+    m = await startMoneyPlatform(db, { env: { HAND_DELAY_MS: '2', ROOM_IDLE_UNLOAD_SECONDS: '1', WS_PING_INTERVAL_SECONDS: '1' } });
+    live = liveClient(m, db);
+  });
+  afterAll(async () => {
+    await live?.closeAll();
+    await m?.platform.stop();
+    await expectCleanAudit(db.pool('poker_cage'));
+    await db.drop();
+  });
+
+  const leaseHolder = async (tableId: string) =>
+    (await db.owner.query<{ holder: string | null }>('select holder from game.table_leases where table_id = $1', [tableId])).rows[0]?.holder ?? null;
+
+  test('an unload after contributions: the commitment is revealed in a chained abandoned record naming the players, and counted', async () => {
+    const [a, b] = [await live.player(1000), await live.player(1000)];
+    const tableId = await m.table(a.auth, { ...POKER_SETTINGS, turnTimerEnabled: false });
+    // two funded seats; only `a` is connected, so no hand is dealt, but `a` may contribute
+    for (const [i, p] of [a, b].entries()) expect((await m.deposit(p.auth, { tableId, seatIndex: i, amount: 200 })).status).toBe(200);
+    const dealerKey = (await call(`${m.game}/api/dealer/key`)).body.publicKey as string;
+    const abandoned: { commitment: string; seed: string }[] = [];
+    for (let round = 0; round < 2; round++) {
+      const ws = await live.open('/ws', a.auth);
+      await live.join({ ws }, tableId);
+      const state = await until(() => ws.messages.filter((x: Msg) => x.type === 'game_state' && x.tableId === tableId).at(-1), 'a state');
+      const seed = `mine-${round}-${randomBytes(6).toString('hex')}`;
+      expect(await live.request(ws, { type: 'deal_seed', tableId, commitment: state.nextDealCommitment, seed })).toMatchObject({ type: 'deal_seed_accepted' });
+      abandoned.push({ commitment: state.nextDealCommitment, seed });
+      // the dealer drops the deal: everyone leaves, the room unloads and lets the table go
+      await ws.close();
+      await until(async () => (await leaseHolder(tableId)) === null, 'the room unloaded', 10_000, 20);
+    }
+    // the table opens again (someone looks at it): what the unloads left is revealed
+    const ws = await live.open('/ws', a.auth);
+    await live.join({ ws }, tableId);
+    await until(async () => (await db.owner.query('select 1 from game.hand_histories where table_id = $1 and record is not null', [tableId])).rowCount === 2,
+      'two abandoned deals revealed', 10_000, 20);
+
+    const listed = (await call(`${m.game}/api/hands?tableId=${encodeURIComponent(tableId)}`, { headers: a.auth })).body.hands as Msg[];
+    const views = await Promise.all(listed.map(async (h) => (await call(`${m.game}/api/hands/${encodeURIComponent(h.handId)}`, { headers: a.auth })).body as HandView));
+    views.sort((x, y) => x.handNumber - y.handNumber);
+    // every commitment `a` contributed to is revealed, in a record of its own hand number, naming both players
+    expect(views.map((v) => [v.handNumber, v.status, v.deal?.commitment])).toEqual(abandoned.map((x, i) => [i + 1, 'abandoned', x.commitment]));
+    for (const v of views) {
+      const record = JSON.parse(v.record!.text);
+      expect(record).toMatchObject({ abandoned: true, rake: '0', actions: [], board: '' });
+      expect(record.seats.map((s: Msg) => s.stack)).toEqual(['200', '200']);
+      expect(verifyHand(v, dealerKey)).toMatchObject({ ok: true });
+    }
+    expect(verifyChain(views)).toEqual([expect.objectContaining({ name: 'chain', ok: true })]);
+    const bView = await call(`${m.game}/api/hands/${encodeURIComponent(views[0]!.handId)}`, { headers: b.auth });
+    expect(bView.status).toBe(200); // the other player is named too
+    // counted where anyone sees the table
+    expect((await m.room(tableId)).body.abandonedDeals).toBe(2);
+  }, 60_000);
 });
