@@ -10,15 +10,21 @@
 //   --announced results.json: the hand_result messages the player received (a list, or
 //            { results: [...] }), as a client keeps them: each hand's stored record must be the one
 //            announced then (a record rewritten later fails, even re-signed and re-chained).
-// Several hands of one table are also checked as a chain. Exit codes: 0 every check passed, 1 a
+//   --seed SEED: the seed the player contributed (deal_seed) to the hand(s) given: it must be among
+//            the contributions each deal revealed (`mixed`).
+//   --legacy: accept deals whose commitment does not name the hand (sha256-fisher-yates-v1, dealt
+//            before issue 31, and seeded-v1 test tables); refused otherwise.
+// Several hands of one table are also checked as a chain, and each hand whose predecessor is held
+// (hand n − 1, abandoned or not) against it (`prev`). Exit codes: 0 every check passed, 1 a
 // check failed, 2 usage or configuration, 3 a hand or the key could not be read.
 import { readFile } from 'node:fs/promises';
 import { ConfigError, loadConfig } from '../config/index.ts';
 import { verifyChain, verifyHand, type Announced, type Check, type HandView, type Verdict } from '../game/hands/verify-hand.ts';
 import { callJson, Refusal, roleUrl, Unreachable, UsageError } from './ops/client.ts';
 
-const USAGE = 'npm run verify:hand -- <handId> [<handId> ...] [--file hands.json] [--announced results.json] [--key HEX] [--game-url URL] [--json]';
-const VALUE_FLAGS = new Set(['file', 'announced', 'key', 'game-url']);
+const USAGE = 'npm run verify:hand -- <handId> [<handId> ...] [--file hands.json] [--announced results.json] [--seed SEED] [--legacy] [--key HEX] [--game-url URL] [--json]';
+const VALUE_FLAGS = new Set(['file', 'announced', 'key', 'game-url', 'seed']);
+const SWITCHES = new Set(['json', 'help', 'legacy']);
 
 function parse(argv: string[]) {
   const ids: string[] = [];
@@ -30,7 +36,7 @@ function parse(argv: string[]) {
       continue;
     }
     const [key, inline] = a.slice(2).split(/=(.*)/s, 2) as [string, string | undefined];
-    if (key !== 'json' && key !== 'help' && !VALUE_FLAGS.has(key)) throw new UsageError(`unknown flag --${key}`);
+    if (!SWITCHES.has(key) && !VALUE_FLAGS.has(key)) throw new UsageError(`unknown flag --${key}`);
     if (VALUE_FLAGS.has(key)) {
       const value = inline ?? argv[++i];
       if (value === undefined || value === '') throw new UsageError(`--${key} needs a value`);
@@ -101,7 +107,9 @@ async function main(argv: string[]): Promise<number> {
   const announced = typeof flags.announced === 'string'
     ? new Map((await listIn<Announced>('announced', flags.announced, 'results')).filter((r) => r?.handId).map((r) => [r.handId, r]))
     : new Map<string, Announced>();
-  const verdicts = views.map((v) => verifyHand(v, key, announced.get(v.handId)));
+  const options = { legacy: flags.legacy === true, seed: typeof flags.seed === 'string' ? flags.seed : undefined };
+  const previous = (v: HandView) => views.find((p) => p.tableId === v.tableId && p.handNumber === v.handNumber - 1);
+  const verdicts = views.map((v) => verifyHand(v, key, announced.get(v.handId), { ...options, previous: previous(v) }));
   const chain = verifyChain(views);
   if (flags.json === true) process.stdout.write(`${JSON.stringify({ hands: verdicts, chain, dealerKey: key ?? null }, null, 2)}\n`);
   else print(verdicts, chain, key !== undefined);
