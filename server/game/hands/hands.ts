@@ -67,38 +67,15 @@ export interface HandLeases {
   lost(tableId: string, epoch: bigint | null): void;
 }
 
-export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Logger; leases?: HandLeases }) {
-  const { pool, bank, log } = deps;
-  const tenure = (tableId: string) => deps.leases?.epochOf(tableId) ?? null;
-  // a boundary refused by the fence: the tenure it was sent under is over, its room stops
-  const fenced = (tableId: string, sentUnder: bigint | null) => (err: unknown) => {
-    if (isLeaseLost(err)) deps.leases?.lost(tableId, sentUnder);
-    throw err;
-  };
-  /**
-   * Runs a boundary under the table's current tenure: its epoch is sent, and a refusal ends that
-   * tenure only. `name`: the statement is prepared once per connection and its plan kept (the deal
-   * and the end run every hand; parsing and planning them each time was a share of Postgres's CPU
-   * per hand).
-   */
-  const fencedQuery = <R extends pg.QueryResultRow>(tableId: string, sql: string, params: (epoch: string | null) => unknown[], name?: string) => {
-    const sentUnder = tenure(tableId);
-    return pool.query<R>({ name, text: sql, values: params(sentUnder?.toString() ?? null) }).catch(fenced(tableId, sentUnder));
-  };
-  /** Each bust settled through the cage, in order; whether the cage took it (a failure is logged, and settled later). */
-  const settleBusts = async (tableId: string, busted: { userId: string }[]): Promise<boolean[]> => {
-    const settled: boolean[] = [];
-    for (const b of busted) {
-      const answer = await bank.post('/internal/bust', { tableId, userId: b.userId });
-      if (!answer.ok) log.warn({ tableId, userId: b.userId, status: answer.status, error: answer.body.error }, 'bust not settled by the cage yet');
-      settled.push(answer.ok);
-    }
-    return settled;
-  };
+/** A boundary query run under the table's current tenure (createHands's fencedQuery). */
+type FencedQuery = <R extends pg.QueryResultRow>(tableId: string, sql: string, params: (epoch: string | null) => unknown[], name?: string) => Promise<pg.QueryResult<R>>;
+
+/**
+ * The committed deals a table keeps (issue 31; docs/dealer.md, "Every commitment is revealed"): what
+ * a room that opens finds and reveals, the next deal it commits, the reveal of an abandoned one.
+ */
+function committedDeals(pool: pg.Pool, fencedQuery: FencedQuery) {
   return {
-    async begin(tableId: string, handId: string): Promise<void> {
-      await fencedQuery(tableId, 'select game.begin_hand($1, $2, $3)', (epoch) => [tableId, handId, epoch]);
-    },
     /**
      * Begins a hand and answers the seats it is dealt from (read under the table's lock); the hand's
      * committed deal and the next hand's, sealed, ride the same write (game.deal_hand).
@@ -140,6 +117,42 @@ export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Log
         (epoch) => [tableId, handId, epoch, JSON.stringify(deal), record.text, record.signature, record.publicKey],
       );
       return rows[0]!.hash;
+    },
+  };
+}
+
+export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Logger; leases?: HandLeases }) {
+  const { pool, bank, log } = deps;
+  const tenure = (tableId: string) => deps.leases?.epochOf(tableId) ?? null;
+  // a boundary refused by the fence: the tenure it was sent under is over, its room stops
+  const fenced = (tableId: string, sentUnder: bigint | null) => (err: unknown) => {
+    if (isLeaseLost(err)) deps.leases?.lost(tableId, sentUnder);
+    throw err;
+  };
+  /**
+   * Runs a boundary under the table's current tenure: its epoch is sent, and a refusal ends that
+   * tenure only. `name`: the statement is prepared once per connection and its plan kept (the deal
+   * and the end run every hand; parsing and planning them each time was a share of Postgres's CPU
+   * per hand).
+   */
+  const fencedQuery = <R extends pg.QueryResultRow>(tableId: string, sql: string, params: (epoch: string | null) => unknown[], name?: string) => {
+    const sentUnder = tenure(tableId);
+    return pool.query<R>({ name, text: sql, values: params(sentUnder?.toString() ?? null) }).catch(fenced(tableId, sentUnder));
+  };
+  /** Each bust settled through the cage, in order; whether the cage took it (a failure is logged, and settled later). */
+  const settleBusts = async (tableId: string, busted: { userId: string }[]): Promise<boolean[]> => {
+    const settled: boolean[] = [];
+    for (const b of busted) {
+      const answer = await bank.post('/internal/bust', { tableId, userId: b.userId });
+      if (!answer.ok) log.warn({ tableId, userId: b.userId, status: answer.status, error: answer.body.error }, 'bust not settled by the cage yet');
+      settled.push(answer.ok);
+    }
+    return settled;
+  };
+  return {
+    ...committedDeals(pool, fencedQuery),
+    async begin(tableId: string, handId: string): Promise<void> {
+      await fencedQuery(tableId, 'select game.begin_hand($1, $2, $3)', (epoch) => [tableId, handId, epoch]);
     },
     /** The seats as they stand. */
     async seats(tableId: string): Promise<SeatRow[]> {
