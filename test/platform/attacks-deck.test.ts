@@ -147,4 +147,37 @@ describe('class "dealer steers a deal" (b): a deal aborted after the contributio
     // counted where anyone sees the table
     expect((await m.room(tableId)).body.abandonedDeals).toBe(2);
   }, 60_000);
+
+  test('a hand aborted mid-deal by the dealer (the game login abandons it): its deal is revealed with the contributions it had, chained and counted', async () => {
+    const [a, b] = [await live.player(1000), await live.player(1000)];
+    const tableId = await m.table(a.auth, { ...POKER_SETTINGS, turnTimerEnabled: false });
+    for (const [i, p] of [a, b].entries()) expect((await m.deposit(p.auth, { tableId, seatIndex: i, amount: 200 })).status).toBe(200);
+    const dealerKey = (await call(`${m.game}/api/dealer/key`)).body.publicKey as string;
+    // `a` watches alone (no deal yet) and contributes to the published commitment
+    await live.join(a, tableId);
+    const state = await until(() => a.ws.messages.filter((x: Msg) => x.type === 'game_state' && x.tableId === tableId).at(-1), 'a state');
+    const seed = `mine-${randomBytes(6).toString('hex')}`;
+    expect(await live.request(a.ws, { type: 'deal_seed', tableId, commitment: state.nextDealCommitment, seed })).toMatchObject({ type: 'deal_seed_accepted' });
+    await live.join(b, tableId);
+    const dealt = await until(() => a.ws.messages.find((x: Msg) => x.type === 'game_state' && x.tableId === tableId && x.dealCommitment === state.nextDealCommitment), 'the hand dealt');
+    // the dealer dislikes the deck and abandons the hand under the table's epoch, as the game login
+    const game = db.pool('poker_game', 1);
+    const { rows: [lease] } = await db.owner.query<{ epoch: string }>('select epoch from game.table_leases where table_id = $1', [tableId]);
+    expect((await game.query('select game.abandon_hand($1, $2) as hand', [tableId, lease!.epoch])).rows[0].hand).toBe(dealt.handId);
+    // the room finds out at the hand's end (refused hand_abandoned) and reveals the deal at once
+    const turn = await until(() => [a, b].map((p) => ({ p, s: p.ws.messages.filter((x: Msg) => x.type === 'game_state' && x.tableId === tableId).at(-1) }))
+      .find(({ s }) => s?.legal?.handId === dealt.handId), 'a turn');
+    await live.request(turn.p.ws, { type: 'action', tableId, handId: dealt.handId, seq: turn.s!.legal.seq, action: 'fold' });
+    await until(async () => (await db.owner.query('select 1 from game.hand_histories where hand_id = $1 and record is not null', [dealt.handId])).rowCount === 1,
+      'the abandoned hand revealed', 10_000, 20);
+    const view = (await call(`${m.game}/api/hands/${encodeURIComponent(dealt.handId)}`, { headers: a.auth })).body as HandView;
+    expect(view).toMatchObject({ status: 'abandoned', handNumber: 1, deal: { commitment: state.nextDealCommitment } });
+    expect(view.deal!.contributions).toContainEqual({ seat: 0, seed });
+    expect(verifyHand(view, dealerKey, undefined, { seed })).toMatchObject({ ok: true });
+    expect(verifyHand(view, dealerKey, undefined, { seed }).checks.find((c) => c.name === 'mixed')).toMatchObject({ ok: true });
+    // the table goes on: hand 2 is dealt under the deal committed for it
+    const next = await until(() => a.ws.messages.find((x: Msg) => x.type === 'game_state' && x.tableId === tableId && x.handId && x.handId !== dealt.handId), 'the next hand');
+    expect(next.handId).toMatch(new RegExp(`^${tableId}:2:`));
+    expect((await m.room(tableId)).body.abandonedDeals).toBe(1);
+  }, 60_000);
 });
