@@ -13,7 +13,7 @@ import { signerFromPrivateKey } from '../../server/crypto/signing.ts';
 import { DealSeeds } from '../../server/game/live/deal-seeds.ts';
 import { applyAction, isRefusal, legalActions, startHand, type HandState } from '../../server/game/poker/engine.ts';
 import { commitmentOf, dealtFrom, deckOf, fromHex, LEGACY_ALGORITHM, type DealReveal } from '../../server/game/poker/fair-deal.ts';
-import { GENESIS, recordOf, signRecord } from '../../server/game/hands/hand-record.ts';
+import { abandonedRecord, GENESIS, recordOf, signRecord } from '../../server/game/hands/hand-record.ts';
 import { redactHistory } from '../../server/game/hands/histories.ts';
 import { verifyChain, verifyHand, type HandView } from '../../server/game/hands/verify-hand.ts';
 import { historyJson } from '../../server/game/live/wire.ts';
@@ -178,6 +178,37 @@ describe('class "dealer steers a deal" (b): a deal aborted after the contributio
     // the table goes on: hand 2 is dealt under the deal committed for it
     const next = await until(() => a.ws.messages.find((x: Msg) => x.type === 'game_state' && x.tableId === tableId && x.handId && x.handId !== dealt.handId), 'the next hand');
     expect(next.handId).toMatch(new RegExp(`^${tableId}:2:`));
+    expect((await m.room(tableId)).body.abandonedDeals).toBe(1);
+  }, 60_000);
+
+  test('the game login reads a sealed deal, abandons it under the room\'s epoch, tries to reveal a seed of its own: refused, and the table deals on', async () => {
+    const [a, b] = [await live.player(1000), await live.player(1000)];
+    const tableId = await m.table(a.auth, { ...POKER_SETTINGS, turnTimerEnabled: false });
+    for (const [i, p] of [a, b].entries()) expect((await m.deposit(p.auth, { tableId, seatIndex: i, amount: 200 })).status).toBe(200);
+    const dealerKey = (await call(`${m.game}/api/dealer/key`)).body.publicKey as string;
+    await live.join(a, tableId);
+    const state = await until(() => a.ws.messages.filter((x: Msg) => x.type === 'game_state' && x.tableId === tableId).at(-1), 'a state');
+    const game = db.pool('poker_game', 1);
+    // read: the committed deal is there, sealed; nothing in it is the seed
+    const { rows: [table] } = await game.query('select deal_next from game.tables where table_id = $1', [tableId]);
+    expect(table.deal_next).toMatchObject({ commitment: state.nextDealCommitment, handNumber: 1 });
+    expect(Object.keys(table.deal_next).sort()).toEqual(['algorithm', 'commitment', 'handId', 'handNumber', 'sealed']);
+    // then use: abandon it under the room's epoch, and reveal a seed the login made up
+    const { rows: [lease] } = await db.owner.query<{ epoch: string }>('select epoch from game.table_leases where table_id = $1', [tableId]);
+    const { rows: [opened] } = await game.query('select pending from game.open_deals($1, $2)', [tableId, lease!.epoch]);
+    expect(opened.pending).toEqual([expect.objectContaining({ handId: table.deal_next.handId, handNumber: 1 })]);
+    const madeUp = { algorithm: table.deal_next.algorithm, commitment: table.deal_next.commitment, serverSeed: randomBytes(32).toString('hex'), contributions: [] };
+    const seats = opened.pending[0].deal.seats;
+    const record = signRecord(abandonedRecord({ tableId, handNumber: 1, handId: table.deal_next.handId, prev: GENESIS, deal: madeUp, seats }), dealer);
+    await expect(game.query('select game.reveal_abandoned($1, $2, $3, $4::jsonb, $5, $6, $7)',
+      [tableId, table.deal_next.handId, lease!.epoch, JSON.stringify(madeUp), record.text, record.signature, record.publicKey])).rejects.toMatchObject({ code: 'GMHND' });
+    // the room reveals the real seed (it holds the key) before dealing again, commits a new deal, and deals
+    await live.join(b, tableId);
+    const next = await until(() => a.ws.messages.find((x: Msg) => x.type === 'game_state' && x.tableId === tableId && x.handId), 'a hand dealt', 10_000);
+    expect(next.handId).toMatch(new RegExp(`^${tableId}:2:`));
+    const view = (await call(`${m.game}/api/hands/${encodeURIComponent(table.deal_next.handId)}`, { headers: a.auth })).body as HandView;
+    expect(view).toMatchObject({ status: 'abandoned', deal: { commitment: state.nextDealCommitment } });
+    expect(verifyHand(view, dealerKey)).toMatchObject({ ok: true });
     expect((await m.room(tableId)).body.abandonedDeals).toBe(1);
   }, 60_000);
 });

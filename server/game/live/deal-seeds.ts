@@ -24,6 +24,8 @@ interface Committed {
   handId: string;
   serverSeed: Uint8Array;
   commitment: string;
+  /** Its sealed seed, once made (sealed once: as the next deal, then again as the deal dealt). */
+  sealed?: string;
 }
 
 /** A committed deal as the table keeps it (game.tables deal_next / deal_current): the seed sealed. */
@@ -91,8 +93,8 @@ export class DealSeeds {
   }
 
   private sealed(c: Committed): SealedDeal {
-    const sealed = sealSeed(this.signer, { tableId: this.tableId, handId: c.handId, commitment: c.commitment }, c.serverSeed);
-    return { algorithm: c.algorithm, handNumber: c.handNumber, handId: c.handId, commitment: c.commitment, sealed };
+    c.sealed ??= sealSeed(this.signer, { tableId: this.tableId, handId: c.handId, commitment: c.commitment }, c.serverSeed);
+    return { algorithm: c.algorithm, handNumber: c.handNumber, handId: c.handId, commitment: c.commitment, sealed: c.sealed };
   }
 
   /** The commitment of the hand after `handNumber`. */
@@ -177,6 +179,13 @@ export class DealSeeds {
     const deal: DealReveal = { algorithm: p.deal.algorithm, commitment: p.deal.commitment, serverSeed: seed ? toHex(seed) : '', contributions: p.deal.contributions ?? [] };
     const record = abandonedRecord({ tableId: this.tableId, handNumber: Number(p.handNumber), handId: p.handId, prev: this.head, deal, seats: p.deal.seats });
     return { deal, record: signRecord(record, this.signer) };
+  }
+
+  /** The table's stored deals replace the room's (game.open_deals abandoned what it held): nothing drawn is kept. */
+  forget(): void {
+    this.next = null;
+    this.staged = null;
+    this.contributions.clear();
   }
 
   /** A record was written: it is the table's head now. */

@@ -183,14 +183,24 @@ export class Room {
    * the next hand's deal is committed (kept sealed by the table) before its commitment is published.
    */
   async open(): Promise<void> {
-    const opened = await this.deps.hands.openDeals(this.tableId);
     if (this.record.current_hand_id) this.deps.log.warn({ tableId: this.tableId, handId: this.record.current_hand_id }, 'hand abandoned after a restart: the stacks of its start stand');
-    this.handNumber = opened.handNumber;
-    this.seeds.setHead(opened.head);
-    await this.revealAbandoned(opened.pending);
-    await this.deps.hands.commitDeal(this.tableId, this.seeds.sealedNext(this.handNumber));
+    await this.syncDeals();
     await this.reloadSeats();
     this.scheduleDeal();
+  }
+
+  /**
+   * The table's deals as stored become the room's: what a previous room (or a call under this room's
+   * epoch) left committed or in play is abandoned and revealed, the hand number and chain head are
+   * read, and a fresh next deal is committed before it is published.
+   */
+  private async syncDeals(): Promise<void> {
+    const opened = await this.deps.hands.openDeals(this.tableId);
+    this.handNumber = opened.handNumber;
+    this.seeds.setHead(opened.head);
+    this.seeds.forget();
+    await this.revealAbandoned(opened.pending);
+    await this.deps.hands.commitDeal(this.tableId, this.seeds.sealedNext(this.handNumber));
   }
 
   /** Abandoned deals of the table revealed, in hand order, each record extending the chain. */
@@ -203,7 +213,7 @@ export class Room {
     }
   }
 
-  /** The table holds abandoned deals not revealed yet (a hand dropped, a deal refused deal_unrevealed): revealed now. */
+  /** The table holds abandoned deals not revealed yet (a hand dropped): revealed now. */
   private async revealPending(): Promise<void> {
     const opened = await this.deps.hands.pendingDeals(this.tableId);
     this.seeds.setHead(opened.head);
@@ -412,8 +422,13 @@ export class Room {
       rows = await this.table.deal(handId, deals);
     } catch (err) {
       this.seeds.unstage();
-      if (refusedWith(err, 'game', 'deal_unrevealed')) {
-        await this.revealPending();
+      // the table's deals are not what the room holds (an abandoned deal to reveal first, or the
+      // committed one abandoned under this room's epoch): the stored ones are revealed, a new one committed
+      if (refusedWith(err, 'game', 'deal_unrevealed') || refusedWith(err, 'game', 'deal_not_committed')) {
+        this.deps.log.warn({ tableId: this.tableId, err: (err as Error).message }, 'deal refused: the table\'s deals synced');
+        if (refusedWith(err, 'game', 'deal_unrevealed')) await this.revealPending();
+        else await this.syncDeals();
+        this.broadcastState();
         this.scheduleDeal();
         return;
       }
