@@ -15,6 +15,7 @@ import { expectCleanAudit } from '../helpers/cage.ts';
 import { startChaosProxy, type ChaosProxy } from '../helpers/chaos-proxy.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import type { Msg } from '../helpers/live.ts';
+import { fromHex, handCommitmentOf } from '../../server/game/poker/fair-deal.ts';
 import { AUTH_SECRET, ISSUER, POKER_SETTINGS, call, operatorAuth } from '../helpers/money.ts';
 import { startTestPlatform, TEST_SERVICE_KEY, QUIET_CRON, type TestPlatform } from '../helpers/platform.ts';
 
@@ -219,6 +220,26 @@ test('two game processes: one runs the table, a kill -9 hands it to the other, t
   const before = again[0]!.results();
   await until('two hands on the second process', () => again[0]!.results() >= before + 2, 30_000);
   console.log(`takeover after kill -9: seat path ${seatPathMs.toFixed(0)} ms, join answered ${takeoverMs.toFixed(0)} ms, next hand dealt ${playableMs.toFixed(0)} ms`);
+
+  // issue 31: what the dead process had committed is revealed by the survivor, not thrown away: the
+  // interrupted hand (its contributions as dealt) and the next deal it had published, each an abandoned
+  // hand of its own number, naming its players, its seed giving the commitment, chained to the table
+  const { rows: dropped } = await db.owner.query(
+    `select hand_id, hand_number::int as n, record, record_hash, deal, cardinality(players) as players
+       from game.hand_histories where table_id = $1 and status = 'abandoned' order by hand_number`, [tableId]);
+  const n = Number(interrupted.split(':').at(-2));
+  expect(dropped.map((r) => [r.hand_id === interrupted, r.n])).toEqual([[true, n], [false, n + 1]]);
+  const { rows: [preceding] } = await db.owner.query('select record_hash from game.hand_histories where table_id = $1 and hand_number = $2', [tableId, n - 1]);
+  let prev = preceding.record_hash as string;
+  for (const r of dropped) {
+    const record = JSON.parse(r.record);
+    expect(record).toMatchObject({ abandoned: true, handNumber: r.n, prev, rake: '0' });
+    expect(r.players).toBe(3);
+    expect(handCommitmentOf(fromHex(r.deal.serverSeed), { tableId, handNumber: r.n, handId: r.hand_id })).toBe(r.deal.commitment);
+    prev = r.record_hash;
+  }
+  const { rows: [after] } = await db.owner.query('select record from game.hand_histories where table_id = $1 and hand_number = $2', [tableId, n + 2]);
+  expect(JSON.parse(after.record).prev).toBe(prev);
 
   // the dead tenure's hand boundaries are refused in SQL
   const game: pg.Pool = db.pool('poker_game', 1);
