@@ -61,10 +61,14 @@ select (select chip_balance from game.table_players where id = pos_a) as entry_c
 -- The dealer plays a hand: b is all in and loses. The hand's end writes the tournament stacks
 -- (conserved), places the bust, and with one player left ends the tournament.
 -- The game process that runs the table registers (its presence is this session's lock) and takes
--- the table's lease: every hand boundary carries the lease's epoch (none, or another, is refused).
+-- the table's lease (the lease functions act for this connection's process, never an id it names):
+-- every hand boundary carries the lease's epoch (none, or another, is refused). The hand itself is
+-- played here with the test harness's boundaries, which only the owner executes (a room ends its
+-- hands with game.end_hand).
 set role poker_game;
 update ids set process = (select process_id from game.register_process(null));
-update ids set epoch = (select epoch from game.take_lease('example-sng', (select process from ids), 60));
+update ids set epoch = (select epoch from game.take_lease('example-sng', 60));
+reset role;
 select (game.begin_hand('example-sng', 'example-hand-1', (select epoch from ids))).current_hand_id as hand;
 select elimination_order, tie_place, state
   from game.finish_tournament_hand('example-sng', 'example-hand-1',

@@ -20,31 +20,35 @@ grant execute on function
   game.set_sitting_out(text, uuid, boolean, bigint),
   game.idle_players(text),
   game.settle_seat(bigint, text, text),
-  game.begin_hand(text, text, bigint),
   game.deal_hand(text, text, bigint, jsonb, jsonb),
   game.open_deals(text, bigint),
   game.commit_deal(text, bigint, jsonb),
   game.reveal_abandoned(text, text, bigint, jsonb, text, text, text),
   game.seats_of(text),
-  game.finish_hand(text, text, jsonb, bigint, bigint),
   game.end_hand(text, text, bigint, jsonb, bigint, integer, jsonb, jsonb, uuid[], timestamptz, bigint, jsonb, text, text, text),
-  game.record_hand(text, text, bigint, text, jsonb, jsonb, uuid[], timestamptz),
   game.hand_for_player(text, uuid),
   game.abandon_hand(text, bigint),
   game.release_hand(text, text, bigint),
-  game.register_process(text, uuid),
-  game.set_process_url(uuid, text),
-  game.unregister_process(uuid),
-  game.take_lease(text, uuid, integer),
-  game.renew_leases(uuid, text[], bigint[], integer),
-  game.release_lease(text, uuid, bigint),
+  game.register_process(text, text),
+  game.set_process_url(text),
+  game.unregister_process(),
+  game.take_lease(text, integer),
+  game.renew_leases(text[], bigint[], integer),
+  game.release_lease(text, bigint),
   game.recover_interrupted_hands(),
-  game.lease_holder(text),
-  game.set_table_status(text, text),
   game.dealer_private_key(bytea)
   to poker_game;
 
 grant execute on function game.create_table(text, text, jsonb, text, uuid, integer, integer, text, text) to poker_cage;
+-- Operator acts behind the cage's operator routes (a live admin session each): freezing a table and
+-- the list of game process URLs. begin_hand and finish_hand, which only the test harness calls, are
+-- granted to no service login (the harness route calls them as the owner).
+grant execute on function
+  game.set_table_status(uuid, text, text),
+  game.allow_process_url(uuid, text),
+  game.forbid_process_url(uuid, text),
+  game.process_url_list(uuid)
+  to poker_cage;
 
 -- The read views (db/functions/game/60_read_views.sql): the game role reads all of them (its routes,
 -- the room), executing the rules functions game.tournaments shows and the refs game.seats reads;
@@ -64,7 +68,8 @@ grant select (table_id, mode, money_kind, status, unreconciled_rake, reconciled_
 
 grant select on game.tables, game.table_players, game.position_links, game.seat_credits, game.hand_histories, game.rake_rows to poker_admin, poker_anonymous;
 -- who runs which table: the game processes and their leases, read by operators
-grant select on game.game_processes, game.table_leases to poker_admin, poker_anonymous;
+grant select on game.table_leases, game.process_urls, game.table_status_acts to poker_admin, poker_anonymous;
+grant select (id, lock_key, url, started_at, backend_pid) on game.game_processes to poker_admin, poker_anonymous;
 
 drop policy if exists tables_read on game.tables;
 create policy tables_read on game.tables for select to poker_game, poker_admin using (true);
@@ -82,3 +87,7 @@ drop policy if exists game_processes_read on game.game_processes;
 create policy game_processes_read on game.game_processes for select to poker_admin using (true);
 drop policy if exists table_leases_read on game.table_leases;
 create policy table_leases_read on game.table_leases for select to poker_admin using (true);
+drop policy if exists process_urls_read on game.process_urls;
+create policy process_urls_read on game.process_urls for select to poker_admin using (true);
+drop policy if exists table_status_acts_read on game.table_status_acts;
+create policy table_status_acts_read on game.table_status_acts for select to poker_admin using (true);

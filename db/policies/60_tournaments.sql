@@ -14,7 +14,6 @@ grant select on cage.payout_intents to poker_cage, poker_admin;
 grant execute on function
   game.tournament_reserve(text, uuid, uuid, uuid, integer),
   game.tournament_release_reserve(text, uuid, bigint),
-  game.finish_tournament_hand(text, text, jsonb, integer, bigint),
   game.tournament_force_end(text),
   game.tournament_payouts(text),
   game.set_tournament_trace(text, jsonb),

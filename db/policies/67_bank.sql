@@ -9,7 +9,7 @@ alter default privileges in schema bank, bank_private revoke execute on function
 grant usage on schema bank to poker_bank, poker_worker;
 grant select on bank.deployments, bank.deposit_intents, bank.withdraw_intents, bank.tournament_payments to poker_bank, poker_worker;
 grant execute on function
-  bank.activate_deployment(bigint, text, text),
+  bank.activate_deployment(uuid, bigint, text, text, bigint),
   bank.create_table(text, text, jsonb, uuid, integer, integer, text, text),
   bank.open_deposit(uuid, text, text, integer, bigint, text, bigint),
   bank.submit_deposit(text, text),
@@ -49,3 +49,8 @@ drop policy if exists tournament_payments_read on bank.tournament_payments;
 create policy tournament_payments_read on bank.tournament_payments for select to poker_bank, poker_worker using (true);
 -- the bank reads its registrants through game.seats now: the policy that let it read the rows goes
 drop policy if exists table_players_bank_read on game.table_players;
+
+-- Issue 31, class 7: the game reads a chain deposit's evidence back from the chain before it funds a
+-- seat, and records that it did (db/functions/game/22_chain_deposits.sql); the bank login cannot.
+revoke all on function game.chain_deposit_to_verify(text), game.record_chain_deposit(text, text, bigint, text, numeric) from public;
+grant execute on function game.chain_deposit_to_verify(text), game.record_chain_deposit(text, text, bigint, text, numeric) to poker_game;

@@ -26,6 +26,7 @@ import { withSpan } from '../telemetry/index.ts';
 import { depositKeyOf } from '../cage/seams.ts';
 import { ChainRevert, ChainUnavailable, type ChainBankChain } from '../chain/types.ts';
 import { describeRoute } from '../http/openapi.ts';
+import { deploymentIsActive } from './deployment.ts';
 
 export interface BankDeps {
   pool: pg.Pool;
@@ -39,6 +40,8 @@ export interface BankDeps {
   auth: ServiceClient | undefined;
   /** How long a deposit waits for its receipt before answering `submitted`. */
   confirmWindowMs: number;
+  /** Where the reconciler's scan reads the chain (EVM_RPC_URL; else the deployment's own rpc_url). */
+  rpcUrl?: string;
 }
 
 export const chainDepositBody = z.object({
@@ -76,7 +79,16 @@ export function requireChain(deps: BankDeps): ChainBankChain {
   return chain;
 }
 
-/** The player's linked EVM wallets, read from the auth role (spec: the auth service's internal read). */
+/**
+ * The chain, and its contracts the active deployment (an intent records the active deployment: its
+ * tokens must go to that vault, not to another), else 503 deployment_not_active.
+ */
+export async function requireActiveChain(deps: BankDeps): Promise<ChainBankChain> {
+  const chain = requireChain(deps);
+  if (!(await deploymentIsActive(deps, chain.deployment))) throw new ApiError(503, 'deployment_not_active');
+  return chain;
+}
+
 /** The user's linked EVM wallets (lower case), read from the auth role (the spec's internal read). */
 export async function linkedWallets(deps: BankDeps, userId: string): Promise<string[]> {
   if (!deps.auth) throw new ApiError(503, 'auth_service_not_configured');
@@ -175,7 +187,7 @@ async function deposit(deps: BankDeps, req: Request, res: Response, span: Span) 
   }
   const b = parsed.data;
   const userId: string = res.locals.claims.sub;
-  const chain = requireChain(deps);
+  const chain = await requireActiveChain(deps);
   const key = depositKeyOf({ ...b.permit, deadline: b.permit.deadline.toString() }, b.signerAddress, b.amount)!;
   const claimed = getAddress(b.signerAddress) as Address;
   span.setAttributes({ 'deposit.idempotency_key': key, 'deposit.claimed_signer': claimed, 'confirm_mode': 'receipt' });

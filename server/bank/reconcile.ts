@@ -8,6 +8,9 @@
 //     the game's credit is idempotent per key);
 //   - withdrawals pending or submitted: paid or their receipt read; confirmed ones whose settle
 //     callback never landed: redelivered;
+//   - the vault's events against the intents (server/bank/chain-audit.ts chainIntentViolations,
+//     from a checkpoint): each disagreement named in the log; a failed deposit whose tokens reached
+//     the vault confirmed from its event, then credited like any other (the game reads it back);
 //   - tournaments: payout intents of chain tables with no confirmedAt older than 30 s posted again
 //     (failedAt cleared; paid, confirmed, announced), refunds not yet confirmed paid.
 import type { Hex } from 'viem';
@@ -16,6 +19,7 @@ import { BASE_UNITS_PER_CHIP } from '../chain/types.ts';
 import { creditDeposit, settleDepositOutcome, type BankDeps } from './deposit.ts';
 import { deliverChainSettlement, payWithdrawal } from './withdraw.ts';
 import { payPlace, payTournamentPayment, type PaymentRow } from './tournaments.ts';
+import { chainIntentViolations } from './chain-audit.ts';
 
 /** Payout intents with no confirmedAt are posted again once older than this (spec: Limits). */
 export const PAYOUT_REPOST_SECONDS = 30;
@@ -28,6 +32,35 @@ export interface ReconcileRun {
   settled: number;
   /** Confirmed rows the chain does not bear out (named in the log, never credited or settled). */
   unverified: number;
+  /** Intents the chain's vault events contradict (chainIntentViolations; each named in the log). */
+  violations: number;
+  /** Failed deposits whose tokens reached the vault, confirmed from their event (then credited). */
+  repaired: number;
+}
+
+/** Where the reconciler's scan of the vault's events stands (this process; a restart scans from the deployment's first block). */
+export interface ScanCheckpoint { fromBlock?: bigint; since?: Date }
+
+/**
+ * The vault's events against the intents (server/bank/chain-audit.ts): every violation named in the
+ * log; a failed deposit whose tokens reached the vault confirmed from its event (the credit below,
+ * through the game's own read of the chain, funds the seat). A deposit failed since the last scan
+ * makes this one start again from the deployment's first block (its event may lie behind the checkpoint).
+ */
+async function scanVault(deps: BankDeps, checkpoint: ScanCheckpoint, run: ReconcileRun) {
+  const started = new Date();
+  const { rows: [fresh] } = await deps.pool.query<{ n: number }>(
+    "select count(*)::int as n from bank.deposit_intents where status = 'failed' and updated_at >= coalesce($1, '-infinity'::timestamptz)", [checkpoint.since ?? null],
+  );
+  const from = fresh!.n > 0 ? undefined : checkpoint.fromBlock;
+  const audit = await chainIntentViolations(deps.pool, { rpcUrl: deps.rpcUrl }, { fromBlock: from, since: checkpoint.since });
+  for (const v of audit.violations) deps.log.error(v, 'chain intent disagrees with the chain');
+  run.violations += audit.violations.length;
+  for (const r of audit.repairs) {
+    await deps.pool.query('select bank.confirm_deposit($1, $2, $3, $4, $5)', [r.key, r.txHash, r.blockNumber.toString(), r.owner, r.amount.toString()]);
+    run.repaired++;
+  }
+  if (audit.scannedTo !== null) Object.assign(checkpoint, { fromBlock: audit.scannedTo + 1n, since: started });
 }
 
 /** The deposit's Deposited event on chain is this row's: its table, wallet and amount. */
@@ -48,8 +81,8 @@ async function withdrawalOnChain(deps: BankDeps, w: { idempotency_key: string; t
   return ok;
 }
 
-export async function reconcileChainBank(deps: BankDeps, graceSeconds: number): Promise<ReconcileRun> {
-  const run: ReconcileRun = { confirmed: 0, failed: 0, credited: 0, paid: 0, settled: 0, unverified: 0 };
+export async function reconcileChainBank(deps: BankDeps, graceSeconds: number, checkpoint: ScanCheckpoint = {}): Promise<ReconcileRun> {
+  const run: ReconcileRun = { confirmed: 0, failed: 0, credited: 0, paid: 0, settled: 0, unverified: 0, violations: 0, repaired: 0 };
   const chain = deps.chain();
   if (!chain) return run;
   const { rows: open } = await deps.pool.query<{ idempotency_key: string; status: string; tx_hash: string | null }>(
@@ -71,6 +104,8 @@ export async function reconcileChainBank(deps: BankDeps, graceSeconds: number): 
       run.failed++;
     }
   }
+  // a scan that cannot finish (the node went away mid-read) holds its checkpoint; the rest runs
+  await scanVault(deps, checkpoint, run).catch((err: unknown) => deps.log.warn({ err: (err as Error).message }, 'vault scan not finished; the next run reads from the same block'));
   const { rows: uncredited } = await deps.pool.query<{ idempotency_key: string; table_id: string; user_id: string; seat_index: number | null; amount: bigint; mode: string; wallet: string; tx_hash: string }>(
     'select idempotency_key, table_id, user_id, seat_index, amount, mode, wallet, tx_hash from bank.uncredited_deposits(0, 200)',
   );
@@ -122,9 +157,10 @@ export async function reconcileChainBank(deps: BankDeps, graceSeconds: number): 
 /** Runs the reconciler now and then every `intervalSeconds`, never two at once; stop() waits for a run. */
 export function scheduleReconciler(deps: BankDeps, intervalSeconds: number, graceSeconds: number) {
   let running: Promise<void> | undefined;
+  const checkpoint: ScanCheckpoint = {};
   const tick = () => {
     if (running) return;
-    running = reconcileChainBank(deps, graceSeconds)
+    running = reconcileChainBank(deps, graceSeconds, checkpoint)
       .then((run) => {
         if (Object.values(run).some((n) => n > 0)) deps.log.info(run, 'chain bank reconciled');
       })

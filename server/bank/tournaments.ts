@@ -17,7 +17,8 @@ import { ApiError, zodIssues } from '../http/errors.ts';
 import { secretMatches } from '../http/service-key.ts';
 import { tableId as tableIdSchema } from '../http/schemas.ts';
 import { playerSession } from '../http/jwt.ts';
-import { ChainRevert, ChainUnavailable } from '../chain/types.ts';
+import { BASE_UNITS_PER_CHIP, ChainRevert, ChainUnavailable } from '../chain/types.ts';
+import { earlierPayment } from './earlier-payments.ts';
 import { requireChain, type BankDeps } from './deposit.ts';
 import { describeRoute } from '../http/openapi.ts';
 
@@ -42,6 +43,14 @@ export async function payTournamentPayment(deps: BankDeps, row: PaymentRow, wait
   }
   if (current.status === 'pending') {
     const to = getAddress(current.destination) as Address;
+    // sent before (then failed and retried): an earlier transaction may have paid it
+    const earlier = await earlierPayment(deps, chain, 'payment', current.payment_key, { tableId: current.table_id, to, chips: BigInt(current.amount) });
+    if (earlier === 'in_flight') return current;
+    if (earlier) {
+      return (await deps.pool.query<PaymentRow>(ADVANCE, [
+        current.payment_key, 'confirmed', earlier.paid.txHash, earlier.paid.blockNumber.toString(), to, (BigInt(current.amount) * BASE_UNITS_PER_CHIP).toString(), null,
+      ])).rows[0]!;
+    }
     let txHash: Hex;
     try {
       txHash = current.kind === 'payout'

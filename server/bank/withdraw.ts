@@ -23,6 +23,7 @@ import { linkedWallets, requireChain, type BankDeps } from './deposit.ts';
 import { chainPayoutWithdraw } from './tournaments.ts';
 import { describeRoute } from '../http/openapi.ts';
 import { chainPayoutBody } from './tournaments.ts';
+import { earlierPayment } from './earlier-payments.ts';
 
 interface WithdrawalRow {
   idempotency_key: string; status: string; tx_hash: string | null; error: string | null; amount: bigint; destination: string | null;
@@ -60,6 +61,14 @@ export async function payWithdrawal(deps: BankDeps, tableId: string, row: Withdr
   const chain = requireChain(deps);
   let current = row;
   if (current.status === 'pending') {
+    // sent before (then failed and retried): an earlier transaction may have paid it
+    const earlier = await earlierPayment(deps, chain, 'withdrawal', current.idempotency_key, { tableId, to: current.destination!, chips: BigInt(current.amount) });
+    if (earlier === 'in_flight') return current;
+    if (earlier) {
+      return (await deps.pool.query<WithdrawalRow>("select * from bank.advance_withdrawal($1, 'confirmed', $2, $3, $4, $5, null)", [
+        current.idempotency_key, earlier.paid.txHash, earlier.paid.blockNumber.toString(), current.destination, (BigInt(current.amount) * BASE_UNITS_PER_CHIP).toString(),
+      ])).rows[0]!;
+    }
     let txHash: Hex;
     try {
       txHash = await chain.submitWithdraw({ tableId, to: getAddress(current.destination!) as Address, chips: current.amount });

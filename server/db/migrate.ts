@@ -63,6 +63,29 @@ export interface MigrateResult {
   repeatablesApplied: boolean;
 }
 
+/**
+ * The migration lock (one runner at a time). Any database login may take any advisory key, so a
+ * thief of a service login could hold this one and stall every start: while the lock is held by a
+ * backend of another role than the runner's (the owner's: only runners take it), that backend is
+ * named in the log and ended when the owner may (issue 31, test/platform/attacks-procs.test.ts).
+ */
+async function takeMigrationLock(client: pg.Client, log: (msg: string) => void): Promise<void> {
+  for (let named = false; ; named = true) {
+    const { rows: [got] } = await client.query<{ ok: boolean }>('select pg_try_advisory_lock(hashtext($1)) as ok', [LOCK_KEY]);
+    if (got!.ok) return;
+    const { rows: strangers } = await client.query<{ pid: number; login: string; ended: boolean }>(
+      `select l.pid, a.usename::text as login,
+              case when pg_catalog.pg_has_role(current_user, a.usesysid, 'usage') or (select rolsuper from pg_roles where rolname = current_user)
+                   then pg_terminate_backend(l.pid) else false end as ended
+         from pg_locks l join pg_stat_activity a on a.pid = l.pid
+        where l.locktype = 'advisory' and l.granted and l.objsubid = 1 and l.database = (select oid from pg_database where datname = current_database())
+          and ((l.classid::bigint << 32) | l.objid::bigint) = hashtext($1)::bigint and a.usename is distinct from current_user`, [LOCK_KEY]);
+    for (const s of strangers) if (!named || s.ended) log(`migration lock held by login ${s.login} (pid ${s.pid}), which never takes it: ${s.ended ? 'ended' : 'end it (pg_terminate_backend)'}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+
 export async function migrate(
   connectionString: string,
   options: {
@@ -80,7 +103,7 @@ export async function migrate(
   const applied: string[] = [];
   let repeatablesApplied = false;
   try {
-    await client.query('select pg_advisory_lock(hashtext($1))', [LOCK_KEY]);
+    await takeMigrationLock(client, log);
     await client.query(BOOKKEEPING);
     applied.push(...(await applyMigrations(client, migrations, log)));
     await runWorkerMigrations({ connectionString, logger: quietWorkerLogger });

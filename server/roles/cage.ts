@@ -11,6 +11,7 @@ import { createServiceClient } from '../http/service-client.ts';
 import type { RoleContext, StartedRole } from './types.ts';
 import { cashRoutes, installCashRoutes } from '../cage/cash.ts';
 import { installMoneyRoutes, moneyRoutes } from '../cage/money.ts';
+import { installOperatorGameRoutes, operatorGameRoutes } from '../cage/operator-game.ts';
 import { installTournamentCageRoutes, tournamentCageRoutes } from '../cage/tournaments.ts';
 import { installRakeRoutes, rakeRoutes } from '../cage/rake.ts';
 import { installStandUpReconcileRoute, standUpReconcileRoutes } from '../cage/stand-ups.ts';
@@ -31,7 +32,7 @@ export function cageRoutes(options: { testAuthPermitted: boolean }): RouteContra
       method: 'get', path: '/api/cage/receipt-key', auth: 'none', summary: 'The public key the cage signs its receipts with',
       responses: { 200: '{ algorithm, publicKey }' },
     }),
-    ...tableCreateRoutes({ testAuthPermitted: options.testAuthPermitted }), ...cashRoutes, ...tournamentCageRoutes, ...moneyRoutes, ...rakeRoutes,
+    ...tableCreateRoutes({ testAuthPermitted: options.testAuthPermitted }), ...cashRoutes, ...tournamentCageRoutes, ...moneyRoutes, ...operatorGameRoutes, ...rakeRoutes,
     ...gasRoutes, ...cageReadRoutes(options.testAuthPermitted), ...standUpReconcileRoutes, ...bettingCageRoutes, ...custodyRoutes, ...notYetRoutes,
   ];
 }
@@ -96,6 +97,7 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
         installCashRoutes(app, { ...common, game, signer });
         installTournamentCageRoutes(app, { ...common, game });
         installMoneyRoutes(app, { ...common, signer });
+        installOperatorGameRoutes(app, common);
         installRakeRoutes(app, common);
         installGasRoutes(app, common);
         installCageReads(app, { ...common, game, testAuthPermitted: config.testAuthPermitted, environment: deploymentEnvironment(config) });

@@ -4,7 +4,10 @@
 // CHAIN_VAULT_ADDRESS) and the operator key (CHAIN_OPERATOR_KEY); without EVM_RPC_URL a local anvil
 // is started with the contracts deployed (server/chain/local.ts) and printed with the roles. Its
 // intents are rows of the `bank` schema, moved only by the bank functions its login (poker_bank)
-// may execute; the chain's receipts are the authority for a confirmation.
+// may execute; the chain's receipts are the authority for a confirmation, and the game reads each
+// deposit back from the chain before it funds a seat. Which contracts are active is an operator's
+// act (POST /api/operator/chain/deployment); `npm start` without EVM_RPC_URL activates its local
+// anvil's as the owner (the database owner's URL it starts with), at boot.
 import type { Express } from 'express';
 import { createApp, serveRole } from '../http/app.ts';
 import { createRolePool } from '../db/pools.ts';
@@ -16,6 +19,7 @@ import { bankDepositRoutes, installBankDepositRoutes, type BankDeps } from '../b
 import { bankWithdrawRoutes, installBankWithdrawRoutes } from '../bank/withdraw.ts';
 import { chainTournamentRoutes, installChainTournamentRoutes } from '../bank/tournaments.ts';
 import { chainInfoRoutes, installChainInfoRoutes } from '../bank/chain-info.ts';
+import { activateLocalDeployment, deploymentIsActive, deploymentRoutes, installDeploymentRoutes } from '../bank/deployment.ts';
 import { scheduleReconciler } from '../bank/reconcile.ts';
 import { createChainBankChain } from '../chain/evm.ts';
 import { startLocalChain, type LocalChain } from '../chain/local.ts';
@@ -26,7 +30,7 @@ import type { RoleContext, StartedRole } from './types.ts';
 
 /** Every route the chain bank mounts, described. */
 export const chainBankRoutes = (testAuthPermitted: boolean) => [
-  ...tableCreateRoutes({ testAuthPermitted, bank: 'chain' }), ...bankDepositRoutes, ...bankWithdrawRoutes, ...chainTournamentRoutes, ...chainInfoRoutes,
+  ...tableCreateRoutes({ testAuthPermitted, bank: 'chain' }), ...bankDepositRoutes, ...bankWithdrawRoutes, ...chainTournamentRoutes, ...chainInfoRoutes, ...deploymentRoutes,
 ];
 
 /** The chain: configured (EVM_RPC_URL and the contracts), or a local anvil with the contracts deployed. */
@@ -63,6 +67,7 @@ function installChainBankRoutes(app: Express, config: RoleContext['config'], dep
   installBankWithdrawRoutes(app, deps);
   installChainTournamentRoutes(app, deps);
   installChainInfoRoutes(app, deps);
+  installDeploymentRoutes(app, deps);
 }
 
 export async function startChainBank({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
@@ -78,10 +83,15 @@ export async function startChainBank({ config, databaseUrl, log, peers }: RoleCo
   const auth = createServiceClient({ baseUrl: authUrl, serviceKey: config.SERVICE_KEY, timeoutMs: config.GAME_CALL_TIMEOUT_MS });
 
   const { chain, local } = await openChain(config, roleLog);
+  const deps: BankDeps = {
+    pool, log: roleLog, jwt, serviceKey: config.SERVICE_KEY, chain: () => chain, game,
+    auth, confirmWindowMs: config.CHAIN_CONFIRM_WINDOW_MS, rpcUrl: config.EVM_RPC_URL ?? local?.url,
+  };
   try {
-    if (chain) {
-      const d = chain.deployment;
-      await pool.query('select bank.activate_deployment($1, $2, $3)', [d.chainId, d.token, d.vault]);
+    // a deployment is an operator's act; the local anvil's, the owner's at boot (development only)
+    if (local) await activateLocalDeployment(databaseUrl, local.deployment, local.url);
+    else if (chain && !(await deploymentIsActive(deps, chain.deployment))) {
+      roleLog.warn({ vault: chain.deployment.vault }, 'these contracts are not the active deployment: an operator activates them (POST /api/operator/chain/deployment) before this bank serves deposits');
     }
   } catch (err) {
     await local?.stop();
@@ -89,10 +99,6 @@ export async function startChainBank({ config, databaseUrl, log, peers }: RoleCo
     throw err;
   }
 
-  const deps: BankDeps = {
-    pool, log: roleLog, jwt, serviceKey: config.SERVICE_KEY, chain: () => chain, game,
-    auth, confirmWindowMs: config.CHAIN_CONFIRM_WINDOW_MS,
-  };
   let reconciler: ReturnType<typeof scheduleReconciler> | undefined;
   const started = await serveRole({ role: 'chain-bank', pool, log: roleLog, host: config.HOST, port: config.CHAIN_BANK_PORT, build: async () => {
     const app = await createApp({

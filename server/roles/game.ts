@@ -4,7 +4,7 @@
 import type { Express } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { createRolePool } from '../db/pools.ts';
+import { createOwnerPool, createRolePool } from '../db/pools.ts';
 import { createApp, serveRole } from '../http/app.ts';
 import { createServiceClient } from '../http/service-client.ts';
 import type { RoleContext, StartedRole } from './types.ts';
@@ -17,6 +17,7 @@ import { installTournamentRoutes } from '../tournaments/routes.ts';
 import { createClaimBoard, installClaimRoutes } from '../claims/board.ts';
 import { createHands } from '../game/hands/hands.ts';
 import { startGameProcess, type GameProcess } from '../game/live/lease.ts';
+import { listOwnUrl } from '../game/live/process-urls.ts';
 import { createLiveTables } from '../game/live/ws.ts';
 import { installSeatRoutes } from '../game/seats/routes.ts';
 import { installTableReadRoute } from '../game/tables/read.ts';
@@ -67,6 +68,28 @@ async function readyToServe(pool: pg.Pool, environment: string, gameProcess: Gam
   return rows[0]!.tables;
 }
 
+/**
+ * This process's presence, before anything else: the leases of the tables it will run hang on it.
+ * Outside production it lists its own URL first (as the database owner); in production the
+ * operators list it (npm run ops -- process-url add), or registering with it is refused.
+ */
+async function startPresence(config: RoleContext['config'], databaseUrl: string, pool: pg.Pool, log: Logger): Promise<GameProcess> {
+  if (config.NODE_ENV !== 'production' && config.GAME_PUBLIC_URL) await listOwnUrl(databaseUrl, config.GAME_PUBLIC_URL);
+  return startGameProcess({
+    databaseUrl, pool, log, ttlSeconds: config.GAME_LEASE_TTL_SECONDS, url: config.GAME_PUBLIC_URL, dbRoleSecret: config.DB_ROLE_SECRET,
+  });
+}
+
+/** The URL this process listens on, announced (listed first as the owner outside production). */
+async function announceUrl(gameProcess: GameProcess, ownerUrl: string | null, url: string, log: Logger): Promise<void> {
+  try {
+    if (ownerUrl) await listOwnUrl(ownerUrl, url);
+    await gameProcess.setUrl(url);
+  } catch (err) {
+    log.error({ err }, 'game process url not stored (npm run ops -- process-url add URL lists it)');
+  }
+}
+
 export async function startGame({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
   const roleLog = log.child({ role: 'game' });
   const pool = createRolePool(databaseUrl, 'poker_game', { max: 20, applicationName: 'game', secret: config.DB_ROLE_SECRET });
@@ -76,14 +99,13 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
     await pool.end();
     throw err;
   });
-  // this process's presence, before anything else: the leases of the tables it will run hang on it
-  const gameProcess = await startGameProcess({
-    databaseUrl, pool, log: roleLog, ttlSeconds: config.GAME_LEASE_TTL_SECONDS, url: config.GAME_PUBLIC_URL, dbRoleSecret: config.DB_ROLE_SECRET,
-  }).catch(async (err: unknown) => {
+  const listsItself = config.NODE_ENV !== 'production', gameProcess = await startPresence(config, databaseUrl, pool, roleLog).catch(async (err: unknown) => {
     await pool.end();
     throw err;
   });
-  const hands = createHands({ pool, bank, log: roleLog, leases: gameProcess });
+  // the harness's hand boundaries run as the owner (begin_hand, finish_hand: granted to no service login)
+  const harness = config.testAuthPermitted ? createOwnerPool(databaseUrl, 2) : undefined, leases = gameProcess;
+  const hands = createHands({ pool, bank, log: roleLog, leases, harness });
   const jwt = lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') });
   const environment = deploymentEnvironment(config);
   const clock = () => new Date();
@@ -106,7 +128,7 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
         installTableReadRoute(app, { pool });
 
         // the seat functions announce their changes (game_seats); the room's process hears them
-        installSeatRoutes(app, { pool, log: roleLog, serviceKey: config.SERVICE_KEY });
+        installSeatRoutes(app, { pool, log: roleLog, serviceKey: config.SERVICE_KEY, chainRpcUrl: config.EVM_RPC_URL });
         installClaimRoutes(app, {
           board, jwt, serviceKey: config.SERVICE_KEY, clock, testClock: config.testAuthPermitted, pool, environment,
         });
@@ -130,17 +152,17 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
         live.attach(server);
         // tournaments starting or playing get their dealer back (their timers live in the worker)
         void live.registry.resumeTournaments().catch((err) => roleLog.error({ err }, 'tournaments not resumed'));
-        if (!config.GAME_PUBLIC_URL) {
-          void gameProcess.setUrl(url).catch((err) => roleLog.error({ err }, 'game process url not stored'));
-        }
+        if (!config.GAME_PUBLIC_URL) void announceUrl(gameProcess, listsItself ? databaseUrl : null, url, roleLog);
       },
       onStop: async () => {
         await live.close();
         await gameProcess.close();
+        await harness?.end();
       },
     };
   } }).then((started) => Object.assign(started, { live })).catch(async (err: unknown) => {
     await gameProcess.close().catch(() => undefined);
+    await harness?.end().catch(() => undefined);
     throw err;
   });
 }

@@ -1,4 +1,5 @@
 // The worker role: graphile-worker running tasks/ on the poker_worker database role.
+import type pg from 'pg';
 import { run, type Runner } from 'graphile-worker';
 import { createCageAuditTask } from '../../tasks/cage_audit.ts';
 import { createCageReconcileCashTask, graceSeconds } from '../../tasks/cage_reconcile_cash.ts';
@@ -48,11 +49,26 @@ function bankClients(config: Config, peers: RoleContext['peers']) {
   };
 }
 
+/**
+ * graphile-worker stops its runner on a NOTIFY "worker:migrate" saying a breaking migration ran,
+ * and any database login may send one (a NOTIFY needs no privilege): the audit and the reconcilers
+ * would stop. This platform's worker runs graphile-worker's migrations itself at start, so it
+ * drops those notices on its own connections (issue 31; attacks-procs.test.ts).
+ */
+function ignoreMigrateNotices(pool: pg.Pool) {
+  pool.on('connect', (client) => {
+    const emit = client.emit.bind(client);
+    (client as { emit: (event: string | symbol, ...args: unknown[]) => boolean }).emit = (event, ...args) =>
+      event === 'notification' && (args[0] as { channel?: string } | undefined)?.channel === 'worker:migrate' ? false : emit(event, ...args);
+  });
+}
+
 export async function startWorker({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole & { runner: Runner }> {
   const pool = createRolePool(databaseUrl, 'poker_worker', { max: 4, applicationName: 'worker', secret: config.DB_ROLE_SECRET });
   // graphile-worker's own pool: it serialises job ids to JSON when it records a failure, which a
   // BigInt (our int8 parsing) makes throw, leaving a failed job locked instead of retried
   const jobsPool = createRolePool(databaseUrl, 'poker_worker', { max: 4, applicationName: 'worker-jobs', int8AsString: true, secret: config.DB_ROLE_SECRET });
+  ignoreMigrateNotices(jobsPool);
   const game = createServiceClient({
     baseUrl: () => config.GAME_URL ?? peers?.get('game') ?? `http://${config.HOST}:${config.GAME_PORT}`,
     serviceKey: config.SERVICE_KEY,

@@ -7,7 +7,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { finishedSpans, installTelemetry, resetSpans, shutdownTelemetry } from '../../server/telemetry/index.ts';
 import { bridgedUser } from '../helpers/auth.ts';
 import { fundedWallet, inAnHour, permitDeposit, type LocalChain } from '../helpers/chain-bank.ts';
-import { expectCleanAudit } from '../helpers/cage.ts';
+import { expectCleanAudit, setTableStatus } from '../helpers/cage.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { call, POKER_SETTINGS } from '../helpers/money.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
@@ -119,9 +119,9 @@ test('deposit results: signature_invalid, wallet_not_linked, failed, table_froze
   expect(await result(await permitDeposit(local, stranger, tableId, 10n), 400)).toBe('wallet_not_linked');
   // a permit past its deadline: the chain reverts it
   expect(await result(await permitDeposit(local, p, tableId, 10n, { deadline: BigInt(Math.floor(Date.now() / 1000) - 60) }), 400)).toBe('failed');
-  await db.owner.query('select game.set_table_status($1, $2)', [tableId, 'frozen']);
+  await setTableStatus(db.owner, tableId, 'frozen');
   expect(await result(await permitDeposit(local, p, tableId, 10n), 409)).toBe('table_frozen');
-  await db.owner.query('select game.set_table_status($1, $2)', [tableId, 'active']);
+  await setTableStatus(db.owner, tableId, 'active');
   // no block within the window: submitted; mined afterwards, the reconciler credits it
   await rpc('evm_setAutomine', [false]);
   try {
@@ -150,8 +150,8 @@ test('withdraw results: not_at_table, table_frozen, wallet_not_linked, room_not_
   expect(await result({ tableId, destinationWallet: privateKeyToAccount(generatePrivateKey()).address }, 400)).toBe('wallet_not_linked');
   // refused before the stand-up: the seat still plays
   expect((await db.owner.query('select status from game.table_players where table_id = $1 and user_id = $2', [tableId, p.userId])).rows).toEqual([{ status: 'seated' }]);
-  await db.owner.query('select game.set_table_status($1, $2)', [tableId, 'frozen']);
+  await setTableStatus(db.owner, tableId, 'frozen');
   expect(await result({ tableId }, 409)).toBe('table_frozen');
-  await db.owner.query('select game.set_table_status($1, $2)', [tableId, 'active']);
+  await setTableStatus(db.owner, tableId, 'active');
   expect(await result({ tableId }, 200)).toBe('confirmed');
 });

@@ -6,7 +6,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { base58 } from '@scure/base';
 import { createTestDatabase, playerGrant, type TestDatabase } from '../helpers/db.ts';
-import { expectCleanAudit } from '../helpers/cage.ts';
+import { expectCleanAudit, setTableStatus } from '../helpers/cage.ts';
 import { satOutSince } from '../helpers/game.ts';
 import { call, POKER_SETTINGS, startMoneyPlatform, type Answer } from '../helpers/money.ts';
 import { TEST_SERVICE_KEY } from '../helpers/platform.ts';
@@ -55,7 +55,7 @@ const positions = async (tableId: string) =>
   Object.fromEntries((await db.owner.query<{ id: string; user_id: string }>(
     "select id::text, user_id from game.table_players where table_id = $1 and status <> 'closed'", [tableId],
   )).rows.map((r) => [r.user_id, r.id]));
-const freeze = (tableId: string, status: 'frozen' | 'active') => db.owner.query('select game.set_table_status($1, $2)', [tableId, status]);
+const freeze = (tableId: string, status: 'frozen' | 'active') => setTableStatus(db.owner, tableId, status);
 const forced = (tableId: string, userId: string, headers: Record<string, string> = m.service, extra: Record<string, unknown> = {}) =>
   m.withdraw(headers, { tableId, forced: true, userId, ...extra });
 

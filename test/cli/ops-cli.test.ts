@@ -66,7 +66,7 @@ describe('usage', () => {
   test('help lists every command with one line each; usage errors exit 2 without calling the platform', async () => {
     const help = await ops(['help']);
     expect(help.code).toBe(0);
-    for (const name of ['invite', 'buy', 'redeem', 'create-table', 'create-tournament', 'tables', 'board', 'gate', 'real-money', 'audit', 'balances', 'escape']) {
+    for (const name of ['invite', 'buy', 'redeem', 'create-table', 'create-tournament', 'tables', 'board', 'gate', 'real-money', 'process-url', 'freeze', 'thaw', 'audit', 'balances', 'escape']) {
       expect(help.out.split('\n').filter((l) => l.startsWith(`  ${name} `))).toHaveLength(1);
     }
     expect(help.out).toMatch(/SERVICE_KEY/);
@@ -204,6 +204,24 @@ describe('the commands', () => {
     expect(system.code).toBe(0);
     expect(system.out).toMatch(/^outside  play  -?\d+$/m);
     expect(system.out).not.toMatch(/^user /m);
+  });
+
+  test('process-url, freeze and thaw (issue 31): the operators keep the game process URLs and freeze tables', async () => {
+    const url = `http://game-${randomUUID().slice(0, 8)}.test`;
+    expect(await ops(['process-url', 'add', url])).toMatchObject({ code: 0, out: `${url} listed\n` });
+    expect(await ops(['process-url', 'add', url])).toMatchObject({ code: 0, out: `${url} was listed already\n` });
+    const list = await ops(['process-url', 'list']);
+    expect(list.out.split('\n')).toEqual(expect.arrayContaining([`${url}  0 live processes`, `${m.game}  1 live process`]));
+    expect(await ops(['process-url', 'remove', url])).toMatchObject({ code: 0, out: `${url} removed\n` });
+    expect(await ops(['process-url', 'remove', url])).toMatchObject({ code: 0, out: `${url} was not listed\n` });
+    expect(await ops(['process-url', 'add', 'ftp://x'])).toMatchObject({ code: 2 });
+    const t = `ops-frz-${randomUUID().slice(0, 8)}`;
+    expect(await ops(['create-table', t])).toMatchObject({ code: 0 });
+    expect(await ops(['freeze', t])).toMatchObject({ code: 0, out: `table ${t} frozen\n` });
+    expect(await m.deposit(player, { tableId: t, seatIndex: 0, amount: 10 })).toEqual({ status: 409, body: { error: 'table_frozen' } });
+    expect(await ops(['thaw', t])).toMatchObject({ code: 0, out: `table ${t} active\n` });
+    expect((await db.owner.query('select status from game.table_status_acts where table_id = $1 order by id', [t])).rows).toEqual([{ status: 'frozen' }, { status: 'active' }]);
+    expect(await ops(['freeze', `no-${randomUUID().slice(0, 8)}`])).toMatchObject({ code: 1, err: 'refused: freeze: 404 table_not_found\n' });
   });
 
   test('escape: a seated player\'s chips go to a FREE custody entry, the table is frozen; again: the first answer', async () => {

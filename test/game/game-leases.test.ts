@@ -243,9 +243,8 @@ test('two game processes: one runs the table, a kill -9 hands it to the other, t
 
   // the dead tenure's hand boundaries are refused in SQL
   const game: pg.Pool = db.pool('poker_game', 1);
-  await expect(game.query('select game.begin_hand($1, $2, $3)', [tableId, 'stale-hand', String(held!.epoch)])).rejects.toMatchObject({ code: 'GMLSE', message: 'lease_lost' });
-  await expect(game.query('select * from game.finish_hand($1, $2, $3, 0, $4)', [tableId, interrupted, '{}', String(held!.epoch)]))
-    .rejects.toMatchObject({ code: 'GMLSE' });
+  await expect(game.query('select * from game.deal_hand($1, $2, $3, null, null)', [tableId, 'stale-hand', String(held!.epoch)])).rejects.toMatchObject({ code: 'GMLSE', message: 'lease_lost' });
+  await expect(game.query('select game.abandon_hand($1, $2)', [tableId, String(held!.epoch)])).rejects.toMatchObject({ code: 'GMLSE' });
 
   // everyone leaves; the books hold and every chip is in a cage balance or in the rake
   for (const b of [...again, elsewhere]) b.playing = true;

@@ -108,3 +108,9 @@ export async function openClaimIntent(owner: Queryable, userId: string, amount: 
   );
   return claimId;
 }
+
+/** Freezes or thaws a table as the fixtures' operator would (game.set_table_status: an operator act). */
+export async function setTableStatus(owner: Queryable, tableId: string, status: 'frozen' | 'active') {
+  const { rows } = await owner.query<{ status: string }>('select status from game.set_table_status($1, $2, $3)', [await fixtureOperator(owner), tableId, status]);
+  return rows[0]!.status;
+}

@@ -63,6 +63,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const gameProcess = () => (presence ??= (async () => {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
+    await client.query("insert into game.process_urls (url) values ('http://test.invalid') on conflict (url) do nothing");
     const { rows } = await client.query<{ process_id: string }>("select process_id from game.register_process('http://test.invalid')");
     return { client, process: rows[0]!.process_id };
   })());
@@ -86,10 +87,11 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     leaseEpoch(tableId) {
       let epoch = epochs.get(tableId);
       if (!epoch) {
-        epoch = gameProcess().then(async ({ process }) => {
+        epoch = gameProcess().then(async ({ client }) => {
           const known = await owner.query('select 1 from game.tables where table_id = $1', [tableId]);
           if (!known.rowCount) return null;
-          const { rows } = await owner.query<{ granted: boolean; epoch: string }>('select granted, epoch::text from game.take_lease($1, $2, 3600)', [tableId, process]);
+          // the lease functions act for the calling connection's process: the presence connection's
+          const { rows } = await client.query<{ granted: boolean; epoch: string }>('select granted, epoch::text from game.take_lease($1, 3600)', [tableId]);
           if (!rows[0]!.granted) throw new Error(`the test's process could not take table ${tableId}`);
           return rows[0]!.epoch;
         });

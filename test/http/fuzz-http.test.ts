@@ -89,6 +89,10 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'cage POST /api/operator/correction': { auth: 'operator', fields: ['ref', 'moneyKind', 'legs', 'reason'] },
   'cage GET /api/operator/switches': { auth: 'operator' },
   'cage POST /api/operator/switches': { auth: 'operator', fields: ['name', 'enabled'] },
+  'cage GET /api/operator/process-urls': { auth: 'operator' },
+  'cage POST /api/operator/process-urls': { auth: 'operator', fields: ['url'] },
+  'cage DELETE /api/operator/process-urls': { auth: 'operator', fields: ['url'] },
+  'cage POST /api/operator/tables/:tableId/status': { auth: 'operator', fields: ['status'] },
   'cage GET /api/deposits/:idempotencyKey': { auth: 'jwt' },
   'cage POST /api/custody/claim': { auth: 'jwt', fields: ['entryId'] },
   'cage GET /api/cage/receipts': { auth: 'jwt' },
@@ -144,6 +148,7 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'chain-bank GET /api/economy': { auth: 'none' },
   'chain-bank GET /api/chain': { auth: 'none' },
   'chain-bank GET /api/chain/nonces/:address': { auth: 'none' },
+  'chain-bank POST /api/operator/chain/deployment': { auth: 'operator', fields: ['chainId', 'token', 'vault', 'fromBlock'] },
   // admin
   'admin GET /health': { auth: 'none' },
   'admin GET /openapi.json': { auth: 'none' },

@@ -140,13 +140,12 @@ describe('the attacks found from outside', () => {
   test('game: a cash hand on a registering Sit-and-Go (no lease, null epoch) is refused; a cash stand-up on a playing one too', async () => {
     const before = await books();
     const pos = (await db.owner.query('select id from game.table_players where table_id = $1', [world.registering])).rows.map((r) => String(r.id));
-    expect(await outcome(as('poker_game').query("select game.begin_hand($1, 'forged', null)", [world.registering]))).toBe('GMLSE lease_lost');
+    // begin_hand and finish_hand are the test harness's (issue 31): no service login executes them
     const epoch = await db.leaseEpoch(world.registering);
-    expect(await outcome(as('poker_game').query("select game.begin_hand($1, 'forged', $2)", [world.registering, epoch])))
-      .toBe('GMTNP tournament_not_playing');
+    expect(await outcome(as('poker_game').query("select game.begin_hand($1, 'forged', $2)", [world.registering, epoch]))).toMatch(/^42501 /);
     expect(await outcome(as('poker_game').query("select * from game.finish_hand($1, 'forged', $2, 0, $3)", [
       world.registering, JSON.stringify(Object.fromEntries(pos.map((p) => [p, 0]))), epoch,
-    ]))).toMatch(/^GM(NHP|NCT) /);
+    ]))).toMatch(/^42501 /);
     for (const fn of ['stand_up_busted', 'stand_up_idle']) {
       expect(await outcome(as('poker_game').query(`select * from game.${fn}($1, $2)`, [world.playing, world.victim])))
         .toBe('GMSUT stand_up_not_allowed_in_tournament');
@@ -419,24 +418,24 @@ const REVIEWED: Record<string, string> = {
   'auth.unlink_wallet(uuid,text)': 'identity root',
   // bank: the chain bank (issue 20). A confirmation is the chain's: the bank process reads it from
   // the receipt, and its reconciler reads a row back from the chain before crediting or settling it
-  'bank.activate_deployment(bigint,text,text)': 'configuration: the contracts the bank talks to (a chain of its choosing)',
+  'bank.activate_deployment(uuid,bigint,text,text,bigint)': 'a live admin session (an operator\'s act; issue 31 class 7: test/platform/attacks-chain.test.ts)',
   'bank.create_table(text,text,jsonb,uuid,integer,integer,text,text)': 'the creator\'s token grant (as game.create_table)',
   'bank.open_deposit(uuid,text,text,integer,bigint,text,bigint)': 'the player\'s token grant; the signer one of their linked wallets',
   'bank.submit_deposit(text,text)': 'bookkeeping of its own intent; moves nothing',
-  'bank.confirm_deposit(text,text,bigint,text,numeric)': 'the chain\'s receipt (the Deposited event), read back from the chain before any seat is credited from it',
-  'bank.fail_deposit(text,text)': 'bookkeeping; a failed deposit funds nothing',
+  'bank.confirm_deposit(text,text,bigint,text,numeric)': 'a claim: the game reads the transaction and its Deposited event back from the chain (game.record_chain_deposit) before any seat is credited from it; a forged one is named (chain_deposit_confirmed_without_event)',
+  'bank.fail_deposit(text,text)': 'a claim: the receipt overrides it (confirm_deposit from failed); a failed deposit whose tokens reached the vault is named and confirmed by the reconciler\'s scan',
   'bank.mark_credited(text)': 'bound: the game\'s seat credit of this key',
   'bank.uncredited_deposits(integer,integer)': 'reads',
   'bank.unresolved_deposits(integer,integer)': 'reads',
   'bank.open_withdrawal(uuid,text,bigint,bigint,text,text,text,boolean,text)': 'bound: the position the game froze (stack, chain head); a linked wallet or the last permit signer',
   'bank.advance_withdrawal(text,text,text,bigint,text,numeric,text)': 'the chain\'s receipt (the Withdrawn event), read back from the chain before any seat is settled from it',
-  'bank.retry_withdrawal(text)': 'bookkeeping: a failed payment tried again to its own destination',
+  'bank.retry_withdrawal(text)': 'bookkeeping: a failed payment tried again to its own destination; its earlier transaction kept and read on chain before another is sent (a claimed failure never pays twice: attacks-chain.test.ts class 7 (d))',
   'bank.mark_withdrawal_settled(text)': 'bound: the game closed the position under this key',
   'bank.unsettled_withdrawals(integer,integer)': 'reads',
   'bank.refund_tournament_entry(uuid,text)': 'the player\'s token grant; their own paid entry, refunded to the wallet that signed its confirmed deposit',
   'bank.open_tournament_payout(text,integer,bigint)': 'state: the game\'s payout row of the place (user, amount), paid to the wallet of that player\'s confirmed entry deposit',
   'bank.advance_tournament_payment(text,text,text,bigint,text,numeric,text)': 'the chain\'s receipt (the PaidOut or Withdrawn event of its own destination and amount)',
-  'bank.retry_tournament_payment(text)': 'bookkeeping: a failed payment tried again to its own destination',
+  'bank.retry_tournament_payment(text)': 'bookkeeping: a failed payment tried again to its own destination; its earlier transaction kept and read on chain before another is sent',
   'bank.tournament_payments_to_resume(integer,integer)': 'reads (and clears failedAt)',
   // betting (issue 19): the betting service's login
   'betting.claim_quote(uuid,text)': 'the player\'s token grant; reads the payout its market recorded (moves nothing)',
@@ -503,34 +502,34 @@ const REVIEWED: Record<string, string> = {
   'claims.set_board_settings(uuid,text,boolean,boolean)': 'a live admin session',
   // game
   'game.abandon_hand(text,bigint)': 'the table\'s lease epoch',
-  'game.begin_hand(text,text,bigint)': 'the table\'s lease epoch; a tournament only while playing',
   'game.cancel_credit(text,text,uuid,bigint)': 'bound: the cage\'s deposit of this key',
+  'game.chain_deposit_to_verify(text)': 'reads a confirmed chain deposit and its deployment',
+  'game.record_chain_deposit(text,text,bigint,text,numeric)': 'bound: the bank\'s confirmed deposit of this key, transaction, owner and amount (the game\'s own read of the chain); funds nothing by itself',
   'game.create_agent(uuid,text)': 'the player\'s token grant',
   'game.create_table(text,text,jsonb,text,uuid,integer,integer,text,text)': 'the real_money switch; the creator from the token\'s grant',
   'game.credit_seat(text,text,uuid,integer,bigint)': 'bound: a live cage deposit of the same user, table, seat and amount',
   'game.commit_deal(text,bigint,jsonb)': 'the lease epoch; one committed deal per table (a published seed is never drawn again)',
   'game.deal_hand(text,text,bigint,jsonb,jsonb)': 'the table\'s lease epoch; the deal must be the one the table committed; none while an abandoned deal is unrevealed; then reads',
+  'game.allow_process_url(uuid,text)': 'a live admin session',
+  'game.forbid_process_url(uuid,text)': 'a live admin session',
+  'game.process_url_list(uuid)': 'a live admin session; reads',
   'game.dealer_private_key(bytea)': 'the dealer\'s own signing key (the game login is the dealer): it names nobody and moves nothing',
   'game.end_hand(text,text,bigint,jsonb,bigint,integer,jsonb,jsonb,uuid[],timestamp with time zone,bigint,jsonb,text,text,text)': 'the lease epoch; chips conserved; a replay answers only what this table committed for that hand; the record must be this hand\'s and extend the table\'s chain (its signature and key are checked by the verifier against the published dealer key, never trusted by SQL)',
-  'game.finish_hand(text,text,jsonb,bigint,bigint)': 'the lease epoch; chips conserved; cash tables only',
-  'game.finish_tournament_hand(text,text,jsonb,integer,bigint)': 'the lease epoch; tournament chips conserved',
   'game.flag_agent_decision(uuid,uuid,text,text)': 'the player\'s token grant; a hand the agent was dealt',
   'game.hand_for_player(text,uuid)': 'reads what the login may select anyway',
-  'game.lease_holder(text)': 'reads',
-  'game.open_deals(text,bigint)': 'the lease epoch; abandons only what the table holds (its stacks stand)',
+  'game.open_deals(text,bigint)': 'the lease epoch; abandons only what the table holds (its stacks stand): the abandoned deal is revealed by the room and counted',
   'game.publish_agent_version(uuid,uuid,jsonb)': 'the player\'s token grant',
-  'game.record_hand(text,text,bigint,text,jsonb,jsonb,uuid[],timestamp with time zone)': 'the hand the table holds; moves no chip',
   'game.record_tournament_announced(text,text,integer,integer[])': 'bookkeeping of announcements; moves nothing',
   'game.recover_interrupted_hands()': 'state: leases whose holder is gone',
-  'game.register_process(text,uuid)': 'the presence lock of the calling connection',
+  'game.register_process(text,text)': 'the calling connection becomes a new process (its id made in SQL; an old id only with its succession secret); the URL from the operators\' list (attacks-procs.test.ts)',
   'game.release_hand(text,text,bigint)': 'the lease epoch',
-  'game.release_lease(text,uuid,bigint)': 'the lease epoch',
-  'game.renew_leases(uuid,text[],bigint[],integer)': 'the lease epochs',
+  'game.release_lease(text,bigint)': 'the calling connection\'s process and the lease epoch',
+  'game.renew_leases(text[],bigint[],integer)': 'the calling connection\'s process and the lease epochs',
   'game.reveal_abandoned(text,text,bigint,jsonb,text,text,text)': 'the lease epoch; the revealed seed must hash to the sealed commitment (unknown to the login); no chip moved; extends the chain',
   'game.seats_of(text)': 'reads',
-  'game.set_process_url(uuid,text)': 'a process row; moves nothing',
+  'game.set_process_url(text)': 'the calling connection\'s process; a URL from the operators\' list',
   'game.set_seat_agent(text,uuid,uuid)': 'state: the user\'s own agent on their own seat (ownership checked)',
-  'game.set_table_status(text,text)': 'a table\'s status; moves nothing',
+  'game.set_table_status(uuid,text,text)': 'a live admin session (freezing is an operator act)',
   'game.set_tournament_trace(text,jsonb)': 'a span\'s ids; moves nothing',
   'game.settle_seat(bigint,text,text)': 'bound: the cage\'s settlement of the position',
   'game.stand_up(text,uuid)': 'the player\'s token grant; cash tables only',
@@ -538,7 +537,7 @@ const REVIEWED: Record<string, string> = {
   'game.stand_up_idle(text,uuid)': 'state: sat out (by the lease holder) for the house\'s idle time, which no service login may set; cash tables only',
   'game.set_sitting_out(text,uuid,boolean,bigint)': 'the table\'s lease epoch (the dealer\'s word, as a hand end); moves nothing',
   'game.idle_players(text)': 'reads',
-  'game.take_lease(text,uuid,integer)': 'the presence lock of the process',
+  'game.take_lease(text,integer)': 'the calling connection\'s process (its presence lock on this backend, its session nonce)',
   'game.tournament_advance_level(text,integer)': 'state: the level\'s deadline',
   'game.tournament_begin_play(text)': 'state: the grace elapsed',
   'game.tournament_force_end(text)': 'state: playing (the service key\'s authority, as the spec gives it)',
@@ -546,7 +545,7 @@ const REVIEWED: Record<string, string> = {
   'game.tournament_rearm()': 'state: re-arms stored deadlines',
   'game.tournament_release_reserve(text,uuid,bigint)': 'an unpaid reserve only (paid entries take the refund path)',
   'game.tournament_reserve(text,uuid,uuid,uuid,integer)': 'the player\'s token grant, or the agent\'s owner; 120 s at most',
-  'game.unregister_process(uuid)': 'a process row; its leases lapse',
+  'game.unregister_process()': 'the calling connection\'s process only',
   // pure: a ref spelled from its parts, a rule applied to the settings given (db/functions/00_refs.sql,
   // game/07_tournament_rules.sql); nothing is read or written
   'cage.deposit_ref(uuid,text)': 'pure: formats a ref',

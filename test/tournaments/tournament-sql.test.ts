@@ -70,8 +70,8 @@ async function play(tableId: string) {
 async function hand(tableId: string, stacks: Record<string, number>, autoFolds = 0) {
   const handId = `h-${randomUUID().slice(0, 8)}`;
   const epoch = await db.leaseEpoch(tableId);
-  await game.query('select game.begin_hand($1, $2, $3)', [tableId, handId, epoch]);
-  const { rows } = await game.query('select * from game.finish_tournament_hand($1, $2, $3::jsonb, $4, $5)', [tableId, handId, JSON.stringify(stacks), autoFolds, epoch]);
+  await db.owner.query('select game.begin_hand($1, $2, $3)', [tableId, handId, epoch]);
+  const { rows } = await db.owner.query('select * from game.finish_tournament_hand($1, $2, $3::jsonb, $4, $5)', [tableId, handId, JSON.stringify(stacks), autoFolds, epoch]);
   return rows;
 }
 
@@ -201,7 +201,7 @@ describe('play, busts and settlement', () => {
     expect((err as { detail: string }).detail).toBe('registering');
     await fill(tableId, 2);
     await play(tableId);
-    await game.query("select game.begin_hand($1, 'flight-1', $2)", [tableId, await db.leaseEpoch(tableId)]);
+    await db.owner.query("select game.begin_hand($1, 'flight-1', $2)", [tableId, await db.leaseEpoch(tableId)]);
     await game.query('select game.tournament_force_end($1)', [tableId]);
     const t = await tableRow(tableId);
     expect(t).toMatchObject({ tournament_state: 'ended', current_hand_id: null });
@@ -219,9 +219,9 @@ describe('play, busts and settlement', () => {
     await play(tableId);
     const ps = await players(tableId);
     const epoch = await db.leaseEpoch(tableId);
-    await game.query("select game.begin_hand($1, 'cons-1', $2)", [tableId, epoch]);
+    await db.owner.query("select game.begin_hand($1, 'cons-1', $2)", [tableId, epoch]);
     const finish = (stacks: Record<string, number>) =>
-      codeOf(game.query("select * from game.finish_tournament_hand($1, 'cons-1', $2::jsonb, 0, $3)", [tableId, JSON.stringify(stacks), epoch]));
+      codeOf(db.owner.query("select * from game.finish_tournament_hand($1, 'cons-1', $2::jsonb, 0, $3)", [tableId, JSON.stringify(stacks), epoch]));
     expect(await finish({ [ps[0].id]: 1500, [ps[1].id]: 600 })).toBe('invalid_hand');
     expect(await finish({ [ps[0].id]: 2000, '999999': 0 })).toBe('invalid_hand');
     expect(await finish({ [ps[0].id]: 1000, [ps[1].id]: 1000 })).toBe('ok');

@@ -3,8 +3,12 @@
 --             signer one of their linked EVM wallets; replay-once on the permit's key;
 --   submit    bank.submit_deposit: the transaction the node accepted;
 --   confirm   bank.confirm_deposit: its receipt, with the vault's Deposited event of this table,
---             wallet and amount (read back from the chain by the reconciler before it credits);
---   fail      bank.fail_deposit: the chain refused it (the revert reason);
+--             wallet and amount, from submitted or from failed (a failure is the bank's claim; the
+--             receipt overrides it). Not yet a credit: the game re-reads the transaction and its
+--             event from the chain (game.record_chain_deposit) before it funds a seat;
+--   fail      bank.fail_deposit: the chain refused it (the revert reason); the reconciler's scan of
+--             the vault's events (server/bank/chain-audit.ts) names and confirms a failed deposit
+--             whose tokens reached the vault;
 --   credited  bank.mark_credited: the game funded the seat (game.seat_credits holds this key).
 
 -- The active deployment, or no_active_deployment.
@@ -23,29 +27,62 @@ begin
 end;
 $$;
 
--- The deployment the bank process talks to from now on (a local anvil deploys anew at every start;
--- a configured chain names its contracts). Intents of an older deployment keep theirs.
-create or replace function bank.activate_deployment(p_chain_id bigint, p_token text, p_vault text)
-  returns bank.deployments
-  language plpgsql volatile security definer
+-- The deployment the bank talks to from now on: an operator's act. Intents of an older deployment
+-- keep theirs. A deployment decides where every new intent's tokens go and which contracts the
+-- processes that re-read the chain trust, so the bank login cannot choose it (issue 31, class 7).
+create or replace function bank_private.activate(
+  p_admin uuid, p_chain_id bigint, p_token text, p_vault text, p_rpc_url text, p_from_block bigint
+) returns bank.deployments
+  language plpgsql volatile
   set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_row bank.deployments;
 begin
-  if p_chain_id is null or p_chain_id <= 0 or p_token !~ '^0x[0-9a-fA-F]{40}$' or p_vault !~ '^0x[0-9a-fA-F]{40}$' then
-    perform bank_private.refuse('invalid_deployment', 'a chain id and two contract addresses');
+  if p_chain_id is null or p_chain_id <= 0 or p_token !~ '^0x[0-9a-fA-F]{40}$' or p_vault !~ '^0x[0-9a-fA-F]{40}$'
+     or (p_rpc_url is not null and p_rpc_url !~ '^https?://[^\s]+$') or coalesce(p_from_block, 0) < 0 then
+    perform bank_private.refuse('invalid_deployment', 'a chain id, two contract addresses, an http(s) URL or none, a block or none');
   end if;
   select * into v_row from bank.deployments d
    where d.active and d.chain_id = p_chain_id and lower(d.token) = lower(p_token) and lower(d.vault) = lower(p_vault);
   if v_row.id is not null then
+    -- the same contracts again (a local anvil deploys to the same addresses at every start): where
+    -- its chain is read now
+    if p_rpc_url is not null and v_row.rpc_url is distinct from p_rpc_url then
+      update bank.deployments d set rpc_url = p_rpc_url, from_block = coalesce(p_from_block, 0) where d.id = v_row.id returning * into v_row;
+    end if;
     return v_row;
   end if;
   update bank.deployments d set active = false where d.active;
-  insert into bank.deployments (chain_id, token, vault) values (p_chain_id, p_token, p_vault) returning * into v_row;
+  insert into bank.deployments (chain_id, token, vault, activated_by, rpc_url, from_block)
+  values (p_chain_id, p_token, p_vault, p_admin, p_rpc_url, coalesce(p_from_block, 0)) returning * into v_row;
   return v_row;
 end;
 $$;
+
+-- An operator activates a deployment (p_admin_sid: their live admin session; the chain bank's
+-- POST /api/operator/chain/deployment passes the sid of the operator's access JWT).
+create or replace function bank.activate_deployment(
+  p_admin_sid uuid, p_chain_id bigint, p_token text, p_vault text, p_from_block bigint
+) returns bank.deployments
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_admin uuid := auth_private.admin_of_session(p_admin_sid);
+begin
+  return bank_private.activate(v_admin, p_chain_id, p_token, p_vault, null, p_from_block);
+end;
+$$;
+
+-- The owner activates one (no service login may execute this): `npm start` in development, after
+-- it deployed the contracts to its own local anvil, with that anvil's URL for the re-readers.
+create or replace function bank_private.activate_deployment_as_owner(
+  p_chain_id bigint, p_token text, p_vault text, p_rpc_url text, p_from_block bigint
+) returns bank.deployments
+  language sql volatile
+  set search_path = pg_catalog, pg_temp
+as $$ select bank_private.activate(null, p_chain_id, p_token, p_vault, p_rpc_url, p_from_block) $$;
 
 -- A deposit opened for the player of the token grant p_sid. The key is the hash of the permit
 -- ({ wallet, amount, deadline, v, r, s }): the same key again answers the deposit as it stands
@@ -152,8 +189,9 @@ begin
     perform bank_private.refuse('bad_request', 'a transaction hash');
   end if;
   v_row := bank_private.locked_deposit(p_key);
-  if v_row.status = 'pending' then
-    update bank.deposit_intents d set status = 'submitted', tx_hash = p_tx_hash, updated_at = now()
+  -- pending, or failed before any transaction was recorded (a failure is a claim: the node took it)
+  if v_row.status = 'pending' or (v_row.status = 'failed' and v_row.tx_hash is null) then
+    update bank.deposit_intents d set status = 'submitted', tx_hash = p_tx_hash, error = null, updated_at = now()
      where d.idempotency_key = p_key returning * into v_row;
   elsif v_row.tx_hash is distinct from p_tx_hash then
     perform bank_private.refuse('deposit_state_conflict', format('deposit is %s with transaction %s', v_row.status, v_row.tx_hash));
@@ -180,14 +218,17 @@ begin
   if v_row.status = 'confirmed' then
     return v_row;
   end if;
-  if v_row.status <> 'submitted' or v_row.tx_hash is distinct from p_tx_hash then
+  -- submitted with this transaction; or failed: a failure is only the bank's claim, and the
+  -- receipt of the deposit's transaction overrides it (the chain took the tokens: issue 31, class 7)
+  if p_tx_hash is null or p_tx_hash !~ '^0x[0-9a-f]{64}$' or v_row.status not in ('submitted', 'failed')
+     or (v_row.tx_hash is not null and v_row.tx_hash <> p_tx_hash) then
     perform bank_private.refuse('deposit_state_conflict', format('deposit is %s', v_row.status));
   end if;
   if p_block_number is null or p_block_number <= 0 or lower(p_owner) <> lower(v_row.wallet)
      or p_base_units is distinct from v_row.amount::numeric * 1000000 then
     perform bank_private.refuse('deposit_event_mismatch', 'the Deposited event is not this deposit''s wallet and amount');
   end if;
-  update bank.deposit_intents d set status = 'confirmed', block_number = p_block_number, error = null, updated_at = now()
+  update bank.deposit_intents d set status = 'confirmed', tx_hash = p_tx_hash, block_number = p_block_number, error = null, updated_at = now()
    where d.idempotency_key = p_key returning * into v_row;
   return v_row;
 end;

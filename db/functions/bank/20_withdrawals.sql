@@ -129,9 +129,12 @@ begin
   if p_status = 'submitted' and v_row.status = 'pending' and p_tx_hash ~ '^0x[0-9a-f]{64}$' then
     update bank.withdraw_intents w set status = 'submitted', tx_hash = p_tx_hash, updated_at = now()
      where w.idempotency_key = p_key returning * into v_row;
-  elsif p_status = 'confirmed' and v_row.status = 'submitted' and v_row.tx_hash = p_tx_hash and p_block_number > 0
+  -- confirmed from the receipt of its transaction, or of one it was sent in before a retry: from
+  -- submitted, or from failed or pending again (a failure is the bank's claim; the receipt wins)
+  elsif p_status = 'confirmed' and v_row.status in ('pending', 'submitted', 'failed')
+        and (v_row.tx_hash = p_tx_hash or p_tx_hash = any (v_row.prior_tx_hashes)) and p_block_number > 0
         and lower(p_to) = lower(v_row.destination) and p_base_units = v_row.amount::numeric * 1000000 then
-    update bank.withdraw_intents w set status = 'confirmed', block_number = p_block_number, error = null, updated_at = now()
+    update bank.withdraw_intents w set status = 'confirmed', tx_hash = p_tx_hash, block_number = p_block_number, error = null, updated_at = now()
      where w.idempotency_key = p_key returning * into v_row;
   elsif p_status = 'failed' and v_row.status in ('pending', 'submitted') then
     update bank.withdraw_intents w set status = 'failed', error = left(coalesce(p_error, 'failed'), 300), updated_at = now()
@@ -145,6 +148,8 @@ $$;
 
 -- A failed withdrawal is tried again with a fresh transaction (pending again; the position stays
 -- leaving until it is paid): the chain refused it once (out of gas, a nonce race), not for good.
+-- The transaction it was sent in is kept (prior_tx_hashes): the bank reads each on chain before it
+-- sends another (server/bank/payments.ts), and any of their receipts confirms it.
 create or replace function bank.retry_withdrawal(p_key text) returns bank.withdraw_intents
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -154,7 +159,9 @@ declare
 begin
   v_row := bank_private.locked_withdrawal(p_key);
   if v_row.status = 'failed' then
-    update bank.withdraw_intents w set status = 'pending', tx_hash = null, updated_at = now()
+    update bank.withdraw_intents w
+       set status = 'pending', tx_hash = null, updated_at = now(),
+           prior_tx_hashes = case when w.tx_hash is null then w.prior_tx_hashes else w.prior_tx_hashes || w.tx_hash end
      where w.idempotency_key = p_key returning * into v_row;
   end if;
   return v_row;

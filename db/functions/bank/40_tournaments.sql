@@ -204,10 +204,13 @@ begin
   elsif p_status = 'submitted' and v_row.status = 'pending' and p_tx_hash ~ '^0x[0-9a-f]{64}$' then
     update bank.tournament_payments t set status = 'submitted', tx_hash = p_tx_hash, submitted_at = now(), updated_at = now()
      where t.payment_key = p_key returning * into v_row;
-  elsif p_status = 'confirmed' and v_row.status = 'submitted' and v_row.tx_hash = p_tx_hash and p_block_number > 0
+  -- confirmed from the receipt of its transaction or of one sent before a retry, from any state
+  -- but confirmed (a failure is the bank's claim; the receipt wins)
+  elsif p_status = 'confirmed' and v_row.status in ('pending', 'submitted', 'failed')
+        and (v_row.tx_hash = p_tx_hash or p_tx_hash = any (v_row.prior_tx_hashes)) and p_block_number > 0
         and lower(p_to) = lower(v_row.destination) and p_base_units = v_row.amount::numeric * 1000000 then
     update bank.tournament_payments t
-       set status = 'confirmed', block_number = p_block_number, confirmed_at = now(), failed_at = null, error = null, updated_at = now()
+       set status = 'confirmed', tx_hash = p_tx_hash, block_number = p_block_number, confirmed_at = now(), failed_at = null, error = null, updated_at = now()
      where t.payment_key = p_key returning * into v_row;
     if v_row.kind = 'payout' then
       update cage.payout_intents i
@@ -249,7 +252,9 @@ begin
     perform bank_private.refuse('payment_not_found');
   end if;
   if v_row.status = 'failed' then
-    update bank.tournament_payments t set status = 'pending', tx_hash = null, failed_at = null, updated_at = now()
+    update bank.tournament_payments t
+       set status = 'pending', tx_hash = null, failed_at = null, updated_at = now(),
+           prior_tx_hashes = case when t.tx_hash is null then t.prior_tx_hashes else t.prior_tx_hashes || t.tx_hash end
      where t.payment_key = p_key returning * into v_row;
     if v_row.kind = 'payout' then
       update cage.payout_intents i set failed_at = null

@@ -60,12 +60,14 @@ begin
 end;
 $$;
 
--- Freezes or thaws a table (operators; a frozen table refuses deposits and withdrawals).
-create or replace function game.set_table_status(p_table_id text, p_status text) returns game.tables
+-- Freezes or thaws a table: an operator act (a live admin session; recorded in
+-- game.table_status_acts). A frozen table refuses deposits and withdrawals.
+create or replace function game.set_table_status(p_sid uuid, p_table_id text, p_status text) returns game.tables
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
+  v_admin uuid := auth_private.admin_of_session(p_sid);
   v_table game.tables;
 begin
   if p_status is null or p_status not in ('active', 'frozen') then
@@ -75,6 +77,7 @@ begin
   if v_table.table_id is null then
     perform game_private.refuse('table_not_found', format('table %s', p_table_id));
   end if;
+  insert into game.table_status_acts (table_id, status, admin_id) values (p_table_id, p_status, v_admin);
   return v_table;
 end;
 $$;

@@ -97,10 +97,12 @@ begin
   -- table, seat and amount. Whatever the game role's database role or the service key sends,
   -- chips reach a seat only from a buy-in.
   -- On a chain-bank table the deposit is the chain bank's, confirmed on chain (its receipt's
-  -- Deposited event) and not credited yet.
+  -- Deposited event), read back from the chain by the game itself (verified_at:
+  -- game.record_chain_deposit, 22_chain_deposits.sql) and not credited yet.
   if v_table.bank = 'chain' then
     if not exists (select from bank.deposit_intents d
-                    where d.idempotency_key = p_key and d.status = 'confirmed' and d.credited_at is null and d.mode = 'cash'
+                    where d.idempotency_key = p_key and d.status = 'confirmed' and d.verified_at is not null
+                      and d.credited_at is null and d.mode = 'cash'
                       and d.user_id = p_user_id and d.table_id = p_table_id and d.seat_index = p_seat_index and d.amount = p_amount) then
       perform game_private.refuse('credit_not_backed',
         format('no confirmed chain deposit %s for this user, table, seat and amount', p_key));

@@ -5,7 +5,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { createTestDatabase, playerGrant, type TestDatabase, waitForLockWait } from '../../../test/helpers/db.ts';
-import { balanceOf, expectCleanAudit, fixtureOperator, fund, openClaimIntent, setRealMoney, userAccount } from '../../../test/helpers/cage.ts';
+import { balanceOf, expectCleanAudit, fixtureOperator, fund, openClaimIntent, setRealMoney, setTableStatus, userAccount } from '../../../test/helpers/cage.ts';
 import {
   POKER_SETTINGS, asUnkeptCredit, authUser, claimCustody, createTable, creditSeat, leave, newKey, openDeposit, settlePosition, sit, solanaAddress,
   standUp, TEST_RECEIPT_SIGNER, withdrawKey, type TableRow,
@@ -104,8 +104,8 @@ async function headsUpBust(rake = 0n) {
   const { seat: sa } = await sit(cage, game, a.userId, table.table_id, 0, 100n);
   const { seat: sb } = await sit(cage, game, b.userId, table.table_id, 1, 100n);
   const epoch = await db.leaseEpoch(table.table_id);
-  await game.query('select game.begin_hand($1, $2, $3)', [table.table_id, 'h1', epoch]);
-  const { rows: busted } = await game.query('select * from game.finish_hand($1, $2, $3, $4, $5)', [
+  await db.owner.query('select game.begin_hand($1, $2, $3)', [table.table_id, 'h1', epoch]);
+  const { rows: busted } = await db.owner.query('select * from game.finish_hand($1, $2, $3, $4, $5)', [
     table.table_id, 'h1', { [String(sa.player_id)]: 0, [String(sb.player_id)]: Number(200n - rake) }, String(rake), epoch,
   ]);
   return { table, a, b, sa, sb, busted };
@@ -178,7 +178,7 @@ describe('open_deposit', () => {
     const a = await player(500n);
     await expect(openDeposit(cage, a.userId, newKey(), 'no-such-table', 0, 100n)).rejects.toMatchObject({ code: 'CGTNF', message: 'table_not_found' });
     const f = await createTable(cage);
-    await game.query('select game.set_table_status($1, $2)', [f.table_id, 'frozen']);
+    await setTableStatus(db.owner, f.table_id, 'frozen');
     await expect(openDeposit(cage, a.userId, newKey(), f.table_id, 0, 100n)).rejects.toMatchObject({ code: 'CGFRZ', message: 'table_frozen' });
     expect(await balanceOf(cage, a.id)).toBe(500n);
     const { rows } = await cage.query('select count(*)::int as n from cage.deposit_intents where user_id = $1', [a.userId]);
@@ -537,7 +537,7 @@ describe('settle_position', () => {
 
   test('a frozen table refuses a cash-out but not a bust', async () => {
     const { table: f, a, b } = await headsUpBust();
-    await game.query('select game.set_table_status($1, $2)', [f.table_id, 'frozen']);
+    await setTableStatus(db.owner, f.table_id, 'frozen');
     const upB = await standUp(game, f.table_id, b.userId);
     await expect(settlePosition(cage, {
       userId: b.userId, tableId: f.table_id, playerId: upB.player_id, amount: 200n, historyHash: upB.history_hash, settlement: 'cash_out',
@@ -546,7 +546,7 @@ describe('settle_position', () => {
       userId: b.userId, tableId: f.table_id, playerId: upB.player_id, amount: 200n, historyHash: upB.history_hash, settlement: 'custody',
     })).rejects.toMatchObject({ code: 'CGFRZ' });
     await leave(cage, game, f.table_id, a.userId, 'bust');
-    await game.query('select game.set_table_status($1, $2)', [f.table_id, 'active']);
+    await setTableStatus(db.owner, f.table_id, 'active');
     await settlePosition(cage, {
       userId: b.userId, tableId: f.table_id, playerId: upB.player_id, amount: 200n, historyHash: upB.history_hash, settlement: 'cash_out',
     });

@@ -124,8 +124,8 @@ describe('audit and rebuild', () => {
 
     // a hand moves chips between the stacks and takes rake: the escrow does not move
     const epoch = await db.leaseEpoch(table.table_id);
-    await game.query('select game.begin_hand($1, $2, $3)', [table.table_id, 'hand-1', epoch]);
-    await game.query('select * from game.finish_hand($1, $2, $3, $4, $5)', [
+    await db.owner.query('select game.begin_hand($1, $2, $3)', [table.table_id, 'hand-1', epoch]);
+    await db.owner.query('select * from game.finish_hand($1, $2, $3, $4, $5)', [
       table.table_id, 'hand-1', { [String(seatA.player_id)]: 285, [String(seatB.player_id)]: 10 }, '5', epoch,
     ]);
     expect(await balanceOf(cage, escrow)).toBe(300n);

@@ -494,7 +494,7 @@ describe('agents', () => {
   /** A hand stored by the live tables with these agents dealt in (hand ids are made unique per test run). */
   const played = async (agents: string[], handId = `hand-${randomUUID()}`) => {
     const table = await createTable(db.owner);
-    await game.query("select game.record_hand($1, $2, 1, 'finished', '[]'::jsonb, null, $3::uuid[])", [table.table_id, handId, agents]);
+    await db.owner.query("select game.record_hand($1, $2, 1, 'finished', '[]'::jsonb, null, $3::uuid[])", [table.table_id, handId, agents]);
     return handId;
   };
 

@@ -41,7 +41,7 @@ function record(handId: string, handNumber: number, prev: string, overrides: Par
 
 /** Begins `handId` and ends it with `r` (its deal unless `dealOf` says otherwise) as the game login would. */
 async function endWith(handId: string, handNumber: number, r: HandRecord | null, options: { dealOf?: unknown; signature?: string | null; begin?: boolean } = {}) {
-  if (options.begin !== false) await game.query('select * from game.begin_hand($1, $2, $3)', [t.table_id, handId, await db.leaseEpoch(t.table_id)]);
+  if (options.begin !== false) await db.owner.query('select * from game.begin_hand($1, $2, $3)', [t.table_id, handId, await db.leaseEpoch(t.table_id)]);
   const text = r ? recordText(r) : null;
   const signature = options.signature !== undefined ? options.signature : text ? Buffer.from(signer.sign(new TextEncoder().encode(text))).toString('hex') : null;
   return game.query(

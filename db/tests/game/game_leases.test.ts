@@ -29,6 +29,8 @@ async function startProcess(url = `http://game-${randomUUID().slice(0, 6)}.test`
   presence.on('error', () => undefined);
   await presence.connect();
   presences.push(presence);
+  // the operators' list of process URLs (kept by the owner here, as in development)
+  await db.owner.query('insert into game.process_urls (url) values ($1) on conflict (url) do nothing', [url]);
   const { rows } = await presence.query<{ process_id: string }>('select process_id from game.register_process($1)', [url]);
   return { id: rows[0]!.process_id, url, presence, die: () => presence.end() };
 }
@@ -36,19 +38,24 @@ async function startProcess(url = `http://game-${randomUUID().slice(0, 6)}.test`
 type Proc = Awaited<ReturnType<typeof startProcess>>;
 
 async function take(p: Proc, tableId: string, ttl = 30) {
-  const { rows } = await game.query('select granted, epoch, holder_url, recovered_hand from game.take_lease($1, $2, $3)', [tableId, p.id, ttl]);
-  return rows[0] as { granted: boolean; epoch: bigint; holder_url: string | null; recovered_hand: string | null };
+  // a process acts on its own presence connection (the lease functions act for the calling connection's process)
+  const { rows } = await p.presence.query('select granted, epoch::text, holder_url, recovered_hand from game.take_lease($1, $2)', [tableId, ttl]);
+  return { ...rows[0], epoch: BigInt(rows[0].epoch) } as { granted: boolean; epoch: bigint; holder_url: string | null; recovered_hand: string | null };
 }
 const renew = async (p: Proc, held: [string, bigint][]) =>
-  (await game.query<{ t: string }>('select t from game.renew_leases($1, $2::text[], $3::bigint[], 30) t', [
-    p.id, held.map(([t]) => t), held.map(([, e]) => String(e)),
+  (await p.presence.query<{ t: string }>('select t from game.renew_leases($1::text[], $2::bigint[], 30) t', [
+    held.map(([t]) => t), held.map(([, e]) => String(e)),
   ])).rows.map((r) => r.t);
+// the harness's boundaries (as the owner: no service login executes begin_hand and finish_hand)
 const begin = (tableId: string, handId: string, epoch: bigint | null) =>
-  game.query('select game.begin_hand($1, $2, $3)', [tableId, handId, epoch === null ? null : String(epoch)]);
+  db.owner.query('select game.begin_hand($1, $2, $3)', [tableId, handId, epoch === null ? null : String(epoch)]);
 const finish = (tableId: string, handId: string, stacks: Record<string, number>, epoch: bigint | null) =>
-  game.query('select * from game.finish_hand($1, $2, $3, 0, $4)', [tableId, handId, JSON.stringify(stacks), epoch === null ? null : String(epoch)]);
+  db.owner.query('select * from game.finish_hand($1, $2, $3, 0, $4)', [tableId, handId, JSON.stringify(stacks), epoch === null ? null : String(epoch)]);
 const abandon = (tableId: string, epoch: bigint | null) =>
   game.query('select game.abandon_hand($1, $2)', [tableId, epoch === null ? null : String(epoch)]);
+async function until(probe: () => Promise<boolean>) {
+  for (let i = 0; i < 400 && !(await probe()); i++) await new Promise((resolve) => setTimeout(resolve, 25));
+}
 const tableRow = async (tableId: string) => (await db.owner.query('select * from game.tables where table_id = $1', [tableId])).rows[0];
 const lease = async (tableId: string) => (await db.owner.query('select * from game.table_leases where table_id = $1', [tableId])).rows[0];
 
@@ -68,7 +75,7 @@ test('a present process takes a free table for a new tenure; another present pro
   expect(first).toEqual({ granted: true, epoch: 1n, holder_url: p1.url, recovered_hand: null });
   expect(await take(p2, t.table_id)).toEqual({ granted: false, epoch: 1n, holder_url: p1.url, recovered_hand: null });
   expect(await lease(t.table_id)).toMatchObject({ holder: p1.id, epoch: 1n });
-  const { rows } = await game.query('select epoch, holder_url from game.lease_holder($1)', [t.table_id]);
+  const { rows } = await db.owner.query('select epoch, holder_url from game.lease_holder($1)', [t.table_id]);
   expect(rows).toEqual([{ epoch: 1n, holder_url: p1.url }]);
   // the holder taking it again (its room reloaded) is a new tenure too
   expect((await take(p1, t.table_id)).epoch).toBe(2n);
@@ -111,9 +118,49 @@ test('a process that is not present cannot take a lease', async () => {
   const p = await startProcess();
   const t = await createTable(cage);
   await p.die();
-  await expect(take(p, t.table_id)).rejects.toMatchObject({ code: 'GMPGN', message: 'game_process_gone' });
-  await expect(take({ ...p, id: randomUUID() }, t.table_id)).rejects.toMatchObject({ code: 'GMPGN' });
+  // any other connection is no process: not the dead one's, not one it names
+  const other = new pg.Client({ connectionString: db.url, options: '-c role=poker_game' });
+  await other.connect();
+  presences.push(other);
+  await expect(other.query('select * from game.take_lease($1, 30)', [t.table_id])).rejects.toMatchObject({ code: 'GMPGN', message: 'game_process_gone' });
   expect(await lease(t.table_id)).toBeUndefined();
+});
+
+test('a process comes back under its id only with its succession secret; the id alone, or a live process\'s secret, gives nothing', async () => {
+  const url = `http://game-${randomUUID().slice(0, 6)}.test`;
+  await db.owner.query('insert into game.process_urls (url) values ($1)', [url]);
+  const connect = async () => {
+    const c = new pg.Client({ connectionString: db.url, options: '-c role=poker_game' });
+    c.on('error', () => undefined);
+    await c.connect();
+    presences.push(c);
+    return c;
+  };
+  const first = await connect();
+  const { rows: [reg] } = await first.query('select process_id, succession from game.register_process($1)', [url]);
+  // a second connection with the live process's secret: refused (it is present)
+  const thief = await connect();
+  await expect(thief.query('select * from game.register_process(null, $1)', [reg.succession])).rejects.toMatchObject({ code: 'GMPGN' });
+  // registering twice on one connection is refused
+  await expect(first.query('select * from game.register_process(null)')).rejects.toMatchObject({ code: 'GMPAR', message: 'process_already_registered' });
+  await first.end();
+  // after the connection is gone: the real secret brings the id back, once; a made-up one is a new process
+  await until(async () => !(await db.owner.query('select game_private.process_present($1) as p', [reg.process_id])).rows[0].p);
+  const back = await connect();
+  const { rows: [again] } = await back.query('select process_id, succession from game.register_process(null, $1)', [reg.succession]);
+  expect(again.process_id).toBe(reg.process_id);
+  expect(again.succession).not.toBe(reg.succession);
+  // the used secret (rotated at each registration) is now a made-up one: a new process, not the id
+  const stranger = await connect();
+  const { rows: [fresh] } = await stranger.query('select process_id from game.register_process(null, $1)', [reg.succession]);
+  expect(fresh.process_id).not.toBe(reg.process_id);
+  expect((await db.owner.query('select url from game.game_processes where id = $1', [reg.process_id])).rows).toEqual([{ url }]);
+  // an unlisted URL is refused; removing a URL from the list hides it from lease_holder at once
+  await expect(stranger.query("select game.set_process_url('http://elsewhere.invalid')")).rejects.toMatchObject({ code: 'GMPUL', message: 'process_url_unlisted' });
+  const t = await createTable(cage);
+  expect((await back.query('select holder_url from game.take_lease($1, 30)', [t.table_id])).rows).toEqual([{ holder_url: url }]);
+  await db.owner.query('delete from game.process_urls where url = $1', [url]);
+  expect((await db.owner.query('select holder_url from game.lease_holder($1)', [t.table_id])).rows).toEqual([{ holder_url: null }]);
 });
 
 test('fencing: hand boundaries under an epoch that is not the current one are refused and change nothing', async () => {
@@ -160,9 +207,9 @@ test('release lets the table go and abandons the hand in progress; a stale relea
   const { tableId } = await seatedTable();
   const { epoch } = await take(p1, tableId);
   await begin(tableId, 'h-r', epoch);
-  expect((await game.query('select game.release_lease($1, $2, $3) as hand', [tableId, p1.id, String(epoch - 1n)])).rows[0].hand).toBeNull();
+  expect((await p1.presence.query('select game.release_lease($1, $2) as hand', [tableId, String(epoch - 1n)])).rows[0].hand).toBeNull();
   expect((await tableRow(tableId)).current_hand_id).toBe('h-r');
-  expect((await game.query('select game.release_lease($1, $2, $3) as hand', [tableId, p1.id, String(epoch)])).rows[0].hand).toBe('h-r');
+  expect((await p1.presence.query('select game.release_lease($1, $2) as hand', [tableId, String(epoch)])).rows[0].hand).toBe('h-r');
   expect((await tableRow(tableId)).current_hand_id).toBeNull();
   expect(await lease(tableId)).toMatchObject({ holder: null, epoch });
   // released: anyone takes it, for the next tenure
@@ -286,6 +333,6 @@ test('sitting out is the lease holder\'s to record; a forced (idle) stand-up wai
 });
 
 test('the cage role cannot touch leases', async () => {
-  await expect(cage.query('select * from game.take_lease($1, $2, 30)', ['t', randomUUID()])).rejects.toMatchObject({ code: '42501' });
+  await expect(cage.query('select * from game.take_lease($1, 30)', ['t'])).rejects.toMatchObject({ code: '42501' });
   await expect(cage.query('select * from game.recover_interrupted_hands()')).rejects.toMatchObject({ code: '42501' });
 });

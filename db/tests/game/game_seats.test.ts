@@ -4,7 +4,7 @@
 // seats are funded with keys the cage would have opened, so the escrow audit is not asserted here.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { setRealMoney } from '../../../test/helpers/cage.ts';
+import { fixtureOperator, setRealMoney, setTableStatus } from '../../../test/helpers/cage.ts';
 import { createTestDatabase, playerGrant, type TestDatabase } from '../../../test/helpers/db.ts';
 import {
   POKER_SETTINGS, asUnkeptCredit, createTable, creditSeat, openDepositsAs, newKey, newTableId, standUp, verifyChain, type TableRow,
@@ -59,11 +59,11 @@ async function cageSettled(playerId: bigint, ref: string, settlement: 'cash_out'
 const cancel = async (key: string, tableId: string, userId: string, amount: bigint) =>
   (await game.query('select game.cancel_credit($1, $2, $3, $4) as answer', [key, tableId, userId, String(amount)])).rows[0].answer as string;
 
-/** Hand boundaries under the table's lease, as a room sends them (every boundary needs one). */
+/** Hand boundaries under the table's lease, as the test harness sends them (as the owner: no service login executes them). */
 const beginHand = async (tableId: string, handId: string | null) =>
-  game.query('select * from game.begin_hand($1, $2, $3)', [tableId, handId, await db.leaseEpoch(tableId)]);
+  db.owner.query('select * from game.begin_hand($1, $2, $3)', [tableId, handId, await db.leaseEpoch(tableId)]);
 const finishHand = async (tableId: string, handId: string | null, stacks: unknown, rake: bigint | number | null) =>
-  (await game.query<{ player_id: bigint; user_id: string }>('select * from game.finish_hand($1, $2, $3, $4, $5)', [
+  (await db.owner.query<{ player_id: bigint; user_id: string }>('select * from game.finish_hand($1, $2, $3, $4, $5)', [
     tableId, handId, JSON.stringify(stacks), rake === null ? null : String(rake), await db.leaseEpoch(tableId),
   ])).rows;
 
@@ -115,12 +115,17 @@ describe('create_table', () => {
     expect(rows[0].n).toBe(0);
   });
 
-  test('set_table_status freezes and thaws; anything else is refused', async () => {
+  test('set_table_status freezes and thaws with a live admin session (recorded); anything else is refused', async () => {
     const t = await createTable(cage);
-    expect((await game.query('select status from game.set_table_status($1, $2)', [t.table_id, 'frozen'])).rows[0].status).toBe('frozen');
-    expect((await game.query('select status from game.set_table_status($1, $2)', [t.table_id, 'active'])).rows[0].status).toBe('active');
-    await expect(game.query('select game.set_table_status($1, $2)', [t.table_id, 'pending'])).rejects.toMatchObject({ code: 'GMTBL' });
-    await expect(game.query('select game.set_table_status($1, $2)', ['no-such-table', 'frozen'])).rejects.toMatchObject({ code: 'GMTNF', message: 'table_not_found' });
+    const sid = await fixtureOperator(db.owner);
+    expect((await cage.query('select status from game.set_table_status($1, $2, $3)', [sid, t.table_id, 'frozen'])).rows[0].status).toBe('frozen');
+    expect((await cage.query('select status from game.set_table_status($1, $2, $3)', [sid, t.table_id, 'active'])).rows[0].status).toBe('active');
+    expect((await db.owner.query('select status from game.table_status_acts where table_id = $1 order by id', [t.table_id])).rows.map((r) => r.status)).toEqual(['frozen', 'active']);
+    await expect(cage.query('select game.set_table_status($1, $2, $3)', [sid, t.table_id, 'pending'])).rejects.toMatchObject({ code: 'GMTBL' });
+    await expect(cage.query('select game.set_table_status($1, $2, $3)', [sid, 'no-such-table', 'frozen'])).rejects.toMatchObject({ code: 'GMTNF', message: 'table_not_found' });
+    // not the game login's; and a made-up session is no operator
+    await expect(game.query('select game.set_table_status($1, $2, $3)', [sid, t.table_id, 'frozen'])).rejects.toMatchObject({ code: '42501' });
+    await expect(cage.query('select game.set_table_status($1, $2, $3)', [randomUUID(), t.table_id, 'frozen'])).rejects.toMatchObject({ message: 'admin_session_required' });
   });
 });
 
@@ -197,11 +202,11 @@ describe('credit_seat', () => {
     test('table_frozen, and the same key credits once the table is thawed', async () => {
       const u = user();
       const key = newKey();
-      await game.query('select game.set_table_status($1, $2)', [r.table_id, 'frozen']);
+      await setTableStatus(db.owner, r.table_id, 'frozen');
       try {
         await expect(creditSeat(game, key, r.table_id, u, 0, 50n)).rejects.toMatchObject({ code: 'GMFRZ', message: 'table_frozen' });
       } finally {
-        await game.query('select game.set_table_status($1, $2)', [r.table_id, 'active']);
+        await setTableStatus(db.owner, r.table_id, 'active');
       }
       const { rows } = await db.owner.query('select count(*)::int as n from game.seat_credits where credit_key = $1', [key]);
       expect(rows[0].n).toBe(0);
@@ -563,7 +568,6 @@ describe('grants', () => {
       ['select * from game.settle_seat($1, $2, $3)', [1, 'r', 'bust']],
       ['select * from game.begin_hand($1, $2)', ['t', 'h']],
       ['select * from game.finish_hand($1, $2, $3, $4)', ['t', 'h', {}, 0]],
-      ['select * from game.set_table_status($1, $2)', ['t', 'frozen']],
     ] as const) {
       await expect(cage.query(sql, [...params])).rejects.toMatchObject({ code: '42501' });
     }

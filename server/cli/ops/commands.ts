@@ -274,6 +274,51 @@ const realMoney: Command = {
   },
 };
 
+// ---- game processes and tables ------------------------------------------------------------------
+
+const processUrl: Command = {
+  usage: 'process-url list|add|remove [URL]',
+  help: 'the public URLs game processes may announce (GET/POST/DELETE /api/operator/process-urls on the cage)',
+  credential: 'operator',
+  flags: [],
+  async run(ctx) {
+    const [verb, url] = ctx.args;
+    const base = `${ctx.url('cage')}/api/operator/process-urls`;
+    if (verb === 'list' && ctx.args.length === 1) {
+      const r = await callJson(base, { what: 'process-url', headers: await ctx.operator() });
+      ctx.json(r);
+      const urls = r.urls as { url: string; processes: number }[];
+      if (!urls.length) ctx.say('no game process URL is listed');
+      for (const u of urls) ctx.say(`${u.url}  ${u.processes} live process${u.processes === 1 ? '' : 'es'}`);
+      return 0;
+    }
+    if ((verb !== 'add' && verb !== 'remove') || ctx.args.length !== 2 || !/^https?:\/\/\S+$/.test(url!)) {
+      throw new UsageError('expected list, add URL or remove URL (an http(s) URL)');
+    }
+    const r = await callJson(base, { what: 'process-url', method: verb === 'add' ? 'POST' : 'DELETE', headers: await ctx.operator(), body: { url } });
+    ctx.json(r);
+    ctx.say(verb === 'add' ? `${url} ${r.added ? 'listed' : 'was listed already'}` : `${url} ${r.removed ? 'removed' : 'was not listed'}`);
+    return 0;
+  },
+};
+
+function tableStatus(status: 'frozen' | 'active'): Command {
+  const verb = status === 'frozen' ? 'freeze' : 'thaw';
+  return {
+    usage: `${verb} <tableId>`,
+    help: `${verb} a table (${status === 'frozen' ? 'deposits and withdrawals refused' : 'deposits and withdrawals again'}; POST /api/operator/tables/:tableId/status on the cage)`,
+    credential: 'operator',
+    flags: [],
+    async run(ctx) {
+      const [tableId] = positional(ctx, 1, '<tableId>');
+      const r = await callJson(`${ctx.url('cage')}/api/operator/tables/${encodeURIComponent(tableId!)}/status`, { what: verb, headers: await ctx.operator(), body: { status } });
+      ctx.json(r);
+      ctx.say(`table ${r.tableId} ${r.status}`);
+      return 0;
+    },
+  };
+}
+
 // ---- reads: audit and balances ------------------------------------------------------------------
 
 async function graphql(ctx: Context, what: string, query: string, variables?: Record<string, unknown>) {
@@ -352,6 +397,9 @@ export const COMMANDS: Record<string, Command> = {
   board: boardSetting('board'),
   gate: boardSetting('gate'),
   'real-money': realMoney,
+  'process-url': processUrl,
+  freeze: tableStatus('frozen'),
+  thaw: tableStatus('active'),
   audit,
   balances,
   escape,

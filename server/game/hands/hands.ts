@@ -121,7 +121,11 @@ function committedDeals(pool: pg.Pool, fencedQuery: FencedQuery) {
   };
 }
 
-export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Logger; leases?: HandLeases }) {
+export function createHands(deps: {
+  pool: pg.Pool; bank: ServiceClient; log: Logger; leases?: HandLeases;
+  /** The test harness's owner pool: begin and finish (granted to no service login) run through it. */
+  harness?: pg.Pool;
+}) {
   const { pool, bank, log } = deps;
   const tenure = (tableId: string) => deps.leases?.epochOf(tableId) ?? null;
   // a boundary refused by the fence: the tenure it was sent under is over, its room stops
@@ -135,9 +139,9 @@ export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Log
    * and the end run every hand; parsing and planning them each time was a share of Postgres's CPU
    * per hand).
    */
-  const fencedQuery = <R extends pg.QueryResultRow>(tableId: string, sql: string, params: (epoch: string | null) => unknown[], name?: string) => {
+  const fencedQuery = <R extends pg.QueryResultRow>(tableId: string, sql: string, params: (epoch: string | null) => unknown[], name?: string, via = pool) => {
     const sentUnder = tenure(tableId);
-    return pool.query<R>({ name, text: sql, values: params(sentUnder?.toString() ?? null) }).catch(fenced(tableId, sentUnder));
+    return via.query<R>({ name, text: sql, values: params(sentUnder?.toString() ?? null) }).catch(fenced(tableId, sentUnder));
   };
   /** Each bust settled through the cage, in order; whether the cage took it (a failure is logged, and settled later). */
   const settleBusts = async (tableId: string, busted: { userId: string }[]): Promise<boolean[]> => {
@@ -152,7 +156,7 @@ export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Log
   return {
     ...committedDeals(pool, fencedQuery),
     async begin(tableId: string, handId: string): Promise<void> {
-      await fencedQuery(tableId, 'select game.begin_hand($1, $2, $3)', (epoch) => [tableId, handId, epoch]);
+      await fencedQuery(tableId, 'select game.begin_hand($1, $2, $3)', (epoch) => [tableId, handId, epoch], undefined, deps.harness);
     },
     /** The seats as they stand. */
     async seats(tableId: string): Promise<SeatRow[]> {
@@ -197,7 +201,7 @@ export function createHands(deps: { pool: pg.Pool; bank: ServiceClient; log: Log
     async finish(tableId: string, handId: string, stacks: Record<string, bigint>, rake: bigint): Promise<HandEnd> {
       const { rows } = await fencedQuery<{ player_id: bigint; user_id: string }>(
         tableId, 'select player_id, user_id from game.finish_hand($1, $2, $3::jsonb, $4, $5)',
-        (epoch) => [tableId, handId, stacksJson(stacks), rake.toString(), epoch],
+        (epoch) => [tableId, handId, stacksJson(stacks), rake.toString(), epoch], undefined, deps.harness,
       );
       const settled = await settleBusts(tableId, rows.map((r) => ({ userId: r.user_id })));
       const busted = rows.map((r, i) => ({ playerId: r.player_id.toString(), userId: r.user_id, settled: settled[i]! }));

@@ -1,11 +1,15 @@
 // One table, one dealer (db/functions/game/35_leases.sql). This game process registers itself and
 // holds its presence lock on a connection of its own for its whole life: Postgres frees the lock
 // the moment that connection dies (a kill -9 included), and that is how other processes know this
-// one is gone. Each room runs under a lease on its table: taken when it loads, renewed here every
-// few seconds in one call for all of them, released when it stops. A lease this process lost
-// (taken over after it looked gone, or recovered after expiring) stops its room. The same
-// connection LISTENs on game_seats, so the room learns of seat changes made by the cage's calls on
-// whichever game process they landed.
+// one is gone. A process is who its connection proves: every lease call (take, renew, release, the
+// URL, the clean stop) goes through that same presence connection, and SQL acts for the process that
+// connection registered, never for an id named to it. Each room runs under a lease on its table:
+// taken when it loads, renewed here every few seconds in one call for all of them, released when it
+// stops. A lease this process lost (taken over after it looked gone, or recovered after expiring)
+// stops its room. After a lost connection the process comes back under its id with the succession
+// secret its last registration returned (kept in memory only): a thief of the game login who ends
+// the connection cannot take its place. The same connection LISTENs on game_seats, so the room
+// learns of seat changes made by the cage's calls on whichever game process they landed.
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { loginUrl } from '../../db/roles.ts';
@@ -22,7 +26,7 @@ interface Held {
 
 export interface GameProcessOptions {
   databaseUrl: string;
-  /** The game role's pool (poker_game): lease calls go through it. */
+  /** The game role's pool (poker_game): the start's recovery goes through it (the lease calls go through the presence connection). */
   pool: pg.Pool;
   log: Logger;
   /** How long a lease lasts without renewal (the backstop for a holder that is present but stuck). */
@@ -36,12 +40,17 @@ export interface GameProcessOptions {
 const RECONNECT_MS = 1000;
 
 /**
- * The presence connection: registers this process (the same id again after a lost connection),
- * holds its presence lock and LISTENs on game_seats; when it drops, it comes back every second.
+ * The presence connection: registers this process (the same id again after a lost connection, with
+ * its succession secret), holds its presence lock, makes every lease call and LISTENs on
+ * game_seats; when it drops, it comes back every second.
  */
 class Presence {
   id: string | null = null;
   url: string | null;
+  /** The secret the last registration returned: it alone brings this process back under its id. */
+  private succession: string | null = null;
+  /** A URL the operators have not listed (yet): registered without it, announced once listed. */
+  unlisted: string | null = null;
   private client: pg.Client | null = null;
   private closed = false;
   private reconnect: NodeJS.Timeout | null = null;
@@ -75,14 +84,29 @@ class Presence {
     });
     try {
       await client.connect();
-      const { rows } = await client.query<{ process_id: string }>('select process_id from game.register_process($1, $2)', [this.url, this.id]);
+      const rows = [await this.register(client)];
       await client.query('listen game_seats');
       await client.query('listen game_tournament');
+      if (this.id && this.id !== rows[0]!.process_id) this.options.log.warn({ was: this.id, now: rows[0]!.process_id }, 'game presence back under a new id: the tables of the old one are lost');
       this.id = rows[0]!.process_id;
+      this.succession = rows[0]!.succession;
       this.client = client;
     } catch (err) {
       await client.end().catch(() => undefined);
       throw err;
+    }
+  }
+
+  /** Registers on this connection; a URL not on the operators' list is left out (announced once listed). */
+  private async register(client: pg.Client): Promise<{ process_id: string; succession: string }> {
+    const sql = 'select process_id, succession from game.register_process($1, $2)';
+    try {
+      return (await client.query<{ process_id: string; succession: string }>(sql, [this.url, this.succession])).rows[0]!;
+    } catch (err) {
+      if (!refusedWith(err, 'game', 'process_url_unlisted')) throw err;
+      this.options.log.error({ url: this.url }, 'game process url not on the operators\' list (npm run ops -- process-url add URL): no client is sent here until it is');
+      this.unlisted = this.url;
+      return (await client.query<{ process_id: string; succession: string }>(sql, [null, this.succession])).rows[0]!;
     }
   }
 
@@ -118,6 +142,12 @@ class Presence {
     this.reconnect.unref();
   }
 
+  /** A lease call on the presence connection (SQL acts for the process it registered); refused while it is away. */
+  async query<R extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<pg.QueryResult<R>> {
+    if (!this.client) throw Object.assign(new Error('game_process_gone: the presence connection is away'), { code: 'GMPGN' });
+    return this.client.query<R>(sql, params);
+  }
+
   /** The process's row goes, then its connection. */
   async close(): Promise<void> {
     this.closed = true;
@@ -125,7 +155,7 @@ class Presence {
     const client = this.client;
     this.client = null;
     if (!client) return;
-    await client.query('select game.unregister_process($1)', [this.id]).catch(() => undefined);
+    await client.query('select game.unregister_process()').catch(() => undefined);
     await client.end().catch(() => undefined);
   }
 }
@@ -151,6 +181,7 @@ export class GameProcessLeases {
   async start(): Promise<void> {
     await this.presence.connect();
     this.renewer = setInterval(() => {
+      if (this.presence.unlisted) void this.announceListed(this.presence.unlisted);
       this.renewAll().catch((err) => this.options.log.warn({ err: (err as Error).message }, 'lease renewal failed'));
     }, Math.max(200, Math.floor((this.options.ttlSeconds * 1000) / 3)));
     this.renewer.unref();
@@ -167,17 +198,34 @@ export class GameProcessLeases {
   private async renewAll(): Promise<void> {
     if (this.held.size === 0) return;
     const sent = new Map([...this.held].map(([t, h]) => [t, h.epoch]));
-    const { rows } = await this.options.pool.query<{ t: string }>('select t from game.renew_leases($1, $2::text[], $3::bigint[], $4) t', [
-      this.id, [...sent.keys()], [...sent.values()].map(String), this.options.ttlSeconds,
+    const { rows } = await this.presence.query<{ t: string }>('select t from game.renew_leases($1::text[], $2::bigint[], $3) t', [
+      [...sent.keys()], [...sent.values()].map(String), this.options.ttlSeconds,
     ]);
     // a table released and taken again while the call ran is a new tenure, not a loss
     for (const r of rows) this.lost(r.t, sent.get(r.t)!);
   }
 
-  /** The URL clients are sent to (known once the game role listens). */
+  /** A URL registered before the operators listed it: announced as soon as they do. */
+  private async announceListed(url: string): Promise<void> {
+    try {
+      await this.setUrl(url);
+      this.presence.unlisted = null;
+      this.options.log.info({ url }, 'game process url listed by the operators: announced');
+    } catch {
+      // not listed yet: tried again at the next renewal
+    }
+  }
+
+  /** The URL clients are sent to (known once the game role listens; one on the operators' list). */
   async setUrl(publicUrl: string): Promise<void> {
+    try {
+      await this.presence.query('select game.set_process_url($1)', [publicUrl]);
+    } catch (err) {
+      // not listed (yet): tried again at each renewal, announced once the operators list it
+      if (refusedWith(err, 'game', 'process_url_unlisted')) this.presence.unlisted = publicUrl;
+      throw err;
+    }
     this.presence.url = publicUrl;
-    await this.options.pool.query('select game.set_process_url($1, $2)', [this.id, publicUrl]);
   }
 
   /** At start, before answering: tables holding a hand that no live lease covers are released. */
@@ -188,8 +236,8 @@ export class GameProcessLeases {
 
   /** Takes a table for a room of this process; `onLost` stops the room if the lease is lost later. */
   async take(tableId: string, onLost: () => void): Promise<Take> {
-    const { rows } = await this.options.pool.query<{ granted: boolean; epoch: bigint; holder_url: string | null; recovered_hand: string | null }>(
-      'select granted, epoch, holder_url, recovered_hand from game.take_lease($1, $2, $3)', [tableId, this.id, this.options.ttlSeconds],
+    const { rows } = await this.presence.query<{ granted: boolean; epoch: bigint; holder_url: string | null; recovered_hand: string | null }>(
+      'select granted, epoch, holder_url, recovered_hand from game.take_lease($1, $2)', [tableId, this.options.ttlSeconds],
     );
     const r = rows[0]!;
     if (!r.granted) return { granted: false, holderUrl: r.holder_url };
@@ -219,7 +267,7 @@ export class GameProcessLeases {
     const h = this.held.get(tableId);
     if (!h) return null;
     this.held.delete(tableId);
-    const { rows } = await this.options.pool.query<{ hand: string | null }>('select game.release_lease($1, $2, $3) as hand', [tableId, this.id, h.epoch.toString()]);
+    const { rows } = await this.presence.query<{ hand: string | null }>('select game.release_lease($1, $2) as hand', [tableId, h.epoch.toString()]);
     return rows[0]?.hand ?? null;
   }
 

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { requireServiceKey } from '../../http/service-key.ts';
 import { chips, positionId, tableId } from '../../http/schemas.ts';
 import { describeRoute } from '../../http/openapi.ts';
+import { verifyChainDeposit } from './chain-deposit.ts';
 
 export const creditBody = z.object({
   creditKey: z.string().min(1).max(200),
@@ -58,13 +59,15 @@ export const seatRoutes = [
 
 export function installSeatRoutes(
   app: Express,
-  deps: { pool: pg.Pool; log: Logger; serviceKey: string | undefined },
+  deps: { pool: pg.Pool; log: Logger; serviceKey: string | undefined; chainRpcUrl?: string },
 ) {
   const { pool, log } = deps;
   const service = requireServiceKey(deps.serviceKey);
 
   app.post('/internal/credit-chips', service, async (req, res) => {
     const b = creditBody.parse(req.body ?? {});
+    // a chain-bank deposit is read back from the chain by this role before it funds anything
+    await verifyChainDeposit(pool, deps.chainRpcUrl, b.creditKey);
     const { rows } = await pool.query(
       'select player_id, seat_index, chip_balance, history_hash, status from game.credit_seat($1, $2, $3, $4, $5)',
       [b.creditKey, b.tableId, b.userId, b.seatIndex, b.amount.toString()],

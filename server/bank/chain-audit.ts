@@ -1,0 +1,173 @@
+// Every chain intent's state agrees with the chain's events (issue 31, class 7): the half of the
+// audit of causes that reads the vault. chainIntentViolations reads the active deployment's vault
+// events (Deposited, Withdrawn, PaidOut) from a checkpoint block and names:
+//   chain_deposit_without_intent           a vault deposit whose permit hashes to no deposit intent
+//   chain_deposit_intent_failed            a vault deposit whose intent is failed (the tokens are in
+//                                          the vault, nobody was credited): returned as a repair too;
+//                                          the reconciler confirms it from this event and credits it
+//   chain_deposit_intent_mismatch          a vault deposit whose intent records another transaction,
+//                                          table, wallet or amount
+//   chain_deposit_confirmed_without_event  a confirmed deposit the game has not read back whose
+//                                          transaction carries no Deposited event of it
+//   chain_deposit_uncredited               a confirmed deposit still funding nothing (no seat, no
+//                                          entry, no refund) ten minutes on
+//   chain_payment_without_intent           tokens out of the vault (Withdrawn, PaidOut) in a
+//                                          transaction no withdrawal or tournament payment records
+//   chain_payment_intent_failed            a payment the chain made whose intent says failed (a retry
+//                                          would pay it twice)
+//   chain_payment_confirmed_without_event  a confirmed withdrawal or payment whose transaction
+//                                          carries no vault payment of its destination and amount
+//   chain_unreadable                       intents exist but no chain to read them against
+// Each is { invariant, subject, detail } (as server/cage/custody.ts unverifiedReleases). It reads
+// with any login that may select the bank's tables (poker_worker, poker_bank) and its own chain
+// client; `scannedTo` is the next checkpoint: held before the first event whose intent is still in
+// flight, so an event is judged again once its intent settled.
+import type pg from 'pg';
+import { getAddress, isAddressEqual, parseEventLogs, TransactionReceiptNotFoundError, type AbiEvent, type Address, type Hex, type Log, type PublicClient } from 'viem';
+import { getBlockNumber, getLogs, getTransactionReceipt } from 'viem/actions';
+import { publicClientFor } from '../chain/client.ts';
+import { TABLE_VAULT, tableKey } from '../chain/contracts.ts';
+import { depositEvidence, evidenceOfLog, type DepositEvidence } from '../chain/evidence.ts';
+import { BASE_UNITS_PER_CHIP } from '../chain/types.ts';
+
+export interface ChainViolation { invariant: string; subject: string; detail: string }
+/** A vault deposit whose intent is failed: what the reconciler confirms it with. */
+export interface DepositRepair { key: string; txHash: Hex; blockNumber: bigint; owner: Address; amount: bigint }
+export interface ChainAudit { violations: ChainViolation[]; repairs: DepositRepair[]; scannedTo: bigint | null }
+
+type Db = Pick<pg.ClientBase, 'query'>;
+interface DeploymentRow { id: bigint; chain_id: bigint; vault: string; rpc_url: string | null; from_block: bigint }
+interface DepositRow { idempotency_key: string; status: string; tx_hash: string | null; table_id: string; wallet: string; amount: bigint }
+
+const VAULT_EVENTS = (TABLE_VAULT.abi as AbiEvent[]).filter((x) => x.type === 'event' && ['Deposited', 'Withdrawn', 'PaidOut'].includes(x.name));
+
+const matches = (d: DepositRow, e: DepositEvidence) => e.tableKey === tableKey(d.table_id)
+  && e.owner.toLowerCase() === d.wallet.toLowerCase() && e.amount === BigInt(d.amount) * BASE_UNITS_PER_CHIP;
+
+/** One vault deposit judged against its intent; true while its intent is in flight. */
+async function judgeDeposit(db: Db, e: DepositEvidence, out: ChainAudit): Promise<boolean> {
+  const { rows } = await db.query<DepositRow>(
+    'select idempotency_key, status, tx_hash, table_id, wallet, amount from bank.deposit_intents where idempotency_key = any($1::text[])', [e.keys],
+  );
+  const d = rows[0];
+  if (!d) {
+    out.violations.push({ invariant: 'chain_deposit_without_intent', subject: e.txHash, detail: `${e.amount} base units from ${e.owner} into the vault with no deposit intent` });
+    return false;
+  }
+  if (d.status === 'pending' || d.status === 'submitted') return true;
+  if (!matches(d, e) || (d.status === 'confirmed' && d.tx_hash !== e.txHash)) {
+    out.violations.push({ invariant: 'chain_deposit_intent_mismatch', subject: d.idempotency_key, detail: `intent ${d.status} with ${d.tx_hash ?? 'no transaction'}; the chain deposited in ${e.txHash}` });
+  } else if (d.status === 'failed') {
+    out.violations.push({ invariant: 'chain_deposit_intent_failed', subject: d.idempotency_key, detail: `failed, but its tokens reached the vault in ${e.txHash}` });
+    out.repairs.push({ key: d.idempotency_key, txHash: e.txHash, blockNumber: e.blockNumber, owner: e.owner, amount: e.amount });
+  }
+  return false;
+}
+
+/** Confirmed deposits nobody read back yet whose transaction carries no Deposited event of theirs. */
+async function unbackedConfirmations(db: Db, client: PublicClient, dep: DeploymentRow, seen: Map<string, DepositEvidence>, out: ChainAudit) {
+  const { rows } = await db.query<DepositRow>(
+    `select idempotency_key, status, tx_hash, table_id, wallet, amount from bank.deposit_intents
+      where deployment_id = $1 and status = 'confirmed' and verified_at is null`, [dep.id],
+  );
+  for (const d of rows) {
+    const e = seen.get(d.tx_hash!) ?? await depositEvidence(client, dep.vault as Address, d.tx_hash as Hex);
+    if (e && e.keys.includes(d.idempotency_key) && matches(d, e)) continue;
+    out.violations.push({ invariant: 'chain_deposit_confirmed_without_event', subject: d.idempotency_key, detail: `confirmed with ${d.tx_hash}, which deposited nothing of it` });
+  }
+}
+
+/** How long a confirmed deposit may wait for its credit (the reconciler retries it every 30 s) before it is named. */
+export const UNCREDITED_GRACE_SECONDS = 600;
+
+/** Deposits the chain bore out (the game read them back) whose seat or entry was never funded, nor the entry refunded. */
+async function uncreditedDeposits(db: Db, dep: DeploymentRow, out: ChainAudit) {
+  const { rows } = await db.query<{ idempotency_key: string; tx_hash: string; mode: string }>(
+    `select d.idempotency_key, d.tx_hash, d.mode from bank.deposit_intents d
+      where d.deployment_id = $1 and d.status = 'confirmed' and d.credited_at is null
+        and d.updated_at < now() - make_interval(secs => $2)
+        and not exists (select from bank.tournament_payments t where t.entry_key = d.idempotency_key and t.kind = 'refund')`,
+    [dep.id, UNCREDITED_GRACE_SECONDS],
+  );
+  for (const d of rows) {
+    out.violations.push({ invariant: 'chain_deposit_uncredited', subject: d.idempotency_key, detail: `${d.mode} deposit ${d.tx_hash} confirmed, its tokens in the vault, and nothing funded from it` });
+  }
+}
+
+/** A vault payment (Withdrawn, PaidOut) of `txHash` to `to` of `amount` (base units) from table `key`. */
+async function paymentOnChain(client: PublicClient, vault: Address, txHash: Hex, key: Hex, to: string, amount: bigint) {
+  const receipt = await getTransactionReceipt(client, { hash: txHash }).catch((err: unknown) => {
+    if (err instanceof TransactionReceiptNotFoundError) return null;
+    throw err;
+  });
+  if (!receipt || receipt.status !== 'success') return false;
+  const events = parseEventLogs({ abi: TABLE_VAULT.abi, logs: receipt.logs.filter((l) => isAddressEqual(l.address, vault)) });
+  return events.some((e) => (e.eventName === 'Withdrawn' || e.eventName === 'PaidOut')
+    && (e.args as { tableKey: Hex }).tableKey === key && (e.args as { to: Address }).to.toLowerCase() === to.toLowerCase()
+    && (e.args as { amount: bigint }).amount === amount);
+}
+
+const PAYMENTS_SQL = `
+  select 'withdrawal' as kind, idempotency_key as key, status, tx_hash, table_id, destination, amount from bank.withdraw_intents
+   where deployment_id = $1 and settlement = 'cash_out' and tx_hash is not null and ($2::timestamptz is null or updated_at >= $2)
+  union all
+  select 'payment', payment_key, status, tx_hash, table_id, destination, amount from bank.tournament_payments
+   where deployment_id = $1 and tx_hash is not null and ($2::timestamptz is null or updated_at >= $2)`;
+
+const PAYMENT_OF_TX = `
+  select 'withdrawal' as kind, idempotency_key as key, status from bank.withdraw_intents where tx_hash = $1
+  union all
+  select 'payment', payment_key, status from bank.tournament_payments where tx_hash = $1`;
+
+/** Vault payments against the withdrawals and tournament payments that record them. */
+async function judgePayments(db: Db, client: PublicClient, dep: DeploymentRow, logs: Log[], since: Date | undefined, out: ChainAudit) {
+  const { rows } = await db.query<{ kind: string; key: string; status: string; tx_hash: string; table_id: string; destination: string; amount: bigint }>(PAYMENTS_SQL, [dep.id, since ?? null]);
+  const byTx = new Map(rows.map((r) => [r.tx_hash, r]));
+  const paid = new Set<string>();
+  for (const log of logs) {
+    const tx = log.transactionHash!;
+    paid.add(tx);
+    const intent = byTx.get(tx) ?? (await db.query<{ kind: string; key: string; status: string }>(PAYMENT_OF_TX, [tx])).rows[0];
+    if (!intent) out.violations.push({ invariant: 'chain_payment_without_intent', subject: tx, detail: 'tokens left the vault in a transaction no withdrawal or payment records' });
+    else if (intent.status === 'failed') out.violations.push({ invariant: 'chain_payment_intent_failed', subject: intent.key, detail: `${intent.kind} failed, but the chain paid it in ${tx}` });
+  }
+  for (const r of rows) {
+    if (r.status !== 'confirmed' || paid.has(r.tx_hash)) continue;
+    if (await paymentOnChain(client, dep.vault as Address, r.tx_hash as Hex, tableKey(r.table_id), r.destination, BigInt(r.amount) * BASE_UNITS_PER_CHIP)) continue;
+    out.violations.push({ invariant: 'chain_payment_confirmed_without_event', subject: r.key, detail: `${r.kind} confirmed with ${r.tx_hash}, which paid nothing of it` });
+  }
+}
+
+/**
+ * The chain intents of the active deployment against its vault's events, from block
+ * `options.fromBlock` (default: the deployment's from_block); confirmed payments outside the scanned
+ * events are re-read one by one when changed since `options.since` (default: all). `chain.rpcUrl`:
+ * where to read the chain (default: the deployment's rpc_url, which only the owner or an operator sets).
+ */
+export async function chainIntentViolations(db: Db, chain: { rpcUrl?: string }, options: { fromBlock?: bigint; since?: Date } = {}): Promise<ChainAudit> {
+  const out: ChainAudit = { violations: [], repairs: [], scannedTo: null };
+  const { rows: [dep] } = await db.query<DeploymentRow>('select id, chain_id, vault, rpc_url, from_block from bank.deployments where active');
+  if (!dep) return out;
+  const url = chain.rpcUrl ?? dep.rpc_url;
+  if (!url) {
+    const { rows } = await db.query('select 1 from bank.deposit_intents where deployment_id = $1 limit 1', [dep.id]);
+    if (rows.length) out.violations.push({ invariant: 'chain_unreadable', subject: `deployment:${dep.id}`, detail: 'intents exist, and no EVM_RPC_URL to read them against' });
+    return out;
+  }
+  const client = publicClientFor(url, Number(dep.chain_id));
+  const latest = await getBlockNumber(client, { cacheTime: 0 });
+  const from = options.fromBlock ?? BigInt(dep.from_block);
+  const logs = from > latest ? [] : await getLogs(client, { address: getAddress(dep.vault), events: VAULT_EVENTS, fromBlock: from, toBlock: latest });
+  const seen = new Map<string, DepositEvidence>();
+  let inFlightFrom: bigint | undefined;
+  for (const log of logs.filter((l) => l.eventName === 'Deposited')) {
+    const e = await evidenceOfLog(client, log);
+    seen.set(e.txHash, e);
+    if (await judgeDeposit(db, e, out) && inFlightFrom === undefined) inFlightFrom = e.blockNumber;
+  }
+  await unbackedConfirmations(db, client, dep, seen, out);
+  await uncreditedDeposits(db, dep, out);
+  await judgePayments(db, client, dep, logs.filter((l) => l.eventName !== 'Deposited'), options.since, out);
+  out.scannedTo = inFlightFrom !== undefined ? inFlightFrom - 1n : latest;
+  return out;
+}

@@ -1,0 +1,36 @@
+// Before the chain bank sends a payment again (a withdrawal or a tournament payment retried after a
+// failure), it reads every transaction the payment was sent in before (prior_tx_hashes, kept by
+// bank.retry_withdrawal and bank.retry_tournament_payment) back from the chain: a failure is only
+// the bank login's claim, and one of them may have paid it (issue 31, class 7). Paid: confirmed
+// from that receipt, nothing sent. Still in the node's pool: wait. Otherwise a new transaction.
+import type { Hex } from 'viem';
+import { tableKey } from '../chain/contracts.ts';
+import { BASE_UNITS_PER_CHIP, type ChainBankChain } from '../chain/types.ts';
+import type { BankDeps } from './deposit.ts';
+
+export type EarlierPayment = { paid: { txHash: Hex; blockNumber: bigint } } | 'in_flight' | null;
+
+const PRIOR_SQL = {
+  withdrawal: 'select prior_tx_hashes from bank.withdraw_intents where idempotency_key = $1',
+  payment: 'select prior_tx_hashes from bank.tournament_payments where payment_key = $1',
+} as const;
+
+/** Whether an earlier transaction of payment `key` paid `to` `chips` from `tableId`, is still in flight, or neither. */
+export async function earlierPayment(
+  deps: BankDeps, chain: ChainBankChain, kind: keyof typeof PRIOR_SQL, key: string, p: { tableId: string; to: string; chips: bigint },
+): Promise<EarlierPayment> {
+  const { rows } = await deps.pool.query<{ prior_tx_hashes: string[] }>(PRIOR_SQL[kind], [key]);
+  for (const hash of (rows[0]?.prior_tx_hashes ?? []) as Hex[]) {
+    const outcome = await chain.waitForOutcome(hash, 0);
+    if (outcome.status === 'pending') {
+      if (await chain.isKnown(hash)) return 'in_flight';
+      continue;
+    }
+    if (outcome.status !== 'confirmed') continue;
+    const event = await chain.withdrawalOf(hash);
+    if (event && event.tableKey === tableKey(p.tableId) && event.to.toLowerCase() === p.to.toLowerCase() && event.amount === p.chips * BASE_UNITS_PER_CHIP) {
+      return { paid: { txHash: hash, blockNumber: outcome.blockNumber } };
+    }
+  }
+  return null;
+}
