@@ -14,8 +14,9 @@
 //            the contributions each deal revealed (`mixed`).
 //   --legacy: accept deals whose commitment does not name the hand (sha256-fisher-yates-v1, dealt
 //            before issue 31, and seeded-v1 test tables); refused otherwise.
-// Several hands of one table are also checked as a chain, and each hand whose predecessor is held
-// (hand n − 1, abandoned or not) against it (`prev`). Exit codes: 0 every check passed, 1 a
+// Several hands of one table are also checked as a chain, and each hand against its predecessor
+// (hand n − 1, abandoned or not: `prev`), taken from the hands given, the rest of --file, or online
+// from the player's own list of that table's hands. Exit codes: 0 every check passed, 1 a
 // check failed, 2 usage or configuration, 3 a hand or the key could not be read.
 import { readFile } from 'node:fs/promises';
 import { ConfigError, loadConfig } from '../config/index.ts';
@@ -67,7 +68,25 @@ async function fromFile(path: string, ids: string[]): Promise<HandView[]> {
   return picked;
 }
 
-async function online(ids: string[], flags: Record<string, string | true>): Promise<{ views: HandView[]; key: string }> {
+/**
+ * The hands just before the ones given (number − 1 at the same table) that the player may read: found
+ * in the player's own list of that table's hands (abandoned deals included), fetched for `prev`.
+ */
+async function predecessors(game: string, token: string, views: HandView[]): Promise<HandView[]> {
+  const headers = { authorization: `Bearer ${token}` };
+  const found: HandView[] = [];
+  for (const v of views) {
+    if (v.handNumber <= 1 || views.some((p) => p.tableId === v.tableId && p.handNumber === v.handNumber - 1)) continue;
+    const { hands } = await callJson<{ hands: { handId: string; handNumber: number }[] }>(
+      `${game}/api/hands?tableId=${encodeURIComponent(v.tableId)}&limit=200`, { what: `the hands of ${v.tableId}`, headers },
+    );
+    const before = hands.find((h) => h.handNumber === v.handNumber - 1);
+    if (before) found.push(await callJson<HandView>(`${game}/api/hands/${encodeURIComponent(before.handId)}`, { what: `hand ${before.handId}`, headers }));
+  }
+  return found;
+}
+
+async function online(ids: string[], flags: Record<string, string | true>): Promise<{ views: HandView[]; key: string; earlier: HandView[] }> {
   if (!ids.length) throw new UsageError(`which hands? ${USAGE}`);
   const token = process.env.POKER_TOKEN;
   if (!token) throw new UsageError('set POKER_TOKEN to your access JWT (or use --file for a saved hand)');
@@ -84,7 +103,7 @@ async function online(ids: string[], flags: Record<string, string | true>): Prom
   for (const id of ids) {
     views.push(await callJson<HandView>(`${game}/api/hands/${encodeURIComponent(id)}`, { what: `hand ${id}`, headers: { authorization: `Bearer ${token}` } }));
   }
-  return { views, key };
+  return { views, key, earlier: await predecessors(game, token, views) };
 }
 
 const line = (c: Check) => `  ${c.ok ? 'ok    ' : 'FAILED'} ${c.name}: ${c.detail}`;
@@ -101,14 +120,14 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`usage: ${USAGE}\n`);
     return 0;
   }
-  const { views, key } = typeof flags.file === 'string'
-    ? { views: await fromFile(flags.file, ids), key: typeof flags.key === 'string' ? flags.key : undefined }
+  const { views, key, earlier } = typeof flags.file === 'string'
+    ? { views: await fromFile(flags.file, ids), key: typeof flags.key === 'string' ? flags.key : undefined, earlier: await fromFile(flags.file, []) }
     : await online(ids, flags);
   const announced = typeof flags.announced === 'string'
     ? new Map((await listIn<Announced>('announced', flags.announced, 'results')).filter((r) => r?.handId).map((r) => [r.handId, r]))
     : new Map<string, Announced>();
   const options = { legacy: flags.legacy === true, seed: typeof flags.seed === 'string' ? flags.seed : undefined };
-  const previous = (v: HandView) => views.find((p) => p.tableId === v.tableId && p.handNumber === v.handNumber - 1);
+  const previous = (v: HandView) => [...views, ...earlier].find((p) => p.tableId === v.tableId && p.handNumber === v.handNumber - 1);
   const verdicts = views.map((v) => verifyHand(v, key, announced.get(v.handId), { ...options, previous: previous(v) }));
   const chain = verifyChain(views);
   if (flags.json === true) process.stdout.write(`${JSON.stringify({ hands: verdicts, chain, dealerKey: key ?? null }, null, 2)}\n`);

@@ -230,6 +230,8 @@ test('1,000 live-dealt hands verify from the players\' own view; the chain links
   expect(ok.status).toBe(0);
   expect(ok.stdout.match(/: verified/g)).toHaveLength(3);
   expect(ok.stdout.match(/ok {5}announced/g)).toHaveLength(3);
+  // each hand against the one before it (the first's fetched from the player's own list of the table's hands)
+  expect(ok.stdout.match(/ok {5}prev: follows hand/g)).toHaveLength(3);
 
   // a rewrite with the dealer's own key (the record re-chained to another prev, re-signed, its hash
   // updated): every check but the one against what hand_result announced passes
