@@ -100,3 +100,13 @@ test('a record is never rewritten by a replay: the end sent again answers what w
   expect(again.rows[0].answer).toMatchObject({ replayed: true });
   expect(await stored('rec-3')).toEqual(before);
 });
+
+// issue 31: the commitment SQL checks when an abandoned deal is revealed is the one fair-deal.ts computes
+test('game_private.deal_commitment: the v2 test vector of docs/dealer.md, and the seed alone for seeded-v1', async () => {
+  const seed = Buffer.from(Array.from({ length: 32 }, (_, i) => i));
+  const { rows: [v2] } = await db.owner.query<{ c: string }>(
+    "select game_private.deal_commitment('sha256-fisher-yates-v2', $1, 'table-1', 1, 'table-1:1:0a1b2c3d') as c", [seed]);
+  expect(v2!.c).toBe('1d43b2c0575e3cf95a95fb12ae34716de85aaeaf226aa1f0a7cd3a3ca301cb3b');
+  const { rows: [seeded] } = await db.owner.query<{ c: string }>("select game_private.deal_commitment('seeded-v1', $1, 't', 1, 'h') as c", [seed]);
+  expect(seeded!.c).toBe('630dcd2966c4336691125448bbb25b4ff412a49c732db2c8abc1b8581bd710dd');
+});
