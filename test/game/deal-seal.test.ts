@@ -34,11 +34,17 @@ test('the room\'s committed deals: the hand id drawn with the seed, the commitme
   const seed = unsealSeed(dealer, { tableId: 't1', handId: next.handId, commitment: next.commitment }, next.sealed)!;
   expect(handCommitmentOf(seed, { tableId: 't1', handNumber: 1, handId: next.handId })).toBe(next.commitment);
   expect(seeds.contribute(2, next.commitment, 'abc', 0)).toBeNull();
+  expect(seeds.contribute(5, next.commitment, 'sat-out', 0)).toBeNull();
   const write = seeds.dealWrite(0);
   // the deal written is the one committed (sealed once), with its contributions; the next is drawn for hand 2
-  expect(write.deal).toEqual({ ...next, contributions: [{ seat: 2, seed: 'abc' }] });
+  const contributions = [{ seat: 2, seed: 'abc' }, { seat: 5, seed: 'sat-out' }];
+  expect(write.deal).toEqual({ ...next, contributions });
   expect(write.next).toMatchObject({ handNumber: 2 });
-  const { handId } = seeds.deal(1, [2, 3]);
+  // while the write is on its way the contributions are fixed
+  expect(seeds.contribute(3, next.commitment, 'late', 0)).toBe('stale_commitment');
+  const { handId } = seeds.deal(1);
   expect(handId).toBe(next.handId);
+  // every contribution accepted is mixed in, whoever is dealt in: the deal reveals what the write kept
+  expect((seeds as unknown as { current: { contributions: unknown } }).current.contributions).toEqual(contributions);
   expect(seeds.nextCommitment(1)).toBe(write.next.commitment);
 });

@@ -59,7 +59,7 @@ test('class "dealer steers a deal" (a): grinding the hand id after the contribut
   for (const seat of SEATS) expect(seeds.contribute(seat, commitment, randomBytes(12).toString('base64url'), 0)).toBeNull();
   // the honest deal, as the room makes it, gives the dealer every input it holds once the contributions are in
   seeds.dealWrite(0);
-  const { handId: honestId, deck } = seeds.deal(1, SEATS);
+  const { handId: honestId, deck } = seeds.deal(1);
   const deal = seeds.signedRecord(play(honestId, deck), { tableId: TABLE, handNumber: 1 }, dealer).deal;
   expect(verifyHand(viewOf(play(honestId, deckOf(deal, honestId)), 1, deal), dealer.publicKeyHex).ok).toBe(true);
 

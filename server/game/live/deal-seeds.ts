@@ -117,17 +117,21 @@ export class DealSeeds {
     return this.current?.commitment ?? null;
   }
 
-  private contributionList(only?: readonly number[]): Contribution[] {
+  private contributionList(): Contribution[] {
     return [...this.contributions]
-      .filter(([seat]) => !only || only.includes(seat))
       .sort(([a], [b]) => a - b)
       .map(([seat, seed]) => ({ seat, seed }));
   }
 
-  /** A seat's seed for the next hand: refused unless it names that hand's commitment; the last one sent counts. */
+  /**
+   * A seat's seed for the next hand: refused unless it names that hand's commitment; the last one sent
+   * counts. Once the deal's write is on its way (`dealWrite`) the hand's contributions are fixed: one
+   * arriving meanwhile is stale (send it again for the next commitment), so what an abandonment
+   * reveals is exactly what the deal mixed in.
+   */
   contribute(seat: number, commitment: string, seed: string, handNumber: number): 'stale_commitment' | 'seeded_table' | null {
     if (this.deckSeed() !== null) return 'seeded_table';
-    if (commitment !== this.upcoming(handNumber).commitment) return 'stale_commitment';
+    if (this.staged || commitment !== this.upcoming(handNumber).commitment) return 'stale_commitment';
     this.contributions.set(seat, seed);
     return null;
   }
@@ -150,12 +154,13 @@ export class DealSeeds {
 
   /**
    * The deck of hand `handNumber` (the one being dealt) and its committed hand id: the committed seed
-   * with the contributions of the seats dealt in. The contributions are cleared and the deal staged by
+   * with every contribution accepted for it (from seated players, dealt in or not: who is dealt in
+   * moves where the cards go, never the deck). The contributions are cleared and the deal staged by
    * the write becomes the next, so a contribution only ever counts for the commitment it named.
    */
-  deal(handNumber: number, dealtIn: readonly number[]): { handId: string; deck: Card[] } {
+  deal(handNumber: number): { handId: string; deck: Card[] } {
     const committed = this.upcoming(handNumber - 1);
-    const contributions = committed.algorithm === SEEDED_ALGORITHM ? [] : this.contributionList(dealtIn);
+    const contributions = committed.algorithm === SEEDED_ALGORITHM ? [] : this.contributionList();
     this.current = { algorithm: committed.algorithm, commitment: committed.commitment, serverSeed: toHex(committed.serverSeed), contributions };
     this.contributions.clear();
     this.next = this.staged?.handNumber === handNumber + 1 ? this.staged : null;

@@ -448,7 +448,7 @@ export class Room {
     const st = this.settings;
     this.handNumber += 1;
     // the committed seed with the contributions of the seats dealt in; the next hand's is committed now
-    const { deck } = this.seeds.deal(this.handNumber, plan.dealtIn);
+    const { deck } = this.seeds.deal(this.handNumber);
     this.hand = startHand({
       handId, seats: plan.seats, button: plan.button, smallBlindSeat: plan.smallBlindSeat, bigBlindSeat: plan.bigBlindSeat,
       smallBlind: st.smallBlind, bigBlind: st.bigBlind, ante: st.ante, deck, rake: st.rake,
