@@ -5,6 +5,7 @@ import type { Config, Role } from './config/index.ts';
 import { deploymentEnvironment } from './config/index.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
+import { loadMailKey, pinMailKey } from './worker/mail-key.ts';
 import type { Peers, RoleContext, StartedRole } from './roles/types.ts';
 import { startAuth } from './roles/auth.ts';
 import { startCage } from './roles/cage.ts';
@@ -67,6 +68,8 @@ export async function startPlatform(options: {
     if (!options.databaseUrl) {
       const result = await migrate(databaseUrl, { log: (msg) => log.info({ component: 'migrate' }, msg), roleSecret: config.DB_ROLE_SECRET, seedSwitches: { realMoney: config.REAL_MONEY_ENABLED, environment: deploymentEnvironment(config), testSeeds: config.testAuthPermitted, idleKickSeconds: config.IDLE_KICK_SECONDS } });
       log.info({ applied: result.applied.length, repeatables: result.repeatablesApplied }, 'database migrated');
+      // the owner pins the public half of the worker's mail key (no service login may)
+      if (options.roles.includes('worker')) await pinWorkerMailKey(config, databaseUrl, log);
     }
     const peers: Peers = new Map();
     for (const role of options.roles) {
@@ -81,4 +84,11 @@ export async function startPlatform(options: {
     throw err;
   }
   return { databaseUrl, roles: started, stop };
+}
+
+/** Pins the worker's mail key (env or development file) as the owner: reset tokens are sealed to it. */
+async function pinWorkerMailKey(config: Config, ownerUrl: string, log: Logger) {
+  const key = await loadMailKey({ configuredPem: config.WORKER_MAIL_KEY, nodeEnv: config.NODE_ENV, pgDataDir: config.PG_DATA_DIR });
+  if (!key) return;
+  if (await pinMailKey(ownerUrl, key)) log.info({ source: key.source }, 'worker mail key pinned (reset tokens are sealed to it)');
 }

@@ -20,7 +20,9 @@ grant execute on function
   auth.add_signing_key(text, jsonb, bytea),
   auth.signing_keys(integer),
   auth.admin_password_params(text),
-  auth.create_session(text, bytea, bytea, integer),
+  auth.count_sign_in(text, text, text, integer, integer, integer),
+  auth.bind_sign_in(uuid, bytea),
+  auth.create_session(uuid, bytea, bytea, integer, bytea),
   auth.grant_access(uuid, integer),
   auth.session_for(bytea),
   auth.revoke_session(bytea),
@@ -38,9 +40,8 @@ create policy invite_codes_auth_read on auth.invite_codes for select to poker_au
 drop policy if exists wallets_auth_read on auth.wallets;
 create policy wallets_auth_read on auth.wallets for select to poker_auth using (true);
 
--- The attempt limiter's store: counted only through auth.count_attempt (no direct write by anyone
--- but the owner); nobody else reads it.
+-- The recovery limiter's store: counted only through auth.count_attempt, recovery keys only (no
+-- direct write by anyone but the owner); nobody else reads it. Sign-in attempts are counted inside the
+-- sign-in flow (auth.count_sign_in, auth.create_session), in auth_private tables no login reads.
 drop policy if exists attempt_limits_auth_all on auth.attempt_limits;
 grant execute on function auth.count_attempt(text, integer) to poker_auth;
--- ... and cleared for an account only by a sign-in that just succeeded (its session's token hash)
-grant execute on function auth.clear_sign_in_attempts(bytea, text) to poker_auth;

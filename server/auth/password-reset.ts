@@ -2,8 +2,9 @@
 // with a password: poker users have none, so for them it is a no-op that answers the same.
 //   POST /api/auth/request-password-reset { email, redirectTo } -> always { status: true }, for known
 //     and unknown emails alike and whatever the mail transport does. The token is made in SQL and
-//     leaves only in the mail job the worker sends (tasks/send_password_reset.ts): the auth process
-//     and its login never hold it. A transport failure shows in telemetry and the log, and is retried.
+//     leaves only in the mail job the worker sends (tasks/send_password_reset.ts), sealed to the
+//     worker's mail key (issue 31): the auth process and its login never hold it, nor does the worker
+//     login that reads the job. A transport failure shows in telemetry and the log, and is retried.
 //   POST /api/auth/reset-password { newPassword, token } -> { status: true }, or 400
 //     reset_token_invalid (unknown or already used) / reset_token_expired; every session of the
 //     user is revoked. The token is looked up before the new password is hashed, so a wrong token
@@ -49,7 +50,7 @@ export function installPasswordResetRoutes(
     const { email, redirectTo } = requestResetBody.parse(req.body ?? {});
     await limiter.recovery(req, res);
     if (!settings.trustedOrigins.has(new URL(redirectTo).origin)) throw new ApiError(400, 'untrusted_redirect');
-    // the token is made in SQL and leaves only in the worker's mail job: this process never holds it
+    // the token is made in SQL and leaves only sealed in the worker's mail job: this process never holds it
     await pool.query('select auth.request_password_reset($1, $2, $3)', [email, redirectTo, deps.ttlSeconds]);
     res.json({ status: true });
   });

@@ -1,12 +1,14 @@
-// Attempt limits of the auth role (issue 10). An attempt is counted BEFORE the work it guards (the
-// password check, the reset-token lookup), in Postgres (auth.count_attempt over auth.attempt_limits,
-// the auth login's only way to add to the counters), so concurrent attempts
-// cannot all slip under the limit and every auth process counts into the same rows: the upsert
-// increments one row under its row lock, so each attempt sees a distinct count. Keys: the client
-// address, and for sign-in (address, account); never the account alone, which would let anyone
-// lock an admin out. A fixed window per key. A sign-in that succeeds clears its (address, account)
-// count (auth.clear_sign_in_attempts, bound to the session it opened): only failures count against
-// an account, while the per-address count keeps counting every attempt.
+// Attempt limits of the auth role (issues 10 and 31). Sign-in attempts are counted by the SQL that
+// checks the password (auth.count_sign_in, then auth.create_session with the attempt's ticket: the
+// count is committed before the password is checked), in buckets: the account whatever the address
+// (a ceiling fixed in SQL), the (client address, account) pair and the client address (the limits
+// configured here), or a known device of the account alone (the poker_device cookie of a browser that
+// signed in before: failures without it never lock it out), before the password's key is derived; the
+// key derived is then bound to the attempt's ticket (auth.bind_sign_in) and checked in a later
+// transaction. A success clears what it counted, but the address's count.
+// Password recovery is counted per client address (auth.count_attempt, recovery keys only). Every
+// count is in Postgres, shared by every auth process; the upserts increment one row under its row
+// lock, so concurrent attempts each see a distinct count.
 // The client address is Express's `req.ip`: the TCP peer unless TRUST_PROXY names the proxies
 // whose X-Forwarded-For is believed. An IPv6 client counts by its /64, the block one host holds.
 import { createHash } from 'node:crypto';
@@ -24,10 +26,8 @@ export interface AttemptLimits {
 }
 
 export interface AttemptLimiter {
-  /** Counts one sign-in attempt of this client for this account; 429 too_many_attempts when over. */
-  signIn(req: Request, res: Response, email: string): Promise<void>;
-  /** The attempt succeeded (`tokenHash`: its new session's): this client's count for the account is cleared. */
-  signedIn(req: Request, email: string, tokenHash: Buffer): Promise<void>;
+  /** Counts one sign-in attempt for this account, before its key is derived: its ticket (auth.bind_sign_in, auth.create_session), or 429. */
+  signIn(req: Request, res: Response, email: string, device: string | undefined): Promise<string>;
   /** Counts one password-recovery request of this client (request and reset share the budget). */
   recovery(req: Request, res: Response): Promise<void>;
 }
@@ -49,8 +49,6 @@ export function clientKey(address: string | undefined): string {
   const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right];
   return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
 }
-
-const accountKey = (email: string) => createHash('sha256').update(email.trim().toLowerCase()).digest('base64url');
 
 /** One attempt counted: whether it is within `points`, and when the window ends. */
 export interface Counted {
@@ -77,17 +75,10 @@ export function attemptCounter(pool: pg.Pool, keyPrefix: string, points: number,
 }
 
 export function createAttemptLimiter(pool: pg.Pool, limits: AttemptLimits, log: Logger): AttemptLimiter {
-  const limiter = (keyPrefix: string, points: number) => attemptCounter(pool, keyPrefix, points, limits.windowSeconds);
-  const signInByPeer = limiter('sign-in:peer', limits.signInPerPeer);
-  const signInByAccount = limiter('sign-in:account', limits.signInPerAccount);
-  const recoveryByPeer = limiter('recovery:peer', limits.recoveryPerPeer);
+  const recoveryByPeer = attemptCounter(pool, 'recovery:peer', limits.recoveryPerPeer, limits.windowSeconds);
+  const configured = [limits.signInPerAccount, limits.signInPerPeer, limits.windowSeconds];
 
-  async function take(route: string, res: Response, counts: [AttemptCounter, string][]) {
-    // the store failing fails the request: no attempt goes unchecked
-    const results = await Promise.all(counts.map(([l, key]) => l.consume(key)));
-    const refused = results.filter((r) => !r.allowed);
-    if (refused.length === 0) return;
-    const waitMs = Math.max(...refused.map((r) => r.msBeforeNext));
+  function refuse(route: string, res: Response, waitMs: number): never {
     const retryAfter = Math.max(1, Math.ceil(waitMs / 1000));
     log.warn({ marker: 'auth.attempts.limited', route, retryAfter }, 'attempt refused: too many attempts');
     res.set('retry-after', String(retryAfter));
@@ -95,17 +86,18 @@ export function createAttemptLimiter(pool: pg.Pool, limits: AttemptLimits, log: 
   }
 
   return {
-    signIn(req, res, email) {
-      const peer = clientKey(req.ip);
-      return take('sign-in', res, [[signInByPeer, peer], [signInByAccount, `${peer}:${accountKey(email)}`]]);
+    async signIn(req, res, email, device) {
+      // the store failing fails the request: no attempt goes unchecked
+      const { rows } = await pool.query<{ ticket: string | null; retry_after: number }>(
+        'select ticket, retry_after from auth.count_sign_in($1, $2, $3, $4, $5, $6)', [email, clientKey(req.ip), device ?? null, ...configured],
+      );
+      const r = rows[0]!;
+      if (!r.ticket) refuse('sign-in', res, r.retry_after * 1000);
+      return r.ticket;
     },
-    async signedIn(req, email, tokenHash) {
-      // SQL clears the account's count only for the session this sign-in just opened
-      const key = `sign-in:account:${clientKey(req.ip)}:${accountKey(email)}`.slice(0, 255);
-      await pool.query('select auth.clear_sign_in_attempts($1, $2)', [tokenHash, key]);
-    },
-    recovery(req, res) {
-      return take('recovery', res, [[recoveryByPeer, clientKey(req.ip)]]);
+    async recovery(req, res) {
+      const r = await recoveryByPeer.consume(clientKey(req.ip));
+      if (!r.allowed) refuse('recovery', res, r.msBeforeNext);
     },
   };
 }

@@ -15,18 +15,25 @@ import { walletAddressClaim } from './token-claims.ts';
 import { describeRoute } from '../http/openapi.ts';
 
 export const SESSION_COOKIE = 'poker_session';
+/** A browser that signed in (issue 31): its sign-in attempts count on their own, never locked out by others' failures. */
+export const DEVICE_COOKIE = 'poker_device';
+const DEVICE_TTL_SECONDS = 180 * 24 * 60 * 60;
 export const SESSION_TTL_SECONDS = 12 * 60 * 60;
 const SESSION_TOKEN = /^[A-Za-z0-9_-]{43}$/;
 
 export const signInBody = z.object({ email: z.email().max(320), password: z.string().min(1).max(1024) }).strip();
 const hashToken = (token: string) => createHash('sha256').update(token).digest();
 
+function cookieValue(req: Request, name: string): string | undefined {
+  const cookie = (req.get('cookie') ?? '').split(';').map((c) => c.trim()).find((c) => c.startsWith(`${name}=`));
+  const value = cookie?.slice(name.length + 1);
+  return value && SESSION_TOKEN.test(value) ? value : undefined;
+}
+
 function sessionToken(req: Request): string | undefined {
   const bearer = /^Bearer (\S+)$/.exec(req.get('authorization') ?? '')?.[1];
   if (bearer && SESSION_TOKEN.test(bearer)) return bearer;
-  const cookie = (req.get('cookie') ?? '').split(';').map((c) => c.trim()).find((c) => c.startsWith(`${SESSION_COOKIE}=`));
-  const value = cookie?.slice(SESSION_COOKIE.length + 1);
-  return value && SESSION_TOKEN.test(value) ? value : undefined;
+  return cookieValue(req, SESSION_COOKIE);
 }
 
 /** The identity service's CSRF check: a cross-origin call must come from a trusted origin. */
@@ -86,20 +93,24 @@ export function installSessionRoutes(
 
   app.post('/api/auth/sign-in/email', trustedOrigin(settings), async (req, res) => {
     const body = signInBody.parse(req.body ?? {});
-    // counted before the password is checked, known email or not (the count tells nothing)
-    await limiter.signIn(req, res, body.email);
+    const device = cookieValue(req, DEVICE_COOKIE);
+    // counted before the password is checked, known email or not (the count tells nothing), and
+    // before the costly scrypt; refused (429) over a limit
+    const ticket = await limiter.signIn(req, res, body.email, device);
     // the password is proven to the database: it hands out the scrypt parameters (never the key),
-    // and opens the session only for the key derived here (an unknown email derives against a decoy,
-    // at the same cost, and is refused the same way)
+    // binds the attempt to the key derived here (committed before the check), and opens the session
+    // only for that key (an unknown email derives against a decoy, at the same cost, and is refused the same way)
     const { rows } = await pool.query<{ user_id: string; params: string }>(
       'select user_id, params from auth.admin_password_params($1)', [body.email],
     );
     const key = await derivePasswordKey(body.password, rows[0]?.params ?? DECOY_PARAMS);
+    await pool.query('select auth.bind_sign_in($1, $2)', [ticket, createHash('sha256').update(key).digest()]);
     const token = randomBytes(32).toString('base64url');
+    const newDevice = randomBytes(32).toString('base64url');
     let created: { user_id: string; expires_at: Date };
     try {
       const opened = await pool.query<{ user_id: string; expires_at: Date }>(
-        'select user_id, expires_at from auth.create_session($1, $2, $3, $4)', [body.email, key, hashToken(token), SESSION_TTL_SECONDS],
+        'select user_id, expires_at from auth.create_session($1, $2, $3, $4, $5)', [ticket, key, hashToken(token), SESSION_TTL_SECONDS, hashToken(newDevice)],
       );
       created = opened.rows[0]!;
     } catch (err) {
@@ -107,9 +118,10 @@ export function installSessionRoutes(
       log.warn({ marker: 'auth.sign_in.failed' }, 'sign-in failed');
       throw new ApiError(401, 'invalid_credentials');
     }
-    // only failures count against the account: this success clears its count from this address
-    await limiter.signedIn(req, body.email, hashToken(token)).catch((err: Error) => log.warn({ err: err.message }, 'sign-in count not cleared'));
-    res.set('set-cookie', cookie(token, SESSION_TTL_SECONDS));
+    res.set('set-cookie', [
+      cookie(token, SESSION_TTL_SECONDS),
+      `${DEVICE_COOKIE}=${newDevice}; Path=/api/auth; HttpOnly; SameSite=Strict; Max-Age=${DEVICE_TTL_SECONDS}${secure}`,
+    ]);
     res.json({ token, user: { id: created.user_id, email: body.email }, expiresAt: created.expires_at });
   });
 

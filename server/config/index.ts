@@ -101,6 +101,10 @@ const schema = z.object({
   AUTH_RESET_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(86400).default(3600),
   // where password-reset mail goes: an HTTP mail API that takes { to, subject, text } (unset: none sent)
   AUTH_MAIL_WEBHOOK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  // the worker's mail key (an RSA private key, PKCS#8 PEM; `\n` may stand for its newlines): a reset
+  // token travels sealed to its public half (server/worker/mail-key.ts). Unset outside production: a
+  // file of its own beside the data directory, made at the first start
+  WORKER_MAIL_KEY: optionalString,
   // attempt limits of the auth role, shared by every auth process (docs/decisions.md): admin sign-in
   // per (client address, account) and per client address, password recovery per client address
   AUTH_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),

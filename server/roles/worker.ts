@@ -18,6 +18,8 @@ import { createRolePool } from '../db/pools.ts';
 import type { Config } from '../config/index.ts';
 import type { RoleContext, StartedRole } from './types.ts';
 import { workerLogger } from '../worker/logger.ts';
+import { loadMailKey } from '../worker/mail-key.ts';
+import { guardedWorkerEvents } from '../worker/notify-guard.ts';
 
 export function crontab(config: Config) {
   return [
@@ -77,6 +79,10 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
   const { cage, chainBank } = bankClients(config, peers);
   const betting = createServiceClient({ baseUrl: () => config.BETTING_URL ?? peers?.get('betting') ?? `http://${config.HOST}:${config.BETTING_PORT}`,
     serviceKey: config.SERVICE_KEY, timeoutMs: config.GAME_CALL_TIMEOUT_MS });
+  // the private half of the key reset tokens are sealed to (its public half is pinned by the owner)
+  const mailKey = await loadMailKey({ configuredPem: config.WORKER_MAIL_KEY, nodeEnv: config.NODE_ENV, pgDataDir: config.PG_DATA_DIR });
+  if (mailKey) log.info({ source: mailKey.source }, 'worker mail key loaded');
+  else log.warn('WORKER_MAIL_KEY is not set: password reset mail cannot be sent');
   let runner: Runner;
   try {
     runner = await run({
@@ -85,13 +91,15 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
       noHandleSignals: true,
       pollInterval: 1000,
       logger: workerLogger(log),
+      // a `worker:migrate` notice (any login may NOTIFY) stops the worker only when a migration bears it out
+      events: guardedWorkerEvents(pool, log),
       taskList: {
         cage_audit: createCageAuditTask(log, { arbiterPublicKey: config.CAGE_CUSTODY_ARBITER_PUBKEY }),
         cage_reconcile_rake: createCageReconcileRakeTask({ pool, log }),
         cage_reconcile_gas: createCageReconcileGasTask({ pool, log }),
         claims_complete_lost: createClaimsCompleteLostTask({ pool, log }),
         deliver_condition: createDeliverConditionTask({ game, log }),
-        send_password_reset: createSendPasswordResetTask({ mailWebhook: config.AUTH_MAIL_WEBHOOK_URL, log }),
+        send_password_reset: createSendPasswordResetTask({ mailWebhook: config.AUTH_MAIL_WEBHOOK_URL, mailKey, log }),
         tournament_start: createTournamentStartTask({ pool, log }),
         tournament_blinds: createTournamentBlindsTask({ pool, log }),
         tournament_reserve_expiry: createTournamentReserveExpiryTask({ pool, log }),

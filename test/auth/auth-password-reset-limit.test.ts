@@ -13,6 +13,9 @@ import { errorHandler } from '../../server/http/errors.ts';
 import type { StartedRole } from '../../server/roles/types.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
+import { pinTestMailKey, testMailKeyPem } from '../helpers/platform.ts';
+import { loadMailKey } from '../../server/worker/mail-key.ts';
+import { openResetLink } from '../../tasks/send_password_reset.ts';
 
 const ORIGIN = 'https://admin.poker.test';
 const log = captureLogger('silent').log;
@@ -20,6 +23,7 @@ let db: TestDatabase;
 beforeAll(async () => {
   db = await createTestDatabase();
   await db.owner.query('select auth.create_admin($1, $2)', ['admin@example.com', await hashPassword('the-old-password')]);
+  await pinTestMailKey(db.url);
 });
 afterAll(async () => {
   await db?.drop();
@@ -27,14 +31,15 @@ afterAll(async () => {
 
 const post = (url: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-/** A reset token for the admin, as the request makes it (in SQL), read from the mail job it queued. */
+/** A reset token for the admin, as the request makes it (in SQL), opened from the mail job it queued with the worker's key. */
 async function issuedToken(ttlSeconds = 600) {
   await db.owner.query('select auth.request_password_reset($1, $2, $3)', ['admin@example.com', `${ORIGIN}/reset`, ttlSeconds]);
   const { rows } = await db.owner.query(
-    `select j.payload ->> 'link' as link from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
+    `select j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
       where t.identifier = 'send_password_reset' order by j.id desc limit 1`,
   );
-  return new URL(rows[0].link).searchParams.get('token')!;
+  const key = (await loadMailKey({ configuredPem: testMailKeyPem(), nodeEnv: 'test', pgDataDir: '' }))!;
+  return new URL(openResetLink(key, rows[0].payload)!).searchParams.get('token')!;
 }
 
 describe('the token is looked at before the password is hashed', () => {

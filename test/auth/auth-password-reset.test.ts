@@ -125,3 +125,40 @@ test('the auth role never holds a reset token: it is made in SQL and leaves only
   const { rows: stored } = await db.owner.query("select identifier from auth_private.verifications where identifier like 'reset:%'");
   expect(stored.some((r) => r.identifier.includes(token))).toBe(false);
 });
+
+test('issue 31, class 6: the worker login reads the job but no token; a seal copied into a forged job mails nothing to the thief', async () => {
+  const thief = db.pool('poker_worker', 1);
+  // a reset whose job waits (the owner puts it off, as a busy or stopped worker would leave it)
+  const client = await db.owner.connect();
+  try {
+    await client.query('begin');
+    await client.query("select auth.request_password_reset('admin@example.com', $1, 3600)", [`${ORIGIN}/reset`]);
+    await client.query(`update graphile_worker._private_jobs set run_at = now() + interval '1 hour'
+                         where task_id = (select id from graphile_worker._private_tasks where identifier = 'send_password_reset')`);
+    await client.query('commit');
+  } finally {
+    client.release();
+  }
+  const { rows: [job] } = await thief.query<{ id: string; payload: { to: string; redirect: string; sealed: string } }>(
+    "select j.id::text, j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'send_password_reset'",
+  );
+  expect(Object.keys(job!.payload).sort()).toEqual(['redirect', 'sealed', 'to']);
+  expect(JSON.stringify(job!.payload)).not.toMatch(/token=/);
+  // the thief re-addresses the waiting job: its payload is the queuer's
+  await thief.query("update graphile_worker._private_jobs set payload = jsonb_set(payload::jsonb, '{to}', '\"thief@example.com\"')::json where id = $1", [job!.id]);
+  // ... and forges jobs from the copied seal: to the thief, and to the admin with the thief's link
+  const before = sent.length;
+  for (const forged of [{ ...job!.payload, to: 'thief@example.com' }, { ...job!.payload, redirect: 'https://evil.test/reset' }]) {
+    const { rows } = await thief.query<{ id: string }>("select (graphile_worker.add_job('send_password_reset', $1::json, max_attempts => 1)).id::text as id", [JSON.stringify(forged)]);
+    for (let i = 0; i < 300; i++) {
+      if ((await db.owner.query('select 1 from graphile_worker._private_jobs where id = $1', [rows[0]!.id])).rowCount === 0) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  // the real job, due now, mails the admin a token that works
+  await db.owner.query('update graphile_worker._private_jobs set run_at = now() where id = $1', [job!.id]);
+  const token = await tokenFromMail(before + 1);
+  expect(sent.slice(before).map((m) => m.to)).toEqual(['admin@example.com']);
+  expect(sent.slice(before).some((m) => m.text.includes('evil.test'))).toBe(false);
+  expect((await post('/api/auth/reset-password', { newPassword: 'a-password-after-the-attack', token })).status).toBe(200);
+});

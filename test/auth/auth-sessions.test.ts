@@ -15,6 +15,14 @@ afterAll(async () => {
 });
 
 const tokenHash = (token: string) => createHash('sha256').update(token).digest();
+/** An attempt counted and bound (committed: their own statements) as the auth role does it, then the session it may open. */
+async function counted(email: string, key: Buffer) {
+  const { rows } = await auth.query<{ ticket: string }>("select ticket from auth.count_sign_in($1, '127.0.0.1', null, 100, 100, 900)", [email]);
+  await auth.query('select auth.bind_sign_in($1, $2)', [rows[0]!.ticket, createHash('sha256').update(key).digest()]);
+  return rows[0]!.ticket;
+}
+const openSession = async (email: string, key: Buffer, hash: Buffer, ttl = 3600) =>
+  auth.query('select * from auth.create_session($1, $2, $3, $4, null)', [await counted(email, key), key, hash, ttl]);
 
 test('passwords: scrypt with a salt per hash; right, wrong and decoy', async () => {
   const [a, b] = await Promise.all([hashPassword('correct horse battery'), hashPassword('correct horse battery')]);
@@ -33,8 +41,7 @@ test('an admin session: opened only with proof of the password, found while live
   expect(found).toBe(admin);
   expect(params).toMatch(/^scrypt\$32768\$8\$1\$[\w-]{22}$/);
   const key = await derivePasswordKey('pw-pw-pw-pw', params);
-  const open = (email: string, k: Buffer, token: string, ttl = 3600) =>
-    auth.query('select * from auth.create_session($1, $2, $3, $4)', [email, k, tokenHash(token), ttl]);
+  const open = (email: string, k: Buffer, token: string, ttl = 3600) => openSession(email, k, tokenHash(token), ttl);
 
   const token = randomBytes(32).toString('base64url');
   expect((await open('ops@example.com', key, token)).rows[0]).toMatchObject({ user_id: admin, sid: expect.any(String) });
@@ -60,9 +67,9 @@ test('no session for a poker (bridged) user, an unknown email, nor a malformed r
   await auth.query("select auth.mint_invite('inv-session-0001')");
   await auth.query("select user_id from auth.bridge_sign_in('oidc', 'sess-user', 'player@example.com', 'inv-session-0001')");
   for (const email of ['player@example.com', 'nobody@example.com']) {
-    await expect(auth.query('select * from auth.create_session($1, $2, $3, 3600)', [email, Buffer.alloc(32), tokenHash('x')])).rejects.toMatchObject({ code: 'AUCRD' });
+    await expect(openSession(email, Buffer.alloc(32), tokenHash('x'))).rejects.toMatchObject({ code: 'AUCRD' });
   }
-  await expect(auth.query('select * from auth.create_session($1, $2, $3, 3600)', ['ops@example.com', Buffer.alloc(32), Buffer.from('short')])).rejects.toMatchObject({ code: 'AUSRQ' });
+  await expect(openSession('ops@example.com', Buffer.alloc(32), Buffer.from('short'))).rejects.toMatchObject({ code: 'AUSRQ' });
   expect((await auth.query('select * from auth.admin_password_params($1)', ['nobody@example.com'])).rows).toEqual([]);
   expect(await derivePasswordKey('anything', DECOY_PARAMS)).toHaveLength(32);
 });

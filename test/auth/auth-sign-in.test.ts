@@ -35,8 +35,10 @@ test('sign in, read the session by cookie and by Bearer, get a JWT for it, sign 
   const body = (await res.json()) as { token: string; user: { id: string }; expiresAt: string };
   expect(body.user.id).toBe(adminId);
   expect(body.token).toMatch(/^[\w-]{43}$/);
-  const setCookie = res.headers.get('set-cookie')!;
+  const setCookie = res.headers.getSetCookie().find((c) => c.startsWith('poker_session='))!;
   expect(setCookie).toMatch(/^poker_session=[\w-]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=43200$/);
+  // and the browser's device cookie (issue 31): its own sign-in attempts are never locked out by others' failures
+  expect(res.headers.getSetCookie().find((c) => c.startsWith('poker_device='))).toMatch(/^poker_device=[\w-]{43}; Path=\/api\/auth; HttpOnly; SameSite=Strict; Max-Age=15552000$/);
   const cookie = setCookie.split(';')[0]!;
 
   for (const headers of [{ cookie }, { authorization: `Bearer ${body.token}` }]) {

@@ -6,8 +6,19 @@ import type { Platform } from '../../server/platform.ts';
 import type { StartedRole } from '../../server/roles/types.ts';
 import { createLogger } from '../../server/telemetry/index.ts';
 import { DEV_DB_ROLE_SECRET } from '../../server/db/roles.ts';
+import { generateMailKeyPem, loadMailKey, pinMailKey } from '../../server/worker/mail-key.ts';
 
 export const TEST_SERVICE_KEY = 'test-service-key-0123456789abcdef';
+
+/** This test process's worker mail key (a reset token is sealed to it): one per process, never a file. */
+let mailKeyPem: string | undefined;
+export function testMailKeyPem(): string {
+  return (mailKeyPem ??= generateMailKeyPem());
+}
+/** Pins this process's worker mail key in the test database, as the owner does when it migrates. */
+export async function pinTestMailKey(databaseUrl: string, pem = testMailKeyPem()) {
+  await pinMailKey(databaseUrl, (await loadMailKey({ configuredPem: pem, nodeEnv: 'test', pgDataDir: '' }))!);
+}
 
 // A schedule that never fires during a test run: the worker's startup job is the one that runs.
 export const QUIET_CRON = '0 0 1 1 *';
@@ -45,8 +56,11 @@ export async function startTestPlatform(options: {
     CAGE_RAKE_RECONCILE_CRON: QUIET_CRON,
     // the test cluster's service logins were set with the development secret (test/global-setup.ts)
     DB_ROLE_SECRET: DEV_DB_ROLE_SECRET,
+    WORKER_MAIL_KEY: testMailKeyPem(),
     ...options.env,
   });
+  // what the migrating process does for a worker it starts: the owner pins its mail key
+  if (options.roles.includes('worker') && config.WORKER_MAIL_KEY) await pinTestMailKey(options.databaseUrl, config.WORKER_MAIL_KEY);
   const platform = await startPlatform({
     config,
     roles: options.roles,

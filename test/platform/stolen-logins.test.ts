@@ -230,8 +230,11 @@ describe('the attacks found from outside', () => {
     const { rows: [admin] } = await db.owner.query('select auth.create_admin($1, $2) as id', [email, await hashPassword(password)]);
     const { rows: [params] } = await as('poker_auth').query('select user_id, params from auth.admin_password_params($1)', [email]);
     expect(params).toMatchObject({ user_id: admin.id, params: expect.stringMatching(/^scrypt\$\d+\$\d+\$\d+\$[\w-]+$/) });
-    const open = (email: string, key: Buffer) => outcome(as('poker_auth').query(
-      'select * from auth.create_session($1, $2, sha256(gen_random_uuid()::text::bytea), 3600)', [email, key]));
+    const open = async (email: string, key: Buffer) => {
+      const { rows: [counted] } = await as('poker_auth').query("select ticket from auth.count_sign_in($1, '192.0.2.1', null, 100, 100, 60)", [email]);
+      await as('poker_auth').query('select auth.bind_sign_in($1, sha256($2))', [counted.ticket, key]);
+      return outcome(as('poker_auth').query('select * from auth.create_session($1, $2, sha256(gen_random_uuid()::text::bytea), 3600, null)', [counted.ticket, key]));
+    };
     for (const key of [randomBytes(32), Buffer.alloc(32), Buffer.alloc(0)]) expect(await open(email, key)).toBe('AUCRD invalid_credentials');
     expect(await open('nobody@example.com', randomBytes(32))).toBe('AUCRD invalid_credentials');
     // the real password's key opens one
@@ -401,15 +404,16 @@ const REVIEWED: Record<string, string> = {
   'auth.bridge_sign_in(text,text,text,text)': 'identity root: the identity provider\'s verified identity',
   'auth.check_reset_token(bytea)': 'identity root: the token\'s hash',
   'auth.consume_nonce(text,uuid)': 'identity root: a nonce it issued',
-  'auth.count_attempt(text,integer)': 'counts only; no reset',
-  'auth.clear_sign_in_attempts(bytea,text)': 'state: a session opened in the last minute (its token hash) and that session\'s own account key; the per-address count stands',
-  'auth.create_session(text,bytea,bytea,integer)': 'proof of the admin\'s password (the scrypt key, compared in SQL)',
+  'auth.count_attempt(text,integer)': 'counts only, recovery keys only; no reset (issue 31: no sign-in key)',
+  'auth.count_sign_in(text,text,text,integer,integer,integer)': 'counts only (issue 31): the account\'s ceiling is fixed in SQL whatever the address or limits named; a device bucket only for a device token of a past success',
+  'auth.bind_sign_in(uuid,bytea)': 'a counted ticket, bound once to one key',
+  'auth.create_session(uuid,bytea,bytea,integer,bytea)': 'proof of the admin\'s password (the scrypt key, compared in SQL), for a ticket counted and bound in an earlier transaction (issue 31)',
   'auth.current_admin()': 'the request\'s admin session handle',
   'auth.grant_access(uuid,integer)': 'identity root: a token it mints',
   'auth.issue_nonce(text,uuid,text,integer)': 'identity root',
   'auth.link_wallet(uuid,text,text,integer)': 'identity root: after the wallet\'s signature',
   'auth.mint_invite(text,integer,integer,text)': 'identity root: invites',
-  'auth.request_password_reset(text,text,integer)': 'makes the token in SQL; it leaves only in the worker\'s mail job',
+  'auth.request_password_reset(text,text,integer)': 'makes the token in SQL; it leaves only sealed to the worker\'s pinned mail key (issue 31)',
   'auth.reset_password(bytea,text)': 'identity root: the reset token\'s hash',
   'auth.revoke_session(bytea)': 'the session token\'s hash',
   'auth.session_for(bytea)': 'the session token\'s hash',

@@ -90,3 +90,17 @@ test('forged money jobs as the worker\'s login move nothing: payouts, settlement
   expect((await db.owner.query('select entry_state, status from game.table_players where id = $1', [pos!.id])).rows[0]).toEqual({ entry_state: 'paid', status: 'seated' });
   await expectCleanAudit(db.pool('poker_cage', 1));
 });
+
+test('issue 31, class 6: only the worker login queues a job directly; the others queue only through the owner\'s functions', async () => {
+  for (const login of ['poker_cage', 'poker_auth', 'poker_game', 'poker_betting', 'poker_bank', 'poker_admin', 'poker_anonymous'] as const) {
+    const pool = db.pool(login, 1);
+    await expect(pool.query("select graphile_worker.add_job('tournament_payout', '{}'::json)")).rejects.toMatchObject({ code: '42501' });
+    await expect(pool.query('insert into graphile_worker._private_jobs (task_id, payload) values (1, \'{}\')')).rejects.toMatchObject({ code: '42501' });
+    await expect(pool.query('select payload from graphile_worker._private_jobs')).rejects.toMatchObject({ code: '42501' });
+  }
+  // the worker login: add_job and add_jobs only, of graphile-worker's functions
+  const { rows } = await db.owner.query<{ fn: string }>(`
+    select p.proname as fn from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+     where n.nspname = 'graphile_worker' and has_function_privilege('poker_worker', p.oid, 'execute') order by 1`);
+  expect(rows.map((r) => r.fn)).toEqual(['add_job', 'add_jobs']);
+});

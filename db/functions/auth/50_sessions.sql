@@ -26,25 +26,42 @@ exception when others then
 end;
 $$;
 
--- An admin session, opened only with proof of the password: p_key is the scrypt key the auth
--- service derived from the password it was given, with the parameters admin_password_params gave;
--- it must equal the stored one (else 401 invalid_credentials, for an unknown email too). Returns the
--- admin, the session's handle (sid, carried by the access JWTs minted for it) and its expiry.
-create or replace function auth.create_session(p_email text, p_key bytea, p_token_hash bytea, p_ttl_seconds integer)
+-- An admin session, opened only with proof of the password, for an attempt already counted: p_ticket
+-- is what auth.count_sign_in gave for this email, bound (auth.bind_sign_in) to the sha-256 of p_key in
+-- an earlier, committed transaction (else invalid_attempt: no guess is checked before its count is
+-- committed, so rolling this back uncounts nothing, and a ticket checks one key only). p_key is the scrypt key the auth
+-- service derived from the password it was given, with the parameters admin_password_params gave; it
+-- must equal the stored one (else 401 invalid_credentials, for an unknown email too). A success uses
+-- the ticket, clears the failures it counted (the address's count stands) and, with p_device_hash
+-- (the sha-256 of the new poker_device cookie), knows the browser as a device of the account. Returns
+-- the admin, the session's handle (sid, carried by the access JWTs minted for it) and its expiry.
+create or replace function auth.create_session(p_ticket uuid, p_key bytea, p_token_hash bytea, p_ttl_seconds integer, p_device_hash bytea)
   returns table (user_id uuid, sid uuid, expires_at timestamptz)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
+  v_ticket auth_private.sign_in_tickets;
   v_credential auth_private.credentials;
 begin
-  if p_token_hash is null or length(p_token_hash) <> 32 or p_ttl_seconds is null or p_ttl_seconds not between 60 and 2592000 then
-    perform auth_private.refuse('invalid_session_request', 'a 32-byte token hash, a ttl of 60 s..30 days');
+  if p_token_hash is null or length(p_token_hash) <> 32 or p_ttl_seconds is null or p_ttl_seconds not between 60 and 2592000
+     or length(p_device_hash) <> 32 then
+    perform auth_private.refuse('invalid_session_request', 'a 32-byte token hash, a ttl of 60 s..30 days, a 32-byte device hash or none');
   end if;
-  select * into v_credential from auth_private.credentials c where lower(c.email) = lower(p_email);
-  if v_credential.user_id is null or p_key is null or auth_private.password_key(v_credential.password_hash) is distinct from p_key then
+  delete from auth_private.sign_in_tickets t
+   where t.ticket = p_ticket and t.created_at > now() - interval '1 minute' and t.bound_in <> txid_current()
+  returning * into v_ticket;
+  if v_ticket.ticket is null or p_key is null or v_ticket.key_hash <> sha256(p_key) then
+    perform auth_private.refuse('invalid_attempt', 'the ticket of an attempt counted in an earlier transaction, for this key');
+  end if;
+  select * into v_credential from auth_private.credentials c where lower(c.email) = v_ticket.email;
+  if v_credential.user_id is null or auth_private.password_key(v_credential.password_hash) is distinct from p_key then
     perform auth_private.refuse('invalid_credentials', 'no admin with this email and password');
+  end if;
+  delete from auth_private.sign_in_attempts a where a.bucket = any(v_ticket.buckets) and a.bucket not like 'peer:%';
+  if p_device_hash is not null then
+    insert into auth_private.sign_in_devices (token_hash, user_id) values (p_device_hash, v_credential.user_id) on conflict do nothing;
   end if;
   return query
   insert into auth_private.sessions as s (user_id, token_hash, expires_at)

@@ -15,23 +15,23 @@ afterAll(async () => {
 });
 
 test('200 concurrent attempts on one key: exactly the limit pass, each refusal says when to come back', async () => {
-  const counter = attemptCounter(auth, 'test:concurrent', 7, 60);
+  const counter = attemptCounter(auth, 'recovery:concurrent', 7, 60);
   const results = await Promise.all(Array.from({ length: 200 }, () => counter.consume('peer')));
   expect(results.filter((r) => r.allowed)).toHaveLength(7);
   expect(new Set(results.map((r) => r.points)).size).toBe(200);
   for (const r of results.filter((x) => !x.allowed)) expect(r.msBeforeNext).toBeGreaterThan(0);
-  expect((await db.owner.query("select points from auth.attempt_limits where key = 'test:concurrent:peer'")).rows[0].points).toBe(200);
+  expect((await db.owner.query("select points from auth.attempt_limits where key = 'recovery:concurrent:peer'")).rows[0].points).toBe(200);
 });
 
 test('a lapsed window starts again; a shorter window asked for does not reset a running one', async () => {
-  const counter = attemptCounter(auth, 'test:window', 1, 60);
+  const counter = attemptCounter(auth, 'recovery:window', 1, 60);
   expect((await counter.consume('peer')).allowed).toBe(true);
   expect((await counter.consume('peer')).allowed).toBe(false);
-  expect((await attemptCounter(auth, 'test:window', 1, 1).consume('peer')).allowed).toBe(false);
-  await db.owner.query("update auth.attempt_limits set expire = 1 where key = 'test:window:peer'");
+  expect((await attemptCounter(auth, 'recovery:window', 1, 1).consume('peer')).allowed).toBe(false);
+  await db.owner.query("update auth.attempt_limits set expire = 1 where key = 'recovery:window:peer'");
   expect(await counter.consume('peer')).toMatchObject({ allowed: true, points: 1 });
   await expect(auth.query("select * from auth.count_attempt('', 60)")).rejects.toMatchObject({ code: 'AUATT' });
-  await expect(auth.query("select * from auth.count_attempt('k', 0)")).rejects.toMatchObject({ code: 'AUATT' });
+  await expect(auth.query("select * from auth.count_attempt('recovery:k', 0)")).rejects.toMatchObject({ code: 'AUATT' });
 });
 
 test('no role writes the table directly, the auth login included; no other role reads it', async () => {
