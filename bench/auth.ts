@@ -8,6 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { startAuth } from '../server/roles/auth.ts';
 import { createKeyStore } from '../server/auth/keys.ts';
+import { benchJwtKey } from './lib/keys.ts';
+import { pinDevelopmentKeys } from '../server/crypto/pins.ts';
 import { loadConfig } from '../server/config/index.ts';
 import { migrate } from '../server/db/migrate.ts';
 import { createOwnerPool, createRolePool } from '../server/db/pools.ts';
@@ -63,21 +65,22 @@ export default async function authBench(args: string[]): Promise<number> {
   if (!flags) return 2;
   const db = await benchDatabase(console.log);
   const idp = await startLocalIssuer();
-  const secret = 'bench-auth-secret-0123456789abcdefghij';
   let role;
   const owner = createOwnerPool(db.url, 2);
   try {
     await migrate(db.url);
+    const config = loadConfig({
+      NODE_ENV: 'test', PORT: '0', AUTH_BASE_URL: ISSUER,
+      IDP_ISSUER: idp.issuer, IDP_JWKS_URL: idp.jwksUrl, IDP_AUDIENCE: idp.audience, LOG_LEVEL: 'silent',
+    });
+    await pinDevelopmentKeys(db.url, config, ['auth']); // as `npm start` does, as the owner
     role = await startAuth({
-      config: loadConfig({
-        NODE_ENV: 'test', PORT: '0', AUTH_SECRET: secret, AUTH_BASE_URL: ISSUER,
-        IDP_ISSUER: idp.issuer, IDP_JWKS_URL: idp.jwksUrl, IDP_AUDIENCE: idp.audience, LOG_LEVEL: 'silent',
-      }),
+      config,
       databaseUrl: db.url,
       log: createLogger('silent'),
     });
     const authPool = createRolePool(db.url, 'poker_auth', { max: 2 });
-    const token = await createKeyStore(authPool, { secret, issuer: ISSUER }).sign({ sub: randomUUID() });
+    const token = await createKeyStore(authPool, { privateKey: await benchJwtKey(), issuer: ISSUER }).sign({ sub: randomUUID() });
     const localJwks = createLocalJWKSet((await (await fetch(`${role.url}/api/auth/jwks`)).json()) as never);
     const downstream = createJwtVerifier({ jwksUrl: `${role.url}/api/auth/jwks`, issuer: ISSUER });
     await downstream.verify(token); // the first call fetches the JWKS; the loop measures the cached path

@@ -19,6 +19,7 @@ import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type pg from 'pg';
 import { createKeyStore } from '../server/auth/keys.ts';
+import { benchJwtKey } from './lib/keys.ts';
 import { audit } from '../server/cage/ledger.ts';
 import { signInOperator } from '../test/helpers/operator.ts';
 import { migrate } from '../server/db/migrate.ts';
@@ -150,7 +151,7 @@ async function printSettings(owner: pg.Pool, source: string, nClients: number) {
 
 /** Players as test/helpers/auth.ts bridgedUser makes them, each with chips and a table of its own. */
 async function makePlayers(owner: pg.Pool, authPool: pg.Pool, cage: string, operatorAuth: Record<string, string>, run: string, count: number): Promise<Player[]> {
-  const keys = createKeyStore(authPool, { secret: SECRET, issuer: ISSUER });
+  const keys = createKeyStore(authPool, { privateKey: await benchJwtKey(), issuer: ISSUER });
   const players: Player[] = [];
   for (let i = 0; i < count; i++) {
     const invite = `inv_${randomBytes(12).toString('hex')}`;

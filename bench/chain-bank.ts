@@ -19,6 +19,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { getChainId, waitForTransactionReceipt, writeContract } from 'viem/actions';
 import { keccak256, stringToBytes, type Address, type Hex } from 'viem';
 import { createKeyStore, type KeyStore } from '../server/auth/keys.ts';
+import { benchJwtKey } from './lib/keys.ts';
 import { loadConfig } from '../server/config/index.ts';
 import { migrate } from '../server/db/migrate.ts';
 import { createOwnerPool, createRolePool } from '../server/db/pools.ts';
@@ -217,7 +218,7 @@ export default async function chainBankBench(args: string[]): Promise<number> {
     const { bank, local } = started;
     log(`client: node ${process.version}; ${clients} clients in both cases; the auth, game and chain-bank roles and anvil (${local.url}) on this machine; ${cpus().length} CPUs shared`);
     const chain = await rawOperator(local);
-    const makeSlots = await slotMaker(owner, createKeyStore(authPool, { secret: SECRET, issuer: ISSUER }), local, chain);
+    const makeSlots = await slotMaker(owner, createKeyStore(authPool, { privateKey: await benchJwtKey(), issuer: ISSUER }), local, chain);
     const { cases, state } = depositCases(bank, chain.raw, clients, failures);
     const phasesAtStart = { ...depositPhases };
     const setupStart = performance.now();

@@ -21,6 +21,7 @@ import { performance } from 'node:perf_hooks';
 import { base58 } from '@scure/base';
 import type pg from 'pg';
 import { createKeyStore, type KeyStore } from '../server/auth/keys.ts';
+import { benchJwtKey } from './lib/keys.ts';
 import { audit } from '../server/cage/ledger.ts';
 import { signInOperator } from '../test/helpers/operator.ts';
 import { migrate } from '../server/db/migrate.ts';
@@ -321,7 +322,7 @@ export default async function claimsBench(args: string[]): Promise<number> {
     const { game } = started.urls;
     const operatorAuth = (await signInOperator(owner, started.urls.auth)).auth;
     const wasEnabled = await boardOn(game, operatorAuth);
-    const { supply, topUp } = await userSupply(owner, createKeyStore(authPool, { secret: SECRET, issuer: ISSUER }));
+    const { supply, topUp } = await userSupply(owner, createKeyStore(authPool, { privateKey: await benchJwtKey(), issuer: ISSUER }));
     await topUp(WARM_UP_USERS);
     log(`set up ${BARE_USERS} users for the bare case and ${WARM_UP_USERS} fresh users for the claims, each with a linked Solana wallet and a JWT, in ${((performance.now() - setupStart) / 1000).toFixed(1)} s (the roles included)`);
 

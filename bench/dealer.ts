@@ -53,6 +53,7 @@ import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type pg from 'pg';
 import { createKeyStore } from '../server/auth/keys.ts';
+import { benchJwtKey } from './lib/keys.ts';
 import { audit } from '../server/cage/ledger.ts';
 import { migrate } from '../server/db/migrate.ts';
 import { createOwnerPool, createRolePool } from '../server/db/pools.ts';
@@ -440,7 +441,7 @@ async function liveBase(plan: Plan) {
   log(postgres
     ? `postgres CPU: its postmaster (pid ${postgres.postmaster}) and every process it forked, utime + stime from /proc`
     : 'postgres CPU: not measured (the database is not on this machine, or there is no /proc)');
-  const shared: LiveShared = { owner, keys: createKeyStore(authPool, { secret: SECRET, issuer: ISSUER }), postgres, log };
+  const shared: LiveShared = { owner, keys: createKeyStore(authPool, { privateKey: await benchJwtKey(), issuer: ISSUER }), postgres, log };
   return { db, owner, cagePool, shared };
 }
 

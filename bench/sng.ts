@@ -26,6 +26,7 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import pg from 'pg';
 import WebSocket from 'ws';
 import { createKeyStore } from '../server/auth/keys.ts';
+import { benchJwtKey } from './lib/keys.ts';
 import { audit } from '../server/cage/ledger.ts';
 import { loadConfig } from '../server/config/index.ts';
 import { migrate } from '../server/db/migrate.ts';
@@ -127,7 +128,7 @@ function q(values: number[], p: number): number {
 /** The bots (users with chips and a day-long JWT), the tournaments, and every entry paid. */
 async function prepare(owner: pg.Pool, authPool: pg.Pool, cage: string, auth: string, flags: { tournaments: number; factor: number }): Promise<Tour[]> {
   const operator = await signInOperator(owner, auth);
-  const keys = createKeyStore(authPool, { secret: SECRET, issuer: ISSUER });
+  const keys = createKeyStore(authPool, { privateKey: await benchJwtKey(), issuer: ISSUER });
   const run = Date.now().toString(36);
   const tours: Tour[] = [];
   for (let t = 0; t < flags.tournaments; t++) {

@@ -76,8 +76,9 @@ async function startRoles(url: string, dataDir: string, fresh: boolean): Promise
   const serviceKey = process.env.SERVICE_KEY ?? randomBytes(24).toString('hex');
   const env: Record<string, string | undefined> = {
     ...process.env, NODE_ENV: 'development', ENABLE_TEST_AUTH: 'true', DATABASE_URL: url, SERVICE_KEY: serviceKey,
-    // the JWT keys' sealing secret: kept beside a kept database (as npm start does), random for a fresh one
-    PG_DATA_DIR: dataDir, AUTH_SECRET: process.env.AUTH_SECRET ?? (fresh ? randomBytes(32).toString('hex') : undefined),
+    // the signing keys (JWT, receipts): files beside the data directory, generated and pinned as the
+    // owner by startPlatform (as npm start does); a fresh temp directory gets fresh ones
+    PG_DATA_DIR: dataDir,
   };
   const config = loadConfig(env);
   process.env.GRAPHILE_ENV ??= 'development';

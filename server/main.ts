@@ -3,6 +3,7 @@ import { ConfigError, loadConfig, parseRoles } from './config/index.ts';
 import { createLogger, installTelemetry, shutdownTelemetry } from './telemetry/index.ts';
 import type { Platform } from './platform.ts';
 import { installLastResortHandlers } from './last-resort.ts';
+import { developmentKeyDir } from './crypto/key-files.ts';
 
 async function main() {
   let config, roles;
@@ -66,6 +67,12 @@ async function main() {
     if (chain) process.stdout.write(`${'chain'.padEnd(8)} ${chain.url}\n`);
   }
   if (!config.DATABASE_URL) process.stdout.write(`postgres ${platform.databaseUrl.replace(/:[^:@/]+@/, ':***@')}\n`);
+  // where the signing keys without a variable are kept (outside production: generated, pinned)
+  const files = [['cage', 'CAGE_RECEIPT_KEY', 'receipt.key'], ['auth', 'AUTH_JWT_KEY', 'jwt.key']] as const;
+  const kept = files.filter(([role, variable]) => roles.includes(role) && !config[variable]).map(([, , file]) => file);
+  if (config.NODE_ENV !== 'production' && kept.length) {
+    process.stdout.write(`${'keys'.padEnd(8)} ${developmentKeyDir(config.PG_DATA_DIR)} (${kept.join(', ')}: 0600, their public halves pinned)\n`);
+  }
 }
 
 await main();

@@ -5,6 +5,8 @@ import type { Config, Role } from './config/index.ts';
 import { deploymentEnvironment } from './config/index.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
+import { pinDevelopmentKeys } from './crypto/pins.ts';
+import { developmentKeyDir } from './crypto/key-files.ts';
 import { loadMailKey, pinMailKey } from './worker/mail-key.ts';
 import type { Peers, RoleContext, StartedRole } from './roles/types.ts';
 import { startAuth } from './roles/auth.ts';
@@ -70,6 +72,15 @@ export async function startPlatform(options: {
       log.info({ applied: result.applied.length, repeatables: result.repeatablesApplied }, 'database migrated');
       // the owner pins the public half of the worker's mail key (no service login may)
       if (options.roles.includes('worker')) await pinWorkerMailKey(config, databaseUrl, log);
+    }
+    // outside production, as the owner (the URL the migrations ran with; the test harness's): the
+    // keys of the roles started here (their variables, or files generated beside the data
+    // directory) pinned (server/crypto/pins.ts). In production an operator pins them.
+    for (const k of await pinDevelopmentKeys(databaseUrl, config, options.roles)) {
+      log.info({ purpose: k.purpose, publicKey: k.publicKey, source: k.source, newlyPinned: k.added }, `${k.purpose} key pinned (from ${k.source})`);
+    }
+    if (config.NODE_ENV !== 'production' && options.roles.some((r) => r === 'auth' || r === 'cage')) {
+      log.info({ keyDir: developmentKeyDir(config.PG_DATA_DIR) }, 'development keys: an unset key variable uses its file in this folder (0600)');
     }
     const peers: Peers = new Map();
     for (const role of options.roles) {

@@ -7,6 +7,10 @@ import path from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../server/db/embedded.ts';
 import { migrate } from '../server/db/migrate.ts';
+import { loadConfig } from '../server/config/index.ts';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { pinAsOwner, pinDevelopmentKeys } from '../server/crypto/pins.ts';
+import { TEST_RECEIPT_SEED } from './helpers/keys.ts';
 import { freePort } from './helpers/ports.ts';
 import { withDatabase } from './helpers/url.ts';
 
@@ -33,6 +37,13 @@ export default async function globalSetup() {
   await admin.end();
   const templateUrl = withDatabase(serverUrl, TEMPLATE_DB);
   await migrate(templateUrl);
+  // the keys the harness's roles sign with (their development files, helpers/keys.ts) pinned as the
+  // owner, as `npm start` does: a file that starts the auth or cage role directly finds them pinned
+  await pinDevelopmentKeys(templateUrl, loadConfig({ ...process.env, NODE_ENV: 'test' }), ['auth', 'cage']);
+  // ... and the fixed receipt key the SQL tests sign with (helpers/game.ts)
+  const template = new pg.Client({ connectionString: templateUrl });
+  await template.connect();
+  await pinAsOwner(template, 'receipt', ed25519.getPublicKey(TEST_RECEIPT_SEED)).finally(() => template.end());
   process.env.TEST_SERVER_URL = serverUrl;
   process.env.TEST_TEMPLATE_DB = TEMPLATE_DB;
 }

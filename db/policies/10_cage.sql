@@ -29,8 +29,7 @@ grant execute on function
   cage.set_switch(uuid, text, boolean),
   cage.switch_states(),
   cage.claim_custody(uuid, bigint),
-  cage.store_receipt(text, uuid, text, text, bytea, bytea, bytea),
-  cage.receipt_private_key(bytea),
+  cage.store_receipt(text, text, text, bytea, bytea, bytea),
   cage.reconcile_rake(text),
   cage.tables_with_unreconciled_rake(),
   cage.unsettled_stand_ups(integer, integer),
@@ -124,3 +123,18 @@ create policy custody_releases_read on cage.custody_releases for select to poker
 -- the worker's audit job checks every recorded release against the arbiter's key (SQL cannot verify
 -- ed25519: a stolen cage login could record a release with any bytes; the job names it)
 grant select on cage.custody_releases to poker_worker;
+
+-- Keys (000039, 55_keys.sql): the pinned public keys are public; the operators pin and retire them
+-- through the cage (a live admin session); the worker verifies each custody release (the cage
+-- records it, pending) and gives the verdict that frees the entry, and checks every receipt
+grant execute on function cage.pinned_keys(text) to poker_cage, poker_worker;
+grant execute on function cage.pin_key(uuid, text, bytea), cage.retire_key(uuid, text, bytea) to poker_cage;
+grant execute on function cage.verify_custody_release(bigint, boolean) to poker_worker;
+grant select on cage.custody_release_verdicts to poker_cage, poker_worker;
+drop policy if exists custody_release_verdicts_read on cage.custody_release_verdicts;
+create policy custody_release_verdicts_read on cage.custody_release_verdicts for select to poker_cage, poker_worker using (true);
+grant select on cage.receipts, cage.custody_disputes to poker_worker;
+drop policy if exists custody_disputes_worker_read on cage.custody_disputes;
+create policy custody_disputes_worker_read on cage.custody_disputes for select to poker_worker using (true);
+drop policy if exists receipts_worker_read on cage.receipts;
+create policy receipts_worker_read on cage.receipts for select to poker_worker using (true);

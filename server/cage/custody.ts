@@ -9,7 +9,9 @@
 //                                   a hold split into FREE entries
 //   POST /admin/custody/dispute     operator JWT; `{ entryId, reason }`: a FREE entry DISPUTED
 //   POST /admin/custody/release     x-service-key AND the arbiter's detached ed25519 signature over the
-//                                   dispute's release message; `{ entryId, disputeId, signature }`
+//                                   dispute's release message; `{ entryId, disputeId, signature }`:
+//                                   recorded pending; the worker verifies it (verifyPendingReleases)
+//                                   against the pinned arbiter key and only then is the entry FREE
 //   GET  /api/custody               the player's JWT: their custody entries and the holds naming them
 // Claims of FREE entries are POST /api/custody/claim (money.ts).
 import { ed25519 } from '@noble/curves/ed25519.js';
@@ -23,14 +25,13 @@ import { operatorSession, type JwtVerifier } from '../http/jwt.ts';
 import { chips, tableId } from '../http/schemas.ts';
 import { requireServiceKey } from '../http/service-key.ts';
 import { describeRoute } from '../http/openapi.ts';
+import { pinnedKeys } from '../crypto/pins.ts';
 
 export interface CustodyDeps {
   pool: pg.Pool;
   log: Logger;
   jwt: JwtVerifier;
   serviceKey: string | undefined;
-  /** CAGE_CUSTODY_ARBITER_PUBKEY (hex): releases answer 503 custody_arbiter_not_configured without it. */
-  arbiterPublicKey: string | undefined;
 }
 
 /** An id of the cage's rows (an entry, a hold, a dispute): a positive integer, as a decimal string. */
@@ -93,7 +94,7 @@ export const custodyRoutes = [
   }),
   describeRoute({
     method: 'post', path: '/admin/custody/release', auth: 'service', summary: 'Releases a disputed entry under the arbiter\'s signature', body: releaseBody,
-    responses: { 200: '{ ok, ... }', 401: 'invalid_arbiter_signature', 503: 'custody_arbiter_not_configured' },
+    responses: { 200: '{ ok, releaseId, verification: pending, ... }', 401: 'invalid_arbiter_signature', 409: 'custody_release_pending', 503: 'custody_arbiter_not_configured' },
   }),
   describeRoute({
     method: 'get', path: '/api/custody', auth: 'jwt', summary: 'The caller\'s custody entries, paged', query: playerQuery,
@@ -176,43 +177,94 @@ export function signedBy(publicKey: Uint8Array, message: string, signature: Uint
   }
 }
 
-/**
- * The recorded releases whose signature does not verify against the arbiter's key (`arbiterHex`;
- * none configured: every release is unverifiable). SQL binds a release to its dispute and its
- * canonical message but cannot check ed25519, so a stolen cage login could record one with any
- * bytes: the worker's audit job (tasks/cage_audit.ts) runs this beside cage.audit() and names it.
- */
-export async function unverifiedReleases(db: Pick<pg.Pool, 'query'>, arbiterHex: string | undefined) {
-  const { rows } = await db.query<{ id: bigint; entry_id: bigint; dispute_id: bigint; message: string; signature: Buffer }>(
-    'select id, entry_id, dispute_id, message, signature from cage.custody_releases order by id',
-  );
-  const arbiter = arbiterHex ? Buffer.from(arbiterHex, 'hex') : undefined;
-  return rows.filter((r) => !arbiter || !signedBy(arbiter, r.message, r.signature)).map((r) => ({
-    invariant: 'custody_release', subject: `release:${r.id}`,
-    detail: { entryId: r.entry_id.toString(), disputeId: r.dispute_id.toString(), problem: arbiter ? 'signature not by the arbiter\'s key' : 'no arbiter key to verify it' },
-  }));
+interface ReleaseRow { id: bigint; entry_id: bigint; dispute_id: bigint; message: string; signature: Buffer; public_key: Buffer; created_at: Date }
+
+const RELEASES = `select r.id, r.entry_id, r.dispute_id, r.message, r.signature, r.public_key, r.created_at
+                    from cage.custody_releases r`;
+
+/** True when the release's signature verifies under its own key and that key is a pinned arbiter key. */
+function releaseHolds(r: ReleaseRow, arbiterKeys: Set<string>): boolean {
+  return arbiterKeys.has(r.public_key.toString('hex')) && signedBy(new Uint8Array(r.public_key), r.message, new Uint8Array(r.signature));
 }
 
 /**
- * POST /admin/custody/release: the service key (constant time), then the arbiter's key configured,
- * then the signature over the canonical message SQL derives from the open dispute; SQL then binds
- * the release to that dispute and records it once.
+ * The worker's step (tasks/cage_audit.ts): every release the cage recorded that has no verdict yet
+ * is checked against the pinned arbiter keys read from the database, and its verdict written
+ * (cage.verify_custody_release): only a valid one frees the entry. A stolen cage login records a
+ * release with any bytes; it frees nothing, and its forged verdict is named by releaseViolations.
+ */
+export async function verifyPendingReleases(db: Pick<pg.Pool, 'query'>, log?: Logger) {
+  const arbiterKeys = new Set((await pinnedKeys(db, 'arbiter')).map((k) => k.publicKey));
+  const { rows } = await db.query<ReleaseRow>(
+    `${RELEASES} where not exists (select from cage.custody_release_verdicts v where v.release_id = r.id) order by r.id`,
+  );
+  const verdicts: { releaseId: string; entryId: string; valid: boolean }[] = [];
+  for (const r of rows) {
+    const valid = releaseHolds(r, arbiterKeys);
+    await db.query('select * from cage.verify_custody_release($1, $2)', [r.id, valid]);
+    verdicts.push({ releaseId: r.id.toString(), entryId: r.entry_id.toString(), valid });
+    if (valid) log?.warn({ releaseId: r.id.toString(), entryId: r.entry_id.toString() }, 'custody release verified: the entry is free');
+    else log?.error({ releaseId: r.id.toString(), entryId: r.entry_id.toString() }, 'custody release FORGED: its signature is not the pinned arbiter key\'s; the entry stays disputed');
+  }
+  return verdicts;
+}
+
+/**
+ * The custody releases that break the rule "an entry is freed only by a release whose signature
+ * verifies against a pinned arbiter key": a release whose signature or key does not hold (forged,
+ * whatever its verdict), a valid verdict on one, and a released dispute without a valid verdict.
+ * The pinned keys come from the database (cage.pinned_keys), never from this process's environment,
+ * so every process that runs it reaches the same verdict. Pending releases are not violations.
+ */
+export async function releaseViolations(db: Pick<pg.Pool, 'query'>) {
+  const arbiterKeys = new Set((await pinnedKeys(db, 'arbiter')).map((k) => k.publicKey));
+  const { rows } = await db.query<ReleaseRow & { valid: boolean | null }>(
+    `select r.id, r.entry_id, r.dispute_id, r.message, r.signature, r.public_key, r.created_at, v.valid
+       from cage.custody_releases r left join cage.custody_release_verdicts v on v.release_id = r.id order by r.id`,
+  );
+  const violations: { invariant: string; subject: string; detail: Record<string, unknown> }[] = [];
+  for (const r of rows) {
+    if (r.valid === null || releaseHolds(r, arbiterKeys)) continue;
+    violations.push({
+      invariant: 'custody_release', subject: `release:${r.id}`,
+      detail: { entryId: r.entry_id.toString(), disputeId: r.dispute_id.toString(), verdict: r.valid ? 'valid' : 'forged',
+        problem: arbiterKeys.has(r.public_key.toString('hex')) ? 'signature not by the arbiter\'s key' : 'its key is not a pinned arbiter key' },
+    });
+  }
+  const { rows: unreleased } = await db.query<{ id: bigint; entry_id: bigint }>(
+    `select d.id, d.entry_id from cage.custody_disputes d
+      where d.released_at is not null
+        and not exists (select from cage.custody_releases r join cage.custody_release_verdicts v on v.release_id = r.id
+                         where r.dispute_id = d.id and v.valid)`,
+  );
+  for (const d of unreleased) {
+    violations.push({ invariant: 'custody_release', subject: `dispute:${d.id}`, detail: { entryId: d.entry_id.toString(), problem: 'released without a verified release' } });
+  }
+  return violations;
+}
+
+/**
+ * POST /admin/custody/release: the service key (constant time), then an arbiter key pinned, then the
+ * signature over the canonical message SQL derives from the open dispute, by one of the pinned
+ * arbiter keys (read from the database on each call); SQL binds the release to that dispute and key
+ * and records it pending: the worker's verification frees the entry.
  */
 function installReleaseRoute(app: Express, deps: CustodyDeps) {
-  const arbiter = deps.arbiterPublicKey ? Buffer.from(deps.arbiterPublicKey, 'hex') : undefined;
   app.post('/admin/custody/release', requireServiceKey(deps.serviceKey), async (req, res) => {
-    if (!arbiter) throw new ApiError(503, 'custody_arbiter_not_configured');
+    const arbiters = (await pinnedKeys(deps.pool, 'arbiter')).filter((k) => k.retiredAt === null);
+    if (!arbiters.length) throw new ApiError(503, 'custody_arbiter_not_configured');
     const b = parse(releaseBody, req.body);
     const { rows: [m] } = await deps.pool.query<{ message: string }>(
       'select cage.custody_release_message($1, $2) as message', [b.entryId, b.disputeId],
     );
     const signature = Buffer.from(b.signature, 'hex');
-    if (!signedBy(arbiter, m!.message, signature)) throw new ApiError(401, 'invalid_arbiter_signature');
+    const arbiter = arbiters.map((k) => Buffer.from(k.publicKey, 'hex')).find((key) => signedBy(key, m!.message, signature));
+    if (!arbiter) throw new ApiError(401, 'invalid_arbiter_signature');
     const { rows } = await deps.pool.query<{ answer: Record<string, unknown> }>(
       'select answer from cage.release_custody($1, $2, $3, $4, $5)', [b.entryId, b.disputeId, m!.message, signature, arbiter],
     );
     const answer = rows[0]!.answer;
-    deps.log.warn({ entryId: b.entryId, disputeId: b.disputeId, userId: answer.userId }, 'custody entry released by the arbiter');
+    deps.log.warn({ entryId: b.entryId, disputeId: b.disputeId, userId: answer.userId, releaseId: answer.releaseId }, 'custody release recorded (pending the worker\'s verification)');
     res.json({ ok: true, ...answer });
   });
 }

@@ -6,8 +6,10 @@
 // Exit codes: 0 done, 1 refused by the platform (its code printed) or unreachable, 2 usage or
 // configuration, 3 the audit found violations. No credential is ever printed.
 import { createInterface } from 'node:readline';
+import pg from 'pg';
+import { runningEmbeddedUrl } from '../db/embedded.ts';
 import { ConfigError, loadConfig, type Config } from '../config/index.ts';
-import { COMMANDS, type Command, type Context } from './ops/commands.ts';
+import { COMMANDS, type Command, type Context, type OwnerQuery } from './ops/commands.ts';
 import { Refusal, roleUrl, signIn, Unreachable, UsageError, type Credentials, type OperatorSession } from './ops/client.ts';
 
 const GLOBAL_FLAGS = ['auth-url', 'game-url', 'cage-url', 'admin-url', 'json', 'email'];
@@ -94,8 +96,18 @@ async function credentials(flags: Record<string, string | true>, stdin: ReturnTy
   return { email, password };
 }
 
+/** The owner's connection: DATABASE_URL, else the embedded database a running `npm start` holds. */
+async function ownerConnection(config: Config): Promise<pg.Client> {
+  const url = config.DATABASE_URL ?? (await runningEmbeddedUrl(config.PG_DATA_DIR));
+  if (!url) throw new UsageError('--owner needs the owner\'s database: set DATABASE_URL (or run it beside a running `npm start`)');
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  return client;
+}
+
 function context(command: Command, parsed: ReturnType<typeof parseArgs>, config: Config, stdin: ReturnType<typeof stdinReader>) {
   let session: Promise<OperatorSession> | undefined;
+  let owner: Promise<pg.Client> | undefined;
   const asJson = parsed.flags.json === true;
   const ctx: Context = {
     args: parsed.args,
@@ -105,6 +117,10 @@ function context(command: Command, parsed: ReturnType<typeof parseArgs>, config:
       session ??= credentials(parsed.flags, stdin).then((c) => signIn(roleUrl(config, 'auth', parsed.flags), c));
       return (await session).auth;
     },
+    async owner(): Promise<OwnerQuery> {
+      const client = await (owner ??= ownerConnection(config));
+      return async (sql, params) => (await client.query(sql, params)).rows;
+    },
     serviceKey() {
       if (!config.SERVICE_KEY) throw new UsageError(`${command.usage.split(' ')[0]} takes the service key: set SERVICE_KEY`);
       return { 'x-service-key': config.SERVICE_KEY };
@@ -112,7 +128,13 @@ function context(command: Command, parsed: ReturnType<typeof parseArgs>, config:
     say: (line) => void (asJson ? undefined : process.stdout.write(`${line}\n`)),
     json: (value) => void (asJson ? process.stdout.write(`${JSON.stringify(value, null, 2)}\n`) : undefined),
   };
-  return { ctx, signOut: async () => (session ? (await session.catch(() => undefined))?.signOut() : undefined) };
+  return {
+    ctx,
+    signOut: async () => {
+      await (owner ? (await owner.catch(() => undefined))?.end() : undefined);
+      return session ? (await session.catch(() => undefined))?.signOut() : undefined;
+    },
+  };
 }
 
 function printRefusal(err: Refusal) {

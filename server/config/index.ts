@@ -92,7 +92,11 @@ const schema = z.object({
   CAGE_AUDIT_CRON: z.string().min(9).default('* * * * *'),
   CAGE_RAKE_RECONCILE_CRON: z.string().min(9).default('0 * * * *'),
   // auth role (required when it runs in production; development/test defaults in server/auth/config.ts)
-  AUTH_SECRET: optionalString.pipe(z.string().min(32, 'must be at least 32 characters').optional()),
+  // its JWT signing key (Ed25519 seed, hex): unset outside production, a file beside PG_DATA_DIR
+  // (server/crypto/key-files.ts); its public half must be pinned (npm run ops -- keys)
+  AUTH_JWT_KEY: optionalString.pipe(
+    z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (an ed25519 private key)').optional(),
+  ),
   AUTH_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   AUTH_DOMAIN: optionalString.pipe(z.string().min(1).max(253).optional()),
   AUTH_TRUSTED_ORIGINS: optionalString.pipe(

@@ -5,7 +5,7 @@
 // 0600, owned by the process's user: no database login can read it), generated at the first start
 // and reused after. Never from a table: the database keeps only the pinned public halves.
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 export interface PrivateKeySource {
@@ -33,7 +33,7 @@ export function developmentKeyDir(pgDataDir: string): string {
 /**
  * The private key `name` (dealer, receipt, jwt, ...): `configuredHex` when set; otherwise, outside
  * production, the development file (created on first use; concurrent first starts race on an
- * exclusive create and every one reads the winner's key). Production without the variable refuses.
+ * exclusive link and every one reads the winner's key). Production without the variable refuses.
  */
 export async function loadPrivateKey(options: {
   name: string;
@@ -52,9 +52,19 @@ export async function loadPrivateKey(options: {
   const file = path.join(dir, `${name}.key`);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await chmod(dir, 0o700);
-  await writeFile(file, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx' }).catch((err: NodeJS.ErrnoException) => {
-    if (err.code !== 'EEXIST') throw err;
-  });
+  // written whole under a name of its own, then linked into place (link refuses an existing name):
+  // a concurrent first start never reads a half-written file, and the first link wins
+  if (!(await stat(file).catch(() => undefined))) {
+    const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+    await writeFile(draft, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
+    try {
+      await link(draft, file).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+      });
+    } finally {
+      await unlink(draft);
+    }
+  }
   const hex = (await readFile(file, 'utf8')).trim();
   if (!HEX_KEY.test(hex)) throw new Error(`${file}: not a key (64 hex characters expected); remove it to generate a new one`);
   return { privateKey: Uint8Array.from(Buffer.from(hex, 'hex')), source: file };

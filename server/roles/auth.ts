@@ -10,6 +10,7 @@ import { withSpan } from '../telemetry/index.ts';
 import { isClosedCreationPath } from '../auth/blocked-paths.ts';
 import { authSettings } from '../auth/config.ts';
 import { createKeyStore } from '../auth/keys.ts';
+import { roleKey } from '../crypto/pins.ts';
 import { installSessionRoutes } from '../auth/sessions.ts';
 import { callerResolver, installWalletRoutes } from '../auth/wallets.ts';
 import { installLinkWalletRoutes } from '../auth/link-wallet.ts';
@@ -68,12 +69,15 @@ function closedPaths(log: RoleContext['log']): RequestHandler {
 }
 
 export async function startAuth({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
-  const settings = await authSettings(config);
+  const settings = authSettings(config);
   const roleLog = log.child({ role: 'auth' });
+  const jwtKey = await roleKey(config, 'auth');
   const pool = createRolePool(databaseUrl, 'poker_auth', { max: 20, applicationName: 'auth', secret: config.DB_ROLE_SECRET });
   return serveRole({ role: 'auth', pool, log: roleLog, host: config.HOST, port: config.PORT, build: async () => {
-    const keys = createKeyStore(pool, { secret: settings.secret, issuer: settings.baseUrl });
-    await keys.activeKid(); // a key exists (and AUTH_SECRET opens it) before we serve
+    const keys = createKeyStore(pool, { privateKey: jwtKey.privateKey, issuer: settings.baseUrl, source: jwtKey.source });
+    // nobody signs with a key the platform does not trust: its public half is pinned and active
+    const kid = await keys.activeKid();
+    roleLog.info({ keySource: jwtKey.source, kid, publicKey: keys.publicKeyHex }, 'JWT signing key loaded (pinned)');
     const limiter = createAttemptLimiter(pool, {
       windowSeconds: config.AUTH_LIMIT_WINDOW_SECONDS, signInPerAccount: config.AUTH_SIGN_IN_LIMIT_PER_ACCOUNT,
       signInPerPeer: config.AUTH_SIGN_IN_LIMIT_PER_PEER, recoveryPerPeer: config.AUTH_RECOVERY_LIMIT_PER_PEER,

@@ -16,6 +16,7 @@ import { installTournamentCageRoutes, tournamentCageRoutes } from '../cage/tourn
 import { installRakeRoutes, rakeRoutes } from '../cage/rake.ts';
 import { installStandUpReconcileRoute, standUpReconcileRoutes } from '../cage/stand-ups.ts';
 import { custodyRoutes, installCustodyRoutes } from '../cage/custody.ts';
+import { installKeyRoutes, keyRoutes } from '../cage/keys.ts';
 import { graceSeconds } from '../cage/seams.ts';
 import { installNotYetRoutes, notYetRoutes } from '../cage/not-yet.ts';
 import { gasRoutes, installGasRoutes } from '../cage/gas.ts';
@@ -33,7 +34,7 @@ export function cageRoutes(options: { testAuthPermitted: boolean }): RouteContra
       responses: { 200: '{ algorithm, publicKey }' },
     }),
     ...tableCreateRoutes({ testAuthPermitted: options.testAuthPermitted }), ...cashRoutes, ...tournamentCageRoutes, ...moneyRoutes, ...operatorGameRoutes, ...rakeRoutes,
-    ...gasRoutes, ...cageReadRoutes(options.testAuthPermitted), ...standUpReconcileRoutes, ...bettingCageRoutes, ...custodyRoutes, ...notYetRoutes,
+    ...gasRoutes, ...cageReadRoutes(options.testAuthPermitted), ...standUpReconcileRoutes, ...bettingCageRoutes, ...custodyRoutes, ...keyRoutes, ...notYetRoutes,
   ];
 }
 
@@ -78,7 +79,9 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
   });
   const uiOrigins = new Set((config.POKER_UI_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean).map((o) => new URL(o).origin));
   return serveRole({ role: 'cage', pool, log: roleLog, host: config.HOST, port: config.CAGE_PORT, build: async () => {
-    const signer = await loadReceiptSigner(pool, config.CAGE_RECEIPT_KEY);
+    // the receipt key the cage holds (never one from the database), pinned and active, or no start
+    const signer = await loadReceiptSigner(pool, config);
+    roleLog.info({ keySource: signer.source, publicKey: signer.publicKeyHex }, 'receipt signing key loaded (pinned)');
     const app = await createApp({
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
@@ -103,7 +106,8 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
         installCageReads(app, { ...common, game, testAuthPermitted: config.testAuthPermitted, environment: deploymentEnvironment(config) });
         installStandUpReconcileRoute(app, { ...common, game, signer, defaultGraceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS) });
         installBettingCageRoutes(app, { pool, log: roleLog, jwt, betting });
-        installCustodyRoutes(app, { ...common, arbiterPublicKey: config.CAGE_CUSTODY_ARBITER_PUBKEY });
+        installCustodyRoutes(app, common);
+        installKeyRoutes(app, common);
         installNotYetRoutes(app);
       },
     });

@@ -65,6 +65,14 @@ function ignoreMigrateNotices(pool: pg.Pool) {
   });
 }
 
+/** The private half of the key reset tokens are sealed to (its public half is pinned by the owner). */
+async function workerMailKey(config: RoleContext['config'], log: RoleContext['log']) {
+  const mailKey = await loadMailKey({ configuredPem: config.WORKER_MAIL_KEY, nodeEnv: config.NODE_ENV, pgDataDir: config.PG_DATA_DIR });
+  if (mailKey) log.info({ source: mailKey.source }, 'worker mail key loaded');
+  else log.warn('WORKER_MAIL_KEY is not set: password reset mail cannot be sent');
+  return mailKey;
+}
+
 export async function startWorker({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole & { runner: Runner }> {
   const pool = createRolePool(databaseUrl, 'poker_worker', { max: 4, applicationName: 'worker', secret: config.DB_ROLE_SECRET });
   // graphile-worker's own pool: it serialises job ids to JSON when it records a failure, which a
@@ -79,10 +87,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
   const { cage, chainBank } = bankClients(config, peers);
   const betting = createServiceClient({ baseUrl: () => config.BETTING_URL ?? peers?.get('betting') ?? `http://${config.HOST}:${config.BETTING_PORT}`,
     serviceKey: config.SERVICE_KEY, timeoutMs: config.GAME_CALL_TIMEOUT_MS });
-  // the private half of the key reset tokens are sealed to (its public half is pinned by the owner)
-  const mailKey = await loadMailKey({ configuredPem: config.WORKER_MAIL_KEY, nodeEnv: config.NODE_ENV, pgDataDir: config.PG_DATA_DIR });
-  if (mailKey) log.info({ source: mailKey.source }, 'worker mail key loaded');
-  else log.warn('WORKER_MAIL_KEY is not set: password reset mail cannot be sent');
+  const mailKey = await workerMailKey(config, log);
   let runner: Runner;
   try {
     runner = await run({
@@ -94,7 +99,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
       // a `worker:migrate` notice (any login may NOTIFY) stops the worker only when a migration bears it out
       events: guardedWorkerEvents(pool, log),
       taskList: {
-        cage_audit: createCageAuditTask(log, { arbiterPublicKey: config.CAGE_CUSTODY_ARBITER_PUBKEY }),
+        cage_audit: createCageAuditTask(log),
         cage_reconcile_rake: createCageReconcileRakeTask({ pool, log }),
         cage_reconcile_gas: createCageReconcileGasTask({ pool, log }),
         claims_complete_lost: createClaimsCompleteLostTask({ pool, log }),

@@ -28,7 +28,7 @@ export function createLogger(level: string, name = 'poker', destination?: Destin
     // Secrets never reach a log line, even when a caller logs a whole request or config object.
     redact: {
       paths: [
-        'SERVICE_KEY', 'CAGE_RECEIPT_KEY', 'GAME_DEALER_KEY', 'AUTH_SECRET', 'DATABASE_URL', 'password', 'secret',
+        'SERVICE_KEY', 'CAGE_RECEIPT_KEY', 'GAME_DEALER_KEY', 'AUTH_JWT_KEY', 'AUTH_SECRET', 'DATABASE_URL', 'password', 'secret',
         'req.headers.authorization', 'req.headers["x-service-key"]', 'req.headers.cookie',
         'headers.authorization', 'headers["x-service-key"]', 'headers.cookie',
       ],

@@ -157,7 +157,7 @@ describe('reads without a live operator session', () => {
   });
 
   test('a player\'s token is refused (403 admin_required), a token that is not one 401; nothing is read', async () => {
-    const player = await bridgedUser(db, { secret: AUTH_SECRET, issuer: ISSUER });
+    const player = await bridgedUser(db, { issuer: ISSUER });
     const res = await graphql(BOOKS, { token: player.jwt });
     expect(res.status).toBe(403);
     expect(res.body).toMatchObject({ error: 'admin_required' });

@@ -30,7 +30,7 @@ beforeAll(async () => {
     }),
     databaseUrl: db.url, log: captureLogger('silent').log,
   });
-  const user = await bridgedUser(db, { secret: SECRET, issuer: ISSUER });
+  const user = await bridgedUser(db, { issuer: ISSUER });
   userId = user.userId;
   headers = { authorization: `Bearer ${user.jwt}`, origin: ORIGIN, 'x-service-key': SERVICE_KEY, 'content-type': 'application/json' };
 });

@@ -3,6 +3,7 @@
 // the game and cage roles, and the auth role's own Bearer check on the wallet routes).
 import { startAuth } from '../../server/roles/auth.ts';
 import { createKeyStore } from '../../server/auth/keys.ts';
+import { testRoleKey } from '../helpers/keys.ts';
 import { loadConfig } from '../../server/config/index.ts';
 import { createJwtVerifier, JWT_CLOCK_SKEW_SECONDS } from '../../server/http/jwt.ts';
 import type { StartedRole } from '../../server/roles/types.ts';
@@ -19,8 +20,8 @@ let signAt: (now: number) => Promise<string>;
 beforeAll(async () => {
   db = await createTestDatabase();
   auth = await startAuth({ config: loadConfig({ NODE_ENV: 'test', PORT: '0', AUTH_SECRET: SECRET, AUTH_BASE_URL: ISSUER }), databaseUrl: db.url, log: captureLogger('silent').log });
-  ({ userId } = await bridgedUser(db, { secret: SECRET, issuer: ISSUER }));
-  const keys = createKeyStore(db.pool('poker_auth', 1), { secret: SECRET, issuer: ISSUER });
+  ({ userId } = await bridgedUser(db, { issuer: ISSUER }));
+  const keys = createKeyStore(db.pool('poker_auth', 1), { privateKey: await testRoleKey('auth'), issuer: ISSUER });
   signAt = (now) => keys.sign({ sub: userId, walletAddress: null }, { now });
 });
 afterAll(async () => {

@@ -1,18 +1,23 @@
-// JWT signing keys: encrypted at rest, published without private parts, rotation without breaking
-// tokens already issued, and verification by an independent verifier (jose, local JWKS).
+// JWT signing keys: the auth process's own (never in the database), published without private parts
+// and only when pinned (by an operator or the owner, never the auth login), rotation without
+// breaking tokens already issued, and verification by an independent verifier (jose, local JWKS).
 import { randomUUID } from 'node:crypto';
+import { ed25519 } from '@noble/curves/ed25519.js';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, SignJWT, UnsecuredJWT } from 'jose';
 import type pg from 'pg';
-import { createKeyStore, KeyDecryptionError, openPrivateKey } from '../../server/auth/keys.ts';
+import { createKeyStore, kidOf } from '../../server/auth/keys.ts';
+import { KeyNotPinnedError, pinAsOwner, retireAsOwner } from '../../server/crypto/pins.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { testRoleKey } from '../helpers/keys.ts';
 
 const ISSUER = 'http://auth.test.local';
-const SECRET = 'a-long-test-auth-secret-0123456789';
 let db: TestDatabase;
 let auth: pg.Pool;
+let privateKey: Uint8Array;
 beforeAll(async () => {
   db = await createTestDatabase();
   auth = db.pool('poker_auth', 4);
+  privateKey = await testRoleKey('auth');
 });
 afterAll(async () => {
   await db.drop();
@@ -27,7 +32,7 @@ const verify = async (token: string, jwks: { keys: unknown[] }, overrides: { iss
   });
 
 test('a signed token verifies against the published JWKS, which carries no private part', async () => {
-  const store = createKeyStore(auth, { secret: SECRET, issuer: ISSUER });
+  const store = createKeyStore(auth, { privateKey, issuer: ISSUER });
   const sub = randomUUID();
   const token = await store.sign({ sub, email: 'p@example.com', walletAddress: null, authMethod: 'google' });
   const jwks = await store.jwks();
@@ -39,57 +44,62 @@ test('a signed token verifies against the published JWKS, which carries no priva
   expect(protectedHeader).toMatchObject({ alg: 'EdDSA', typ: 'JWT', kid: await store.activeKid() });
   expect(payload).toMatchObject({ sub, iss: ISSUER, aud: ISSUER, walletAddress: null, authMethod: 'google' });
   expect(payload.exp! - payload.iat!).toBe(15 * 60);
-  const stored = (await db.owner.query('select private_key_encrypted from auth_private.signing_keys')).rows;
-  for (const row of stored) expect(row.private_key_encrypted.toString('utf8')).not.toMatch(/"d"\s*:/);
+  // the database holds no private part: no table of the auth schemas has one
+  const { rows } = await db.owner.query(
+    "select count(*)::int as n from information_schema.columns where table_schema in ('auth', 'auth_private') and column_name like '%private%'",
+  );
+  expect(rows[0].n).toBe(0);
 });
 
-test('rotation: the old key stays published, so its tokens verify until they expire', async () => {
-  const store = createKeyStore(auth, { secret: SECRET, issuer: ISSUER });
-  const before = await store.sign({ sub: randomUUID() });
+test('an unpinned key signs nothing and is not published; pinned, it is', async () => {
+  const secret = ed25519.utils.randomSecretKey();
+  const store = createKeyStore(auth, { privateKey: secret, issuer: ISSUER, source: 'AUTH_JWT_KEY' });
+  await expect(store.activeKid()).rejects.toBeInstanceOf(KeyNotPinnedError);
+  await expect(store.sign({ sub: randomUUID() })).rejects.toThrow(/jwt key from AUTH_JWT_KEY .* is not pinned/);
+  expect((await store.jwks()).keys.map((k) => k.kid)).not.toContain(kidOf(ed25519.getPublicKey(secret)));
+  await pinAsOwner(db.owner, 'jwt', ed25519.getPublicKey(secret));
+  expect(await store.activeKid()).toBe(kidOf(ed25519.getPublicKey(secret)));
+  await expect(verify(await store.sign({ sub: randomUUID() }), await store.jwks())).resolves.toBeTruthy();
+});
+
+test('rotation: a retired key signs no more but stays published, so its tokens verify until they expire', async () => {
+  const oldSecret = ed25519.utils.randomSecretKey();
+  const newSecret = ed25519.utils.randomSecretKey();
+  await pinAsOwner(db.owner, 'jwt', ed25519.getPublicKey(oldSecret));
+  const oldStore = createKeyStore(auth, { privateKey: oldSecret, issuer: ISSUER });
+  const before = await oldStore.sign({ sub: randomUUID() });
   const oldKid = decodeProtectedHeader(before).kid;
-  const newKid = await store.rotate();
+  // the operator's rotation: pin the new key, start the auth role with it, retire the old one
+  await pinAsOwner(db.owner, 'jwt', ed25519.getPublicKey(newSecret));
+  const newStore = createKeyStore(auth, { privateKey: newSecret, issuer: ISSUER });
+  await retireAsOwner(db.owner, 'jwt', ed25519.getPublicKey(oldSecret));
+  await expect(oldStore.sign({ sub: randomUUID() })).rejects.toBeInstanceOf(KeyNotPinnedError);
+  const after = await newStore.sign({ sub: randomUUID() });
+  const newKid = decodeProtectedHeader(after).kid;
   expect(newKid).not.toBe(oldKid);
-  const after = await store.sign({ sub: randomUUID() });
-  expect(decodeProtectedHeader(after).kid).toBe(newKid);
-  const jwks = await store.jwks();
+  const jwks = await newStore.jwks();
   expect(jwks.keys.map((k) => k.kid)).toEqual(expect.arrayContaining([oldKid, newKid]));
   await expect(verify(before, jwks)).resolves.toBeTruthy();
   await expect(verify(after, jwks)).resolves.toBeTruthy();
   // once the old key's window has passed, it is no longer published
-  await db.owner.query("update auth_private.signing_keys set retired_at = now() - interval '1 hour' where kid = $1", [oldKid]);
-  const later = await store.jwks();
-  expect(later.keys.map((k) => k.kid)).not.toContain(oldKid);
-  await expect(verify(before, later)).rejects.toMatchObject({ code: 'ERR_JWKS_NO_MATCHING_KEY' });
+  const { rows } = await db.owner.query(
+    "select count(*)::int as n from auth.jwt_public_keys(0) where public_key = $1", [Buffer.from(ed25519.getPublicKey(oldSecret))],
+  );
+  expect(rows[0].n).toBe(0);
 });
 
-test('concurrent first boots leave exactly one active key', async () => {
-  const fresh = await createTestDatabase();
-  try {
-    const pool = fresh.pool('poker_auth', 6);
-    const stores = Array.from({ length: 6 }, () => createKeyStore(pool, { secret: SECRET, issuer: ISSUER }));
-    await Promise.all(stores.map((s) => s.activeKid()));
-    const { rows } = await fresh.owner.query('select count(*)::int as n from auth_private.signing_keys where retired_at is null');
-    expect(rows[0].n).toBe(1);
-  } finally {
-    await fresh.drop();
-  }
-});
-
-test('another AUTH_SECRET cannot open the stored private key', async () => {
-  const store = createKeyStore(auth, { secret: SECRET, issuer: ISSUER });
-  const kid = await store.activeKid();
-  const { rows } = await db.owner.query('select private_key_encrypted from auth_private.signing_keys where kid = $1', [kid]);
-  expect(openPrivateKey(SECRET, kid, rows[0].private_key_encrypted)).toHaveProperty('d');
-  expect(() => openPrivateKey('another-secret-entirely-0123456789', kid, rows[0].private_key_encrypted)).toThrow(KeyDecryptionError);
-  const other = createKeyStore(auth, { secret: 'another-secret-entirely-0123456789', issuer: ISSUER });
-  await expect(other.sign({ sub: randomUUID() })).rejects.toThrow(KeyDecryptionError);
+test('the auth login cannot pin or retire a key, nor read a pinned key table', async () => {
+  const mine = Buffer.from(ed25519.getPublicKey(ed25519.utils.randomSecretKey()));
+  await expect(auth.query("select * from cage.pin_key(gen_random_uuid(), 'jwt', $1)", [mine])).rejects.toMatchObject({ code: '42501' });
+  await expect(auth.query("select * from cage_private.pin_key(null, 'jwt', $1)", [mine])).rejects.toMatchObject({ code: '42501' });
+  await expect(auth.query('select * from cage_private.pinned_keys')).rejects.toMatchObject({ code: '42501' });
 });
 
 describe('the verifier refuses', () => {
   let jwks: { keys: unknown[] };
   let good: string;
   beforeAll(async () => {
-    const store = createKeyStore(auth, { secret: SECRET, issuer: ISSUER });
+    const store = createKeyStore(auth, { privateKey, issuer: ISSUER });
     good = await store.sign({ sub: randomUUID() });
     jwks = await store.jwks();
   });
@@ -100,7 +110,7 @@ describe('the verifier refuses', () => {
   });
 
   test('an expired token', async () => {
-    const store = createKeyStore(auth, { secret: SECRET, issuer: ISSUER });
+    const store = createKeyStore(auth, { privateKey, issuer: ISSUER });
     const old = await store.sign({ sub: randomUUID() }, { now: Math.floor(Date.now() / 1000) - 3600 });
     await expect(verify(old, jwks)).rejects.toMatchObject({ code: 'ERR_JWT_EXPIRED' });
   });
@@ -126,7 +136,7 @@ describe('the verifier refuses', () => {
   });
 
   test('a token missing a required claim', async () => {
-    const store = createKeyStore(auth, { secret: SECRET, issuer: ISSUER });
+    const store = createKeyStore(auth, { privateKey, issuer: ISSUER });
     const noSub = await store.sign({ sub: undefined as unknown as string });
     await expect(verify(noSub, jwks)).rejects.toMatchObject({ code: 'ERR_JWT_CLAIM_VALIDATION_FAILED' });
   });

@@ -35,7 +35,7 @@ afterAll(async () => {
 });
 
 async function pokerUser() {
-  const { userId, jwt } = await bridgedUser(db, { secret: SECRET, issuer: ISSUER });
+  const { userId, jwt } = await bridgedUser(db, { issuer: ISSUER });
   return { userId, headers: { authorization: `Bearer ${jwt}`, origin: ORIGIN, 'content-type': 'application/json' } };
 }
 function wallet() {

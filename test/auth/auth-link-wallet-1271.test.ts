@@ -46,7 +46,7 @@ afterAll(async () => {
 });
 
 async function pokerUser() {
-  const { userId, jwt } = await bridgedUser(db, { secret: SECRET, issuer: ISSUER });
+  const { userId, jwt } = await bridgedUser(db, { issuer: ISSUER });
   return { userId, headers: { authorization: `Bearer ${jwt}`, origin: ORIGIN, 'content-type': 'application/json' } as Record<string, string> };
 }
 const post = (role: StartedRole, path: string, headers: Record<string, string>, body: unknown) =>

@@ -51,7 +51,7 @@ describe('the token is looked at before the password is hashed', () => {
     app.use(express.json());
     installPasswordResetRoutes(app, {
       pool, log, ttlSeconds: 600,
-      settings: { secret: 'x'.repeat(32), baseUrl: ORIGIN, domain: 'admin.poker.test', trustedOrigins: new Set([ORIGIN]) },
+      settings: { baseUrl: ORIGIN, domain: 'admin.poker.test', trustedOrigins: new Set([ORIGIN]) },
       limiter: createAttemptLimiter(pool, { windowSeconds: 900, signInPerAccount: 10, signInPerPeer: 100, recoveryPerPeer: 1000 }, log),
       hashPassword: (password) => {
         hashes++;

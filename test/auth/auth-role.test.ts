@@ -4,8 +4,11 @@ import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
 import { startAuth } from '../../server/roles/auth.ts';
+import { ed25519 } from '@noble/curves/ed25519.js';
 import { createKeyStore } from '../../server/auth/keys.ts';
-import { ConfigError, loadConfig } from '../../server/config/index.ts';
+import { DEV_DB_ROLE_SECRET } from '../../server/db/roles.ts';
+import { testRoleKey } from '../helpers/keys.ts';
+import { loadConfig } from '../../server/config/index.ts';
 import type { StartedRole } from '../../server/roles/types.ts';
 import { finishedSpans, installTelemetry, resetSpans, shutdownTelemetry } from '../../server/telemetry/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -76,7 +79,7 @@ test('the JWKS verifies a token through jose\'s remote JWKS and holds no private
   const jwks = (await res.json()) as { keys: Record<string, unknown>[] };
   expect(jwks.keys.length).toBeGreaterThan(0);
   for (const k of jwks.keys) expect(k).not.toHaveProperty('d');
-  const token = await createKeyStore(db.pool('poker_auth', 1), { secret: SECRET, issuer: 'http://auth.test.local' }).sign({ sub: randomUUID() });
+  const token = await createKeyStore(db.pool('poker_auth', 1), { privateKey: await testRoleKey('auth'), issuer: 'http://auth.test.local' }).sign({ sub: randomUUID() });
   const { payload } = await jwtVerify(token, createRemoteJWKSet(new URL(`${role.url}/api/auth/jwks`)), {
     issuer: 'http://auth.test.local', audience: 'http://auth.test.local', algorithms: ['EdDSA'], requiredClaims: ['exp', 'iat', 'sub'],
   });
@@ -159,10 +162,15 @@ describe('POST /admin/invite-codes', () => {
   });
 });
 
-test('the role refuses to start without AUTH_SECRET, and in production without its base URL and domain', async () => {
+test('the role refuses to start without its JWT key in production, with an unpinned one, and in production without its base URL and domain', async () => {
   const log = captureLogger('silent').log;
-  await expect(startAuth({ config: loadConfig({ ...env, AUTH_SECRET: '' }), databaseUrl: db.url, log })).rejects.toBeInstanceOf(ConfigError);
+  const production = { NODE_ENV: 'production', PORT: '0', DB_ROLE_SECRET: DEV_DB_ROLE_SECRET, AUTH_BASE_URL: 'https://auth.example.com', AUTH_DOMAIN: 'example.com' };
+  await expect(startAuth({ config: loadConfig(production), databaseUrl: db.url, log })).rejects.toThrow(/AUTH_JWT_KEY: required in production/);
+  // a key nobody pinned: the role signs nothing with it, and says how to pin it
+  const unpinned = Buffer.from(ed25519.utils.randomSecretKey()).toString('hex');
+  await expect(startAuth({ config: loadConfig({ ...production, AUTH_JWT_KEY: unpinned }), databaseUrl: db.url, log }))
+    .rejects.toThrow(/jwt key from AUTH_JWT_KEY \(public key [0-9a-f]{64}\) is not pinned.*npm run ops -- keys pin jwt/);
   await expect(
-    startAuth({ config: loadConfig({ NODE_ENV: 'production', PORT: '0', AUTH_SECRET: SECRET, DB_ROLE_SECRET: 'd'.repeat(16) }), databaseUrl: db.url, log }),
+    startAuth({ config: loadConfig({ NODE_ENV: 'production', PORT: '0', AUTH_JWT_KEY: unpinned, DB_ROLE_SECRET: 'd'.repeat(16) }), databaseUrl: db.url, log }),
   ).rejects.toThrow(/AUTH_BASE_URL[\s\S]*AUTH_DOMAIN/);
 });

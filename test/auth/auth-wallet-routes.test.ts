@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { startAuth } from '../../server/roles/auth.ts';
 import { createKeyStore } from '../../server/auth/keys.ts';
+import { testRoleKey } from '../helpers/keys.ts';
 import { bridgedUser } from '../helpers/auth.ts';
 import { loadConfig } from '../../server/config/index.ts';
 import type { StartedRole } from '../../server/roles/types.ts';
@@ -31,7 +32,7 @@ afterAll(async () => {
 });
 
 async function pokerUser() {
-  const { userId, jwt } = await bridgedUser(db, { secret: SECRET, issuer: ISSUER });
+  const { userId, jwt } = await bridgedUser(db, { issuer: ISSUER });
   return { userId, auth: { authorization: `Bearer ${jwt}` } };
 }
 const evm = () => privateKeyToAccount(generatePrivateKey()).address;
@@ -71,7 +72,7 @@ test('another user\'s wallet is 404 for set-primary and delete', async () => {
 });
 
 test('no session and no valid JWT: 401 not signed in', async () => {
-  const other = await createKeyStore(db.pool('poker_auth', 1), { secret: SECRET, issuer: 'http://someone-else' }).sign({ sub: randomUUID() });
+  const other = await createKeyStore(db.pool('poker_auth', 1), { privateKey: await testRoleKey('auth'), issuer: 'http://someone-else' }).sign({ sub: randomUUID() });
   for (const headers of [{} as Record<string, string>, { authorization: 'Bearer nonsense' }, { authorization: `Bearer ${other}` }, { cookie: 'poker_session=' + 'x'.repeat(43) }]) {
     const res = await call('GET', '/api/wallets', headers);
     expect(res.status).toBe(401);

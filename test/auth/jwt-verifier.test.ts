@@ -4,6 +4,7 @@ import express from 'express';
 import { SignJWT, UnsecuredJWT, generateKeyPair } from 'jose';
 import { startAuth } from '../../server/roles/auth.ts';
 import { createKeyStore } from '../../server/auth/keys.ts';
+import { testRoleKey } from '../helpers/keys.ts';
 import { loadConfig } from '../../server/config/index.ts';
 import { errorHandler } from '../../server/http/errors.ts';
 import { createJwtVerifier, VERIFIED_TTL_MS, verifiedTokens, type AccessClaims } from '../../server/http/jwt.ts';
@@ -21,7 +22,7 @@ let sign: (claims: Record<string, unknown> & { sub: string }, options?: { now?: 
 beforeAll(async () => {
   db = await createTestDatabase();
   auth = await startAuth({ config: loadConfig({ NODE_ENV: 'test', PORT: '0', AUTH_SECRET: SECRET, AUTH_BASE_URL: ISSUER }), databaseUrl: db.url, log: createLogger('silent') });
-  const store = createKeyStore(db.pool('poker_auth', 1), { secret: SECRET, issuer: ISSUER });
+  const store = createKeyStore(db.pool('poker_auth', 1), { privateKey: await testRoleKey('auth'), issuer: ISSUER });
   sign = (claims, options) => store.sign(claims, options);
   const verifier = createJwtVerifier({ jwksUrl: `${auth.url}/api/auth/jwks`, issuer: ISSUER });
   const app = express();

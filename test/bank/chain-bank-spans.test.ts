@@ -42,7 +42,7 @@ afterAll(async () => {
 beforeEach(() => resetSpans());
 
 async function player(chips = 1000n) {
-  const { userId, jwt } = await bridgedUser(db, { secret: SECRET, issuer: ISSUER });
+  const { userId, jwt } = await bridgedUser(db, { issuer: ISSUER });
   return { userId, ...(await fundedWallet(db, local, userId, chips)), auth: { authorization: `Bearer ${jwt}` } };
 }
 type Player = Awaited<ReturnType<typeof player>>;

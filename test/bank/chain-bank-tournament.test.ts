@@ -61,7 +61,7 @@ type ChainPlayer = LivePlayer & { key: `0x${string}`; wallet: `0x${string}` };
 
 /** A bridged player with a linked wallet holding `chips` on chain, connected to the game's websocket. */
 async function player(chips: bigint): Promise<ChainPlayer> {
-  const { userId, jwt } = await bridgedUser(db, { secret: SECRET, issuer: ISSUER });
+  const { userId, jwt } = await bridgedUser(db, { issuer: ISSUER });
   const auth = { authorization: `Bearer ${jwt}` };
   const w = await fundedWallet(db, local, userId, chips);
   return { userId, jwt, auth, agentId: null, ws: await live.open('/ws', auth), ...w };

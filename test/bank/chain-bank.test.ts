@@ -54,7 +54,7 @@ afterAll(async () => {
 
 /** A bridged player with a linked EVM wallet holding `chips` on chain. */
 async function player(chips = 1000n) {
-  const { userId, jwt } = await bridgedUser(db, { secret: SECRET, issuer: ISSUER });
+  const { userId, jwt } = await bridgedUser(db, { issuer: ISSUER });
   return { userId, ...(await fundedWallet(db, local, userId, chips)), auth: { authorization: `Bearer ${jwt}` } };
 }
 type Player = Awaited<ReturnType<typeof player>>;

@@ -2,10 +2,10 @@
 // it. Each test corrupts one record from the owner's session, as a bug or a hand in the database
 // would, sees the audit name it, and puts it back (the audit is clean again).
 import { randomUUID } from 'node:crypto';
-import { ed25519 } from '@noble/curves/ed25519.js';
 import type pg from 'pg';
 import { audit, auditSinceCheckpoint } from '../../server/cage/ledger.ts';
 import { signerFromPrivateKey } from '../../server/cage/receipts.ts';
+import { TEST_RECEIPT_SEED } from '../helpers/keys.ts';
 import { settlePosition } from '../../server/cage/seams.ts';
 import { completeLostClaims } from '../../tasks/claims_complete_lost.ts';
 import { expectCleanAudit, fixtureOperatorSession } from '../helpers/cage.ts';
@@ -222,7 +222,7 @@ describe('seats', () => {
   test('a settlement without its receipt', async () => {
     const { tableId, userId } = await seated(100n);
     const position = await standUp(game, tableId, userId);
-    const settled = await settlePosition(cage, signerFromPrivateKey(ed25519.utils.randomSecretKey()), {
+    const settled = await settlePosition(cage, signerFromPrivateKey(TEST_RECEIPT_SEED), {
       userId, tableId, playerId: String(position.player_id), chipAmount: 100n, historyHash: position.history_hash,
       idempotencyKey: withdrawKey(userId, tableId, position.history_hash, 100n), settlement: 'cash_out', forced: false,
     });

@@ -1,9 +1,15 @@
-// Receipts: signed over the exact stored bytes, verifiable with the key the cage role publishes.
-import { randomUUID } from 'node:crypto';
+// Receipts: signed over the exact stored bytes, verifiable with the key the cage role publishes,
+// which is the cage's own (never the database's) and must be pinned; stored under the ledger entry's
+// own user.
+import { randomInt, randomUUID } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import type pg from 'pg';
 import { startCage } from '../../server/roles/cage.ts';
-import { issueReceipt, loadReceiptSigner, receiptPayload, signerFromPrivateKey, verifyReceipt } from '../../server/cage/receipts.ts';
+import { issueReceipt, loadReceiptSigner, receiptPayload, receiptViolations, signerFromPrivateKey, verifyReceipt } from '../../server/cage/receipts.ts';
+import { KeyNotPinnedError, pinAsOwner, retireAsOwner } from '../../server/crypto/pins.ts';
+import { testRoleKey } from '../helpers/keys.ts';
+import { startTestPlatform } from '../helpers/platform.ts';
+import { DEV_DB_ROLE_SECRET } from '../../server/db/roles.ts';
 import { loadConfig } from '../../server/config/index.ts';
 import type { StartedRole } from '../../server/roles/types.ts';
 import { createLogger } from '../../server/telemetry/index.ts';
@@ -24,13 +30,23 @@ afterAll(async () => {
   await db.drop();
 });
 
+const testConfig = (env: Record<string, string> = {}) => loadConfig({ ...process.env, NODE_ENV: 'test', ...env });
+
+/** A ledger entry a receipt may be issued for: a settlement of the user's position (its withdraw intent, made by the owner). */
 async function settle() {
   const user = await userAccount(db.owner);
   await fund(db.owner, user.id, 100n);
   const house = await systemAccount(db.owner, 'house');
   const { refId: ref } = await correct(db.owner, [user.id, house], [-1n, 1n]);
+  await db.owner.query(
+    `insert into cage.withdraw_intents (idempotency_key, ledger_ref_id, user_id, table_id, player_id, amount, history_hash, settlement)
+     values ($1, $2, $3, 't1', $4, 1, '0xabc', 'cash_out')`,
+    [`k-${randomUUID()}`, ref, user.userId, randomInt(1, 2 ** 47)],
+  );
   return { userId: user.userId, ref };
 }
+
+const roleSigner = async () => signerFromPrivateKey(await testRoleKey('cage'));
 
 test('GET /api/cage/receipt-key publishes the ed25519 key; a receipt verifies with it and fails on one changed byte', async () => {
   const res = await fetch(`${role.url}/api/cage/receipt-key`);
@@ -40,7 +56,8 @@ test('GET /api/cage/receipt-key publishes the ed25519 key; a receipt verifies wi
   expect(key.publicKey).toMatch(/^[0-9a-f]{64}$/);
 
   const { userId, ref } = await settle();
-  const signer = await loadReceiptSigner(cage);
+  const signer = await loadReceiptSigner(cage, testConfig());
+  expect(signer.publicKeyHex).toBe(key.publicKey);
   const receipt = await issueReceipt(cage, signer, { ledgerRefId: ref, userId, tableId: 't1', historyHash: '0xabc', chipAmount: 99n });
   expect(receipt.replayed).toBe(false);
 
@@ -64,22 +81,42 @@ test('GET /api/cage/receipt-key publishes the ed25519 key; a receipt verifies wi
   expect(verifyReceipt(payload, badSignature, publicKey)).toBe(false);
 });
 
-test('the generated key is kept: every cage that boots on this database signs with the same key', async () => {
-  const first = await loadReceiptSigner(cage);
-  const [second, third] = await Promise.all([loadReceiptSigner(cage), loadReceiptSigner(cage)]);
+test('the key is the cage\'s own file outside production, the same at every start, and it must be pinned', async () => {
+  const [first, second] = await Promise.all([loadReceiptSigner(cage, testConfig()), loadReceiptSigner(cage, testConfig())]);
   expect(second.publicKeyHex).toBe(first.publicKeyHex);
-  expect(third.publicKeyHex).toBe(first.publicKeyHex);
+  expect(first.source).toMatch(/receipt\.key$/);
+  // nothing of it in the database: no table, no function the cage login may call returns it
+  const { rows } = await cage.query(
+    "select count(*)::int as n from pg_proc where proname like '%private_key%' and pronamespace::regnamespace::text in ('cage', 'cage_private')",
+  );
+  expect(rows[0].n).toBe(0);
 });
 
-test('a configured CAGE_RECEIPT_KEY wins over the stored one', async () => {
+test('a configured CAGE_RECEIPT_KEY is used once it is pinned; unpinned or retired, the cage refuses to start', async () => {
   const secret = ed25519.utils.randomSecretKey();
-  const signer = await loadReceiptSigner(cage, Buffer.from(secret).toString('hex'));
+  const config = testConfig({ CAGE_RECEIPT_KEY: Buffer.from(secret).toString('hex') });
+  await expect(loadReceiptSigner(cage, config)).rejects.toBeInstanceOf(KeyNotPinnedError);
+  await expect(startCage({ config: loadConfig({ NODE_ENV: 'production', CAGE_PORT: '0', DB_ROLE_SECRET: DEV_DB_ROLE_SECRET, CAGE_RECEIPT_KEY: Buffer.from(secret).toString('hex') }), databaseUrl: db.url, log: createLogger('silent') }))
+    .rejects.toThrow(/receipt key from CAGE_RECEIPT_KEY .* is not pinned/);
+  await pinAsOwner(db.owner, 'receipt', ed25519.getPublicKey(secret));
+  const signer = await loadReceiptSigner(cage, config);
   expect(signer.publicKeyHex).toBe(Buffer.from(ed25519.getPublicKey(secret)).toString('hex'));
+  expect(signer.source).toBe('CAGE_RECEIPT_KEY');
+  // retired: no new receipt under it, and no start
+  const { userId, ref } = await settle();
+  await retireAsOwner(db.owner, 'receipt', ed25519.getPublicKey(secret));
+  await expect(issueReceipt(cage, signer, { ledgerRefId: ref, userId })).rejects.toMatchObject({ code: 'CGKNP' });
+  await expect(loadReceiptSigner(cage, config)).rejects.toBeInstanceOf(KeyNotPinnedError);
+  await expect(pinAsOwner(db.owner, 'receipt', ed25519.getPublicKey(secret))).rejects.toMatchObject({ code: 'CGKRT' });
+  await issueReceipt(cage, await roleSigner(), { ledgerRefId: ref, userId }); // the settlement keeps its one receipt
+  // npm start's pinning (as the owner, outside production) says so rather than pinning it again
+  await expect(startTestPlatform({ databaseUrl: db.url, roles: ['cage'], env: { CAGE_RECEIPT_KEY: Buffer.from(secret).toString('hex') } }))
+    .rejects.toThrow(/the receipt key from CAGE_RECEIPT_KEY was retired: it is never pinned again/);
 });
 
 test('a replayed settle returns the original receipt, bytes and signature', async () => {
   const { userId, ref } = await settle();
-  const signer = signerFromPrivateKey(ed25519.utils.randomSecretKey());
+  const signer = await roleSigner();
   const original = await issueReceipt(cage, signer, { ledgerRefId: ref, userId, amount: 5n });
   const replay = await issueReceipt(cage, signer, { ledgerRefId: ref, userId, amount: 6n });
   expect(replay.replayed).toBe(true);
@@ -87,11 +124,30 @@ test('a replayed settle returns the original receipt, bytes and signature', asyn
   expect(Buffer.compare(replay.payload, original.payload)).toBe(0);
   expect(Buffer.compare(replay.signature, original.signature)).toBe(0);
   expect(verifyReceipt(replay.payload, replay.signature, replay.publicKey)).toBe(true);
-  await expect(issueReceipt(cage, signer, { ledgerRefId: ref, userId: randomUUID() })).rejects.toMatchObject({ code: 'CGRCC' });
+  // a payload that names another user than the entry's own is refused, replay or not
+  const other = await settle();
+  await expect(issueReceipt(cage, signer, { ledgerRefId: other.ref, userId: randomUUID() })).rejects.toMatchObject({ code: 'CGRCP' });
+  expect((await issueReceipt(cage, signer, { ledgerRefId: other.ref, userId: other.userId })).userId).toBe(other.userId);
+});
+
+test('the receipts check: every receipt verifies against a pinned receipt key; a forged one is named', async () => {
+  const { userId, ref } = await settle();
+  await issueReceipt(cage, await roleSigner(), { ledgerRefId: ref, userId });
+  expect((await receiptViolations(db.pool('poker_worker', 1))).violations).toEqual([]);
+  // what only the owner can do now: a receipt whose signature is not its key's
+  const forged = await settle();
+  const signer = await roleSigner();
+  await db.owner.query(
+    'insert into cage.receipts (ledger_ref_id, user_id, payload, signature, public_key) values ($1, $2, $3, $4, $5)',
+    [forged.ref, forged.userId, Buffer.from('{}'), Buffer.alloc(64, 7), Buffer.from(signer.publicKey)],
+  );
+  const { violations, lastId } = await receiptViolations(db.pool('poker_worker', 1));
+  expect(violations).toEqual([expect.objectContaining({ invariant: 'receipt_signature', detail: { ledgerRefId: forged.ref, problem: 'signature does not verify' } })]);
+  expect((await receiptViolations(db.pool('poker_worker', 1), { afterId: lastId })).violations).toEqual([]);
 });
 
 test('receipts need a ledger entry and are append-only', async () => {
-  const signer = signerFromPrivateKey(ed25519.utils.randomSecretKey());
+  const signer = await roleSigner();
   await expect(issueReceipt(cage, signer, { ledgerRefId: 'no-such-entry', userId: randomUUID() })).rejects.toMatchObject({ code: 'CGRCP' });
   await expect(db.owner.query('update cage.receipts set payload = $1', [Buffer.from('x')])).rejects.toMatchObject({ code: 'CGIMM' });
   await expect(cage.query('delete from cage.receipts')).rejects.toMatchObject({ code: '42501' });

@@ -4,6 +4,7 @@
 // the platform, read back over HTTP and from the database. No credential is ever printed, no admin
 // session outlives its command, and the cage audit is empty at the end.
 import { spawn } from 'node:child_process';
+import { ed25519 } from '@noble/curves/ed25519.js';
 import { randomUUID } from 'node:crypto';
 import { hashPassword } from '../../server/auth/passwords.ts';
 import { expectCleanAudit } from '../helpers/cage.ts';
@@ -66,7 +67,7 @@ describe('usage', () => {
   test('help lists every command with one line each; usage errors exit 2 without calling the platform', async () => {
     const help = await ops(['help']);
     expect(help.code).toBe(0);
-    for (const name of ['invite', 'buy', 'redeem', 'create-table', 'create-tournament', 'tables', 'board', 'gate', 'real-money', 'process-url', 'freeze', 'thaw', 'audit', 'balances', 'escape']) {
+    for (const name of ['invite', 'buy', 'redeem', 'create-table', 'create-tournament', 'tables', 'board', 'gate', 'real-money', 'process-url', 'freeze', 'thaw', 'audit', 'balances', 'escape', 'keys']) {
       expect(help.out.split('\n').filter((l) => l.startsWith(`  ${name} `))).toHaveLength(1);
     }
     expect(help.out).toMatch(/SERVICE_KEY/);
@@ -74,7 +75,8 @@ describe('usage', () => {
     expect((await ops(['help', 'escape'])).out).toMatch(/^usage: npm run ops -- escape <tableId> --reason TEXT\n/);
 
     for (const args of [['no-such-command'], ['buy', randomUUID()], ['buy', randomUUID(), 'ten'], ['buy', randomUUID(), '10', '--kind', 'gold'],
-      ['escape', 't-1'], ['board', 'maybe'], ['create-tournament', 't-x'], ['audit', '--bogus', '1'], ['create-table', 't-x', '--settings', '[1]']]) {
+      ['escape', 't-1'], ['board', 'maybe'], ['create-tournament', 't-x'], ['audit', '--bogus', '1'], ['create-table', 't-x', '--settings', '[1]'],
+      ['keys', 'pin', 'jwt'], ['keys', 'pin', 'dealer', 'ab'.repeat(32)], ['keys', 'retire', 'jwt', 'xyz'], ['keys', 'forget']]) {
       const r = await ops(args);
       expect([args, r.code, r.out]).toEqual([args, 2, '']);
       expect(r.err).toMatch(/^usage: /);
@@ -238,6 +240,34 @@ describe('the commands', () => {
     const again = await ops(['escape', tableId, '--reason', 'the game process is gone (ops CLI test)']);
     expect(again).toMatchObject({ code: 0, out: expect.stringMatching(/escaped \(replay of the first escape\): clean, frozen/) });
     expect(await ops(['escape', `no-${randomUUID().slice(0, 8)}`, '--reason', 'x'])).toMatchObject({ code: 1, err: 'refused: escape: 404 table_not_found\n' });
+  });
+
+  test('keys: the pinned keys listed; an operator pins and retires one, the owner too (--owner); a retired key is never pinned again', async () => {
+    const listed = await ops(['keys', '--json']);
+    expect(listed.code).toBe(0);
+    const pins = JSON.parse(listed.out) as { purpose: string; publicKey: string; retiredAt: string | null }[];
+    // the keys the roles started with (npm start's pins as the owner): the receipt and the JWT key
+    expect(pins.filter((k) => k.retiredAt === null).map((k) => k.purpose)).toEqual(expect.arrayContaining(['jwt', 'receipt']));
+    const key = Buffer.from(ed25519.getPublicKey(ed25519.utils.randomSecretKey())).toString('hex');
+    const pinned = await ops(['keys', 'pin', 'arbiter', key]);
+    expect(pinned).toMatchObject({ code: 0, out: expect.stringMatching(new RegExp(`^pinned: arbiter  ${key}  pinned .* by operator ${adminId}, active\n$`)) });
+    expect((await ops(['keys', 'pin', 'arbiter', key])).out).toMatch(/^pinned \(already\)/);
+    expect((await ops(['keys', 'list', '--purpose', 'arbiter'])).out).toContain(key);
+    const retired = await ops(['keys', 'retire', 'arbiter', key]);
+    expect(retired).toMatchObject({ code: 0, out: expect.stringMatching(new RegExp(`retired ${'\\'}S+ by operator ${adminId}\n$`)) });
+    expect(await ops(['keys', 'pin', 'arbiter', key])).toMatchObject({ code: 1, err: 'refused: keys pin: 409 key_retired\n' });
+    expect(await ops(['keys', 'retire', 'receipt', 'ab'.repeat(32)])).toMatchObject({ code: 1, err: 'refused: keys retire: 409 key_not_pinned\n' });
+    // the owner's act: no operator, the database owner's connection
+    const owned = Buffer.from(ed25519.getPublicKey(ed25519.utils.randomSecretKey())).toString('hex');
+    const byOwner = await ops(['keys', 'pin', 'jwt', owned, '--owner'], { env: { DATABASE_URL: db.url, OPS_EMAIL: undefined, OPS_PASSWORD: undefined } });
+    expect(byOwner).toMatchObject({ code: 0, out: expect.stringMatching(/^pinned: jwt .* by the owner, active\n$/) });
+    expect(await ops(['keys', 'retire', 'jwt', owned, '--owner'], { env: { DATABASE_URL: db.url } })).toMatchObject({ code: 0 });
+    expect(await ops(['keys', 'pin', 'jwt', owned, '--owner'], { env: { DATABASE_URL: db.url } })).toMatchObject({ code: 1, err: expect.stringMatching(/key_retired/) });
+    // a player's token pins nothing
+    const player = await m.player(0);
+    expect(await call(`${m.cage}/api/operator/keys`, { headers: player.auth, body: { action: 'pin', purpose: 'jwt', publicKey: owned } }))
+      .toEqual({ status: 403, body: { error: 'admin_required' } });
+    expect(await liveSessions()).toBe(0);
   });
 
   test('audit: the books hold (exit 0), as the database says; no credential was printed and no session outlived its command', async () => {

@@ -156,7 +156,7 @@ test('two game processes: one runs the table, a kill -9 hands it to the other, t
   const [first, second] = await Promise.all([startGameChild(), startGameChild()]);
   gameUrl = first.url;
 
-  const users = await Promise.all(Array.from({ length: 4 }, () => bridgedUser(db, { secret: AUTH_SECRET, issuer: ISSUER })));
+  const users = await Promise.all(Array.from({ length: 4 }, () => bridgedUser(db, { issuer: ISSUER })));
   for (const u of users) {
     const r = await call(`${cage}/api/operator/purchase`, { headers: (await operator()).auth, body: { userId: u.userId, amount: BUY, externalRef: `pay-${u.userId}`, moneyKind: 'play' } });
     expect(r.status).toBe(200);
@@ -280,7 +280,7 @@ test('a starting game process recovers hands left by a dead one before it answer
   const service = { 'x-service-key': TEST_SERVICE_KEY };
   const first = await startGameChild();
   gameUrl = first.url;
-  const users = await Promise.all(Array.from({ length: 2 }, () => bridgedUser(db, { secret: AUTH_SECRET, issuer: ISSUER })));
+  const users = await Promise.all(Array.from({ length: 2 }, () => bridgedUser(db, { issuer: ISSUER })));
   for (const u of users) {
     expect((await call(`${cage}/api/operator/purchase`, { headers: (await operator()).auth, body: { userId: u.userId, amount: BUY, externalRef: `pay-${u.userId}`, moneyKind: 'play' } })).status).toBe(200);
   }
@@ -333,7 +333,7 @@ test('a room whose tenure ended stops (table_closed lease_lost); a lost presence
   const service = { 'x-service-key': TEST_SERVICE_KEY };
   const child = await startGameChild();
   gameUrl = child.url;
-  const users = await Promise.all(Array.from({ length: 2 }, () => bridgedUser(db, { secret: AUTH_SECRET, issuer: ISSUER })));
+  const users = await Promise.all(Array.from({ length: 2 }, () => bridgedUser(db, { issuer: ISSUER })));
   for (const u of users) {
     expect((await call(`${cage}/api/operator/purchase`, { headers: (await operator()).auth, body: { userId: u.userId, amount: BUY, externalRef: `pay-${u.userId}`, moneyKind: 'play' } })).status).toBe(200);
   }

@@ -4,6 +4,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { issueReceipt, signerFromPrivateKey } from '../../server/cage/receipts.ts';
+import { TEST_RECEIPT_SEED } from './keys.ts';
 import { settlePosition as settleWithReceipt } from '../../server/cage/seams.ts';
 import { inTransaction } from '../../server/db/transaction.ts';
 import { keccak256, stringToBytes } from 'viem';
@@ -165,8 +166,8 @@ export interface SettlementRow {
   replayed: boolean;
 }
 
-/** The receipt key of the SQL tests' cage (a fixed test key: receipts are not what they test). */
-export const TEST_RECEIPT_SIGNER = signerFromPrivateKey(new Uint8Array(32).fill(7));
+/** The receipt key of the SQL tests' cage (a fixed test key, pinned in the template database: receipts are not what they test). */
+export const TEST_RECEIPT_SIGNER = signerFromPrivateKey(TEST_RECEIPT_SEED);
 
 /** The cage's settlement of a stood-up position, with its receipt, in one transaction (as the cage writes it). */
 export async function settlePosition(

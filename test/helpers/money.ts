@@ -63,7 +63,7 @@ export function moneyClient(db: TestDatabase, platform: TestPlatform) {
     /** The operator's credential (made once per client). */
     operator: () => (operator ??= operatorAuth(db, platform.url('auth'))),
     async player(chips = 0) {
-      const { userId, jwt } = await bridgedUser(db, { secret: AUTH_SECRET, issuer: ISSUER });
+      const { userId, jwt } = await bridgedUser(db, { issuer: ISSUER });
       const auth = { authorization: `Bearer ${jwt}` };
       if (chips > 0) await client.buy(userId, chips);
       return { userId, jwt, auth };

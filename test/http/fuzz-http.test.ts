@@ -89,6 +89,8 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'cage POST /api/operator/correction': { auth: 'operator', fields: ['ref', 'moneyKind', 'legs', 'reason'] },
   'cage GET /api/operator/switches': { auth: 'operator' },
   'cage POST /api/operator/switches': { auth: 'operator', fields: ['name', 'enabled'] },
+  'cage GET /api/operator/keys': { auth: 'operator', query: ['purpose'] },
+  'cage POST /api/operator/keys': { auth: 'operator', fields: ['action', 'purpose', 'publicKey'] },
   'cage GET /api/operator/process-urls': { auth: 'operator' },
   'cage POST /api/operator/process-urls': { auth: 'operator', fields: ['url'] },
   'cage DELETE /api/operator/process-urls': { auth: 'operator', fields: ['url'] },

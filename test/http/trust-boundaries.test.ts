@@ -4,9 +4,9 @@
 // terminal entry, the cage posts only through its business functions, claim-once holds in
 // finish_claim whatever the game role sends, and a settlement is written with its receipt.
 import { randomUUID } from 'node:crypto';
-import { ed25519 } from '@noble/curves/ed25519.js';
 import type pg from 'pg';
 import { signerFromPrivateKey, type ReceiptSigner } from '../../server/cage/receipts.ts';
+import { TEST_RECEIPT_SEED } from '../helpers/keys.ts';
 import { settlePosition } from '../../server/cage/seams.ts';
 import { expectCleanAudit, fixtureOperatorSession } from '../helpers/cage.ts';
 import { specClaimId, solanaAddress } from '../helpers/claims.ts';
@@ -248,8 +248,9 @@ describe('claim-once in claims.finish_claim', () => {
   });
 });
 
+/** A signer with the pinned test receipt key (helpers/keys.ts): store_receipt takes only a pinned key. */
 function testSigner(): ReceiptSigner {
-  return signerFromPrivateKey(ed25519.utils.randomSecretKey());
+  return signerFromPrivateKey(TEST_RECEIPT_SEED);
 }
 
 describe('receipts', () => {

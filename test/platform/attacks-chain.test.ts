@@ -65,7 +65,7 @@ const intent = async (key: string) =>
   (await db.owner.query('select status, credited_at is not null as credited from bank.deposit_intents where idempotency_key = $1', [key])).rows[0];
 
 async function player(chips = 1000n) {
-  const { userId, jwt } = await bridgedUser(db, { secret: SECRET, issuer: ISSUER });
+  const { userId, jwt } = await bridgedUser(db, { issuer: ISSUER });
   const sid = JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()).sid as string;
   return { userId, sid, ...(await fundedWallet(db, local, userId, chips)), auth: { authorization: `Bearer ${jwt}` } };
 }

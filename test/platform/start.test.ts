@@ -3,7 +3,8 @@
 // Clean stop on SIGINT, restart keeping the data, takeover of an orphaned postgres, refusal to boot.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { ed25519 } from '@noble/curves/ed25519.js';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -203,6 +204,21 @@ describe('with its embedded PostgreSQL', () => {
     expect(lines.worker).toBe('running (no HTTP)');
     // the password never reaches the terminal
     expect(lines.postgres).toBe(`postgres://postgres:***@127.0.0.1:${env.PG_PORT}/postgres`);
+    // the signing keys (no variable set): generated beside the data directory, 0600, said where,
+    // and their public halves pinned as the owner (issue 31)
+    expect(child.stdout).toContain(`keys     ${dataDir}.keys (receipt.key, jwt.key: 0600, their public halves pinned)\n`);
+    const pinnedNow = createOwnerPool(ownerUrl, 1);
+    try {
+      for (const name of ['receipt', 'jwt'] as const) {
+        const file = path.join(`${dataDir}.keys`, `${name}.key`);
+        expect(((await stat(file)).mode & 0o777).toString(8)).toBe('600');
+        const publicKey = Buffer.from(ed25519.getPublicKey(Buffer.from((await readFile(file, 'utf8')).trim(), 'hex')));
+        const { rows } = await pinnedNow.query('select retired_at from cage.pinned_keys($1) where public_key = $2', [name, publicKey]);
+        expect(rows).toEqual([{ retired_at: null }]);
+      }
+    } finally {
+      await pinnedNow.end();
+    }
 
     const pid = await postmasterPid(dataDir);
     expect(alive(pid)).toBe(true);

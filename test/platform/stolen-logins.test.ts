@@ -8,7 +8,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import pg from 'pg';
-import { unverifiedReleases } from '../../server/cage/custody.ts';
+import { releaseViolations, verifyPendingReleases } from '../../server/cage/custody.ts';
+import { pinAsOwner } from '../../server/crypto/pins.ts';
 import { derivePasswordKey, hashPassword } from '../../server/auth/passwords.ts';
 import { loginUrl } from '../../server/db/roles.ts';
 import { resolveSngSettings } from '../../server/tournaments/settings.ts';
@@ -314,21 +315,28 @@ describe('the attacks found from outside', () => {
     ] as const) {
       expect(await outcome(as('poker_cage').query('select * from cage.release_custody($1, $2, $3, $4, $5)', [...args]))).toBe(refusal);
     }
-    // SQL cannot check an ed25519 signature: with the login and the dispute's (public) message, a
-    // release is recorded whatever signature it carries. What that does is bounded: the entry goes
-    // back to FREE for its own owner (the thief's claim finds no entry), once, and the bytes it
-    // carried are kept with it (cage.custody_releases) for a check against the arbiter's key.
-    expect(await outcome(as('poker_cage').query('select * from cage.release_custody($1, $2, $3, $4, $5)', [entryId, dispute.disputeId, dispute.releaseMessage, sig, key]))).toBe('ok');
+    // a key that is not the pinned arbiter key records nothing (issue 31, class 3)
     expect(await outcome(as('poker_cage').query('select * from cage.release_custody($1, $2, $3, $4, $5)', [entryId, dispute.disputeId, dispute.releaseMessage, sig, key])))
-      .toBe('CGYAR custody_already_released');
-    expect((await db.owner.query('select user_id, status from cage.custody_entries where id = $1', [entryId])).rows[0]).toEqual({ user_id: world.victim, status: 'free' });
-    expect(await outcome(as('poker_cage').query('select * from cage.claim_custody($1, $2)', [await playerGrant(db.owner, world.attacker), entryId])))
-      .toBe('CGCNF custody_entry_not_found');
-    expect(await violations()).toEqual([]);
-    // ... and the worker's audit job, which checks every release against the arbiter's key, names it
-    const arbiterKey = Buffer.from(ed25519.getPublicKey(ed25519.utils.randomSecretKey())).toString('hex');
+      .toBe('CGKNP key_not_pinned');
+    // SQL cannot check an ed25519 signature: under the pinned arbiter key, a release is recorded
+    // whatever signature it carries, but pending: the entry stays DISPUTED (the owner cannot claim
+    // it) until the worker verifies the signature; a forged one gets its verdict and is named
+    const arbiterKey = ed25519.getPublicKey(ed25519.utils.randomSecretKey());
+    await pinAsOwner(db.owner, 'arbiter', arbiterKey);
+    const pinned = Buffer.from(arbiterKey);
+    expect(await outcome(as('poker_cage').query('select * from cage.release_custody($1, $2, $3, $4, $5)', [entryId, dispute.disputeId, dispute.releaseMessage, sig, pinned]))).toBe('ok');
+    expect(await outcome(as('poker_cage').query('select * from cage.release_custody($1, $2, $3, $4, $5)', [entryId, dispute.disputeId, dispute.releaseMessage, sig, pinned])))
+      .toBe('CGYRP custody_release_pending');
+    expect((await db.owner.query('select user_id, status from cage.custody_entries where id = $1', [entryId])).rows[0]).toEqual({ user_id: world.victim, status: 'disputed' });
+    expect(await outcome(as('poker_cage').query('select * from cage.claim_custody($1, $2)', [await playerGrant(db.owner, world.victim), entryId])))
+      .toBe('CGCNC custody_not_claimable');
+    // the cage login cannot give the verdict itself
     const { rows: [forged] } = await db.owner.query('select id from cage.custody_releases where dispute_id = $1', [dispute.disputeId]);
-    const named = await unverifiedReleases(db.pool('poker_worker', 1), arbiterKey);
+    expect(await outcome(as('poker_cage').query('select * from cage.verify_custody_release($1, true)', [forged.id]))).toMatch(/^42501/);
+    expect(await verifyPendingReleases(db.pool('poker_worker', 1))).toEqual([expect.objectContaining({ releaseId: forged.id.toString(), valid: false })]);
+    expect((await db.owner.query('select status from cage.custody_entries where id = $1', [entryId])).rows[0]).toEqual({ status: 'disputed' });
+    expect(await violations()).toEqual([]);
+    const named = await releaseViolations(db.pool('poker_worker', 1));
     expect(named).toContainEqual(expect.objectContaining({ invariant: 'custody_release', subject: `release:${forged.id}` }));
   });
 
@@ -399,7 +407,6 @@ async function executable(login: Login) {
 const REVIEWED: Record<string, string> = {
   // auth: the identity service (it verifies the identity provider's tokens and wallets' signatures
   // itself; a password is proven to SQL; reset tokens never reach it)
-  'auth.add_signing_key(text,jsonb,bytea)': 'identity root: its own signing keys',
   'auth.admin_password_params(text)': 'the scrypt parameters, never the key',
   'auth.bridge_sign_in(text,text,text,text)': 'identity root: the identity provider\'s verified identity',
   'auth.check_reset_token(bytea)': 'identity root: the token\'s hash',
@@ -418,7 +425,7 @@ const REVIEWED: Record<string, string> = {
   'auth.revoke_session(bytea)': 'the session token\'s hash',
   'auth.session_for(bytea)': 'the session token\'s hash',
   'auth.set_primary_wallet(uuid,text)': 'identity root',
-  'auth.signing_keys(integer)': 'public keys, and private keys encrypted with a secret outside the database',
+  'auth.jwt_public_keys(integer)': 'the pinned jwt public keys (the JWKS): public values, pinned by operators or the owner only',
   'auth.unlink_wallet(uuid,text)': 'identity root',
   // bank: the chain bank (issue 20). A confirmation is the chain's: the bank process reads it from
   // the receipt, and its reconciler reads a row back from the chain before crediting or settling it
@@ -479,15 +486,18 @@ const REVIEWED: Record<string, string> = {
   'cage.open_tournament_entry(uuid,text,text,integer,bigint,integer)': 'the player\'s token grant, the entry fee of the table',
   'cage.pay_tournament_payout(text,integer,bigint)': 'bound: the payout intent\'s place, user and amount',
   'cage.payouts_to_repost(integer,integer)': 'reads',
-  'cage.receipt_private_key(bytea)': 'the receipt key, encrypted with a secret outside the database',
   'cage.reconcile_custody_hold(uuid,bigint,text,jsonb,text)': 'a live admin session; a split summing to the hold\'s pool',
   'cage.reconcile_rake(text)': 'bound: the game\'s house rows',
   'cage.refund_tournament_entry(uuid,text)': 'the player\'s token grant, while registering',
-  'cage.release_custody(bigint,bigint,text,bytea,bytea)': 'bound: the entry\'s open dispute and its canonical message, recorded once with the signature; frees the entry to its own owner, moves nothing (the arbiter\'s signature is verified by the cage process: SQL has no ed25519)',
+  'cage.release_custody(bigint,bigint,text,bytea,bytea)': 'bound: the entry\'s open dispute, its canonical message and the pinned arbiter key; recorded pending, frees nothing (the worker verifies the signature: cage.verify_custody_release)',
+  'cage.verify_custody_release(bigint,boolean)': 'bound: a release the cage recorded under a pinned arbiter key; frees the entry to its own owner, moves nothing (the audit re-verifies every release: releaseViolations)',
+  'cage.pinned_keys(text)': 'reads public keys',
+  'cage.pin_key(uuid,text,bytea)': 'a live admin session',
+  'cage.retire_key(uuid,text,bytea)': 'a live admin session',
   'cage.set_switch(uuid,text,boolean)': 'a live admin session',
   'cage.settle_position(uuid,text,bigint,bigint,text,text,text,boolean)': 'bound: the position the game froze (stack, chain head)',
   'cage.settle_tournament(text)': 'state: an ended tournament\'s places',
-  'cage.store_receipt(text,uuid,text,text,bytea,bytea,bytea)': 'bound: its settlement, in its transaction',
+  'cage.store_receipt(text,text,text,bytea,bytea,bytea)': 'bound: its settlement\'s own user, the pinned receipt key (the audit verifies the signature: receiptViolations)',
   'cage.switch_states()': 'reads',
   'cage.tables_with_unreconciled_rake()': 'reads',
   'cage.unsettled_stand_ups(integer,integer)': 'reads',

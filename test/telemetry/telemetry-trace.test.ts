@@ -93,7 +93,7 @@ const mentions = (s: OtlpSpan, text: string) => s.name.includes(text) || Object.
 test("a deposit is one trace: the cage's route and SQL, its call to the game, the game's route and SQL, admin.deposit", async () => {
   const urls = await startPlatformProcess();
   const operator = await signInOperator(db.owner, urls.auth!);
-  const player = await bridgedUser(db, { secret: SECRET, issuer: ISSUER });
+  const player = await bridgedUser(db, { issuer: ISSUER });
   const auth = { authorization: `Bearer ${player.jwt}` };
   expect((await call(`${urls.cage}/api/operator/purchase`, { headers: operator.auth, body: { userId: player.userId, amount: 500, externalRef: `pay-${randomUUID()}`, moneyKind: 'play' } })).status).toBe(200);
   const tableId = `trace-${randomUUID().slice(0, 8)}`;

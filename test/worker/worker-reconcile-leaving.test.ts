@@ -118,7 +118,7 @@ test('the cage settles lost stand-ups only for the service key; the worker canno
   expect([ok.status, await ok.json()]).toEqual([200, { settled: 1, failed: 0 }]);
   expect(await seat(p.userId)).toMatchObject({ status: 'closed' });
   expect(await m.balance(p.auth)).toBe(500);
-  for (const fn of ['cage.settle_position(uuid, text, bigint, bigint, text, text, text, boolean)', 'cage.store_receipt(text, uuid, text, text, bytea, bytea, bytea)', 'cage.receipt_private_key(bytea)']) {
+  for (const fn of ['cage.settle_position(uuid, text, bigint, bigint, text, text, text, boolean)', 'cage.store_receipt(text, text, text, bytea, bytea, bytea)']) {
     const { rows } = await db.owner.query(`select has_function_privilege('poker_worker', $1, 'execute') as ok`, [fn]);
     expect([fn, rows[0].ok]).toEqual([fn, false]);
   }

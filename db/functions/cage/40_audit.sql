@@ -89,9 +89,11 @@ as $$
          jsonb_build_object('entry_id', d.entry_id, 'released_at', d.released_at,
                             'releases', (select count(*) from cage.custody_releases r where r.dispute_id = d.id),
                             'operator_act', exists (select from cage.operator_acts a where a.ref_id = 'custody-dispute:' || d.id and a.act = 'custody_dispute'),
-                            'problem', 'a dispute is an operator''s act, released exactly when the arbiter''s release is recorded')
+                            'problem', 'a dispute is an operator''s act, released exactly when an arbiter''s release is recorded and verified')
     from cage.custody_disputes d
-   where (d.released_at is not null) <> exists (select from cage.custody_releases r where r.dispute_id = d.id and r.entry_id = d.entry_id)
+   where (d.released_at is not null) <> exists (select from cage.custody_releases r
+                                                  join cage.custody_release_verdicts v on v.release_id = r.id and v.valid
+                                                 where r.dispute_id = d.id and r.entry_id = d.entry_id)
       or not exists (select from cage.operator_acts a where a.ref_id = 'custody-dispute:' || d.id and a.act = 'custody_dispute')
   union all
   select 'provenance', 'custody_entry:' || c.id,

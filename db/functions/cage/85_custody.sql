@@ -497,12 +497,14 @@ begin
 end;
 $$;
 
--- Releases a DISPUTED entry (POST /admin/custody/release): the entry is FREE again, claimable by its
--- owner. The cage process verified the arbiter's detached signature (p_signature, by p_public_key)
--- over p_message before calling; SQL binds the release to the dispute it ends: the dispute must be
--- the entry's open one and p_message its canonical release message (release_message_mismatch),
--- and it is recorded once (cage.custody_releases, one per dispute): a replayed release is refused
--- (custody_already_released). Moves no chip.
+-- Records the arbiter's release of a DISPUTED entry (POST /admin/custody/release). The cage process
+-- verified the detached signature (p_signature, by p_public_key) over p_message before calling, but
+-- SQL cannot check ed25519, so the release frees nothing yet: p_public_key must be an active pinned
+-- arbiter key (key_not_pinned), the dispute the entry's open one and p_message its canonical release
+-- message (release_message_mismatch); the release is recorded pending, and the entry stays DISPUTED
+-- until the worker has verified the signature (cage.verify_custody_release). One pending release per
+-- dispute (custody_release_pending); a released dispute refuses another (custody_already_released).
+-- Moves no chip.
 create or replace function cage.release_custody(
   p_entry_id bigint, p_dispute_id bigint, p_message text, p_signature bytea, p_public_key bytea
 ) returns table (answer jsonb)
@@ -511,6 +513,7 @@ create or replace function cage.release_custody(
 as $$
 declare
   v_dispute cage.custody_disputes;
+  v_release bigint;
 begin
   if p_entry_id is null or p_dispute_id is null or p_message is null or p_signature is null or length(p_signature) <> 64
      or p_public_key is null or length(p_public_key) <> 32 then
@@ -523,11 +526,53 @@ begin
   if p_message is distinct from cage_private.release_message(v_dispute.id) then
     perform cage_private.refuse('release_message_mismatch', 'the message is not this dispute''s release message');
   end if;
-  insert into cage.custody_releases (dispute_id, entry_id, message, signature, public_key)
-  values (v_dispute.id, p_entry_id, p_message, p_signature, p_public_key);
-  update cage.custody_disputes d set released_at = now() where d.id = v_dispute.id;
-  update cage.custody_entries c set status = 'free' where c.id = p_entry_id;
-  return query select cage_private.dispute_answer(v_dispute.id);
+  if not cage_private.key_is_active('arbiter', p_public_key) then
+    perform cage_private.refuse('key_not_pinned', 'the release is not under the pinned, active arbiter key');
+  end if;
+  if exists (select from cage.custody_releases r where r.dispute_id = v_dispute.id
+              and not exists (select from cage.custody_release_verdicts v where v.release_id = r.id)) then
+    perform cage_private.refuse('custody_release_pending', format('dispute %s has a release awaiting verification', v_dispute.id));
+  end if;
+  insert into cage.custody_releases as r (dispute_id, entry_id, message, signature, public_key)
+  values (v_dispute.id, p_entry_id, p_message, p_signature, p_public_key)
+  returning r.id into v_release;
+  return query select cage_private.dispute_answer(v_dispute.id) || jsonb_build_object('releaseId', v_release::text, 'verification', 'pending');
+end;
+$$;
+
+-- The worker's verdict on a pending release (server/cage/custody.ts, verifyPendingReleases): it
+-- checked the signature against the release's key, which must be a pinned arbiter key. Valid: the
+-- dispute is released and the entry FREE, claimable by its owner. Forged: the verdict is recorded,
+-- the entry stays DISPUTED and the audit names the release (releaseViolations). A release has one
+-- verdict (custody_already_released on a second).
+create or replace function cage.verify_custody_release(p_release_id bigint, p_valid boolean)
+  returns table (release_id bigint, entry_id bigint, dispute_id bigint, valid boolean)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+  v_release cage.custody_releases;
+begin
+  select * into v_release from cage.custody_releases r where r.id = p_release_id;
+  if v_release.id is null or p_valid is null then
+    perform cage_private.refuse('release_not_found', format('no release %s', p_release_id));
+  end if;
+  -- the same order as the release: the entry, then the dispute
+  perform from cage.custody_entries c where c.id = v_release.entry_id for update;
+  perform from cage.custody_disputes d where d.id = v_release.dispute_id for update;
+  if exists (select from cage.custody_release_verdicts v where v.release_id = v_release.id) then
+    perform cage_private.refuse('custody_already_released', format('release %s has its verdict', v_release.id));
+  end if;
+  if p_valid and not exists (select from cage_private.pinned_keys k where k.purpose = 'arbiter' and k.public_key = v_release.public_key) then
+    perform cage_private.refuse('key_not_pinned', 'the release''s key is not a pinned arbiter key');
+  end if;
+  insert into cage.custody_release_verdicts (release_id, valid) values (v_release.id, p_valid);
+  if p_valid then
+    update cage.custody_disputes d set released_at = now() where d.id = v_release.dispute_id;
+    update cage.custody_entries c set status = 'free' where c.id = v_release.entry_id;
+  end if;
+  return query select v_release.id, v_release.entry_id, v_release.dispute_id, p_valid;
 end;
 $$;
 

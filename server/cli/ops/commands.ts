@@ -6,6 +6,9 @@ import { callJson, Refusal, UsageError, type OpsRole } from './client.ts';
 
 export type Credential = 'operator' | 'service-key' | 'none';
 
+/** A query as the database owner (DATABASE_URL, or the embedded database `npm start` runs): `keys --owner` only. */
+export type OwnerQuery = (sql: string, params: unknown[]) => Promise<Record<string, any>[]>;
+
 export interface Context {
   args: string[];
   flags: Record<string, string | true>;
@@ -14,6 +17,8 @@ export interface Context {
   operator(): Promise<Record<string, string>>;
   /** The `x-service-key` header (SERVICE_KEY from the environment). */
   serviceKey(): Record<string, string>;
+  /** The owner's connection, for the owner's own acts (`keys --owner`); closed when the command ends. */
+  owner(): Promise<OwnerQuery>;
   /** A readable line on stdout (suppressed under --json). */
   say(line: string): void;
   /** The platform's answer, printed as JSON under --json. */
@@ -387,6 +392,64 @@ const escape: Command = {
   },
 };
 
+// ---- keys ---------------------------------------------------------------------------------------
+
+const PURPOSES = ['receipt', 'jwt', 'arbiter'] as const;
+
+function keyLine(k: Record<string, any>): string {
+  const by = (who: string | null | undefined) => (who ? `operator ${who}` : 'the owner');
+  return `${String(k.purpose).padEnd(8)} ${String(k.publicKey)}  pinned ${new Date(k.pinnedAt).toISOString()} by ${by(k.pinnedBy)}`
+    + (k.retiredAt ? `, retired ${new Date(k.retiredAt).toISOString()} by ${by(k.retiredBy)}` : ', active');
+}
+
+const asKey = (r: Record<string, any>) => ({
+  purpose: r.purpose, publicKey: Buffer.from(r.public_key).toString('hex'), pinnedAt: r.pinned_at, pinnedBy: r.pinned_by,
+  retiredAt: r.retired_at, retiredBy: r.retired_by, ...(r.replayed === undefined ? {} : { changed: !r.replayed }),
+});
+
+/** pin or retire, as an operator (POST /api/operator/keys) or as the owner (--owner). */
+async function changeKey(ctx: Context, action: 'pin' | 'retire'): Promise<number> {
+  if (ctx.args.length !== 3) throw new UsageError(`expected ${action} <purpose> <publicKeyHex>`);
+  const purpose = oneOf(ctx.args[1], '<purpose>', PURPOSES, 'receipt');
+  const publicKey = ctx.args[2]!;
+  if (!/^[0-9a-fA-F]{64}$/.test(publicKey)) throw new UsageError('<publicKeyHex>: an ed25519 public key, 64 hex characters');
+  let k: Record<string, any>;
+  if (ctx.flags.owner === true) {
+    const rows = await (await ctx.owner())(`select * from cage_private.${action === 'pin' ? 'pin_key' : 'retire_key'}(null, $1, $2)`, [purpose, Buffer.from(publicKey, 'hex')])
+      .catch((err: { code?: string; message: string }) => {
+        // the database's refusal (key_retired, key_not_pinned): its code, as the route would answer it
+        throw err.code?.startsWith('CG') ? new Refusal(`keys ${action}`, 409, { error: err.message }) : err;
+      });
+    k = asKey(rows[0]!);
+  } else {
+    k = await callJson(`${ctx.url('cage')}/api/operator/keys`, { what: `keys ${action}`, headers: await ctx.operator(), body: { action, purpose, publicKey } });
+  }
+  ctx.json(k);
+  ctx.say(`${action === 'pin' ? 'pinned' : 'retired'}${k.changed ? '' : ' (already)'}: ${keyLine(k)}`);
+  return 0;
+}
+
+const keys: Command = {
+  usage: 'keys [list [--purpose receipt|jwt|arbiter] | pin <purpose> <publicKeyHex> | retire <purpose> <publicKeyHex>] [--owner]',
+  help: 'the pinned public keys (receipt, jwt, arbiter): list, pin or retire one (GET/POST /api/operator/keys on the cage; --owner: as the database owner, DATABASE_URL)',
+  credential: 'operator',
+  flags: ['purpose', 'owner'],
+  async run(ctx) {
+    const action = ctx.args[0] ?? 'list';
+    if (action === 'pin' || action === 'retire') return changeKey(ctx, action);
+    if (action !== 'list' || ctx.args.length > 1) throw new UsageError('expected list, pin or retire');
+    const purpose = flagString(ctx, 'purpose');
+    if (purpose !== undefined) oneOf(purpose, '--purpose', PURPOSES, 'receipt');
+    const list: Record<string, any>[] = ctx.flags.owner === true
+      ? (await (await ctx.owner())('select * from cage.pinned_keys($1)', [purpose ?? null])).map(asKey)
+      : (await callJson(`${ctx.url('cage')}/api/operator/keys${purpose ? `?purpose=${purpose}` : ''}`, { what: 'keys', headers: await ctx.operator() })).keys;
+    ctx.json(list);
+    if (!list.length) ctx.say('no pinned key');
+    for (const k of list) ctx.say(keyLine(k));
+    return 0;
+  },
+};
+
 export const COMMANDS: Record<string, Command> = {
   invite,
   buy: exchange('purchase'),
@@ -403,4 +466,5 @@ export const COMMANDS: Record<string, Command> = {
   audit,
   balances,
   escape,
+  keys,
 };
