@@ -62,7 +62,7 @@ import { signerFromPrivateKey } from '../server/crypto/signing.ts';
 import { GENESIS, recordOf, signRecord } from '../server/game/hands/hand-record.ts';
 import type { Card } from '../server/game/poker/cards.ts';
 import { randomDeck } from '../server/game/poker/deck.ts';
-import { commitmentOf, DEAL_ALGORITHM, deckOf, toHex } from '../server/game/poker/fair-deal.ts';
+import { commitmentOf, deckOf, LEGACY_ALGORITHM as DEAL_ALGORITHM, toHex } from '../server/game/poker/fair-deal.ts';
 import { applyAction, isRefusal, legalActions, startHand, type Action, type HandState, type RakeRule, type SeatInput } from '../server/game/poker/engine.ts';
 import { scoreSeven } from '../server/game/poker/evaluator.ts';
 import { loadPhe, randomHands } from '../test/helpers/evaluator.ts';

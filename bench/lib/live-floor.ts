@@ -23,7 +23,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { chipAmount, handResult, stateWriter, toJson, type SeatView } from '../../server/game/live/wire.ts';
 import { batchedSend } from '../../server/game/live/ws.ts';
 import { applyAction, isRefusal, startHand, timeout, type Action, type HandState } from '../../server/game/poker/engine.ts';
-import { commitmentOf, DEAL_ALGORITHM, deckOf, SERVER_SEED_BYTES, toHex, type DealReveal } from '../../server/game/poker/fair-deal.ts';
+import { commitmentOf, deckOf, LEGACY_ALGORITHM as DEAL_ALGORITHM, SERVER_SEED_BYTES, toHex, type DealReveal } from '../../server/game/poker/fair-deal.ts';
 import { comeBack, nextHand, sitOut, type Positions, type TableSeat } from '../../server/game/poker/table.ts';
 
 /** The bots' tables' settings (live.ts, tableSettings): blinds 1/2, no ante, 5% rake capped at 10 from the flop. */

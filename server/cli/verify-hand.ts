@@ -10,15 +10,22 @@
 //   --announced results.json: the hand_result messages the player received (a list, or
 //            { results: [...] }), as a client keeps them: each hand's stored record must be the one
 //            announced then (a record rewritten later fails, even re-signed and re-chained).
-// Several hands of one table are also checked as a chain. Exit codes: 0 every check passed, 1 a
+//   --seed SEED: the seed the player contributed (deal_seed) to the hand(s) given: it must be among
+//            the contributions each deal revealed (`mixed`).
+//   --legacy: accept deals whose commitment does not name the hand (sha256-fisher-yates-v1, dealt
+//            before issue 31, and seeded-v1 test tables); refused otherwise.
+// Several hands of one table are also checked as a chain, and each hand against its predecessor
+// (hand n − 1, abandoned or not: `prev`), taken from the hands given, the rest of --file, or online
+// from the player's own list of that table's hands. Exit codes: 0 every check passed, 1 a
 // check failed, 2 usage or configuration, 3 a hand or the key could not be read.
 import { readFile } from 'node:fs/promises';
 import { ConfigError, loadConfig } from '../config/index.ts';
 import { verifyChain, verifyHand, type Announced, type Check, type HandView, type Verdict } from '../game/hands/verify-hand.ts';
 import { callJson, Refusal, roleUrl, Unreachable, UsageError } from './ops/client.ts';
 
-const USAGE = 'npm run verify:hand -- <handId> [<handId> ...] [--file hands.json] [--announced results.json] [--key HEX] [--game-url URL] [--json]';
-const VALUE_FLAGS = new Set(['file', 'announced', 'key', 'game-url']);
+const USAGE = 'npm run verify:hand -- <handId> [<handId> ...] [--file hands.json] [--announced results.json] [--seed SEED] [--legacy] [--key HEX] [--game-url URL] [--json]';
+const VALUE_FLAGS = new Set(['file', 'announced', 'key', 'game-url', 'seed']);
+const SWITCHES = new Set(['json', 'help', 'legacy']);
 
 function parse(argv: string[]) {
   const ids: string[] = [];
@@ -30,7 +37,7 @@ function parse(argv: string[]) {
       continue;
     }
     const [key, inline] = a.slice(2).split(/=(.*)/s, 2) as [string, string | undefined];
-    if (key !== 'json' && key !== 'help' && !VALUE_FLAGS.has(key)) throw new UsageError(`unknown flag --${key}`);
+    if (!SWITCHES.has(key) && !VALUE_FLAGS.has(key)) throw new UsageError(`unknown flag --${key}`);
     if (VALUE_FLAGS.has(key)) {
       const value = inline ?? argv[++i];
       if (value === undefined || value === '') throw new UsageError(`--${key} needs a value`);
@@ -61,7 +68,25 @@ async function fromFile(path: string, ids: string[]): Promise<HandView[]> {
   return picked;
 }
 
-async function online(ids: string[], flags: Record<string, string | true>): Promise<{ views: HandView[]; key: string }> {
+/**
+ * The hands just before the ones given (number − 1 at the same table) that the player may read: found
+ * in the player's own list of that table's hands (abandoned deals included), fetched for `prev`.
+ */
+async function predecessors(game: string, token: string, views: HandView[]): Promise<HandView[]> {
+  const headers = { authorization: `Bearer ${token}` };
+  const found: HandView[] = [];
+  for (const v of views) {
+    if (v.handNumber <= 1 || views.some((p) => p.tableId === v.tableId && p.handNumber === v.handNumber - 1)) continue;
+    const { hands } = await callJson<{ hands: { handId: string; handNumber: number }[] }>(
+      `${game}/api/hands?tableId=${encodeURIComponent(v.tableId)}&limit=200`, { what: `the hands of ${v.tableId}`, headers },
+    );
+    const before = hands.find((h) => h.handNumber === v.handNumber - 1);
+    if (before) found.push(await callJson<HandView>(`${game}/api/hands/${encodeURIComponent(before.handId)}`, { what: `hand ${before.handId}`, headers }));
+  }
+  return found;
+}
+
+async function online(ids: string[], flags: Record<string, string | true>): Promise<{ views: HandView[]; key: string; earlier: HandView[] }> {
   if (!ids.length) throw new UsageError(`which hands? ${USAGE}`);
   const token = process.env.POKER_TOKEN;
   if (!token) throw new UsageError('set POKER_TOKEN to your access JWT (or use --file for a saved hand)');
@@ -78,7 +103,7 @@ async function online(ids: string[], flags: Record<string, string | true>): Prom
   for (const id of ids) {
     views.push(await callJson<HandView>(`${game}/api/hands/${encodeURIComponent(id)}`, { what: `hand ${id}`, headers: { authorization: `Bearer ${token}` } }));
   }
-  return { views, key };
+  return { views, key, earlier: await predecessors(game, token, views) };
 }
 
 const line = (c: Check) => `  ${c.ok ? 'ok    ' : 'FAILED'} ${c.name}: ${c.detail}`;
@@ -95,13 +120,15 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`usage: ${USAGE}\n`);
     return 0;
   }
-  const { views, key } = typeof flags.file === 'string'
-    ? { views: await fromFile(flags.file, ids), key: typeof flags.key === 'string' ? flags.key : undefined }
+  const { views, key, earlier } = typeof flags.file === 'string'
+    ? { views: await fromFile(flags.file, ids), key: typeof flags.key === 'string' ? flags.key : undefined, earlier: await fromFile(flags.file, []) }
     : await online(ids, flags);
   const announced = typeof flags.announced === 'string'
     ? new Map((await listIn<Announced>('announced', flags.announced, 'results')).filter((r) => r?.handId).map((r) => [r.handId, r]))
     : new Map<string, Announced>();
-  const verdicts = views.map((v) => verifyHand(v, key, announced.get(v.handId)));
+  const options = { legacy: flags.legacy === true, seed: typeof flags.seed === 'string' ? flags.seed : undefined };
+  const previous = (v: HandView) => [...views, ...earlier].find((p) => p.tableId === v.tableId && p.handNumber === v.handNumber - 1);
+  const verdicts = views.map((v) => verifyHand(v, key, announced.get(v.handId), { ...options, previous: previous(v) }));
   const chain = verifyChain(views);
   if (flags.json === true) process.stdout.write(`${JSON.stringify({ hands: verdicts, chain, dealerKey: key ?? null }, null, 2)}\n`);
   else print(verdicts, chain, key !== undefined);

@@ -12,7 +12,7 @@ import type pg from 'pg';
 import WebSocket from 'ws';
 import { loadDealerSigner } from '../../server/game/hands/dealer-key.ts';
 import { GENESIS, signRecord } from '../../server/game/hands/hand-record.ts';
-import { commitmentOf, fromHex } from '../../server/game/poker/fair-deal.ts';
+import { fromHex, handCommitmentOf } from '../../server/game/poker/fair-deal.ts';
 import { verifyChain, verifyHand, type HandView } from '../../server/game/hands/verify-hand.ts';
 import { expectCleanAudit } from '../helpers/cage.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -111,8 +111,10 @@ test('commitment before the contributions, seed only in hand_result, contributio
 
   for (const result of drivers[0]!.results.slice(1, 12)) {
     const { handId, deal } = result;
-    expect(deal.algorithm).toBe('sha256-fisher-yates-v1');
-    expect(commitmentOf(fromHex(deal.serverSeed))).toBe(deal.commitment);
+    expect(deal.algorithm).toBe('sha256-fisher-yates-v2');
+    // the commitment names the hand it was drawn for: table, number, hand id
+    const handNumber = Number(handId.split(':').at(-2));
+    expect(handCommitmentOf(fromHex(deal.serverSeed), { tableId, handNumber, handId })).toBe(deal.commitment);
     for (const [i, d] of drivers.entries()) {
       const messages = d.raw.map((t) => JSON.parse(t) as Msg);
       const first = messages.findIndex((x) => x.type === 'game_state' && x.handId === handId);
@@ -228,6 +230,8 @@ test('1,000 live-dealt hands verify from the players\' own view; the chain links
   expect(ok.status).toBe(0);
   expect(ok.stdout.match(/: verified/g)).toHaveLength(3);
   expect(ok.stdout.match(/ok {5}announced/g)).toHaveLength(3);
+  // each hand against the one before it (the first's fetched from the player's own list of the table's hands)
+  expect(ok.stdout.match(/ok {5}prev: follows hand/g)).toHaveLength(3);
 
   // a rewrite with the dealer's own key (the record re-chained to another prev, re-signed, its hash
   // updated): every check but the one against what hand_result announced passes

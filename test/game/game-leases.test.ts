@@ -15,6 +15,7 @@ import { expectCleanAudit } from '../helpers/cage.ts';
 import { startChaosProxy, type ChaosProxy } from '../helpers/chaos-proxy.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import type { Msg } from '../helpers/live.ts';
+import { fromHex, handCommitmentOf } from '../../server/game/poker/fair-deal.ts';
 import { AUTH_SECRET, ISSUER, POKER_SETTINGS, call, operatorAuth } from '../helpers/money.ts';
 import { startTestPlatform, TEST_SERVICE_KEY, QUIET_CRON, type TestPlatform } from '../helpers/platform.ts';
 
@@ -220,9 +221,31 @@ test('two game processes: one runs the table, a kill -9 hands it to the other, t
   await until('two hands on the second process', () => again[0]!.results() >= before + 2, 30_000);
   console.log(`takeover after kill -9: seat path ${seatPathMs.toFixed(0)} ms, join answered ${takeoverMs.toFixed(0)} ms, next hand dealt ${playableMs.toFixed(0)} ms`);
 
+  // issue 31: what the dead process had committed is revealed by the survivor, not thrown away: the
+  // interrupted hand (its contributions as dealt) and the next deal it had published, each an abandoned
+  // hand of its own number, naming its players, its seed giving the commitment, chained to the table
+  const { rows: dropped } = await db.owner.query(
+    `select hand_id, hand_number::int as n, record, record_hash, deal, cardinality(players) as players
+       from game.hand_histories where table_id = $1 and status = 'abandoned' order by hand_number`, [tableId]);
+  const n = Number(interrupted.split(':').at(-2));
+  expect(dropped.map((r) => [r.hand_id === interrupted, r.n])).toEqual([[true, n], [false, n + 1]]);
+  const { rows: [preceding] } = await db.owner.query('select record_hash from game.hand_histories where table_id = $1 and hand_number = $2', [tableId, n - 1]);
+  let prev = preceding.record_hash as string;
+  // the interrupted hand names the three seated when it was dealt; the next deal, abandoned when the
+  // survivor opened the table, the four seated then (the late sit came in between)
+  expect(dropped.map((r) => r.players)).toEqual([3, 4]);
+  for (const r of dropped) {
+    const record = JSON.parse(r.record);
+    expect(record).toMatchObject({ abandoned: true, handNumber: r.n, prev, rake: '0' });
+    expect(handCommitmentOf(fromHex(r.deal.serverSeed), { tableId, handNumber: r.n, handId: r.hand_id })).toBe(r.deal.commitment);
+    prev = r.record_hash;
+  }
+  const { rows: [after] } = await db.owner.query('select record from game.hand_histories where table_id = $1 and hand_number = $2', [tableId, n + 2]);
+  expect(JSON.parse(after.record).prev).toBe(prev);
+
   // the dead tenure's hand boundaries are refused in SQL
   const game: pg.Pool = db.pool('poker_game', 1);
-  await expect(game.query('select * from game.deal_hand($1, $2, $3)', [tableId, 'stale-hand', String(held!.epoch)])).rejects.toMatchObject({ code: 'GMLSE', message: 'lease_lost' });
+  await expect(game.query('select * from game.deal_hand($1, $2, $3, null, null)', [tableId, 'stale-hand', String(held!.epoch)])).rejects.toMatchObject({ code: 'GMLSE', message: 'lease_lost' });
   await expect(game.query('select game.abandon_hand($1, $2)', [tableId, String(held!.epoch)])).rejects.toMatchObject({ code: 'GMLSE' });
 
   // everyone leaves; the books hold and every chip is in a cage balance or in the rake

@@ -465,27 +465,51 @@ begin
 end;
 $$;
 
--- A hand begun (game.begin_hand: the table held under its lease) and the seats it is dealt from,
--- read under the table's lock in the same transaction: one round trip at every deal.
+-- A hand begun (the table held under its lease, as game.begin_hand holds it) and the seats it is
+-- dealt from, read under the table's lock in the same transaction: one round trip at every deal.
+-- p_deal: the hand's committed deal, sealed, with the contributions it has (what an abandonment
+-- reveals); it must be the table's committed next deal (deal_next: its commitment). p_next: the deal
+-- committed for the hand after it (drawn now, published after this answer). Both ride this write,
+-- so keeping every committed seed costs no round trip. A table with an abandoned deal not revealed
+-- yet deals nothing (deal_unrevealed): its room reveals it first, so the chain has no hole.
 --
 -- A deal moves no chip, so its commit does not wait for the WAL flush (synchronous_commit off for
 -- this transaction only; the hand's end, which writes the stacks, waits as every money write does,
--- and its flush carries the deal's record with it). What a crash can lose is the mark of a hand in
--- progress, within the WAL writer's delay: the hand's end is then refused (no_hand_in_progress) and
--- the stacks of its start stand, as for an abandoned hand. Only when the transaction wrote nothing
--- before it (the dealer sends it alone, server/game/hands/hands.ts); a caller must not write money
--- after it in the same transaction. Generic plans, as game.end_hand's (db/functions/game/30_hands.sql).
-create or replace function game.deal_hand(p_table_id text, p_hand_id text, p_epoch bigint)
+-- and its flush carries the deal's record with it). What a crash of the database can lose is the
+-- mark of a hand in progress and the deals written with it, within the WAL writer's delay: the
+-- hand's end is then refused (no_hand_in_progress) and the stacks of its start stand, as for an
+-- abandoned hand. Only when the transaction wrote nothing before it (the dealer sends it alone,
+-- server/game/hands/hands.ts); a caller must not write money after it in the same transaction.
+-- Generic plans, as game.end_hand's (db/functions/game/30_hands.sql).
+create or replace function game.deal_hand(p_table_id text, p_hand_id text, p_epoch bigint, p_deal jsonb, p_next jsonb)
   returns table (id text, user_id uuid, agent_id uuid, seat_index integer, chip_balance text, status text, sat_out boolean)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
   set plan_cache_mode = force_generic_plan
 as $$
+declare
+  v_table game.tables;
 begin
   if pg_current_xact_id_if_assigned() is null then
     perform set_config('synchronous_commit', 'off', true);
   end if;
-  perform game.begin_hand(p_table_id, p_hand_id, p_epoch);
+  if p_hand_id is null or length(p_hand_id) not between 1 and 128 then
+    perform game_private.refuse('invalid_hand', 'hand id 1..128 chars');
+  end if;
+  v_table := game_private.lock_table(p_table_id);
+  perform game_private.check_lease(p_table_id, p_epoch);
+  if v_table.mode = 'sng' and v_table.tournament_state is distinct from 'playing' then
+    perform game_private.refuse('tournament_not_playing', format('the tournament is %s', v_table.tournament_state));
+  end if;
+  if v_table.current_hand_id is not null then
+    perform game_private.refuse('hand_in_progress', format('hand %s', v_table.current_hand_id));
+  end if;
+  if v_table.unrevealed_deals > 0 then
+    perform game_private.refuse('deal_unrevealed', format('table %s has %s abandoned deals to reveal first', p_table_id, v_table.unrevealed_deals));
+  end if;
+  perform game_private.check_deals(v_table, p_hand_id, p_deal, p_next);
+  update game.tables t set current_hand_id = p_hand_id, current_hand_started_at = now(), deal_current = p_deal, deal_next = p_next
+   where t.table_id = p_table_id;
   return query select * from game.seats_of(p_table_id);
 end;
 $$;

@@ -67,19 +67,100 @@ begin
 end;
 $$;
 
--- The hand holding the table will not be played to its end: recorded as abandoned (the stacks of
--- its start stand, as no stack is written before a hand's end) and the table released.
-create or replace function game_private.abandon_current_hand(v_table game.tables) returns void
-  language sql volatile
+-- A committed deal as the room persists it, sealed (server/game/live/deal-seal.ts): the hand it is
+-- for, its algorithm and commitment, the sealed seed (hex) and, for the hand being dealt, the
+-- players' contributions it has.
+create or replace function game_private.sealed_deal_valid(p_deal jsonb) returns boolean
+  language sql immutable parallel safe
   set search_path = pg_catalog, pg_temp
 as $$
-  insert into game.hand_histories (hand_id, table_id, hand_number, status, started_at, ended_at)
-  select v_table.current_hand_id, v_table.table_id, 0, 'abandoned', coalesce(v_table.current_hand_started_at, now()), now()
-   where v_table.current_hand_id is not null
-  on conflict (hand_id) do update set status = 'abandoned', ended_at = now();
-  update game.tables t set current_hand_id = null, current_hand_started_at = null where t.table_id = v_table.table_id;
+  select p_deal is not null and jsonb_typeof(p_deal) = 'object'
+     and p_deal ->> 'algorithm' in ('sha256-fisher-yates-v2', 'seeded-v1')
+     and coalesce(p_deal ->> 'handId', '') ~ '^.{1,128}$' and coalesce(p_deal ->> 'handNumber', '') ~ '^[0-9]{1,9}$'
+     and coalesce(p_deal ->> 'commitment', '') ~ '^[0-9a-f]{64}$' and coalesce(p_deal ->> 'sealed', '') ~ '^[0-9a-f]+$' and length(p_deal ->> 'sealed') between 58 and 512
+     and coalesce(jsonb_typeof(p_deal -> 'contributions'), 'array') = 'array'
 $$;
 
+-- The deals a deal writes (game.deal_hand): the hand dealt is the one its table committed (the
+-- commitment published before any contribution), and the next one is committed for the hand after.
+create or replace function game_private.check_deals(p_table game.tables, p_hand_id text, p_deal jsonb, p_next jsonb) returns void
+  language plpgsql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if not game_private.sealed_deal_valid(p_deal) or not game_private.sealed_deal_valid(p_next)
+     or p_deal ->> 'handId' is distinct from p_hand_id or p_deal -> 'contributions' is null
+     or (p_next ->> 'handNumber')::bigint <> (p_deal ->> 'handNumber')::bigint + 1 then
+    perform game_private.refuse('invalid_hand', 'a deal carries its sealed deal (with its contributions) and the next hand''s');
+  end if;
+  if p_table.deal_next is null or (p_table.deal_next ->> 'commitment') is distinct from (p_deal ->> 'commitment')
+     or (p_table.deal_next ->> 'handId') is distinct from p_hand_id then
+    perform game_private.refuse('deal_not_committed', format('hand %s is not the deal table %s committed', p_hand_id, p_table.table_id));
+  end if;
+end;
+$$;
+
+-- The commitment of a revealed deal (server/game/poker/fair-deal.ts): v2 names the hand (table,
+-- number, id) beside the seed; seeded-v1 is the SHA-256 of the seed alone.
+create or replace function game_private.deal_commitment(p_algorithm text, p_seed bytea, p_table_id text, p_hand_number bigint, p_hand_id text)
+  returns text
+  language sql immutable parallel safe
+  set search_path = pg_catalog, pg_temp
+as $$
+  select encode(sha256(case when p_algorithm = 'sha256-fisher-yates-v2' then
+           convert_to('poker-commit-v2', 'UTF8') || '\x00'::bytea || p_seed
+           || substring(int4send(octet_length(convert_to(p_table_id, 'UTF8'))) from 3 for 2) || convert_to(p_table_id, 'UTF8')
+           || int4send(p_hand_number::integer)
+           || substring(int4send(octet_length(convert_to(p_hand_id, 'UTF8'))) from 3 for 2) || convert_to(p_hand_id, 'UTF8')
+         else p_seed end), 'hex')
+$$;
+
+-- A committed deal that will never be played to its end, stored as an abandoned hand: its real
+-- number, the players holding funded seats (their stacks, which no hand moved since), its sealed
+-- deal, to be revealed by the next room of the table (game.reveal_abandoned). Counted.
+create or replace function game_private.store_abandoned(p_table_id text, p_deal jsonb, p_started_at timestamptz) returns void
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_seats jsonb;
+  v_players uuid[];
+begin
+  select coalesce(jsonb_agg(jsonb_build_object('seat', s.seat_index, 'playerId', s.id, 'stack', s.chip_balance) order by s.seat_index), '[]'),
+         coalesce(array_agg(distinct s.user_id), '{}')
+    into v_seats, v_players
+    from game.seats_of(p_table_id) s where s.chip_balance::numeric > 0;
+  insert into game.hand_histories (hand_id, table_id, hand_number, status, players, started_at, ended_at, sealed_deal)
+  values (p_deal ->> 'handId', p_table_id, (p_deal ->> 'handNumber')::bigint, 'abandoned', v_players, least(p_started_at, now()), now(),
+          p_deal || jsonb_build_object('seats', v_seats, 'contributions', coalesce(p_deal -> 'contributions', '[]')))
+  on conflict (hand_id) do nothing;
+  if found then
+    update game.tables t set abandoned_deals = t.abandoned_deals + 1, unrevealed_deals = t.unrevealed_deals + 1 where t.table_id = p_table_id;
+  end if;
+end;
+$$;
+
+-- The hand holding the table will not be played to its end: recorded as abandoned (the stacks of its
+-- start stand, as no stack is written before a hand's end) with its sealed deal, and the table
+-- released. A hand dealt before deals were kept sealed is recorded as it always was (number 0).
+create or replace function game_private.abandon_current_hand(v_table game.tables) returns void
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if v_table.current_hand_id is null then
+    return;
+  end if;
+  if v_table.deal_current ->> 'handId' is not distinct from v_table.current_hand_id then
+    perform game_private.store_abandoned(v_table.table_id, v_table.deal_current, coalesce(v_table.current_hand_started_at, now()));
+  else
+    insert into game.hand_histories (hand_id, table_id, hand_number, status, started_at, ended_at)
+    values (v_table.current_hand_id, v_table.table_id, 0, 'abandoned', coalesce(v_table.current_hand_started_at, now()), now())
+    on conflict (hand_id) do update set status = 'abandoned', ended_at = now();
+  end if;
+  update game.tables t set current_hand_id = null, current_hand_started_at = null, deal_current = null where t.table_id = v_table.table_id;
+end;
+$$;
 -- A cash hand's stacks written: p_stacks maps position ids (table_players.id, as text) to their
 -- stacks after the hand. Chips are conserved: the listed positions' stacks before = after + p_rake.
 -- Every changed stack gets its `hand` link, all in one update and one insert (not a statement per
@@ -358,7 +439,9 @@ end;
 $$;
 
 -- A hand begun but never dealt (the seats read under the table's lock left fewer than two players
--- to deal to): the table is released and nothing is recorded, as no card was dealt and no chip moved.
+-- to deal to): the table is released and nothing is recorded, as no card was dealt and no chip
+-- moved; its committed deal is the table's next again (the one the deal committed after it was never
+-- published).
 create or replace function game.release_hand(p_table_id text, p_hand_id text, p_epoch bigint default null) returns boolean
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -371,7 +454,118 @@ begin
   if p_hand_id is null or v_table.current_hand_id is distinct from p_hand_id then
     return false;
   end if;
-  update game.tables t set current_hand_id = null, current_hand_started_at = null where t.table_id = p_table_id;
+  update game.tables t set current_hand_id = null, current_hand_started_at = null, deal_current = null,
+         deal_next = case when t.deal_current ->> 'handId' = p_hand_id then t.deal_current - 'contributions' else t.deal_next end
+   where t.table_id = p_table_id;
   return true;
+end;
+$$;
+
+-- A room opens its table (under its lease): a hand left in play is abandoned (the stacks of its start
+-- stand), and so is the deal the previous room committed and never dealt: its seed was published as
+-- a commitment, so it is revealed rather than reused or dropped (docs/dealer.md). Answers the number
+-- of the table's latest hand, its chain head and the abandoned deals to reveal, in order.
+create or replace function game.open_deals(p_table_id text, p_epoch bigint)
+  returns table (hand_number bigint, head text, pending jsonb)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+begin
+  v_table := game_private.lock_table(p_table_id);
+  perform game_private.check_lease(p_table_id, p_epoch);
+  perform game_private.abandon_current_hand(v_table);
+  select * into v_table from game.tables t where t.table_id = p_table_id;
+  if v_table.deal_next is not null then
+    perform game_private.store_abandoned(p_table_id, v_table.deal_next - 'contributions', now());
+    update game.tables t set deal_next = null where t.table_id = p_table_id;
+  end if;
+  return query select
+    (select count(*) from game.hand_histories h where h.table_id = p_table_id),
+    (select h.record_hash from game.hand_histories h where h.table_id = p_table_id and h.record_hash is not null
+      order by h.hand_number desc limit 1),
+    (select coalesce(jsonb_agg(jsonb_build_object('handId', h.hand_id, 'handNumber', h.hand_number, 'deal', h.sealed_deal) order by h.hand_number), '[]')
+       from game.hand_histories h where h.table_id = p_table_id and h.sealed_deal is not null);
+end;
+$$;
+
+-- The next hand's deal committed by the room that runs the table, before its commitment is published
+-- (a room that opens; game.deal_hand commits the following ones). A table holds one committed deal:
+-- a second is refused (deal_already_committed), so a room cannot draw again a seed it published.
+create or replace function game.commit_deal(p_table_id text, p_epoch bigint, p_next jsonb) returns void
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+begin
+  v_table := game_private.lock_table(p_table_id);
+  perform game_private.check_lease(p_table_id, p_epoch);
+  if not game_private.sealed_deal_valid(p_next) then
+    perform game_private.refuse('invalid_hand', 'a committed deal: {algorithm, handNumber, handId, commitment, sealed}');
+  end if;
+  if v_table.deal_next is not null or v_table.current_hand_id is not null then
+    perform game_private.refuse('deal_already_committed', format('table %s already holds a committed deal', p_table_id));
+  end if;
+  update game.tables t set deal_next = p_next - 'contributions' where t.table_id = p_table_id;
+end;
+$$;
+-- An abandoned deal's reveal (the record's shape: server/game/hands/hand-record.ts abandonedRecord):
+-- the deal as sealed, its seed (which must hash to the commitment: a login that cannot open the
+-- seal cannot reveal a seed of its own), and a record that says no chip moved. An empty seed says
+-- the seal could not be opened (the dealer key changed): the record says so, and verify:hand fails
+-- that hand's commitment check in plain view.
+create or replace function game_private.abandoned_reveal_valid(p_row game.hand_histories, p_deal jsonb, p_record jsonb) returns boolean
+  language sql immutable
+  set search_path = pg_catalog, pg_temp
+as $$
+  select p_deal ->> 'algorithm' = p_row.sealed_deal ->> 'algorithm' and p_deal ->> 'commitment' = p_row.sealed_deal ->> 'commitment'
+     and p_deal -> 'contributions' = p_row.sealed_deal -> 'contributions'
+     and (p_deal ->> 'serverSeed' = '' or (p_deal ->> 'serverSeed' ~ '^([0-9a-f]{2})+$' and length(p_deal ->> 'serverSeed') <= 400
+          and game_private.deal_commitment(p_deal ->> 'algorithm', decode(p_deal ->> 'serverSeed', 'hex'), p_row.table_id, p_row.hand_number, p_row.hand_id)
+              = p_deal ->> 'commitment'))
+     and p_record -> 'abandoned' = 'true'::jsonb and (p_record ->> 'handNumber')::bigint = p_row.hand_number
+     and p_record -> 'seats' = p_row.sealed_deal -> 'seats' and p_record ->> 'rake' = '0'
+     and p_record -> 'stacks' = (select coalesce(jsonb_agg(jsonb_build_object('seat', s -> 'seat', 'stack', s -> 'stack')), '[]')
+                                   from jsonb_array_elements(p_row.sealed_deal -> 'seats') s)
+     and p_record -> 'actions' = '[]'::jsonb and p_record -> 'shown' = '[]'::jsonb and p_record ->> 'board' = ''
+$$;
+
+-- The room that runs the table reveals an abandoned deal it found (game.open_deals) or left (a hand
+-- dropped): the revealed deal and the signed record (abandoned: true) are stored on the abandoned
+-- hand, chained to the table's latest record, in hand order. The table deals again once none is left.
+create or replace function game.reveal_abandoned(
+  p_table_id text, p_hand_id text, p_epoch bigint, p_deal jsonb, p_record text, p_record_signature text, p_dealer_key text
+) returns text
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_row game.hand_histories;
+  v_hash text;
+  v_record jsonb;
+begin
+  perform game_private.lock_table(p_table_id);
+  perform game_private.check_lease(p_table_id, p_epoch);
+  select * into v_row from game.hand_histories h
+   where h.table_id = p_table_id and h.sealed_deal is not null order by h.hand_number limit 1;
+  if v_row.hand_id is distinct from p_hand_id then
+    perform game_private.refuse('record_not_in_chain', format('the next abandoned deal of table %s to reveal is %s', p_table_id, coalesce(v_row.hand_id, 'none')));
+  end if;
+  begin
+    v_record := p_record::jsonb;
+  exception when others then
+    perform game_private.refuse('invalid_hand', 'the record is not JSON');
+  end;
+  if p_deal is null or jsonb_typeof(p_deal) <> 'object' or not game_private.abandoned_reveal_valid(v_row, p_deal, v_record) then
+    perform game_private.refuse('invalid_hand', 'an abandoned deal reveals its sealed deal and a record in which no chip moved');
+  end if;
+  v_hash := game_private.chained_record_hash(p_table_id, p_hand_id, p_deal, p_record, p_record_signature, p_dealer_key);
+  update game.hand_histories h set deal = p_deal, record = p_record, record_hash = v_hash, record_signature = p_record_signature,
+         dealer_key = p_dealer_key, sealed_deal = null
+   where h.hand_id = p_hand_id;
+  update game.tables t set unrevealed_deals = greatest(t.unrevealed_deals - 1, 0) where t.table_id = p_table_id;
+  return v_hash;
 end;
 $$;

@@ -26,7 +26,9 @@ select t.table_id,
        t.unreconciled_rake,
        t.reconciled_rake,
        (select count(*)::integer from game.table_players p where p.table_id = t.table_id and p.status <> 'closed') as seated_count,
-       t.created_at
+       t.created_at,
+       -- committed deals that ended abandoned, each revealed in a signed record (issue 31)
+       t.abandoned_deals
   from game.tables t;
 
 -- Every Sit-and-Go's lifecycle and the values its rules derive from its settings (the clock factor,

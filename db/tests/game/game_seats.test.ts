@@ -694,10 +694,14 @@ describe('end_hand (the one hand end the dealer calls)', () => {
         await client.query('rollback');
       }
     };
+    // the deal carries its committed deal (the one the table holds) and the next hand's, sealed
+    const sealed = (handNumber: number, handId: string, c: string) => ({ algorithm: 'sha256-fisher-yates-v2', handNumber, handId, commitment: c.repeat(64), sealed: 'ab'.repeat(60) });
+    await game.query('select game.commit_deal($1, $2, $3::jsonb)', [other.table_id, epoch, JSON.stringify(sealed(1, 'deal-async', 'c'))]);
+    const deals = [JSON.stringify({ ...sealed(1, 'deal-async', 'c'), contributions: [] }), JSON.stringify(sealed(2, 'deal-next', 'd'))];
     try {
-      expect(await commitMode(null, 'select * from game.deal_hand($1, $2, $3)', [other.table_id, 'deal-async', epoch])).toBe('off');
+      expect(await commitMode(null, 'select * from game.deal_hand($1, $2, $3, $4, $5)', [other.table_id, 'deal-async', epoch, ...deals])).toBe('off');
       // a transaction given its id has written (or is about to): as good as a write before the deal
-      expect(await commitMode('select pg_current_xact_id()', 'select * from game.deal_hand($1, $2, $3)', [other.table_id, 'deal-after', epoch])).toBe('on');
+      expect(await commitMode('select pg_current_xact_id()', 'select * from game.deal_hand($1, $2, $3, $4, $5)', [other.table_id, 'deal-async', epoch, ...deals])).toBe('on');
       await beginHand(other.table_id, 'end-sync');
       expect(await commitMode(null, 'select game.end_hand($1, $2, 1, $3::jsonb, 0, 0, $4::jsonb, null, $5::uuid[], now(), $6, null, null, null, null)',
         [other.table_id, 'end-sync', '{}', '[]', [], epoch])).toBe('on');

@@ -29,6 +29,13 @@ export interface HandRecord {
   shown: { seat: number; cards: string }[];
   stacks: { seat: number; stack: string }[];
   rake: string;
+  /**
+   * A committed deal never played to its end (a restart, an unload, a force-end: issue 31). Its deal
+   * is revealed all the same; no card is dealt in the record (button -1, no actions, board or shown
+   * cards), `seats` are the players holding funded seats with their stacks, and `stacks` are the
+   * same stacks with rake "0": no chip moved.
+   */
+  abandoned?: true;
 }
 
 /** The record of a finished hand. */
@@ -45,6 +52,16 @@ export function recordOf(hand: HandState, at: { tableId: string; handNumber: num
     else if (e.type === 'hand_ended') record.stacks = e.stacks.map((s) => ({ seat: s.seat, stack: s.stack.toString() }));
   }
   return record;
+}
+
+/** The record of an abandoned deal (see HandRecord.abandoned). */
+export function abandonedRecord(at: {
+  tableId: string; handNumber: number; handId: string; prev: string; deal: DealReveal; seats: { seat: number; playerId: string; stack: string }[];
+}): HandRecord {
+  return {
+    v: RECORD_VERSION, abandoned: true, tableId: at.tableId, handNumber: at.handNumber, handId: at.handId, prev: at.prev, deal: at.deal,
+    button: -1, seats: at.seats, actions: [], board: '', shown: [], stacks: at.seats.map((s) => ({ seat: s.seat, stack: s.stack })), rake: '0',
+  };
 }
 
 /**

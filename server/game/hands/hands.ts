@@ -10,6 +10,7 @@ import type { ServiceClient } from '../../http/service-client.ts';
 import { isLeaseLost } from '../live/lease.ts';
 import type { DealReveal } from '../poker/fair-deal.ts';
 import type { SignedRecord } from './hand-record.ts';
+import type { PendingDeal, SealedDeal } from '../live/deal-seeds.ts';
 
 export interface HandEnd {
   busted: { playerId: string; userId: string; settled: boolean }[];
@@ -66,6 +67,60 @@ export interface HandLeases {
   lost(tableId: string, epoch: bigint | null): void;
 }
 
+/** A boundary query run under the table's current tenure (createHands's fencedQuery). */
+type FencedQuery = <R extends pg.QueryResultRow>(tableId: string, sql: string, params: (epoch: string | null) => unknown[], name?: string) => Promise<pg.QueryResult<R>>;
+
+/**
+ * The committed deals a table keeps (issue 31; docs/dealer.md, "Every commitment is revealed"): what
+ * a room that opens finds and reveals, the next deal it commits, the reveal of an abandoned one.
+ */
+function committedDeals(pool: pg.Pool, fencedQuery: FencedQuery) {
+  return {
+    /**
+     * Begins a hand and answers the seats it is dealt from (read under the table's lock); the hand's
+     * committed deal and the next hand's, sealed, ride the same write (game.deal_hand).
+     */
+    async deal(tableId: string, handId: string, deals: { deal: SealedDeal; next: SealedDeal }): Promise<SeatRow[]> {
+      return (await fencedQuery<SeatRow>(
+        tableId, 'select * from game.deal_hand($1, $2, $3, $4::jsonb, $5::jsonb)',
+        (epoch) => [tableId, handId, epoch, JSON.stringify(deals.deal), JSON.stringify(deals.next)], 'game.deal_hand',
+      )).rows;
+    },
+    /**
+     * A room opens its table: a hand or a committed deal its previous room left is abandoned; answers
+     * the table's latest hand number, its chain head and the abandoned deals to reveal, in order.
+     */
+    async openDeals(tableId: string): Promise<{ handNumber: number; head: string | null; pending: PendingDeal[] }> {
+      const { rows } = await fencedQuery<{ hand_number: string; head: string | null; pending: PendingDeal[] }>(
+        tableId, 'select hand_number, head, pending from game.open_deals($1, $2)', (epoch) => [tableId, epoch],
+      );
+      return { handNumber: Number(rows[0]!.hand_number), head: rows[0]!.head, pending: rows[0]!.pending };
+    },
+    /** The table's abandoned deals not revealed yet, in hand order, and its chain head (the room holds the table). */
+    async pendingDeals(tableId: string): Promise<{ head: string | null; pending: PendingDeal[] }> {
+      const { rows } = await pool.query<{ head: string | null; pending: PendingDeal[] }>(
+        `select (select h.record_hash from game.hand_histories h where h.table_id = $1 and h.record_hash is not null order by h.hand_number desc limit 1) as head,
+                (select coalesce(jsonb_agg(jsonb_build_object('handId', h.hand_id, 'handNumber', h.hand_number, 'deal', h.sealed_deal) order by h.hand_number), '[]')
+                   from game.hand_histories h where h.table_id = $1 and h.sealed_deal is not null) as pending`,
+        [tableId],
+      );
+      return rows[0]!;
+    },
+    /** The next hand's deal, sealed, kept by the table before its commitment is published. */
+    async commitDeal(tableId: string, next: SealedDeal): Promise<void> {
+      await fencedQuery(tableId, 'select game.commit_deal($1, $2, $3::jsonb)', (epoch) => [tableId, epoch, JSON.stringify(next)]);
+    },
+    /** An abandoned deal's reveal and signed record, stored on its hand (game.reveal_abandoned); answers the record's hash. */
+    async revealAbandoned(tableId: string, handId: string, deal: DealReveal, record: SignedRecord): Promise<string> {
+      const { rows } = await fencedQuery<{ hash: string }>(
+        tableId, 'select game.reveal_abandoned($1, $2, $3, $4::jsonb, $5, $6, $7) as hash',
+        (epoch) => [tableId, handId, epoch, JSON.stringify(deal), record.text, record.signature, record.publicKey],
+      );
+      return rows[0]!.hash;
+    },
+  };
+}
+
 export function createHands(deps: {
   pool: pg.Pool; bank: ServiceClient; log: Logger; leases?: HandLeases;
   /** The test harness's owner pool: begin and finish (granted to no service login) run through it. */
@@ -99,12 +154,9 @@ export function createHands(deps: {
     return settled;
   };
   return {
+    ...committedDeals(pool, fencedQuery),
     async begin(tableId: string, handId: string): Promise<void> {
       await fencedQuery(tableId, 'select game.begin_hand($1, $2, $3)', (epoch) => [tableId, handId, epoch], undefined, deps.harness);
-    },
-    /** Begins a hand and answers the seats it is dealt from (read under the table's lock). */
-    async deal(tableId: string, handId: string): Promise<SeatRow[]> {
-      return (await fencedQuery<SeatRow>(tableId, 'select * from game.deal_hand($1, $2, $3)', (epoch) => [tableId, handId, epoch], 'game.deal_hand')).rows;
     },
     /** The seats as they stand. */
     async seats(tableId: string): Promise<SeatRow[]> {

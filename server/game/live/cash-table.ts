@@ -5,6 +5,7 @@ import { nextHand, type Positions } from '../poker/table.ts';
 import type { createHands } from '../hands/hands.ts';
 import { MAX_TURN_TIME_SEC, turnTimeSec } from '../tables/rules.ts';
 import { endingOf, type Announcement, type EndedHand, type EndOutcome, type HandSettings, type Seat, type SeatRow, type TableKind } from './table-kind.ts';
+import type { SealedDeal } from './deal-seeds.ts';
 
 const big = (v: unknown, fallback = 0n) => (typeof v === 'number' && Number.isInteger(v) ? BigInt(v) : fallback);
 
@@ -43,8 +44,8 @@ export class CashTable implements TableKind {
     return this.hands.seats(this.tableId);
   }
 
-  deal(handId: string): Promise<SeatRow[]> {
-    return this.hands.deal(this.tableId, handId);
+  deal(handId: string, deals: { deal: SealedDeal; next: SealedDeal }): Promise<SeatRow[]> {
+    return this.hands.deal(this.tableId, handId, deals);
   }
 
   /**

@@ -6,7 +6,6 @@
 // the room reads them at each deal and whenever a seat route touched them. Money never moves here:
 // a hand's stacks are written at its end (game.end_hand), busts are settled by the cage, sits and
 // stand-ups go through the bank.
-import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { Ed25519Signer } from '../../crypto/signing.ts';
@@ -14,7 +13,7 @@ import { inTransaction } from '../../db/transaction.ts';
 import { applyAction, isRefusal, startHand, timeout, type Action, type HandState } from '../poker/engine.ts';
 import { comeBack, sitOut, type Positions } from '../poker/table.ts';
 import type { createHands } from '../hands/hands.ts';
-import { DealSeeds } from './deal-seeds.ts';
+import { DealSeeds, type PendingDeal } from './deal-seeds.ts';
 import { isLeaseLost } from './lease.ts';
 import { chipAmount, stateWriter, stoodUp, toJson, type SeatView, type ServerMessageOf } from './wire.ts';
 import { refusedWith } from '../../http/errors.ts';
@@ -127,12 +126,13 @@ export class Room {
   private previousApplied = new Map<string, string>();
   private pendingSits: PendingSit[] = [];
   /** Commit and reveal: the next hand's committed seed, the players' contributions, the chain head. */
-  private readonly seeds = new DealSeeds(() => this.settings.deckSeed);
+  private readonly seeds: DealSeeds;
 
   private readonly deps: RoomDeps;
 
   constructor(record: TableRecord, deps: RoomDeps) {
     this.deps = deps;
+    this.seeds = new DealSeeds(record.table_id, () => this.settings.deckSeed, deps.dealer);
     this.tableId = record.table_id;
     this.record = record;
     this.table = record.mode === 'sng'
@@ -177,17 +177,47 @@ export class Room {
       && ![...this.seats.values()].some((s) => s.leaveAfterHand);
   }
 
-  /** Loads the room: a hand left by a stopped process is abandoned (its start stacks stand). */
+  /**
+   * Loads the room: a hand or a committed deal left by the table's previous room is abandoned (the
+   * stacks of its start stand) and revealed here, in a signed record chained like any other; then
+   * the next hand's deal is committed (kept sealed by the table) before its commitment is published.
+   */
   async open(): Promise<void> {
-    if (this.record.current_hand_id) {
-      const hand = await this.deps.hands.abandon(this.tableId);
-      this.deps.log.warn({ tableId: this.tableId, handId: hand }, 'hand abandoned after a restart: the stacks of its start stand');
-    }
-    const { rows } = await this.deps.pool.query<{ n: string }>('select count(*) as n from game.hand_histories where table_id = $1', [this.tableId]);
-    this.handNumber = Number(rows[0]?.n ?? 0);
-    await this.readChainHead();
+    if (this.record.current_hand_id) this.deps.log.warn({ tableId: this.tableId, handId: this.record.current_hand_id }, 'hand abandoned after a restart: the stacks of its start stand');
+    await this.syncDeals();
     await this.reloadSeats();
     this.scheduleDeal();
+  }
+
+  /**
+   * The table's deals as stored become the room's: what a previous room (or a call under this room's
+   * epoch) left committed or in play is abandoned and revealed, the hand number and chain head are
+   * read, and a fresh next deal is committed before it is published.
+   */
+  private async syncDeals(): Promise<void> {
+    const opened = await this.deps.hands.openDeals(this.tableId);
+    this.handNumber = opened.handNumber;
+    this.seeds.setHead(opened.head);
+    this.seeds.forget();
+    await this.revealAbandoned(opened.pending);
+    await this.deps.hands.commitDeal(this.tableId, this.seeds.sealedNext(this.handNumber));
+  }
+
+  /** Abandoned deals of the table revealed, in hand order, each record extending the chain. */
+  private async revealAbandoned(pending: readonly PendingDeal[]): Promise<void> {
+    for (const p of pending) {
+      const { deal, record } = this.seeds.revealAbandoned(p);
+      if (!deal.serverSeed) this.deps.log.error({ tableId: this.tableId, handId: p.handId }, 'abandoned deal: its seal did not open (the dealer key changed); revealed without its seed');
+      this.seeds.extended(await this.deps.hands.revealAbandoned(this.tableId, p.handId, deal, record));
+      this.deps.log.warn({ tableId: this.tableId, handId: p.handId, handNumber: p.handNumber }, 'abandoned deal revealed');
+    }
+  }
+
+  /** The table holds abandoned deals not revealed yet (a hand dropped): revealed now. */
+  private async revealPending(): Promise<void> {
+    const opened = await this.deps.hands.pendingDeals(this.tableId);
+    this.seeds.setHead(opened.head);
+    await this.revealAbandoned(opened.pending);
   }
 
   /**
@@ -326,7 +356,10 @@ export class Room {
       const notice = this.table.notice?.bind(this.table);
       if (this.closed || !notice) return resolve();
       if (this.hand) await this.table.refreshLifecycle?.();
-      if (this.table.phase !== 'playing' && this.hand?.status === 'betting') this.dropHand();
+      if (this.table.phase !== 'playing' && this.hand?.status === 'betting') {
+        this.dropHand();
+        await this.revealPending();
+      }
       if (!this.hand) await this.reloadSeats();
       await this.publish(await notice(event));
       this.broadcastState();
@@ -347,6 +380,7 @@ export class Room {
     if (states.length) await this.deps.lifecycleStates?.(states);
   }
 
+  /** The hand in flight was abandoned unwritten (its start stacks stand): its deal is revealed before the next deal. */
   private dropHand(): void {
     if (this.turnTimer) clearTimeout(this.turnTimer);
     this.turnTimer = null;
@@ -377,13 +411,27 @@ export class Room {
 
   private async deal(): Promise<void> {
     if (this.closed || this.hand?.status === 'betting' || this.plan() === null) return;
-    const handId = `${this.tableId}:${this.handNumber + 1}:${randomUUID().slice(0, 8)}`;
+    // the hand id was drawn with the commitment published for this hand; the deal's write keeps it
+    // sealed with the contributions so far, and commits the next hand's (published after this answer)
+    const handId = this.seeds.nextHandId(this.handNumber);
+    const deals = this.seeds.dealWrite(this.handNumber);
     // the table is ours now: no seat changes until the hand ends; the seats come as they stand (a
     // tournament: its level too, and any move a missed notice did not announce)
     let rows: SeatRow[];
     try {
-      rows = await this.table.deal(handId);
+      rows = await this.table.deal(handId, deals);
     } catch (err) {
+      this.seeds.unstage();
+      // the table's deals are not what the room holds (an abandoned deal to reveal first, or the
+      // committed one abandoned under this room's epoch): the stored ones are revealed, a new one committed
+      if (refusedWith(err, 'game', 'deal_unrevealed') || refusedWith(err, 'game', 'deal_not_committed')) {
+        this.deps.log.warn({ tableId: this.tableId, err: (err as Error).message }, 'deal refused: the table\'s deals synced');
+        if (refusedWith(err, 'game', 'deal_unrevealed')) await this.revealPending();
+        else await this.syncDeals();
+        this.broadcastState();
+        this.scheduleDeal();
+        return;
+      }
       this.deps.log.warn({ tableId: this.tableId, err: (err as Error).message }, 'hand not started');
       return;
     }
@@ -391,14 +439,16 @@ export class Room {
     await this.publish(await this.table.catchUp());
     const plan = this.plan();
     if (!plan) {
-      // nobody left to deal to (they stood up or disconnected meanwhile): no hand, none recorded
+      // nobody left to deal to (they stood up or disconnected meanwhile): no hand, none recorded, and
+      // the committed deal stays the next one
+      this.seeds.unstage();
       await this.deps.hands.release(this.tableId, handId);
       return;
     }
     const st = this.settings;
     this.handNumber += 1;
     // the committed seed with the contributions of the seats dealt in; the next hand's is committed now
-    const deck = this.seeds.deal(handId, this.handNumber, plan.dealtIn);
+    const { deck } = this.seeds.deal(this.handNumber);
     this.hand = startHand({
       handId, seats: plan.seats, button: plan.button, smallBlindSeat: plan.smallBlindSeat, bigBlindSeat: plan.bigBlindSeat,
       smallBlind: st.smallBlind, bigBlind: st.bigBlind, ante: st.ante, deck, rake: st.rake,
@@ -521,6 +571,7 @@ export class Room {
         this.deps.log.warn({ tableId: this.tableId, handId: hand.handId, err: (err as Error).message }, 'hand not written: abandoned meanwhile, the stacks of its start stand');
         this.endAttempts = 0;
         this.dropHand();
+        await this.revealPending();
         await this.reloadSeats();
         this.broadcastState();
         this.scheduleDeal();

@@ -90,7 +90,7 @@ const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/).describe('a SHA-256 digest,
 
 /** What a hand's end reveals of its deal (docs/dealer.md, "A deal anyone can check"). */
 export const dealReveal = z.strictObject({
-  algorithm: z.enum(['sha256-fisher-yates-v1', 'seeded-v1']),
+  algorithm: z.enum(['sha256-fisher-yates-v2', 'sha256-fisher-yates-v1', 'seeded-v1']),
   commitment: sha256Hex,
   serverSeed: z.string().regex(/^([0-9a-f]{2})+$/).describe('the server seed, hex'),
   contributions: z.array(z.strictObject({ seat: index, seed: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/) })),

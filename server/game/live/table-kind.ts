@@ -8,6 +8,7 @@ import type { SignedRecord } from '../hands/hand-record.ts';
 import type { NextHand, Positions, TableSeat } from '../poker/table.ts';
 import type { EndingHand, HandEndAnswer, SeatRow } from '../hands/hands.ts';
 import { handResult, historyJson, type SeatView, type ServerMessageOf, type TournamentState } from './wire.ts';
+import type { SealedDeal } from './deal-seeds.ts';
 
 export type { SeatRow } from '../hands/hands.ts';
 
@@ -82,7 +83,7 @@ export interface TableKind {
   /** The seats as stored (a tournament reads its lifecycle row with them). */
   readSeats(): Promise<SeatRow[]>;
   /** Begins a hand: the seats it is dealt from, read under the table's lock. */
-  deal(handId: string): Promise<SeatRow[]>;
+  deal(handId: string, deals: { deal: SealedDeal; next: SealedDeal }): Promise<SeatRow[]>;
   /** Who the next hand is dealt to (null: no hand now); `watching`: the users connected to the room. */
   plan(seats: readonly Seat[], positions: Positions | null, watching: ReadonlySet<string | null>): NextHand | null;
   /** A turn timed out: true when it counts towards sitting the player out (a cash table). */

@@ -9,6 +9,7 @@ import type { createHands } from '../hands/hands.ts';
 import { toJson, type ServerMessageOf, type TournamentState } from './wire.ts';
 import { LIFECYCLE_STATES, levelOf, myView, storedSng, tournamentWire, type LifecycleState, type StoredSng, type TournamentRow } from '../../tournaments/lifecycle.ts';
 import { endingOf, type Announcement, type EndedHand, type EndOutcome, type HandSettings, type Seat, type SeatRow, type TableKind } from './table-kind.ts';
+import type { SealedDeal } from './deal-seeds.ts';
 
 const LIFECYCLE: readonly string[] = LIFECYCLE_STATES;
 const order = (x: unknown) => LIFECYCLE.indexOf(x as string);
@@ -68,8 +69,8 @@ export class TournamentTable implements TableKind {
     return seats;
   }
 
-  async deal(handId: string): Promise<SeatRow[]> {
-    const seats = await this.hands.deal(this.tableId, handId);
+  async deal(handId: string, deals: { deal: SealedDeal; next: SealedDeal }): Promise<SeatRow[]> {
+    const seats = await this.hands.deal(this.tableId, handId, deals);
     await this.refreshLifecycle();
     return seats;
   }

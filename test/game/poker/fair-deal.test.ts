@@ -6,7 +6,7 @@ import { cardToString } from '../../../server/game/poker/cards.ts';
 import { randomDeck, shuffledDeck } from '../../../server/game/poker/deck.ts';
 import { applyAction, isRefusal, legalActions, startHand, type HandState } from '../../../server/game/poker/engine.ts';
 import {
-  cardsText, combinedSeed, commitmentOf, DEAL_ALGORITHM, dealtFrom, deckOf, SEEDED_ALGORITHM, seededServerSeed, toHex, type Contribution,
+  cardsText, combinedSeed, commitmentOf, DEAL_ALGORITHM, dealtFrom, deckOf, handCommitmentOf, SEEDED_ALGORITHM, seededServerSeed, toHex, type Contribution,
 } from '../../../server/game/poker/fair-deal.ts';
 
 // docs/dealer.md, "Test vectors"
@@ -37,6 +37,26 @@ test('the published test vectors', () => {
   const reveal = { algorithm: DEAL_ALGORITHM, commitment: VECTOR.commitment, serverSeed: toHex(serverSeed), contributions } as const;
   expect(cardsText(deckOf(reveal, handId))).toBe(VECTOR.deck);
   expect(cardsText(deckOf({ ...reveal, contributions: [] }, handId)).slice(0, 20)).toBe(VECTOR.deckWithoutContributions);
+});
+
+// docs/dealer.md, "Test vectors": the v2 commitment names the hand (issue 31)
+test('the v2 commitment: the published vector, the framing written again, and every part of the hand moves it', () => {
+  const hand = { tableId: 'table-1', handNumber: 1, handId: VECTOR.handId };
+  expect(handCommitmentOf(VECTOR.serverSeed, hand)).toBe('1d43b2c0575e3cf95a95fb12ae34716de85aaeaf226aa1f0a7cd3a3ca301cb3b');
+  const framed = (t: string, n: number, h: string) => {
+    const u16 = (b: Buffer) => Buffer.from([b.length >> 8, b.length & 0xff]);
+    const number = Buffer.alloc(4);
+    number.writeUInt32BE(n);
+    return createHash('sha256').update(Buffer.concat([
+      Buffer.from('poker-commit-v2\u0000'), Buffer.from(VECTOR.serverSeed), u16(Buffer.from(t)), Buffer.from(t), number, u16(Buffer.from(h)), Buffer.from(h),
+    ])).digest('hex');
+  };
+  expect(handCommitmentOf(VECTOR.serverSeed, hand)).toBe(framed(hand.tableId, 1, hand.handId));
+  const base = handCommitmentOf(VECTOR.serverSeed, hand);
+  expect(handCommitmentOf(VECTOR.serverSeed, { ...hand, tableId: 'table-2' })).not.toBe(base);
+  expect(handCommitmentOf(VECTOR.serverSeed, { ...hand, handNumber: 2 })).not.toBe(base);
+  expect(handCommitmentOf(VECTOR.serverSeed, { ...hand, handId: 'table-1:1:0a1b2c3e' })).not.toBe(base);
+  expect(DEAL_ALGORITHM).toBe('sha256-fisher-yates-v2');
 });
 
 test('the framing matches the page for random seeds, hands and contributions', () => {

@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { canonicalJson, signerFromPrivateKey } from '../../../server/crypto/signing.ts';
 import { applyAction, isRefusal, legalActions, startHand, type HandState } from '../../../server/game/poker/engine.ts';
-import { commitmentOf, DEAL_ALGORITHM, deckOf, toHex, type DealReveal } from '../../../server/game/poker/fair-deal.ts';
-import { GENESIS, recordOf, recordText, signRecord, type SignedRecord } from '../../../server/game/hands/hand-record.ts';
+import { DEAL_ALGORITHM, deckOf, handCommitmentOf, toHex, type DealHand, type DealReveal } from '../../../server/game/poker/fair-deal.ts';
+import { abandonedRecord, GENESIS, recordOf, recordText, signRecord, type SignedRecord } from '../../../server/game/hands/hand-record.ts';
 import { redactHistory } from '../../../server/game/hands/histories.ts';
 import { verifyChain, verifyHand, type HandView } from '../../../server/game/hands/verify-hand.ts';
 import { historyJson } from '../../../server/game/live/wire.ts';
@@ -36,10 +36,10 @@ function playHand(handId: string, deal: DealReveal, seats: number[], button: num
   return h;
 }
 
-function freshDeal(seats: number[]): DealReveal {
+function freshDeal(seats: number[], hand: DealHand): DealReveal {
   const serverSeed = randomBytes(32);
   const contributions = seats.filter(() => Math.random() < 0.7).map((seat) => ({ seat, seed: randomBytes(12).toString('base64url') }));
-  return { algorithm: DEAL_ALGORITHM, commitment: commitmentOf(serverSeed), serverSeed: toHex(serverSeed), contributions };
+  return { algorithm: DEAL_ALGORITHM, commitment: handCommitmentOf(serverSeed, hand), serverSeed: toHex(serverSeed), contributions };
 }
 
 /** A table's hands, chained and signed, and each as the player at `viewer` sees it. */
@@ -49,7 +49,7 @@ function tableOfHands(count: number, viewer = 0): HandView[] {
   const views: HandView[] = [];
   for (let n = 1; n <= count; n++) {
     const handId = `t1:${n}:${randomBytes(4).toString('hex')}`;
-    const deal = freshDeal(seats);
+    const deal = freshDeal(seats, { tableId: 't1', handNumber: n, handId });
     const hand = playHand(handId, deal, seats, seats[n % seats.length]!);
     const record = signRecord(recordOf(hand, { tableId: 't1', handNumber: n, prev, deal }), signer);
     prev = record.hash;
@@ -94,7 +94,7 @@ test('a changed seed, a changed card, a changed commitment: each caught by its c
   // the seed and its commitment changed together: the deck no longer deals the hand
   const both = clone(view!);
   const other = randomBytes(32);
-  both.deal = { ...both.deal!, serverSeed: toHex(other), commitment: commitmentOf(other) };
+  both.deal = { ...both.deal!, serverSeed: toHex(other), commitment: handCommitmentOf(other, both) };
   expect(verifyHand(both).failed).toBe('cards');
 });
 
@@ -166,6 +166,23 @@ describe('npm run verify:hand, offline on a saved file', () => {
     expect(report.hands).toHaveLength(1);
     expect(report.hands[0]).toMatchObject({ handId: bad[2]!.handId, ok: false, failed: 'cards' });
 
+    // the player's own seed (--seed): mixed in, or FAILED mixed; a v1 deal only with --legacy
+    const mine = views.flatMap((v) => v.deal!.contributions).find(Boolean);
+    if (mine) {
+      const withMine = run(['--file', good, '--key', signer.publicKeyHex, '--seed', mine.seed]);
+      expect(withMine.stdout).toMatch(/ok {5}mixed: your seed is mixed in/);
+    }
+    const notMine = run(['--file', good, views[1]!.handId, '--key', signer.publicKeyHex, '--seed', 'not-my-seed']);
+    expect(notMine.status).toBe(1);
+    expect(notMine.stdout).toMatch(/FAILED \(mixed\)/);
+    const v1 = clone(views[0]!);
+    v1.deal = { ...v1.deal!, algorithm: 'sha256-fisher-yates-v1', commitment: createHash('sha256').update(Buffer.from(v1.deal!.serverSeed, 'hex')).digest('hex') };
+    v1.record = signRecord({ ...JSON.parse(v1.record!.text), deal: v1.deal }, signer);
+    const v1File = join(dir, 'v1.json');
+    writeFileSync(v1File, JSON.stringify([v1]));
+    expect(run(['--file', v1File, '--key', signer.publicKeyHex]).stdout).toMatch(/FAILED commitment: sha256-fisher-yates-v1's commitment does not commit the hand/);
+    expect(run(['--file', v1File, '--key', signer.publicKeyHex, '--legacy']).status).toBe(0);
+
     expect(run([views[0]!.handId]).status).toBe(2); // no POKER_TOKEN, no --file
     expect(run(['--file', good, 'no-such-hand']).status).toBe(2);
     expect(run(['--file', good, '--key', 'xyz']).status).toBe(2);
@@ -199,4 +216,58 @@ test('a rewrite re-signed with the dealer key and re-chained passes every other 
     const verdict = verifyHand(v, signer.publicKeyHex, announced[i]);
     expect(verdict.failed).toBe(i === 0 ? null : 'announced');
   }
+});
+
+describe('issue 31: rake, button, starting stacks, prev and the player\'s own seed', () => {
+  const failedChecks = (v: ReturnType<typeof verifyHand>) => v.checks.filter((c) => !c.ok).map((c) => c.name);
+  /** The hand's record changed by `f`, then re-hashed and re-signed with the dealer's key (only the dealer could). */
+  const resigned = (view: HandView, f: (r: Record<string, any>) => void): HandView => {
+    const v = clone(view);
+    const r = JSON.parse(v.record!.text);
+    f(r);
+    v.record = signRecord(r, signer);
+    return v;
+  };
+
+  test('each tamper fails its own check and no other', () => {
+    const views = tableOfHands(3);
+    const view = views[1]!;
+    const options = { previous: views[0]! };
+    expect(verifyHand(view, signer.publicKeyHex, undefined, options)).toMatchObject({ ok: true });
+    expect(verifyHand(view, signer.publicKeyHex, undefined, options).checks.map((c) => c.name)).toEqual(
+      ['commitment', 'cards', 'record', 'seats', 'button', 'rake', 'signature', 'prev'],
+    );
+    const check = (f: (r: Record<string, any>) => void, extra = {}) => failedChecks(verifyHand(resigned(view, f), signer.publicKeyHex, undefined, { ...options, ...extra }));
+    expect(check((r) => { r.rake = String(BigInt(r.rake) + 1n); })).toEqual(['rake']);
+    expect(check((r) => { r.button = r.button === 0 ? 2 : 0; })).toEqual(['button']);
+    expect(check((r) => { r.seats[0].stack = '499'; })).toEqual(['seats']);
+    expect(check((r) => { r.seats[0].playerId = 'someone-else'; })).toEqual(['seats']);
+    expect(check((r) => { r.prev = GENESIS; })).toEqual(['prev']);
+    // hand 1 must start the chain
+    expect(failedChecks(verifyHand(resigned(views[0]!, (r) => { r.prev = 'f'.repeat(64); }), signer.publicKeyHex))).toEqual(['prev']);
+    // the player's own seed: mixed in, or not
+    const mine = view.deal!.contributions[0];
+    if (mine) expect(verifyHand(view, signer.publicKeyHex, undefined, { seed: mine.seed }).checks.at(-1)).toMatchObject({ name: 'mixed', ok: true });
+    expect(failedChecks(verifyHand(view, signer.publicKeyHex, undefined, { ...options, seed: 'not-my-seed' }))).toEqual(['mixed']);
+  });
+
+  test('an abandoned deal verifies, says no chip moved, and the chain runs across it', () => {
+    const views = tableOfHands(3);
+    // hand 2 abandoned instead: its deal revealed, its record chained to hand 1, hand 3 chained to it
+    const second = views[1]!;
+    const seats = [0, 2, 3, 5].map((seat) => ({ seat, playerId: `player-${seat}`, stack: '500' }));
+    const abandoned = signRecord(abandonedRecord({
+      tableId: 't1', handNumber: 2, handId: second.handId, prev: views[0]!.record!.hash, deal: second.deal!, seats,
+    }), signer);
+    const view2: HandView = { ...second, status: 'abandoned', history: [], record: abandoned };
+    const view3 = resigned(views[2]!, (r) => { r.prev = abandoned.hash; });
+    const chain = [views[0]!, view2, view3];
+    expect(verifyHand(view2, signer.publicKeyHex, undefined, { previous: views[0]! })).toMatchObject({ ok: true });
+    expect(verifyHand(view3, signer.publicKeyHex, undefined, { previous: view2 })).toMatchObject({ ok: true });
+    expect(verifyChain(chain).map((c) => c.ok)).toEqual([true, true]);
+    // an abandoned record that moves chips, or a finished view passed off as abandoned
+    expect(failedChecks(verifyHand(resigned(view2, (r) => { r.stacks[0].stack = '400'; }), signer.publicKeyHex))).toEqual(['rake']);
+    expect(failedChecks(verifyHand(resigned(view2, (r) => { r.rake = '1'; }), signer.publicKeyHex))).toEqual(['rake']);
+    expect(failedChecks(verifyHand({ ...view2, status: 'finished' }, signer.publicKeyHex))).toEqual(['record']);
+  });
 });
