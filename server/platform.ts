@@ -5,6 +5,7 @@ import type { Config, Role } from './config/index.ts';
 import { deploymentEnvironment } from './config/index.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
+import { pinDevelopmentDealerKey } from './game/hands/dealer-key.ts';
 import type { Peers, RoleContext, StartedRole } from './roles/types.ts';
 import { startAuth } from './roles/auth.ts';
 import { startCage } from './roles/cage.ts';
@@ -67,6 +68,12 @@ export async function startPlatform(options: {
     if (!options.databaseUrl) {
       const result = await migrate(databaseUrl, { log: (msg) => log.info({ component: 'migrate' }, msg), roleSecret: config.DB_ROLE_SECRET, seedSwitches: { realMoney: config.REAL_MONEY_ENABLED, environment: deploymentEnvironment(config), testSeeds: config.testAuthPermitted, idleKickSeconds: config.IDLE_KICK_SECONDS } });
       log.info({ applied: result.applied.length, repeatables: result.repeatablesApplied }, 'database migrated');
+    }
+    // outside production the owner pins the game role's own dealer key (its key file), as a migration
+    // would; in production an operator pins it (npm run ops -- dealer-key pin)
+    if (options.roles.includes('game')) {
+      const pinned = await pinDevelopmentDealerKey(databaseUrl, config);
+      if (pinned) log.info({ publicKey: pinned.publicKey, source: pinned.source }, 'development dealer key pinned (its private half stays in that file)');
     }
     const peers: Peers = new Map();
     for (const role of options.roles) {

@@ -1,26 +1,25 @@
-// Job `cage_audit`: the cage's periodic audit (cage.audit_since_checkpoint: the invariants of
-// cage.audit(), reading of the journal only what was written since its last clean run, whose
-// checkpoint it then moves), and a check of every recorded custody release against the arbiter's key
-// (which SQL cannot: server/cage/custody.ts, unverifiedReleases). With payload `{ "full": true }` it
-// runs the full audit instead, in one read-only snapshot. On divergence it emits span
-// `persistence.conservation.cage_divergence` and logs an error; a run that finds a violation moves no
-// checkpoint, so the next one reports it again.
+// Job `cage_audit`: the periodic audit, the one list of checks (server/audit/checks.ts) that
+// `npm run ops -- audit` runs too, so both give one verdict: the cage's sums (cage.audit_since_checkpoint:
+// the invariants of cage.audit(), reading of the journal only what was written since its last clean
+// run), every recorded custody release against the arbiter's key, and the audit of causes (every new
+// hand's signed record against the pinned dealer keys, its chain, its replay, the stacks it moved; every
+// new link of the positions' chains). Each run is recorded (the audit's liveness: GET /health of the
+// admin role); a clean one moves the marks. With payload `{ "full": true }` it reads everything from the
+// start instead and moves nothing. On divergence it emits span `persistence.conservation.cage_divergence`
+// and logs an error; a run that finds a violation moves no mark, so the next one reports it again.
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { Task } from 'graphile-worker';
 import type { Logger } from 'pino';
-import { auditOn, auditSinceCheckpoint } from '../server/cage/ledger.ts';
-import { unverifiedReleases } from '../server/cage/custody.ts';
+import { auditOnce } from '../server/audit/run.ts';
 import { tracer } from '../server/telemetry/index.ts';
 
 export function createCageAuditTask(log: Logger, options: { arbiterPublicKey?: string } = {}): Task {
   return async (payload, helpers) => {
     const full = (payload as { full?: unknown } | null)?.full === true;
-    const violations = [
-      ...(await helpers.withPgClient((client) => (full ? auditOn(client) : auditSinceCheckpoint(client)))),
-      ...(await helpers.withPgClient((client) => unverifiedReleases(client, options.arbiterPublicKey))),
-    ];
+    const { violations, covered, timings } = await helpers.withPgClient((client) =>
+      auditOnce(client, { mode: full ? 'full' : 'periodic', arbiterPublicKey: options.arbiterPublicKey }));
     if (violations.length === 0) {
-      log.debug({ full }, 'cage audit clean');
+      log.debug({ full, hands: covered.hands, links: covered.links, timings }, 'cage audit clean');
       return;
     }
     const invariants = [...new Set(violations.map((v) => v.invariant))].sort();
