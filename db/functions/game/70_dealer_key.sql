@@ -66,3 +66,7 @@ begin
                  from game_private.dealer_public_keys k where k.public_key = lower(p_public_key);
 end;
 $$;
+
+-- Operator acts of the admin role's own routes (POST /api/dealer-keys), not of its read-only GraphQL.
+comment on function game.pin_dealer_key(uuid, text) is E'@behavior -mutationField -queryField -typeField\nAn operator pins a dealer public key (POST /api/dealer-keys).';
+comment on function game.retire_dealer_key(uuid, text) is E'@behavior -mutationField -queryField -typeField\nAn operator retires a dealer public key (POST /api/dealer-keys).';
