@@ -21,7 +21,9 @@ export const stackLinks: AuditCheck = {
     const { rows } = await client.query<LinkRow>('select * from cage.cause_audit_links($1, $2)', [scope.mode === 'full', scope.limit]);
     const violations: Violation[] = [];
     const last = new Map<string, { seq: number; stack: bigint }>();
-    for (const l of rows) {
+    for (const row of rows) {
+      // int8 columns arrive as bigint or text, by the pool: one shape for the details and the marks
+      const l = { ...row, player_id: String(row.player_id), delta: String(row.delta), stack: String(row.stack), chip_balance: String(row.chip_balance) };
       const found = (subject: string, detail: Record<string, unknown>) =>
         violations.push({ invariant: subject.startsWith('hand:') ? 'hand_cause' : 'stack_link', subject, detail: { position: l.player_id, seq: l.seq, event: l.event, ...detail } });
       const prev = last.get(l.player_id) ?? (l.mark_seq === null ? { seq: 0, stack: 0n } : { seq: l.mark_seq, stack: BigInt(l.mark_stack!) });

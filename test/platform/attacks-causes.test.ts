@@ -9,6 +9,12 @@ import { loginUrl } from '../../server/db/roles.ts';
 import { signerFromPrivateKey } from '../../server/crypto/signing.ts';
 import { GENESIS, signRecord, type HandRecord } from '../../server/game/hands/hand-record.ts';
 import { auditOnce } from '../../server/audit/run.ts';
+import { quickAddJob, runOnce } from 'graphile-worker';
+import { createCageAuditTask } from '../../tasks/cage_audit.ts';
+import { workerLogger } from '../../server/worker/logger.ts';
+import { auditLiveness } from '../../server/audit/routes.ts';
+import { captureLogger, type LogLine } from '../helpers/logs.ts';
+import { startTestPlatform } from '../helpers/platform.ts';
 import { fund, userAccount } from '../helpers/cage.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { createTable, creditSeat, openDeposit } from '../helpers/game.ts';
@@ -108,4 +114,68 @@ test('class 2: a hand end written by the game login that moves a victim\'s stack
   expect(again.violations).toEqual(expect.arrayContaining([
     expect.objectContaining({ invariant: 'hand_signature', subject: `hand:${handId2}` }),
   ]));
+});
+
+/** One periodic run of the worker's own `cage_audit` job, as poker_worker; its log lines. */
+async function periodicRun(target: TestDatabase = db): Promise<LogLine[]> {
+  const { log, lines } = captureLogger('debug');
+  const pgPool = target.pool('poker_worker', 2);
+  await quickAddJob({ pgPool }, 'cage_audit', {});
+  await runOnce({ pgPool, logger: workerLogger(log), taskList: { cage_audit: createCageAuditTask(log) } });
+  return lines;
+}
+const key = (v: { invariant: string; subject: string }) => `${v.invariant} ${v.subject}`;
+
+test('class 2: game.finish_hand (a hand end that stores no history) moving a stack is named', async () => {
+  const t = await cashTable();
+  const epoch = await takeTable(t.tableId);
+  const handId = `nohistory-${randomUUID()}`;
+  await game.query('select game.begin_hand($1, $2, $3)', [t.tableId, handId, epoch]);
+  await game.query('select * from game.finish_hand($1, $2, $3, 0, $4)', [t.tableId, handId, JSON.stringify({ [t.victim.playerId]: 0, [t.accomplice.playerId]: 400 }), epoch]);
+  expect((await verdict()).violations).toEqual(expect.arrayContaining([
+    expect.objectContaining({ invariant: 'hand_cause', subject: `hand:${handId}`, detail: expect.objectContaining({ problem: 'a stack changed under a hand that has no history' }) }),
+  ]));
+});
+
+test('one verdict: the periodic job names what ops audit names, keeps its marks, and records the run', async () => {
+  const t = await cashTable();
+  const epoch = await takeTable(t.tableId);
+  const handId = `forged-${randomUUID()}`;
+  await game.query('select game.begin_hand($1, $2, $3)', [t.tableId, handId, epoch]);
+  const forgedAt = performance.now();
+  await endHand(t.tableId, handId, 1, { [t.victim.playerId]: 0, [t.accomplice.playerId]: 400 }, epoch);
+  const lines = await periodicRun();
+  const named = lines.find((l) => l.msg === 'cage divergence: the audit found violations') as (LogLine & { violations: { invariant: string; subject: string }[] }) | undefined;
+  // the figure for the closing note: the forged end to the periodic job naming it, when the job runs
+  // next (at most one period later: CAGE_AUDIT_CRON, every minute by default)
+  // eslint-disable-next-line no-console
+  console.log(`the periodic audit named the forged hand end ${Math.round(performance.now() - forgedAt)} ms after it was written (plus the wait for the next period)`);
+  expect(named?.violations.map(key)).toContain(`hand_cause hand:${handId}`);
+  expect(new Set(named!.violations.map(key))).toEqual(new Set((await verdict()).violations.map(key)));
+  // not clean: no mark moved past the forged hand, so the next run names it again
+  const { rows: [mark] } = await db.owner.query('select hand_number from cage_private.cause_table_marks where table_id = $1', [t.tableId]);
+  expect(mark).toBeUndefined();
+  expect(await auditLiveness(db.owner, 60)).toMatchObject({ lastCleanAt: null });
+  expect((await periodicRun()).some((l) => l.msg === 'cage divergence: the audit found violations')).toBe(true);
+});
+
+test('liveness: a clean periodic run moves the marks; /health of the admin role fails when it is older than three periods', async () => {
+  const clean = await createTestDatabase();
+  try {
+    const lines = await periodicRun(clean);
+    expect(lines.some((l) => l.msg === 'cage audit clean')).toBe(true);
+    expect(await auditLiveness(clean.owner, 60)).toMatchObject({ stale: false, lastCleanAt: expect.any(String) });
+    const admin = await startTestPlatform({ databaseUrl: clean.url, roles: ['admin'], env: { CAGE_AUDIT_CRON: '* * * * *' } });
+    try {
+      const health = async () => { const r = await fetch(`${admin.url('admin')}/health`); return { status: r.status, body: await r.json() as Record<string, unknown> }; };
+      expect(await health()).toMatchObject({ status: 200, body: { ok: true, audit: { stale: false, periodSeconds: 60 } } });
+      // the job stopped three periods and more ago (its rename, a dead worker): /health says so
+      await clean.owner.query("update cage_private.audit_runs set ran_at = ran_at - interval '4 minutes'");
+      expect(await health()).toMatchObject({ status: 503, body: { ok: false, audit: { stale: true, periodSeconds: 60 } } });
+    } finally {
+      await admin.stop();
+    }
+  } finally {
+    await clean.drop();
+  }
 });
