@@ -62,7 +62,7 @@ grant execute on function cage.audit() to poker_worker;
 grant execute on function cage.audit_since_checkpoint() to poker_worker;
 -- ... with the audit of causes (47_cause_audit.sql; server/audit/): what is new since its marks, the
 -- dealer's pinned keys, and the run's end (which moves the marks when clean); its liveness
-grant execute on function cage.cause_audit_hands(boolean, integer), cage.cause_audit_links(boolean, integer),
+grant execute on function cage.cause_audit_hands(boolean, integer), cage.cause_audit_links(boolean, integer), cage.cause_audit_tournaments(boolean),
   cage.audit_dealer_keys(), cage.cause_audit_finish(boolean, integer, jsonb, jsonb, integer, integer), cage.audit_liveness()
   to poker_worker;
 grant select on cage.deposit_intents, cage.withdraw_intents to poker_worker;
@@ -85,7 +85,7 @@ grant select on cage.cage_accounts, cage.cage_entries, cage.cage_ledger, cage.re
 grant execute on function cage.audit() to poker_admin;
 -- an operator's audit (npm run ops -- audit: the admin role's GET /api/audit) runs the same checks,
 -- reading from the marks (or from the start) and moving none; /health shows the liveness
-grant execute on function cage.cause_audit_hands(boolean, integer), cage.cause_audit_links(boolean, integer),
+grant execute on function cage.cause_audit_hands(boolean, integer), cage.cause_audit_links(boolean, integer), cage.cause_audit_tournaments(boolean),
   cage.audit_dealer_keys(), cage.audit_liveness() to poker_admin;
 
 drop policy if exists cage_accounts_read on cage.cage_accounts;

@@ -6,6 +6,7 @@ import { auditOn, auditSinceCheckpoint } from '../cage/ledger.ts';
 import { unverifiedReleases } from '../cage/custody.ts';
 import { handCauses } from './hands.ts';
 import { stackLinks } from './links.ts';
+import { tournamentStacks } from './tournaments.ts';
 import type { AuditCheck } from './types.ts';
 
 /** The cage's sums (cage.audit()): the periodic run reads the journal since its own checkpoint. */
@@ -25,4 +26,5 @@ export const AUDIT_CHECKS: readonly AuditCheck[] = [
   custodyReleases,
   handCauses,
   stackLinks,
+  tournamentStacks,
 ];

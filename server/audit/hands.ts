@@ -199,7 +199,10 @@ export async function checkHands(client: pg.ClientBase, scope: AuditScope, keys:
       table = { tableId: row.table_id, handNumber: Number(row.mark_number ?? -1), hash: row.mark_hash, stacks: { ...row.mark_stacks } };
       tables.set(row.table_id, table);
     }
-    checkHand(row, table, keys, (invariant, detail) => violations.push({ invariant, subject: `hand:${row.hand_id}`, detail: { tableId: row.table_id, handNumber: String(row.hand_number), ...detail } }));
+    checkHand(row, table, keys, (invariant, detail) => {
+      scope.covered.dirty.add(row.table_id);
+      violations.push({ invariant, subject: `hand:${row.hand_id}`, detail: { tableId: row.table_id, handNumber: String(row.hand_number), ...detail } });
+    });
     table.handNumber = Math.max(table.handNumber, Number(row.hand_number));
   }
   scope.covered.hands += rows.length;

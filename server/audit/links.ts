@@ -21,11 +21,15 @@ export const stackLinks: AuditCheck = {
     const { rows } = await client.query<LinkRow>('select * from cage.cause_audit_links($1, $2)', [scope.mode === 'full', scope.limit]);
     const violations: Violation[] = [];
     const last = new Map<string, { seq: number; stack: bigint }>();
+    const dirtyPositions = new Set<string>();
     for (const row of rows) {
       // int8 columns arrive as bigint or text, by the pool: one shape for the details and the marks
       const l = { ...row, player_id: String(row.player_id), delta: String(row.delta), stack: String(row.stack), chip_balance: String(row.chip_balance) };
-      const found = (subject: string, detail: Record<string, unknown>) =>
+      const found = (subject: string, detail: Record<string, unknown>) => {
+        scope.covered.dirty.add(l.table_id);
+        dirtyPositions.add(l.player_id);
         violations.push({ invariant: subject.startsWith('hand:') ? 'hand_cause' : 'stack_link', subject, detail: { position: l.player_id, seq: l.seq, event: l.event, ...detail } });
+      };
       const prev = last.get(l.player_id) ?? (l.mark_seq === null ? { seq: 0, stack: 0n } : { seq: l.mark_seq, stack: BigInt(l.mark_stack!) });
       if (prev.seq === l.seq - 1 && prev.stack + BigInt(l.delta) !== BigInt(l.stack)) {
         found(`position:${l.player_id}`, { problem: 'the link does not follow the one before it', before: prev.stack.toString(), delta: l.delta, stack: l.stack });
@@ -39,7 +43,7 @@ export const stackLinks: AuditCheck = {
       last.set(l.player_id, { seq: l.seq, stack: BigInt(l.stack) });
     }
     scope.covered.links += rows.length;
-    for (const [player, p] of last) scope.covered.positions.push({ player_id: player, seq: p.seq, stack: p.stack.toString() });
+    for (const [player, p] of last) if (!dirtyPositions.has(player)) scope.covered.positions.push({ player_id: player, seq: p.seq, stack: p.stack.toString() });
     return violations;
   },
 };

@@ -1,5 +1,6 @@
 // One run of the audit (checks.ts): every check on the caller's connection, then, for the periodic
-// job, the run recorded and the marks moved when it found nothing (cage.cause_audit_finish). The
+// job, the run recorded and the marks moved (cage.cause_audit_finish): a table's and a position's only
+// when nothing was found there, so a forged hand holds its own table's payouts, not every table's. The
 // hand and link checks read in one REPEATABLE READ READ ONLY snapshot; the cage's sums take their own.
 import type pg from 'pg';
 import { AUDIT_CHECKS } from './checks.ts';
@@ -31,7 +32,7 @@ export async function auditOnce(
   client: pg.ClientBase,
   options: { mode: AuditMode; arbiterPublicKey?: string; limit?: number; checks?: readonly AuditCheck[] },
 ): Promise<AuditRun> {
-  const covered: Covered = { hands: 0, links: 0, tables: [], positions: [] };
+  const covered: Covered = { hands: 0, links: 0, tables: [], positions: [], dirty: new Set() };
   const scope = { mode: options.mode, arbiterPublicKey: options.arbiterPublicKey, limit: options.limit ?? AUDIT_BATCH, covered };
   const violations: Violation[] = [];
   const timings: Record<string, number> = {};
@@ -51,7 +52,8 @@ export async function auditOnce(
   });
   if (options.mode === 'periodic') {
     await client.query('select cage.cause_audit_finish($1, $2, $3, $4, $5, $6)', [
-      violations.length === 0, violations.length, JSON.stringify(covered.tables), JSON.stringify(covered.positions), covered.hands, covered.links,
+      violations.length === 0, violations.length, JSON.stringify(covered.tables.filter((t) => !covered.dirty.has(t.table_id))),
+      JSON.stringify(covered.positions), covered.hands, covered.links,
     ]);
   }
   return { violations, covered, timings };

@@ -31,6 +31,8 @@ export interface Covered {
   links: number;
   tables: { table_id: string; hand_number: number; record_hash: string | null; stacks: Record<string, string> }[];
   positions: { player_id: string; seq: number; stack: string }[];
+  /** Tables where a check found a violation: their marks stay (their payouts wait), the others' move. */
+  dirty: Set<string>;
 }
 
 export interface AuditCheck {

@@ -16,6 +16,8 @@ import { auditLiveness } from '../../server/audit/routes.ts';
 import { captureLogger, type LogLine } from '../helpers/logs.ts';
 import { startTestPlatform } from '../helpers/platform.ts';
 import { fund, userAccount } from '../helpers/cage.ts';
+import { playerGrant } from '../helpers/db.ts';
+import { resolveSngSettings } from '../../server/tournaments/settings.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { createTable, creditSeat, openDeposit } from '../helpers/game.ts';
 
@@ -178,4 +180,36 @@ test('liveness: a clean periodic run moves the marks; /health of the admin role 
   } finally {
     await clean.drop();
   }
+});
+
+const BLINDS = { startingSmallBlind: 10, increaseFactor: 2, levelDurationSeconds: 60, anteStartLevel: null, startingAnte: 0, anteIncreaseFactor: 1 };
+
+test('the bullet "payouts wait for the audit": a Sit-and-Go decided by a forged hand end pays nobody and settles no market', async () => {
+  const tableId = `causes-${randomUUID().slice(0, 8)}`;
+  const settings = resolveSngSettings({ mode: 'sng', seats: 2, entryFee: 100, rakeFee: 10, startingStack: 1000, blindStructure: BLINDS });
+  await db.owner.query("select game.create_table($1, 'poker', $2, 'play', null, null, null, 'sng', 'open')", [tableId, JSON.stringify(settings)]);
+  for (let i = 0; i < 2; i++) {
+    const u = await userAccount(db.owner);
+    await fund(db.owner, u.id, 1000n);
+    await db.owner.query('select * from cage.open_tournament_entry($1, $2, $3, null, 100, 120)', [await playerGrant(db.owner, u.userId), `k-${randomUUID()}`, tableId]);
+  }
+  await db.owner.query("update game.tables set starts_at = now() - interval '1 s' where table_id = $1", [tableId]);
+  const worker = db.pool('poker_worker', 1);
+  const betting = db.pool('poker_betting', 1);
+  await worker.query('select game.tournament_begin_play($1)', [tableId]);
+  expect((await betting.query('select status from betting.sync_market($1)', [tableId])).rows[0].status).toBe('open');
+  const { rows: entries } = await db.owner.query('select id::text from game.table_players where table_id = $1 order by seat_index', [tableId]);
+  const [victim, accomplice] = entries.map((r) => r.id as string);
+  // the game login's own lease, a hand end with no record: the accomplice wins the tournament
+  const epoch = await takeTable(tableId);
+  const handId = `forged-${randomUUID()}`;
+  await game.query('select game.begin_hand($1, $2, $3)', [tableId, handId, epoch]);
+  await endHand(tableId, handId, 1, { [victim!]: 0, [accomplice!]: 2000 }, epoch);
+  expect((await db.owner.query('select tournament_state from game.tables where table_id = $1', [tableId])).rows[0].tournament_state).toBe('ended');
+  // the audit names the hand and keeps the table's mark; the settlement and the market wait for it
+  await periodicRun();
+  expect((await verdict()).violations).toEqual(expect.arrayContaining([expect.objectContaining({ invariant: 'hand_cause', subject: `hand:${handId}` })]));
+  expect((await worker.query('select tournament_state from cage.settle_tournament($1)', [tableId])).rows[0].tournament_state).toBe('ended');
+  expect((await db.owner.query('select count(*)::int as n from cage.payout_intents where table_id = $1', [tableId])).rows[0].n).toBe(0);
+  expect((await betting.query('select status from betting.sync_market($1)', [tableId])).rows[0].status).toBe('closed');
 });

@@ -457,6 +457,7 @@ const REVIEWED: Record<string, string> = {
   'cage.cause_audit_finish(boolean,integer,jsonb,jsonb,integer,integer)': 'records a run; moves the audit\'s marks forward only, to hands and links that exist; moves no chip',
   'cage.cause_audit_hands(boolean,integer)': 'reads finished hands\' records and deals (public once a hand is over)',
   'cage.cause_audit_links(boolean,integer)': 'reads the positions\' chains',
+  'cage.cause_audit_tournaments(boolean)': 'reads the tournaments\' stacks',
   'cage.claim_bet_payout(uuid,text)': 'the player\'s token grant; the amount the betting service recorded for them',
   'cage.credit_unbet(text)': 'bound: the bet row the betting service removed (with the bettor\'s grant), to the stake\'s own bettor',
   'cage.open_bet_stake(uuid,text,text,uuid,bigint)': 'the player\'s token grant, a market taking bets, the real_money switch',

@@ -79,9 +79,10 @@ as $$
    limit p_limit
 $$;
 
--- A periodic run's end: recorded; when clean, the marks move to what it covered (p_tables:
--- [{tableId, handNumber, recordHash, stacks}], p_positions: [{playerId, seq, stack}]). A mark moves
--- only forward, and only to hands and links that exist.
+-- A periodic run's end: recorded (clean or not: the liveness reads the last clean one); the marks of
+-- the tables and positions where it found nothing move to what it covered (p_tables: [{table_id,
+-- hand_number, record_hash, stacks}], p_positions: [{player_id, seq, stack}]). A mark moves only
+-- forward, and only to hands and links that exist.
 create or replace function cage.cause_audit_finish(
   p_clean boolean, p_violations integer, p_tables jsonb, p_positions jsonb, p_hands integer, p_links integer
 ) returns timestamptz
@@ -91,11 +92,12 @@ as $$
 declare
   v_at timestamptz;
 begin
-  if p_clean and coalesce(p_violations, 0) = 0 then
+  if p_clean is not null then
     insert into cage_private.cause_table_marks as m (table_id, hand_number, record_hash, stacks)
     select x.table_id, x.hand_number, x.record_hash, coalesce(x.stacks, '{}')
       from jsonb_to_recordset(coalesce(p_tables, '[]')) as x (table_id text, hand_number bigint, record_hash text, stacks jsonb)
-     where exists (select from game.hand_histories h where h.table_id = x.table_id and h.hand_number = x.hand_number)
+     where (x.hand_number = -1 and not exists (select from game.hand_histories h where h.table_id = x.table_id and h.status = 'finished'))
+        or exists (select from game.hand_histories h where h.table_id = x.table_id and h.hand_number = x.hand_number)
     on conflict (table_id) do update set hand_number = excluded.hand_number, record_hash = excluded.record_hash,
                                          stacks = excluded.stacks, audited_at = now()
      where m.hand_number < excluded.hand_number;
@@ -125,14 +127,15 @@ as $$
     left join lateral (select r.ran_at, r.clean from cage_private.audit_runs r order by r.id desc limit 1) r on true
 $$;
 
--- Whether the audit of causes has covered every finished hand of a table (its mark is at the table's
--- last finished hand): tournament payouts and bet settlements wait for it.
+-- Whether the audit of causes has covered a table: it has a mark (a run found nothing there) and the
+-- mark is at the table's last finished hand. Tournament payouts and bet settlements wait for it.
 create or replace function cage_private.hands_audited(p_table_id text) returns boolean
   language sql stable
   set search_path = pg_catalog, pg_temp
 as $$
-  select coalesce((select m.hand_number from cage_private.cause_table_marks m where m.table_id = p_table_id), -1)
-         >= coalesce((select max(h.hand_number) from game.hand_histories h where h.table_id = p_table_id and h.status = 'finished'), -1)
+  select coalesce((select m.hand_number from cage_private.cause_table_marks m where m.table_id = p_table_id)
+                  >= coalesce((select max(h.hand_number) from game.hand_histories h where h.table_id = p_table_id and h.status = 'finished'), -1),
+                  false)
 $$;
 
 -- The dealer's pinned keys, as the audit reads them (the same rows as game.dealer_public_keys()).
@@ -142,4 +145,22 @@ create or replace function cage.audit_dealer_keys()
   set search_path = pg_catalog, pg_temp
 as $$
   select k.public_key, k.pinned_at, k.retired_at from game_private.dealer_public_keys k order by k.pinned_at, k.public_key
+$$;
+
+-- The tournaments whose stacks the hands decide (playing, ended, settling): per table, its starting
+-- stack, its mark, its last finished hand and every entry's tournament stack now. A stack that no
+-- hand the audit read ended with (a stack written by no hand at all) is the tournament check's to name.
+create or replace function cage.cause_audit_tournaments(p_from_start boolean)
+  returns table (table_id text, starting_stack text, mark_number bigint, mark_hash text, mark_stacks jsonb, last_hand bigint, now_stacks jsonb)
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select t.table_id, t.settings ->> 'startingStack', m.hand_number, m.record_hash, coalesce(m.stacks, '{}'),
+         (select max(h.hand_number) from game.hand_histories h where h.table_id = t.table_id and h.status = 'finished'),
+         (select coalesce(jsonb_object_agg(p.id::text, coalesce(p.tournament_stack, 0)::text), '{}')
+            from game.table_players p where p.table_id = t.table_id and p.entry_state = 'paid' and p.status <> 'closed')
+    from game.tables t
+    left join cage_private.cause_table_marks m on m.table_id = t.table_id and not p_from_start
+   where t.mode = 'sng' and t.tournament_state in ('playing', 'ended', 'settling')
+   order by t.table_id
 $$;
