@@ -26,15 +26,19 @@ as $$
       from game.tables t
       left join cage_private.cause_table_marks m on m.table_id = t.table_id and not p_from_start
   ), picked as (
+    -- each table's oldest hands first, taken in turns (every table's first, then every table's
+    -- second, ...): whatever the limit cuts, each table keeps a prefix of its hands, so its mark can
+    -- move to the last one read
     select k.*, h.*
       from marked k
       cross join lateral (
-        select h.hand_id, h.hand_number, h.status, h.ended_at, h.deal, h.record, h.record_hash, h.record_signature, h.dealer_key, h.history
+        select h.hand_id, h.hand_number, h.status, h.ended_at, h.deal, h.record, h.record_hash, h.record_signature, h.dealer_key, h.history,
+               row_number() over (order by h.hand_number, h.hand_id) as turn
           from game.hand_histories h
          where h.table_id = k.table_id and h.hand_number > coalesce(k.mark_number, -1)
          order by h.hand_number, h.hand_id
          limit p_limit) h
-     order by h.ended_at, k.table_id, h.hand_number
+     order by h.turn, k.table_id
      limit p_limit
   )
   select p.table_id, p.mode, p.settings, p.mark_number, p.mark_hash, p.mark_stacks,
@@ -56,7 +60,7 @@ as $$
          (select coalesce(jsonb_object_agg(tp.id::text, coalesce(tp.tournament_stack, 0)::text), '{}')
             from game.table_players tp where tp.table_id = p.table_id and tp.status <> 'closed' and p.mode <> 'cash')
     from picked p
-   order by p.ended_at, p.table_id, p.hand_number
+   order by p.table_id, p.hand_number, p.hand_id
 $$;
 
 -- The links of the positions' chains after each position's mark (every link with p_from_start), at
@@ -64,12 +68,12 @@ $$;
 create or replace function cage.cause_audit_links(p_from_start boolean, p_limit integer)
   returns table (
     player_id bigint, table_id text, mark_seq integer, mark_stack bigint, seq integer, event text, delta bigint, stack bigint,
-    ref_id text, hand_table text, hand_status text, chip_balance bigint, chain_length integer
+    ref_id text, hand_table text, hand_status text, chip_balance bigint, chain_length integer, position_status text
   )
   language sql stable security definer
   set search_path = pg_catalog, pg_temp
 as $$
-  select p.id, p.table_id, m.seq, m.stack, l.seq, l.event, l.delta, l.stack, l.ref_id, h.table_id, h.status, p.chip_balance, p.chain_length
+  select p.id, p.table_id, m.seq, m.stack, l.seq, l.event, l.delta, l.stack, l.ref_id, h.table_id, h.status, p.chip_balance, p.chain_length, p.status
     from game.table_players p
     left join cage_private.cause_position_marks m on m.player_id = p.id and not p_from_start
     join game.position_links l on l.player_id = p.id and l.seq > coalesce(m.seq, 0)

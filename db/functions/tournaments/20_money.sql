@@ -267,11 +267,11 @@ begin
     return v_table;
   end if;
   -- the places were decided by hands: nothing is paid before the audit of causes has covered every
-  -- one of them (issue 31; cage_private.hands_audited). Until then: an audit soon, this job again later.
+  -- one of them (issue 31; cage_private.hands_audited). Until then: an audit soon, this job again in 5 s.
   if not cage_private.hands_audited(p_table_id) then
     perform graphile_worker.add_job('cage_audit', '{}'::json, job_key => 'cage_audit:settle');
     perform graphile_worker.add_job('tournament_settle', json_build_object('tableId', p_table_id),
-      job_key => game_private.tournament_job_key(p_table_id, 'settle'), run_at => now() + interval '2 seconds', max_attempts => 1000);
+      job_key => game_private.tournament_job_key(p_table_id, 'settle'), run_at => now() + interval '5 seconds', max_attempts => 1000);
     return v_table;
   end if;
   insert into cage.payout_intents (table_id, position, user_id, amount, money_kind, ref_id)
