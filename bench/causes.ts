@@ -91,7 +91,7 @@ async function audited(owner: pg.Client, mode: 'full' | 'periodic') {
   const started = performance.now();
   const run = await auditOnce(owner, { mode, checks: [handCauses, stackLinks] });
   if (run.violations.length) throw new Error(`the audit found ${run.violations.length} violations: ${JSON.stringify(run.violations.slice(0, 3))}`);
-  return { ms: performance.now() - started, hands: run.covered.hands };
+  return { ms: performance.now() - started, hands: run.covered.hands, timings: { ...run.timings, 'hand read (SQL)': run.covered.readMs ?? 0 } };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -121,6 +121,8 @@ export default async function causes(args: string[]): Promise<number> {
     }
     console.log(`baseline (signature checks only)   ${median(base).toFixed(1)} ms per 1,000 hands`);
     console.log(`audit of causes, hands + links     ${median(full).toFixed(1)} ms per 1,000 hands (${(median(full) / median(base)).toFixed(1)}x the baseline)`);
+    const last = await audited(owner, 'full');
+    console.log(`  of which (ms, ${last.hands} hands): ${Object.entries(last.timings).map(([k, v]) => `${k} ${Math.round(v)}`).join(', ')}`);
     await audited(owner, 'periodic');
     for (let i = 0; i < flags.new; i++) await playHand(owner, table, signer);
     const periodic = await audited(owner, 'periodic');

@@ -33,6 +33,8 @@ export interface Covered {
   positions: { player_id: string; seq: number; stack: string }[];
   /** Tables where a check found a violation: their marks stay (their payouts wait), the others' move. */
   dirty: Set<string>;
+  /** Time spent reading hands from the database (ms), of the hand check's total. */
+  readMs?: number;
 }
 
 export interface AuditCheck {

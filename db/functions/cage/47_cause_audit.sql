@@ -45,7 +45,9 @@ as $$
          p.hand_id, p.hand_number, p.status, p.ended_at,
          p.ended_at < (select s.records_since from cage_private.cause_audit_settings s),
          p.deal, p.record, p.record_hash, p.record_signature, p.dealer_key,
-         (select e from jsonb_array_elements(p.history) e where e ->> 'type' = 'hand_started' limit 1),
+         -- the engine's first event (read without unpacking the whole history)
+         case when p.history -> 0 ->> 'type' = 'hand_started' then p.history -> 0
+              else (select e from jsonb_array_elements(p.history) e where e ->> 'type' = 'hand_started' limit 1) end,
          (select coalesce(jsonb_object_agg(l.player_id::text, jsonb_build_object('delta', l.delta::text, 'stack', l.stack::text)), '{}')
             from game.position_links l where l.ref_id = p.hand_id and l.event = 'hand'),
          case when p.record is not null and p.mode = 'cash' then
