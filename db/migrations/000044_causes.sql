@@ -54,7 +54,10 @@ create table cage_private.audit_runs (
   clean boolean not null,
   violations integer not null,
   hands_read integer not null,
-  links_read integer not null
+  links_read integer not null,
+  -- where the run left the checkpoints: the cage journal's (its last covered entry), and how many
+  -- tables and positions it moved the marks of
+  checkpoint jsonb not null default '{}'
 );
 create index audit_runs_clean_periodic_idx on cage_private.audit_runs (ran_at desc) where periodic and clean;
 alter table cage_private.cause_table_marks enable row level security;

@@ -167,6 +167,9 @@ test('liveness: a clean periodic run moves the marks; /health of the admin role 
     const lines = await periodicRun(clean);
     expect(lines.some((l) => l.msg === 'cage audit clean')).toBe(true);
     expect(await auditLiveness(clean.owner, 60)).toMatchObject({ stale: false, lastCleanAt: expect.any(String) });
+    // the run is recorded with where it left the checkpoints
+    const { rows: [run] } = await clean.owner.query('select clean, periodic, checkpoint from cage_private.audit_runs order by id desc limit 1');
+    expect(run).toMatchObject({ clean: true, periodic: true, checkpoint: { cageEntryId: expect.anything(), tables: expect.any(Number), positions: expect.any(Number) } });
     const admin = await startTestPlatform({ databaseUrl: clean.url, roles: ['admin'], env: { CAGE_AUDIT_CRON: '* * * * *' } });
     try {
       const health = async () => { const r = await fetch(`${admin.url('admin')}/health`); return { status: r.status, body: await r.json() as Record<string, unknown> }; };

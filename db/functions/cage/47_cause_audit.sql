@@ -114,8 +114,10 @@ begin
     on conflict (player_id) do update set seq = excluded.seq, stack = excluded.stack
      where m.seq < excluded.seq;
   end if;
-  insert into cage_private.audit_runs (periodic, clean, violations, hands_read, links_read)
-  values (true, p_clean and coalesce(p_violations, 0) = 0, coalesce(p_violations, 0), coalesce(p_hands, 0), coalesce(p_links, 0))
+  insert into cage_private.audit_runs (periodic, clean, violations, hands_read, links_read, checkpoint)
+  values (true, p_clean and coalesce(p_violations, 0) = 0, coalesce(p_violations, 0), coalesce(p_hands, 0), coalesce(p_links, 0),
+          jsonb_build_object('cageEntryId', (select c.entry_id from cage_private.audit_checkpoint c),
+                             'tables', jsonb_array_length(coalesce(p_tables, '[]')), 'positions', jsonb_array_length(coalesce(p_positions, '[]'))))
   returning ran_at into v_at;
   return v_at;
 end;
