@@ -8,6 +8,7 @@ import { migrate } from './db/migrate.ts';
 import { pinDevelopmentKeys } from './crypto/pins.ts';
 import { developmentKeyDir } from './crypto/key-files.ts';
 import { loadMailKey, pinMailKey } from './worker/mail-key.ts';
+import { pinDevelopmentDealerKey } from './game/hands/dealer-key.ts';
 import type { Peers, RoleContext, StartedRole } from './roles/types.ts';
 import { startAuth } from './roles/auth.ts';
 import { startCage } from './roles/cage.ts';
@@ -81,6 +82,12 @@ export async function startPlatform(options: {
     }
     if (config.NODE_ENV !== 'production' && options.roles.some((r) => r === 'auth' || r === 'cage')) {
       log.info({ keyDir: developmentKeyDir(config.PG_DATA_DIR) }, 'development keys: an unset key variable uses its file in this folder (0600)');
+    }
+    // outside production the owner pins the game role's own dealer key (its key file), as a migration
+    // would; in production an operator pins it (npm run ops -- dealer-key pin)
+    if (options.roles.includes('game')) {
+      const pinned = await pinDevelopmentDealerKey(databaseUrl, config);
+      if (pinned) log.info({ publicKey: pinned.publicKey, source: pinned.source }, 'development dealer key pinned (its private half stays in that file)');
     }
     const peers: Peers = new Map();
     for (const role of options.roles) {

@@ -75,7 +75,8 @@ export function createTournamentSettleTask({ pool, log }: TimerDeps): Task {
     const p = parsed(tablePayload, raw, log, 'tournament_settle');
     if (!p) return;
     const { rows } = await pool.query<{ tournament_state: string }>('select tournament_state from cage.settle_tournament($1)', [p.tableId]);
-    log.info({ tableId: p.tableId, state: rows[0]?.tournament_state }, 'tournament settlement began');
+    if (rows[0]?.tournament_state === 'ended') log.info({ tableId: p.tableId }, 'tournament settlement waits for the audit of its hands');
+    else log.info({ tableId: p.tableId, state: rows[0]?.tournament_state }, 'tournament settlement began');
   };
 }
 

@@ -59,6 +59,11 @@ grant execute on function
 grant execute on function cage.audit() to poker_worker;
 -- ... and the periodic audit, which reads what changed since its checkpoint and moves it (45_audit_checkpoint.sql)
 grant execute on function cage.audit_since_checkpoint() to poker_worker;
+-- ... with the audit of causes (47_cause_audit.sql; server/audit/): what is new since its marks, the
+-- dealer's pinned keys, and the run's end (which moves the marks when clean); its liveness
+grant execute on function cage.cause_audit_hands(boolean, integer), cage.cause_audit_links(boolean, integer), cage.cause_audit_tournaments(boolean),
+  cage.audit_dealer_keys(), cage.cause_audit_finish(boolean, integer, jsonb, jsonb, integer, integer), cage.audit_liveness()
+  to poker_worker;
 grant select on cage.deposit_intents, cage.withdraw_intents to poker_worker;
 grant execute on function cage.confirm_deposit(text), cage.fail_deposit(text, text), cage.mark_withdrawal_settled(text)
   to poker_worker;
@@ -77,6 +82,10 @@ grant select on cage.cage_accounts, cage.cage_entries, cage.cage_ledger, cage.re
   cage.operator_acts, cage.manual_corrections, cage.switches, cage.table_escapes, cage.custody_disputes, cage.custody_releases
   to poker_admin, poker_anonymous;
 grant execute on function cage.audit() to poker_admin;
+-- an operator's audit (npm run ops -- audit: the admin role's GET /api/audit) runs the same checks,
+-- reading from the marks (or from the start) and moving none; /health shows the liveness
+grant execute on function cage.cause_audit_hands(boolean, integer), cage.cause_audit_links(boolean, integer), cage.cause_audit_tournaments(boolean),
+  cage.audit_dealer_keys(), cage.audit_liveness() to poker_admin;
 
 drop policy if exists cage_accounts_read on cage.cage_accounts;
 create policy cage_accounts_read on cage.cage_accounts for select to poker_cage, poker_admin using (true);

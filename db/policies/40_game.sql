@@ -36,8 +36,12 @@ grant execute on function
   game.renew_leases(text[], bigint[], integer),
   game.release_lease(text, bigint),
   game.recover_interrupted_hands(),
-  game.dealer_private_key(bytea)
+  -- the dealer's pinned public keys (the private key is the game process's own, never the database's)
+  game.dealer_public_keys()
   to poker_game;
+-- pinning and retiring a dealer key: an operator act (the admin role's POST /api/dealer-keys, under the
+-- operator's live session); never the game login's
+grant execute on function game.dealer_public_keys(), game.pin_dealer_key(uuid, text), game.retire_dealer_key(uuid, text) to poker_admin;
 
 grant execute on function game.create_table(text, text, jsonb, text, uuid, integer, integer, text, text) to poker_cage;
 -- Operator acts behind the cage's operator routes (a live admin session each): freezing a table and

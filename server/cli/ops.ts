@@ -32,7 +32,7 @@ function helpText(): string {
     '  http://$HOST:$PORT, $GAME_PORT, $CAGE_PORT, $ADMIN_PORT as `npm start` prints them (.env is read).',
     'output: readable lines; --json prints the platform\'s answer as JSON.',
     'exit codes: 0 done, 1 refused by the platform (its error code printed) or a role unreachable,',
-    '  2 usage or configuration, 3 the audit found violations.',
+    '  2 usage or configuration, 3 the audit found violations, 4 its last clean periodic run is older than three periods.',
   ].join('\n');
 }
 

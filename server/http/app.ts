@@ -25,6 +25,8 @@ export interface AppOptions {
    * app serves its OpenAPI 3.1 document at GET /openapi.json (/health and /openapi.json included).
    */
   api?: { role: string; routes: readonly RouteContract[] };
+  /** More of /health (the admin role: the audit's liveness); `ok: false` answers 503. */
+  health?: () => Promise<{ ok: boolean } & Record<string, unknown>>;
 }
 
 /** The contracts of the routes createApp itself mounts. */
@@ -46,7 +48,9 @@ export async function createApp(options: AppOptions): Promise<Express> {
     const started = performance.now();
     try {
       await options.pool.query('select 1');
-      res.json({ ok: true, latency: Math.round((performance.now() - started) * 100) / 100 });
+      const latency = Math.round((performance.now() - started) * 100) / 100;
+      const more = options.health ? await options.health() : { ok: true };
+      res.status(more.ok ? 200 : 503).json({ ...more, latency });
     } catch (err) {
       options.log.warn({ err: (err as Error).message }, 'health: database unreachable');
       res.status(503).json({ ok: false, error: 'database_unreachable' });

@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
+import type pg from 'pg';
 import { z } from 'zod';
 import type { Logger } from 'pino';
 import { postgraphile } from 'postgraphile';
@@ -25,6 +26,7 @@ import type { Config } from '../config/index.ts';
 import type { RoleContext, StartedRole } from './types.ts';
 import { judge, type QueryLimits } from '../admin/limits.ts';
 import { describeRoute } from '../http/openapi.ts';
+import { auditLiveness, auditRoutes, cronPeriodSeconds, installAuditRoutes } from '../audit/routes.ts';
 
 export const ADMIN_SCHEMAS = ['cage', 'game', 'claims'];
 
@@ -151,11 +153,9 @@ function maskErrorWith(log: Logger) {
   };
 }
 
-export async function startAdmin({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
-  const roleLog = log.child({ role: 'admin' });
-  // Connections start as poker_anonymous; each request switches (SET LOCAL) to the role it earned.
-  const pool = createRolePool(databaseUrl, 'poker_anonymous', { max: 10, applicationName: 'admin', secret: config.DB_ROLE_SECRET });
-  const preset: GraphileConfig.Preset = {
+/** PostGraphile's preset for the admin GraphQL: read-only, each request as the role it earned. */
+function adminPreset(config: Config, pool: pg.Pool, roleLog: Logger): GraphileConfig.Preset {
+  return {
     extends: [PostGraphileAmberPreset],
     plugins: [AdminValidationPlugin],
     disablePlugins: ['PgMutationCreatePlugin', 'PgMutationUpdateDeletePlugin'],
@@ -184,7 +184,30 @@ export async function startAdmin({ config, databaseUrl, log, peers }: RoleContex
       maxPlanningDepth: config.ADMIN_GRAPHQL_MAX_DEPTH * 6,
     },
   };
-  const pgl = postgraphile(preset);
+}
+
+/** /health of the admin role: the audit's liveness (issue 31): not ok when its last clean periodic run is older than three periods. */
+async function auditHealth(pool: pg.Pool, cron: string, startedAt: Date) {
+  const client = await pool.connect();
+  try {
+    await client.query('begin read only');
+    await client.query('set local role poker_admin');
+    const audit = await auditLiveness(client, cronPeriodSeconds(cron), startedAt);
+    await client.query('commit');
+    return { ok: !audit.stale, audit };
+  } catch (err) {
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+export async function startAdmin({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
+  const roleLog = log.child({ role: 'admin' });
+  // Connections start as poker_anonymous; each request switches (SET LOCAL) to the role it earned.
+  const pool = createRolePool(databaseUrl, 'poker_anonymous', { max: 10, applicationName: 'admin', secret: config.DB_ROLE_SECRET });
+  const pgl = postgraphile(adminPreset(config, pool, roleLog));
   const release = async () => {
     try {
       await pgl.release();
@@ -193,15 +216,19 @@ export async function startAdmin({ config, databaseUrl, log, peers }: RoleContex
     }
   };
   let http, app;
+  const startedAt = new Date();
+  const jwt = lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') });
   try {
     const serv = pgl.createServ(grafserv);
     app = await createApp({
       log: roleLog,
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
-      api: { role: 'admin', routes: adminRoutes },
+      api: { role: 'admin', routes: [...adminRoutes, ...auditRoutes] },
+      health: () => auditHealth(pool, config.CAGE_AUDIT_CRON, startedAt),
       routes: (app) => {
-        app.all('/graphql', graphqlGate(config, lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') }), roleLog));
+        installAuditRoutes(app, { pool, jwt, auditCron: config.CAGE_AUDIT_CRON, startedAt });
+        app.all('/graphql', graphqlGate(config, jwt, roleLog));
         return serv.addTo(app, null, false);
       },
     });

@@ -10,7 +10,7 @@ import { createServiceClient } from '../http/service-client.ts';
 import type { RoleContext, StartedRole } from './types.ts';
 import { authIssuer, deploymentEnvironment } from '../config/index.ts';
 import { lazyJwtVerifier } from '../http/jwt.ts';
-import { dealerKeyRoutes, installDealerKeyRoute, loadDealerSigner } from '../game/hands/dealer-key.ts';
+import { dealerKeyRoutes, installDealerKeyRoute, loadDealerSigner, requirePinned } from '../game/hands/dealer-key.ts';
 import { installHandHistoryRoutes } from '../game/hands/histories.ts';
 import { installAgentRoutes } from '../game/agents/routes.ts';
 import { installTournamentRoutes } from '../tournaments/routes.ts';
@@ -90,15 +90,27 @@ async function announceUrl(gameProcess: GameProcess, ownerUrl: string | null, ur
   }
 }
 
+/**
+ * The dealer's key: the process's own (GAME_DEALER_KEY, or outside production its key file), and
+ * pinned in the database (an operator's act; the development start pins its own): else no start.
+ */
+async function pinnedDealer(config: RoleContext['config'], pool: pg.Pool, roleLog: Logger) {
+  try {
+    const { signer, source } = await loadDealerSigner(config);
+    await requirePinned(pool, signer.publicKeyHex);
+    roleLog.info({ publicKey: signer.publicKeyHex, source }, 'dealer key loaded (pinned)');
+    return signer;
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
+}
+
 export async function startGame({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
   const roleLog = log.child({ role: 'game' });
   const pool = createRolePool(databaseUrl, 'poker_game', { max: 20, applicationName: 'game', secret: config.DB_ROLE_SECRET });
   const { bank } = peerClients(config, peers);
-  // the dealer's key, kept in the database unless configured: every game process signs with the same one
-  const dealer = await loadDealerSigner(pool, config.GAME_DEALER_KEY).catch(async (err: unknown) => {
-    await pool.end();
-    throw err;
-  });
+  const dealer = await pinnedDealer(config, pool, roleLog);
   const listsItself = config.NODE_ENV !== 'production', gameProcess = await startPresence(config, databaseUrl, pool, roleLog).catch(async (err: unknown) => {
     await pool.end();
     throw err;
@@ -134,7 +146,7 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
         });
         installAgentRoutes(app, { pool, log: roleLog, jwt, board });
         installHandHistoryRoutes(app, { pool, jwt });
-        installDealerKeyRoute(app, dealer);
+        installDealerKeyRoute(app, { signer: dealer, pool });
         installTournamentRoutes(app, {
           pool, log: roleLog, serviceKey: config.SERVICE_KEY, requireAdmin: jwt.requireAdmin,
           loadRoom: (tableId) => live.registry.room(tableId),

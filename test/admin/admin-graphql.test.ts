@@ -267,7 +267,8 @@ describe('the HTTP surface', () => {
     const res = await fetch(`${admin}/health`);
     expect(res.status).toBe(200);
     const body = (await res.json()) as { ok: boolean; latency: number };
-    expect(body).toEqual({ ok: true, latency: expect.any(Number) });
+    // and the audit's liveness (issue 31): the last clean periodic run, not older than three periods
+    expect(body).toEqual({ ok: true, latency: expect.any(Number), audit: expect.objectContaining({ stale: false, periodSeconds: expect.any(Number) }) });
     expect(body.latency).toBeGreaterThanOrEqual(0);
   });
 

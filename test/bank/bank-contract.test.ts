@@ -15,6 +15,7 @@ import type { Hex } from 'viem';
 import { createChainBankChain } from '../../server/chain/evm.ts';
 import { expectCleanAudit } from '../helpers/cage.ts';
 import { satOutSince } from '../helpers/game.ts';
+import { markHandsAudited } from '../helpers/tournament.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { call, POKER_SETTINGS, startMoneyPlatform } from '../helpers/money.ts';
 import { TEST_SERVICE_KEY } from '../helpers/platform.ts';
@@ -204,6 +205,7 @@ describe.each([['cage', cage], ['chain-bank', chain]] as const)('the bank interf
                 elimination_order = case when user_id = $2 then 1 else 2 end, tie_place = case when user_id = $2 then 1 else 2 end
           where table_id = $1 and status <> 'closed'`, [tableId, a.userId]);
       await db.owner.query("update game.tables set tournament_state = 'ended', ended_at = now(), current_hand_id = null where table_id = $1", [tableId]);
+      await markHandsAudited(db.owner, tableId);
       await db.owner.query('select cage.settle_tournament($1)', [tableId]);
       // (100 - 10) x 2 = 180 to the one paid place (round(2 x 30%) = 1)
       const payout = (body: Record<string, unknown>, headers: Record<string, string> = { 'x-service-key': TEST_SERVICE_KEY }) =>

@@ -15,6 +15,7 @@ import { createChainBankChain } from '../../server/chain/evm.ts';
 import { bridgedUser } from '../helpers/auth.ts';
 import { fundedWallet, inAnHour, permitDeposit, type LocalChain } from '../helpers/chain-bank.ts';
 import { expectCleanAudit } from '../helpers/cage.ts';
+import { markHandsAudited } from '../helpers/tournament.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { liveClient, prng, until, type LiveClient, type LivePlayer, type Msg } from '../helpers/live.ts';
 import { call } from '../helpers/money.ts';
@@ -112,6 +113,7 @@ async function endedWithPayoutJobLost(tableId: string, winner: ChainPlayer) {
   try {
     await client.query('begin');
     await client.query("update game.tables set tournament_state = 'ended', ended_at = now(), current_hand_id = null where table_id = $1", [tableId]);
+    await markHandsAudited(client, tableId);
     await client.query('select cage.settle_tournament($1)', [tableId]);
     await client.query('select graphile_worker.remove_job($1)', [`payout:${tableId}:1`]);
     await client.query('commit');

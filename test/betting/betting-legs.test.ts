@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { expectCleanAudit } from '../helpers/cage.ts';
+import { markHandsAudited } from '../helpers/tournament.ts';
 import { createTestDatabase, playerGrant, type TestDatabase } from '../helpers/db.ts';
 import { until } from '../helpers/live.ts';
 import { call, moneyClient, AUTH_SECRET, ISSUER } from '../helpers/money.ts';
@@ -74,6 +75,7 @@ async function endWithWinner(tableId: string, winner: string) {
             elimination_order = case when user_id = $2 then 1 else 2 end, tie_place = case when user_id = $2 then 1 else 2 end
       where table_id = $1 and status <> 'closed'`, [tableId, winner]);
   await db.owner.query("update game.tables set tournament_state = 'ended', ended_at = now(), current_hand_id = null where table_id = $1", [tableId]);
+  await markHandsAudited(db.owner, tableId);
 }
 
 const stake = (p: Player, body: Record<string, unknown>, key: string = randomUUID()) =>

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import WebSocket from 'ws';
 import { loadDealerSigner } from '../../server/game/hands/dealer-key.ts';
+import { auditOnce } from '../../server/audit/run.ts';
 import { GENESIS, signRecord } from '../../server/game/hands/hand-record.ts';
 import { fromHex, handCommitmentOf } from '../../server/game/poker/fair-deal.ts';
 import { verifyChain, verifyHand, type HandView } from '../../server/game/hands/verify-hand.ts';
@@ -233,9 +234,20 @@ test('1,000 live-dealt hands verify from the players\' own view; the chain links
   // each hand against the one before it (the first's fetched from the player's own list of the table's hands)
   expect(ok.stdout.match(/ok {5}prev: follows hand/g)).toHaveLength(3);
 
+  // the audit of causes (issue 31) replays every live hand from its record and finds each stack's cause
+  const audited = await db.owner.connect().then(async (c) => {
+    try {
+      return await auditOnce(c, { mode: 'full' });
+    } finally {
+      c.release();
+    }
+  });
+  expect(audited.violations).toEqual([]);
+  expect(audited.covered.hands).toBeGreaterThanOrEqual(1000);
+
   // a rewrite with the dealer's own key (the record re-chained to another prev, re-signed, its hash
   // updated): every check but the one against what hand_result announced passes
-  const dealer = await loadDealerSigner(db.pool('poker_game', 1));
+  const { signer: dealer } = await loadDealerSigner({ NODE_ENV: 'test', PG_DATA_DIR: process.env.PG_DATA_DIR ?? '.data/postgres' });
   const { rows: [stored] } = await db.owner.query('select record from game.hand_histories where hand_id = $1', [some[0]]);
   const forged = signRecord({ ...JSON.parse(stored.record), prev: GENESIS }, dealer);
   await db.owner.query('update game.hand_histories set record = $2, record_hash = $3, record_signature = $4 where hand_id = $1',

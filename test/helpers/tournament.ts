@@ -111,3 +111,16 @@ export function tournamentPlatform(serviceName: string) {
   });
   return ctx;
 }
+
+/**
+ * For tests that decide a tournament without dealt hands (standings written as the owner, or
+ * game.finish_tournament_hand, which stores no history): the mark the audit of causes leaves once it
+ * has covered a table's hands (issue 31), written as the owner. Settlements and bet settlements wait
+ * for it (cage_private.hands_audited); the audit itself would name stacks no hand ended with.
+ */
+export async function markHandsAudited(owner: Pick<pg.Pool, 'query'>, tableId: string) {
+  await owner.query(
+    `insert into cage_private.cause_table_marks (table_id, hand_number)
+     select $1, coalesce((select max(h.hand_number) from game.hand_histories h where h.table_id = $1 and h.status = 'finished'), -1)
+     on conflict (table_id) do update set hand_number = excluded.hand_number`, [tableId]);
+}

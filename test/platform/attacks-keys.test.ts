@@ -160,9 +160,6 @@ test('the "Also" bullet: the cage login cannot store a made-up receipt under ano
 });
 
 test('class 1, the catalog: no service login may execute a function that returns a private key, nor select a column holding one', async () => {
-  // the dealer's key moves out of the database in the "causes" part of issue 31 (its own migration):
-  // listed here until that part lands, then this list is empty
-  const elsewhere = new Set(['game.dealer_private_key', 'game_private.dealer_keys.private_key']);
   const PRIVATE = '(private|secret|signing_key)';
   const { rows: functions } = await db.owner.query<{ login: string; fn: string; name: string }>(
     `select l.login, p.oid::regprocedure::text as fn, p.pronamespace::regnamespace::text || '.' || p.proname as name
@@ -173,7 +170,7 @@ test('class 1, the catalog: no service login may execute a function that returns
         and p.prorettype in ('bytea'::regtype, 'text'::regtype, 'record'::regtype, 'jsonb'::regtype)`,
     [LOGINS, PRIVATE],
   );
-  expect(functions.filter((f) => !elsewhere.has(f.name)).map((f) => `${f.login}: ${f.fn}`)).toEqual([]);
+  expect(functions.map((f) => `${f.login}: ${f.fn}`)).toEqual([]);
   const { rows: columns } = await db.owner.query<{ login: string; col: string }>(
     `select l.login, c.table_schema || '.' || c.table_name || '.' || c.column_name as col
        from information_schema.columns c cross join unnest($1::text[]) l(login)
@@ -181,7 +178,7 @@ test('class 1, the catalog: no service login may execute a function that returns
         and has_column_privilege(l.login, format('%I.%I', c.table_schema, c.table_name), c.column_name, 'select')`,
     [LOGINS, PRIVATE],
   );
-  expect(columns.filter((c) => !elsewhere.has(c.col)).map((c) => `${c.login}: ${c.col}`)).toEqual([]);
+  expect(columns.map((c) => `${c.login}: ${c.col}`)).toEqual([]);
   // and the tables that held them are gone
   const { rows: tables } = await db.owner.query(
     "select to_regclass('cage_private.receipt_keys') as receipt, to_regclass('auth_private.signing_keys') as jwt",

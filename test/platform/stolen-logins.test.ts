@@ -457,6 +457,17 @@ const REVIEWED: Record<string, string> = {
   // cage
   'cage.audit()': 'reads',
   'cage.audit_since_checkpoint()': 'reads, and moves its own checkpoint when clean; moves nothing',
+  // the audit of causes (issue 31, server/audit/): reads of what is new since its marks, the pinned
+  // dealer keys and the liveness (no secret: records and deals of finished hands, public keys,
+  // times); the worker's run end records the run and, when clean, moves the marks forward only, to
+  // hands and links that exist (the worst a stolen worker login does: mark hands audited that are not,
+  // which a full audit, `npm run ops -- audit --full`, reads again from the start)
+  'cage.audit_dealer_keys()': 'reads public keys',
+  'cage.audit_liveness()': 'reads two times',
+  'cage.cause_audit_finish(boolean,integer,jsonb,jsonb,integer,integer)': 'records a run; moves the audit\'s marks forward only, to hands and links that exist; moves no chip',
+  'cage.cause_audit_hands(boolean,integer)': 'reads finished hands\' records and deals (public once a hand is over)',
+  'cage.cause_audit_links(boolean,integer)': 'reads the positions\' chains',
+  'cage.cause_audit_tournaments(boolean)': 'reads the tournaments\' stacks',
   'cage.claim_bet_payout(uuid,text)': 'the player\'s token grant; the amount the betting service recorded for them',
   'cage.credit_unbet(text)': 'bound: the bet row the betting service removed (with the bettor\'s grant), to the stake\'s own bettor',
   'cage.open_bet_stake(uuid,text,text,uuid,bigint)': 'the player\'s token grant, a market taking bets, the real_money switch',
@@ -527,7 +538,9 @@ const REVIEWED: Record<string, string> = {
   'game.allow_process_url(uuid,text)': 'a live admin session',
   'game.forbid_process_url(uuid,text)': 'a live admin session',
   'game.process_url_list(uuid)': 'a live admin session; reads',
-  'game.dealer_private_key(bytea)': 'the dealer\'s own signing key (the game login is the dealer): it names nobody and moves nothing',
+  'game.dealer_public_keys()': 'reads the pinned public keys (the private key is the game process\'s own, never the database\'s: issue 31)',
+  'game.pin_dealer_key(uuid,text)': 'an operator\'s live admin session (admin_of_session)',
+  'game.retire_dealer_key(uuid,text)': 'an operator\'s live admin session (admin_of_session)',
   'game.end_hand(text,text,bigint,jsonb,bigint,integer,jsonb,jsonb,uuid[],timestamp with time zone,bigint,jsonb,text,text,text)': 'the lease epoch; chips conserved; a replay answers only what this table committed for that hand; the record must be this hand\'s and extend the table\'s chain (its signature and key are checked by the verifier against the published dealer key, never trusted by SQL)',
   'game.flag_agent_decision(uuid,uuid,text,text)': 'the player\'s token grant; a hand the agent was dealt',
   'game.hand_for_player(text,uuid)': 'reads what the login may select anyway',

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { correct, expectCleanAudit, fund, userAccount } from '../helpers/cage.ts';
+import { markHandsAudited } from '../helpers/tournament.ts';
 import { createTestDatabase, playerGrant, type TestDatabase } from '../helpers/db.ts';
 import { audit } from '../../server/cage/ledger.ts';
 import { resolveSngSettings } from '../../server/tournaments/settings.ts';
@@ -160,6 +161,7 @@ describe('play, busts and settlement', () => {
     expect(t).toMatchObject({ tournament_state: 'ended', auto_fold_count: 2 });
     expect((await players(tableId)).find((p) => String(p.id) === id(0))).toMatchObject({ elimination_order: 1, tie_place: 1 });
 
+    await markHandsAudited(db.owner, tableId);
     await worker.query('select cage.settle_tournament($1)', [tableId]);
     const { rows: payouts } = await db.owner.query('select position, amount from cage.payout_intents where table_id = $1 order by position', [tableId]);
     // pool (100 - 10) x 5 = 450: 225 / 135 / 90; 4th and 5th share nothing (no prize for those places)
@@ -185,6 +187,7 @@ describe('play, busts and settlement', () => {
     await db.owner.query('update game.table_players set tournament_stack = case when id = $2 then 1500 else 750 end where table_id = $1', [tableId, a]);
     expect(await codeOf(db.pool('poker_game').query('select game.tournament_force_end($1)', ['missing-table']))).toBe('table_not_found');
     await game.query('select game.tournament_force_end($1)', [tableId]);
+    await markHandsAudited(db.owner, tableId);
     await worker.query('select cage.settle_tournament($1)', [tableId]);
     const { rows } = await db.owner.query('select position, amount from cage.payout_intents where table_id = $1 order by position', [tableId]);
     // pool 303: 1st 60% = 181 (+1 dust = 182), 2nd 40% = 121; 2nd and 3rd share 121: 61 and 60
@@ -207,6 +210,7 @@ describe('play, busts and settlement', () => {
     expect(t).toMatchObject({ tournament_state: 'ended', current_hand_id: null });
     expect((await db.owner.query("select status from game.hand_histories where hand_id = 'flight-1'")).rows[0].status).toBe('abandoned');
     expect(await codeOf(game.query('select game.tournament_force_end($1)', [tableId]))).toBe('cannot_force_end');
+    await markHandsAudited(db.owner, tableId);
     await worker.query('select cage.settle_tournament($1)', [tableId]);
     const { rows } = await db.owner.query('select position, amount from cage.payout_intents where table_id = $1', [tableId]);
     for (const p of rows) await cage.query('select * from cage.pay_tournament_payout($1, $2, $3)', [tableId, p.position, p.amount]);
@@ -227,6 +231,7 @@ describe('play, busts and settlement', () => {
     expect(await finish({ [ps[0].id]: 1000, [ps[1].id]: 1000 })).toBe('ok');
     expect(users).toHaveLength(2);
     await game.query('select game.tournament_force_end($1)', [tableId]);
+    await markHandsAudited(db.owner, tableId);
     await worker.query('select cage.settle_tournament($1)', [tableId]);
     const { rows } = await db.owner.query('select position, amount from cage.payout_intents where table_id = $1', [tableId]);
     expect(await codeOf(cage.query('select * from cage.pay_tournament_payout($1, 1, 1)', [tableId]))).toBe('payout_amount_mismatch');
@@ -265,6 +270,7 @@ describe('the blind deadline', () => {
     expect(jobs[0].payload).toEqual({ tableId, level: 3 });
     expect((await worker.query('select game.tournament_rearm() as n')).rows[0].n).toBeGreaterThan(0);
     await game.query('select game.tournament_force_end($1)', [tableId]);
+    await markHandsAudited(db.owner, tableId);
     await worker.query('select cage.settle_tournament($1)', [tableId]);
     const { rows } = await db.owner.query('select position, amount from cage.payout_intents where table_id = $1', [tableId]);
     for (const p of rows) await cage.query('select * from cage.pay_tournament_payout($1, $2, $3)', [tableId, p.position, p.amount]);
@@ -277,6 +283,7 @@ describe('the payout reconciler', () => {
     await fill(tableId, 2);
     await play(tableId);
     await game.query('select game.tournament_force_end($1)', [tableId]);
+    await markHandsAudited(db.owner, tableId);
     await worker.query('select cage.settle_tournament($1)', [tableId]);
     const { rows: intents } = await db.owner.query('select position, amount from cage.payout_intents where table_id = $1 order by position', [tableId]);
     await cage.query("select cage.mark_payout_failed($1, $2, 'the chain said no')", [tableId, intents[0].position]);

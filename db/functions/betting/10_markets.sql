@@ -81,6 +81,11 @@ begin
   if v_market.status <> 'closed' or v_t.state not in ('ended', 'settling', 'closed') then
     return v_market;
   end if;
+  -- the winner was decided by hands: the market settles once the audit of causes has covered every
+  -- one of them (issue 31); the sweep comes back
+  if not v_t.forced and not cage_private.hands_audited(p_table_id) then
+    return v_market;
+  end if;
 
   -- the standings are final: settle or void
   select coalesce(sum(b.amount), 0), coalesce(sum(b.amount) filter (where cardinality(v_t.winners) = 1 and b.runner_user_id = v_t.winners[1]), 0)

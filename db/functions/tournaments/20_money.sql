@@ -267,6 +267,14 @@ begin
   if v_table.tournament_state <> 'ended' then
     return v_table;
   end if;
+  -- the places were decided by hands: nothing is paid before the audit of causes has covered every
+  -- one of them (issue 31; cage_private.hands_audited). Until then: an audit soon, this job again in 5 s.
+  if not cage_private.hands_audited(p_table_id) then
+    perform graphile_worker.add_job('cage_audit', '{}'::json, job_key => 'cage_audit:settle');
+    perform graphile_worker.add_job('tournament_settle', json_build_object('tableId', p_table_id),
+      job_key => game_private.tournament_job_key(p_table_id, 'settle'), run_at => now() + interval '5 seconds', max_attempts => 1000);
+    return v_table;
+  end if;
   insert into cage.payout_intents (table_id, position, user_id, amount, money_kind, ref_id)
   select p_table_id, s.elimination_order, s.user_id, s.amount, v_table.money_kind, cage.payout_ref(p_table_id, s.elimination_order)
     from (

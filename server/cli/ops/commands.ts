@@ -332,23 +332,55 @@ async function graphql(ctx: Context, what: string, query: string, variables?: Re
   return r.data;
 }
 
+interface AuditAnswer {
+  violations: { invariant: string; subject: string; detail: unknown }[];
+  count: number;
+  covered: { hands: number; links: number };
+  liveness: { lastCleanAt: string | null; ageSeconds: number | null; periodSeconds: number; stale: boolean };
+}
+
 const audit: Command = {
-  usage: 'audit',
-  help: 'run the cage audit (the admin GraphQL\'s audit); exit 3 when it finds violations',
+  usage: 'audit [--full]',
+  help: 'run the audit the periodic job runs (the cage\'s sums, custody releases, the causes of every stack: GET /api/audit of the admin role) and show the age of its last clean periodic run; exit 3 on violations, 4 when that run is older than three periods',
+  credential: 'operator',
+  flags: ['full'],
+  async run(ctx) {
+    positional(ctx, 0, 'no arguments');
+    const full = ctx.flags.full === true;
+    const r = await callJson<AuditAnswer>(`${ctx.url('admin')}/api/audit${full ? '?full=1' : ''}`, { what: 'audit', headers: await ctx.operator() });
+    ctx.json(r);
+    const age = r.liveness.ageSeconds === null ? 'never' : `${r.liveness.ageSeconds}s ago`;
+    ctx.say(`audit: read ${r.covered.hands} new hands and ${r.covered.links} stack links${full ? ' (from the start)' : ''}`);
+    ctx.say(`last clean periodic audit: ${age} (period ${r.liveness.periodSeconds}s)${r.liveness.stale ? ': STALE, older than three periods' : ''}`);
+    if (r.count) {
+      ctx.say(`audit: ${r.count} violation${r.count === 1 ? '' : 's'}`);
+      for (const v of r.violations) ctx.say(`  ${v.invariant}  ${v.subject}  ${JSON.stringify(v.detail)}`);
+      return 3;
+    }
+    ctx.say('audit: the books hold and every stack has its cause (0 violations)');
+    return r.liveness.stale ? 4 : 0;
+  },
+};
+
+const dealerKey: Command = {
+  usage: 'dealer-key [list | pin <publicKey> | retire <publicKey>]',
+  help: 'the dealer\'s pinned public keys (hand records verify only against them); pin a new GAME_DEALER_KEY\'s public half before the game processes start with it, retire an old one (operator acts)',
   credential: 'operator',
   flags: [],
   async run(ctx) {
-    positional(ctx, 0, 'no arguments');
-    const data = await graphql(ctx, 'audit', '{ audit { nodes { invariant subject detail } } }');
-    const rows = data.audit.nodes as { invariant: string; subject: string; detail: unknown }[];
-    ctx.json(rows);
-    if (!rows.length) {
-      ctx.say('audit: the books hold (0 violations)');
+    const [action = 'list', publicKey] = ctx.args;
+    const url = `${ctx.url('admin')}/api/dealer-keys`;
+    if (action === 'list' && ctx.args.length <= 1) {
+      const r = await callJson(url, { what: 'dealer-key', headers: await ctx.operator() });
+      ctx.json(r);
+      for (const k of r.keys) ctx.say(`${k.publicKey}  pinned ${k.pinnedAt} by ${k.pinnedBy}${k.retiredAt ? `, retired ${k.retiredAt}` : ''}`);
       return 0;
     }
-    ctx.say(`audit: ${rows.length} violation${rows.length === 1 ? '' : 's'}`);
-    for (const v of rows) ctx.say(`  ${v.invariant}  ${v.subject}  ${JSON.stringify(v.detail)}`);
-    return 3;
+    if ((action !== 'pin' && action !== 'retire') || !publicKey || ctx.args.length !== 2) throw new UsageError('dealer-key list | pin <publicKey> | retire <publicKey>');
+    const r = await callJson(url, { what: 'dealer-key', headers: await ctx.operator(), body: { action, publicKey } });
+    ctx.json(r);
+    ctx.say(`${r.key.publicKey}: ${r.key.retiredAt ? `retired ${r.key.retiredAt}` : `pinned ${r.key.pinnedAt}`}`);
+    return 0;
   },
 };
 
@@ -464,6 +496,7 @@ export const COMMANDS: Record<string, Command> = {
   freeze: tableStatus('frozen'),
   thaw: tableStatus('active'),
   audit,
+  'dealer-key': dealerKey,
   balances,
   escape,
   keys,
