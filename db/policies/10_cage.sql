@@ -136,12 +136,14 @@ grant select on cage.custody_releases to poker_worker;
 -- Keys (000039, 55_keys.sql): the pinned public keys are public; the operators pin and retire them
 -- through the cage (a live admin session); the worker verifies each custody release (the cage
 -- records it, pending) and gives the verdict that frees the entry, and checks every receipt
-grant execute on function cage.pinned_keys(text) to poker_cage, poker_worker;
+-- the audit's checks read the pins: the worker's periodic job and an operator's ops audit (poker_admin)
+grant execute on function cage.pinned_keys(text) to poker_cage, poker_worker, poker_admin;
 grant execute on function cage.pin_key(uuid, text, bytea), cage.retire_key(uuid, text, bytea) to poker_cage;
 grant execute on function cage.verify_custody_release(bigint, boolean) to poker_worker;
-grant select on cage.custody_release_verdicts to poker_cage, poker_worker;
+grant select on cage.custody_release_verdicts to poker_cage, poker_worker, poker_admin;
 drop policy if exists custody_release_verdicts_read on cage.custody_release_verdicts;
-create policy custody_release_verdicts_read on cage.custody_release_verdicts for select to poker_cage, poker_worker using (true);
+-- poker_admin's share of this policy becomes an admin-session one (90_admin_reads.sql): ops audit's checks
+create policy custody_release_verdicts_read on cage.custody_release_verdicts for select to poker_cage, poker_worker, poker_admin using (true);
 grant select on cage.receipts, cage.custody_disputes to poker_worker;
 drop policy if exists custody_disputes_worker_read on cage.custody_disputes;
 create policy custody_disputes_worker_read on cage.custody_disputes for select to poker_worker using (true);

@@ -6,8 +6,9 @@ revoke all on all tables in schema bank, bank_private from public;
 revoke all on all functions in schema bank, bank_private from public;
 alter default privileges in schema bank, bank_private revoke execute on functions from public;
 
-grant usage on schema bank to poker_bank, poker_worker;
-grant select on bank.deployments, bank.deposit_intents, bank.withdraw_intents, bank.tournament_payments to poker_bank, poker_worker;
+grant usage on schema bank to poker_bank, poker_worker, poker_admin;
+-- poker_admin reads them for the audit's chain check (ops audit), under a live admin session (90_admin_reads.sql)
+grant select on bank.deployments, bank.deposit_intents, bank.withdraw_intents, bank.tournament_payments to poker_bank, poker_worker, poker_admin;
 grant execute on function
   bank.activate_deployment(uuid, bigint, text, text, bigint),
   bank.create_table(text, text, jsonb, uuid, integer, integer, text, text),
@@ -40,13 +41,13 @@ grant execute on function game_private.registered_count(text) to poker_bank;
 grant execute on function cage.switch_states() to poker_bank;
 
 drop policy if exists deployments_read on bank.deployments;
-create policy deployments_read on bank.deployments for select to poker_bank, poker_worker using (true);
+create policy deployments_read on bank.deployments for select to poker_bank, poker_worker, poker_admin using (true);
 drop policy if exists deposit_intents_read on bank.deposit_intents;
-create policy deposit_intents_read on bank.deposit_intents for select to poker_bank, poker_worker using (true);
+create policy deposit_intents_read on bank.deposit_intents for select to poker_bank, poker_worker, poker_admin using (true);
 drop policy if exists withdraw_intents_read on bank.withdraw_intents;
-create policy withdraw_intents_read on bank.withdraw_intents for select to poker_bank, poker_worker using (true);
+create policy withdraw_intents_read on bank.withdraw_intents for select to poker_bank, poker_worker, poker_admin using (true);
 drop policy if exists tournament_payments_read on bank.tournament_payments;
-create policy tournament_payments_read on bank.tournament_payments for select to poker_bank, poker_worker using (true);
+create policy tournament_payments_read on bank.tournament_payments for select to poker_bank, poker_worker, poker_admin using (true);
 -- the bank reads its registrants through game.seats now: the policy that let it read the rows goes
 drop policy if exists table_players_bank_read on game.table_players;
 

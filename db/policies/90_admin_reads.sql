@@ -13,7 +13,7 @@ begin
   for r in
     select p.schemaname, p.tablename, p.policyname, array_remove(p.roles::text[], 'poker_admin') as others
       from pg_catalog.pg_policies p
-     where p.schemaname in ('cage', 'game', 'claims', 'auth') and 'poker_admin' = any (p.roles::text[])
+     where p.schemaname in ('cage', 'game', 'claims', 'auth', 'bank') and 'poker_admin' = any (p.roles::text[])
        and p.policyname not like '%\_admin\_read'
   loop
     if cardinality(r.others) = 0 then

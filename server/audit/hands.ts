@@ -16,7 +16,7 @@
 import { createPublicKey, verify as cryptoVerify, type KeyObject } from 'node:crypto';
 import type pg from 'pg';
 import { replay, type HandState, type RakeRule } from '../game/poker/engine.ts';
-import { cardsText, commitmentOf, deckOf, fromHex, type DealReveal } from '../game/poker/fair-deal.ts';
+import { cardsText, dealCommitmentOf, deckOf, fromHex, type DealReveal } from '../game/poker/fair-deal.ts';
 import { GENESIS, hashOf, type HandRecord } from '../game/hands/hand-record.ts';
 import type { AuditCheck, AuditScope, Violation } from './types.ts';
 
@@ -105,7 +105,8 @@ export function replayRecord(record: HandRecord, started: Record<string, unknown
 /** (c): the engine agrees with the record. */
 function checkReplay(row: HandRow, record: HandRecord, found: Found) {
   if (!row.started) return found('hand_replay', { problem: 'the stored history has no hand_started event to replay from' });
-  if (commitmentOf(fromHex(record.deal.serverSeed)) !== record.deal.commitment.toLowerCase()) {
+  const hand = { tableId: record.tableId, handNumber: record.handNumber, handId: record.handId };
+  if (dealCommitmentOf(record.deal.algorithm, fromHex(record.deal.serverSeed), hand) !== record.deal.commitment.toLowerCase()) {
     return found('hand_replay', { problem: 'the revealed server seed does not hash to the commitment' });
   }
   if (row.mode === 'cash' && (big(row.started.smallBlind) !== big(row.settings.smallBlind) || big(row.started.bigBlind) !== big(row.settings.bigBlind ?? 2))) {

@@ -155,6 +155,9 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'admin GET /health': { auth: 'none' },
   'admin GET /openapi.json': { auth: 'none' },
   'admin ALL /graphql': { auth: 'service', fields: ['query', 'variables', 'operationName', 'extensions'] },
+  'admin GET /api/audit': { auth: 'operator', query: ['full'] },
+  'admin GET /api/dealer-keys': { auth: 'operator' },
+  'admin POST /api/dealer-keys': { auth: 'operator', fields: ['action', 'publicKey'] },
   // web (the client's files and the same-origin proxy)
   'web GET /health': { auth: 'none' },
   'web GET /api/web/config': { auth: 'none' },
