@@ -14,7 +14,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { migrate } from '../server/db/migrate.ts';
 import { signerFromPrivateKey, verifyEd25519 } from '../server/crypto/signing.ts';
 import { applyAction, isRefusal, legalActions, startHand, type Action, type RakeRule } from '../server/game/poker/engine.ts';
-import { commitmentOf, deckOf, fromHex, toHex, DEAL_ALGORITHM, type DealReveal } from '../server/game/poker/fair-deal.ts';
+import { DEAL_ALGORITHM, deckOf, fromHex, handCommitmentOf, toHex, type DealReveal } from '../server/game/poker/fair-deal.ts';
 import { GENESIS, recordOf, signRecord } from '../server/game/hands/hand-record.ts';
 import { historyJson } from '../server/game/live/wire.ts';
 import { auditOnce } from '../server/audit/run.ts';
@@ -41,8 +41,9 @@ async function seatTable(owner: pg.Client): Promise<Table> {
     const { rows } = await owner.query('select player_id::text as id from game.credit_seat($1, $2, $3, $4, 100000)', [key, tableId, user, seat]);
     positions.push({ seat, id: rows[0].id, stack: 100000n });
   }
-  const { rows: [proc] } = await owner.query("select process_id from game.register_process('http://bench.invalid')");
-  const { rows: [lease] } = await owner.query('select epoch::text from game.take_lease($1, $2, 3600)', [tableId, proc.process_id]);
+  // this connection is the table's game process (no public URL), its lease taken on it
+  await owner.query('select process_id from game.register_process(null, null)');
+  const { rows: [lease] } = await owner.query('select epoch::text from game.take_lease($1, 3600)', [tableId]);
   return { tableId, positions, epoch: lease.epoch, prev: GENESIS, handNumber: 0 };
 }
 
@@ -51,7 +52,7 @@ async function playHand(owner: pg.Client, t: Table, signer: ReturnType<typeof si
   t.handNumber += 1;
   const handId = `${t.tableId}:${t.handNumber}`;
   const serverSeed = randomBytes(32);
-  const deal: DealReveal = { algorithm: DEAL_ALGORITHM, commitment: commitmentOf(serverSeed), serverSeed: toHex(serverSeed), contributions: [] };
+  const deal: DealReveal = { algorithm: DEAL_ALGORITHM, commitment: handCommitmentOf(serverSeed, { tableId: t.tableId, handNumber: t.handNumber, handId }), serverSeed: toHex(serverSeed), contributions: [] };
   const live = t.positions.filter((p) => p.stack > 0n);
   let state = startHand({
     handId, seats: live.map((p) => ({ seat: p.seat, playerId: p.id, stack: p.stack })), button: live[t.handNumber % live.length]!.seat,

@@ -68,10 +68,12 @@ async function main() {
   }
   if (!config.DATABASE_URL) process.stdout.write(`postgres ${platform.databaseUrl.replace(/:[^:@/]+@/, ':***@')}\n`);
   // where the signing keys without a variable are kept (outside production: generated, pinned)
-  const files = [['cage', 'CAGE_RECEIPT_KEY', 'receipt.key'], ['auth', 'AUTH_JWT_KEY', 'jwt.key']] as const;
+  const files = [
+    ['cage', 'CAGE_RECEIPT_KEY', 'receipt.key'], ['auth', 'AUTH_JWT_KEY', 'jwt.key'], ['game', 'GAME_DEALER_KEY', 'dealer.key'], ['worker', 'WORKER_MAIL_KEY', 'mail.pem'],
+  ] as const;
   const kept = files.filter(([role, variable]) => roles.includes(role) && !config[variable]).map(([, , file]) => file);
   if (config.NODE_ENV !== 'production' && kept.length) {
-    process.stdout.write(`${'keys'.padEnd(8)} ${developmentKeyDir(config.PG_DATA_DIR)} (${kept.join(', ')}: 0600, their public halves pinned)\n`);
+    process.stdout.write(`${'keys'.padEnd(8)} ${developmentKeyDir(config.PG_DATA_DIR)} (${kept.join(', ')}: 0600, their public halves pinned by the owner)\n`);
   }
 }
 

@@ -149,7 +149,8 @@ function startChild(name: string, run: ChildScript, env: Record<string, string>,
         countLogLine(log, line);
         child.stderr.push(line.slice(0, 2000));
       }
-      else if (line.trim()) log.add(`${name}: stdout`, line.slice(0, 400));
+      // the start's banner: where the development keys are kept (not a log line)
+      else if (line.trim() && !line.startsWith('keys ')) log.add(`${name}: stdout`, line.slice(0, 400));
       ready();
     });
     lines(proc.stderr!, (line) => {

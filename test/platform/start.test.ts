@@ -208,7 +208,7 @@ describe('with its embedded PostgreSQL', () => {
     expect(lines.postgres).toBe(`postgres://postgres:***@127.0.0.1:${env.PG_PORT}/postgres`);
     // the signing keys (no variable set): generated beside the data directory, 0600, said where,
     // and their public halves pinned as the owner (issue 31)
-    expect(child.stdout).toContain(`keys     ${dataDir}.keys (receipt.key, jwt.key: 0600, their public halves pinned)\n`);
+    expect(child.stdout).toContain(`keys     ${dataDir}.keys (receipt.key, jwt.key, dealer.key, mail.pem: 0600, their public halves pinned by the owner)\n`);
     const pinnedNow = createOwnerPool(ownerUrl, 1);
     try {
       for (const name of ['receipt', 'jwt'] as const) {
