@@ -10,7 +10,7 @@ import { handCauses } from '../../server/audit/hands.ts';
 import { stackLinks } from '../../server/audit/links.ts';
 import { signerFromPrivateKey } from '../../server/crypto/signing.ts';
 import { applyAction, isRefusal, legalActions, startHand, type HandState } from '../../server/game/poker/engine.ts';
-import { commitmentOf, deckOf, toHex, DEAL_ALGORITHM, type DealReveal } from '../../server/game/poker/fair-deal.ts';
+import { dealCommitmentOf, deckOf, toHex, DEAL_ALGORITHM, type DealReveal } from '../../server/game/poker/fair-deal.ts';
 import { GENESIS, recordOf, signRecord, type HandRecord } from '../../server/game/hands/hand-record.ts';
 import { historyJson } from '../../server/game/live/wire.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -49,11 +49,13 @@ async function seated() {
 }
 type Table = Awaited<ReturnType<typeof seated>>;
 
-/** A hand played by the engine (the first legal action each turn, a bet when it may), from a fair deal. */
+/** The table's next hand played by the engine (the first legal action each turn, a bet when it may), from a fair deal. */
 function play(t: Table, stacks: [bigint, bigint]): { state: HandState; deal: DealReveal; handId: string } {
   const handId = `h-${randomUUID()}`;
   const seed = randomBytes(32);
-  const deal: DealReveal = { algorithm: DEAL_ALGORITHM, commitment: commitmentOf(seed), serverSeed: toHex(seed), contributions: [] };
+  // the v2 commitment names the hand it is drawn for (table, number, id)
+  const commitment = dealCommitmentOf(DEAL_ALGORITHM, seed, { tableId: t.tableId, handNumber: t.n + 1, handId });
+  const deal: DealReveal = { algorithm: DEAL_ALGORITHM, commitment, serverSeed: toHex(seed), contributions: [] };
   let state = startHand({
     handId, seats: [{ seat: 0, playerId: t.a, stack: stacks[0] }, { seat: 1, playerId: t.b, stack: stacks[1] }], button: 0,
     smallBlind: 1n, bigBlind: 2n, ante: 0n, deck: deckOf(deal, handId), rake: RAKE,
@@ -69,7 +71,9 @@ function play(t: Table, stacks: [bigint, bigint]): { state: HandState; deal: Dea
 
 async function end(t: Table, handId: string, record: HandRecord, stacks: Record<string, number>, rake: bigint, history: string) {
   const signed = signRecord(record, signer);
-  await db.pool('poker_game', 1).query('select game.begin_hand($1, $2, $3)', [t.tableId, handId, t.epoch]);
+  // the hand begins as the owner (game.begin_hand, the harness's route: no longer the game login's):
+  // what is checked here is the hand's end, which the game login writes as the game role does
+  await db.owner.query('select game.begin_hand($1, $2, $3)', [t.tableId, handId, t.epoch]);
   await db.pool('poker_game', 1).query(`select game.end_hand($1, $2, $3, $4, $5, 0, $6::jsonb, null, '{}', null, $7, $8, $9, $10, $11)`, [
     t.tableId, handId, record.handNumber, JSON.stringify(stacks), rake.toString(), history, t.epoch, JSON.stringify(record.deal), signed.text, signed.signature, signed.publicKey,
   ]);

@@ -2,12 +2,22 @@
 // an attacker holding the game login's password would make them (connected as poker_game, reading a
 // value first, then using it), and what must catch each: a refusal in SQL, or the audit (the one
 // list of checks the periodic job and `npm run ops -- audit` run, server/audit/) naming it.
-import { randomUUID } from 'node:crypto';
+// What the game login can still do on its own (after the parts "procs" and "deck"): register a process
+// of its own (with no URL: a URL of its own is refused), take a table's lease for it, commit a deal of
+// its own (a seed it drew and sealed under a key of its own: SQL cannot open a seal) and deal it
+// through game.deal_hand, then end that hand with any stacks through game.end_hand. No refusal stops
+// that; the audit names it. game.begin_hand and game.finish_hand are no longer the game login's.
+import { randomBytes, randomUUID } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import pg from 'pg';
 import { loginUrl } from '../../server/db/roles.ts';
 import { signerFromPrivateKey } from '../../server/crypto/signing.ts';
-import { GENESIS, signRecord, type HandRecord } from '../../server/game/hands/hand-record.ts';
+import { GENESIS, recordOf, signRecord, type HandRecord } from '../../server/game/hands/hand-record.ts';
+import { applyAction, isRefusal, legalActions, startHand, type HandState } from '../../server/game/poker/engine.ts';
+import { DEAL_ALGORITHM, dealCommitmentOf, deckOf, toHex, type DealReveal } from '../../server/game/poker/fair-deal.ts';
+import { sealSeed } from '../../server/game/live/deal-seal.ts';
+import type { SealedDeal } from '../../server/game/live/deal-seeds.ts';
+import { historyJson } from '../../server/game/live/wire.ts';
 import { auditOnce } from '../../server/audit/run.ts';
 import { quickAddJob, runOnce } from 'graphile-worker';
 import { createCageAuditTask } from '../../tasks/cage_audit.ts';
@@ -59,12 +69,57 @@ async function cashTable() {
   return { tableId, victim: seats[0]!, accomplice: seats[1]! };
 }
 
-/** The attacker's own presence and lease on the table (register_process + take_lease, as the game login). */
+/** The attacker's key: the only signing key a thief of the game login's password can hold. */
+const attackerKey = signerFromPrivateKey(ed25519.utils.randomSecretKey());
+let registered = false;
+
+/**
+ * The attacker's own presence and lease on the table, as the game login: a process of its own (a URL
+ * of its own is refused: only the operators' list; no URL is allowed), then the table's lease for it.
+ */
 async function takeTable(tableId: string): Promise<string> {
-  const { rows: [proc] } = await game.query("select process_id from game.register_process('http://attacker.invalid')");
-  const { rows: [lease] } = await game.query('select granted, epoch::text from game.take_lease($1, $2, 3600)', [tableId, proc.process_id]);
+  if (!registered) {
+    await expect(game.query("select process_id from game.register_process('http://attacker.invalid')")).rejects.toMatchObject({ code: 'GMPUL' });
+    await game.query('select process_id from game.register_process(null)');
+    registered = true;
+  }
+  const { rows: [lease] } = await game.query('select granted, epoch::text from game.take_lease($1, 3600)', [tableId]);
   expect(lease.granted).toBe(true);
   return lease.epoch;
+}
+
+/** A deal the attacker draws: a seed it knows, its (valid) commitment, the seed sealed under its own key. */
+interface AttackerDeal { handNumber: number; handId: string; reveal: DealReveal; sealed: SealedDeal }
+function drawDeal(tableId: string, handNumber: number): AttackerDeal {
+  const handId = `forged-${randomUUID()}`;
+  const seed = new Uint8Array(randomBytes(32));
+  const commitment = dealCommitmentOf(DEAL_ALGORITHM, seed, { tableId, handNumber, handId });
+  return {
+    handNumber, handId, reveal: { algorithm: DEAL_ALGORITHM, commitment, serverSeed: toHex(seed), contributions: [] },
+    sealed: { algorithm: DEAL_ALGORITHM, handNumber, handId, commitment, sealed: sealSeed(attackerKey, { tableId, handId, commitment }, seed) },
+  };
+}
+/** The deal each table committed for its next hand, as the attacker committed it. */
+const committed = new Map<string, AttackerDeal>();
+
+/**
+ * Begins a hand the way the game login can (the deal path: server/game/hands/hands.ts): the table
+ * holds no committed deal (no room opened it), so the attacker commits one of its own
+ * (game.commit_deal), then deals it (game.deal_hand), committing the next one the same way.
+ */
+async function beginHand(tableId: string, epoch: string): Promise<AttackerDeal> {
+  let deal = committed.get(tableId);
+  if (!deal) {
+    const { rows: [table] } = await game.query('select deal_next from game.tables where table_id = $1', [tableId]);
+    expect(table.deal_next).toBeNull();
+    deal = drawDeal(tableId, 1);
+    await game.query('select game.commit_deal($1, $2, $3::jsonb)', [tableId, epoch, JSON.stringify(deal.sealed)]);
+  }
+  const next = drawDeal(tableId, deal.handNumber + 1);
+  await game.query('select * from game.deal_hand($1, $2, $3, $4::jsonb, $5::jsonb)',
+    [tableId, deal.handId, epoch, JSON.stringify({ ...deal.sealed, contributions: [] }), JSON.stringify(next.sealed)]);
+  committed.set(tableId, next);
+  return deal;
 }
 
 const endHand = (tableId: string, handId: string, handNumber: number, stacks: Record<string, number>, epoch: string,
@@ -88,33 +143,67 @@ test('class 2: a hand end written by the game login that moves a victim\'s stack
   const t = await cashTable();
   expect(await verdict()).toMatchObject({ violations: [] });
   const epoch = await takeTable(t.tableId);
-  // 1. no record at all
-  const handId = `forged-${randomUUID()}`;
-  await game.query('select game.begin_hand($1, $2, $3)', [t.tableId, handId, epoch]);
+  // 1. a hand of its own dealt, ended with no record at all
+  const hand = await beginHand(t.tableId, epoch);
   const forgedAt = Date.now();
-  await endHand(t.tableId, handId, 1, { [t.victim.playerId]: 0, [t.accomplice.playerId]: 400 }, epoch);
+  await endHand(t.tableId, hand.handId, hand.handNumber, { [t.victim.playerId]: 0, [t.accomplice.playerId]: 400 }, epoch);
   // cage.audit() still sums: escrow = live stacks, the books balance
   expect((await db.owner.query('select * from cage.audit()')).rows).toEqual([]);
   const named = await verdict();
   // eslint-disable-next-line no-console
   console.log(`forged hand end named by the audit ${Date.now() - forgedAt} ms after it was written`);
-  expect(named.violations).toEqual(expect.arrayContaining([expect.objectContaining({ invariant: 'hand_cause', subject: `hand:${handId}` })]));
+  expect(named.violations).toEqual(expect.arrayContaining([expect.objectContaining({ invariant: 'hand_cause', subject: `hand:${hand.handId}` })]));
 
-  // 2. a record signed by a key the attacker made (the one they can hold), chained to the table's head
-  const key = signerFromPrivateKey(ed25519.utils.randomSecretKey());
-  const handId2 = `forged-${randomUUID()}`;
-  await game.query('select game.begin_hand($1, $2, $3)', [t.tableId, handId2, epoch]);
-  const deal = { algorithm: 'sha256-fisher-yates-v1' as const, commitment: '0'.repeat(64), serverSeed: '1'.repeat(64), contributions: [] };
+  // 2. a record signed by the attacker's own key (the one it can hold), chained to the table's head,
+  // its deal the attacker's committed one revealed (the commitment verifies: the attacker drew the seed)
+  const hand2 = await beginHand(t.tableId, epoch);
   const record: HandRecord = {
-    v: 1, tableId: t.tableId, handNumber: 2, handId: handId2, prev: GENESIS, deal, button: 0,
+    v: 1, tableId: t.tableId, handNumber: hand2.handNumber, handId: hand2.handId, prev: GENESIS, deal: hand2.reveal, button: 0,
     seats: [{ seat: 0, playerId: t.accomplice.playerId, stack: '400' }], actions: [], board: '', shown: [],
     stacks: [{ seat: 0, stack: '400' }], rake: '0',
   };
-  const signed = signRecord(record, key);
-  await endHand(t.tableId, handId2, 2, { [t.victim.playerId]: 0, [t.accomplice.playerId]: 400 }, epoch, { deal, ...signed });
+  const signed = signRecord(record, attackerKey);
+  await endHand(t.tableId, hand2.handId, hand2.handNumber, { [t.victim.playerId]: 0, [t.accomplice.playerId]: 400 }, epoch, { deal: hand2.reveal, ...signed });
   const again = await verdict();
   expect(again.violations).toEqual(expect.arrayContaining([
-    expect.objectContaining({ invariant: 'hand_signature', subject: `hand:${handId2}` }),
+    expect.objectContaining({ invariant: 'hand_signature', subject: `hand:${hand2.handId}` }),
+  ]));
+});
+
+const RAKE = { percent: 5, cap: 10n, minPot: 0n, requiresFlop: true };
+
+/** The engine plays the attacker's dealt hand (check or call each turn) from the stacks it starts with. */
+function played(tableId: string, deal: AttackerDeal, seats: { seat: number; playerId: string; stack: bigint }[]): HandState {
+  let state = startHand({ handId: deal.handId, seats, button: 0, smallBlind: 1n, bigBlind: 2n, ante: 0n, deck: deckOf(deal.reveal, deal.handId), rake: RAKE });
+  while (state.status === 'betting') {
+    const legal = legalActions(state)!;
+    const next = applyAction(state, legal.seat, legal.actions.includes('check') ? { type: 'check' } : { type: 'call' }, legal.seq);
+    if (isRefusal(next)) throw new Error(`${tableId}: ${next.error}`);
+    state = next;
+  }
+  return state;
+}
+
+test('class 2: a played hand of the attacker\'s own deal, its record giving the victim\'s stack to the accomplice, is named (hand_signature, hand_replay)', async () => {
+  const t = await cashTable();
+  const epoch = await takeTable(t.tableId);
+  const hand = await beginHand(t.tableId, epoch);
+  // a real hand, by the engine, from the deal the attacker committed (its history is the engine's)
+  const state = played(t.tableId, hand, [{ seat: 0, playerId: t.victim.playerId, stack: 200n }, { seat: 1, playerId: t.accomplice.playerId, stack: 200n }]);
+  const record = recordOf(state, { tableId: t.tableId, handNumber: hand.handNumber, prev: GENESIS, deal: hand.reveal });
+  // ... whose record and stored stacks the engine did not produce: every chip left to the accomplice
+  const total = record.stacks.reduce((sum, x) => sum + BigInt(x.stack), 0n);
+  record.stacks = [{ seat: 0, stack: '0' }, { seat: 1, stack: total.toString() }];
+  const signed = signRecord(record, attackerKey);
+  await game.query(
+    `select game.end_hand($1, $2, $3, $4, $5, 0, $6::jsonb, null, '{}', null, $7, $8, $9, $10, $11)`,
+    [t.tableId, hand.handId, hand.handNumber, JSON.stringify({ [t.victim.playerId]: 0, [t.accomplice.playerId]: Number(total) }), state.rake.toString(),
+      historyJson(state.history), epoch, JSON.stringify(hand.reveal), signed.text, signed.signature, signed.publicKey],
+  );
+  const named = (await verdict()).violations.filter((v) => v.subject === `hand:${hand.handId}`);
+  expect(named).toEqual(expect.arrayContaining([
+    expect.objectContaining({ invariant: 'hand_signature' }),
+    expect.objectContaining({ invariant: 'hand_replay', detail: expect.objectContaining({ problem: expect.stringContaining('stacks') }) }),
   ]));
 });
 
@@ -128,24 +217,28 @@ async function periodicRun(target: TestDatabase = db): Promise<LogLine[]> {
 }
 const key = (v: { invariant: string; subject: string }) => `${v.invariant} ${v.subject}`;
 
-test('class 2: game.finish_hand (a hand end that stores no history) moving a stack is named', async () => {
+test('class 2 and "nothing executable that production does not call": begin_hand and finish_hand are not the game login\'s; a stack change with no hand history is named', async () => {
   const t = await cashTable();
   const epoch = await takeTable(t.tableId);
-  const handId = `nohistory-${randomUUID()}`;
-  await game.query('select game.begin_hand($1, $2, $3)', [t.tableId, handId, epoch]);
-  await game.query('select * from game.finish_hand($1, $2, $3, 0, $4)', [t.tableId, handId, JSON.stringify({ [t.victim.playerId]: 0, [t.accomplice.playerId]: 400 }), epoch]);
+  const stacks = JSON.stringify({ [t.victim.playerId]: 0, [t.accomplice.playerId]: 400 });
+  // the test-only functions: refused to the game login, even under its own lease
+  await expect(game.query('select game.begin_hand($1, $2, $3)', [t.tableId, `nohistory-${randomUUID()}`, epoch])).rejects.toMatchObject({ code: '42501' });
+  const hand = await beginHand(t.tableId, epoch);
+  await expect(game.query('select * from game.finish_hand($1, $2, $3, 0, $4)', [t.tableId, hand.handId, stacks, epoch])).rejects.toMatchObject({ code: '42501' });
+  // the audit's part: the owner ends the hand through finish_hand (the harness's route), standing in
+  // for any path that writes a stack without a hand's history; the change is named all the same
+  await db.owner.query('select * from game.finish_hand($1, $2, $3, 0, $4)', [t.tableId, hand.handId, stacks, epoch]);
   expect((await verdict()).violations).toEqual(expect.arrayContaining([
-    expect.objectContaining({ invariant: 'hand_cause', subject: `hand:${handId}`, detail: expect.objectContaining({ problem: 'a stack changed under a hand that has no history' }) }),
+    expect.objectContaining({ invariant: 'hand_cause', subject: `hand:${hand.handId}`, detail: expect.objectContaining({ problem: 'a stack changed under a hand that has no history' }) }),
   ]));
 });
 
 test('one verdict: the periodic job names what ops audit names, keeps its marks, and records the run', async () => {
   const t = await cashTable();
   const epoch = await takeTable(t.tableId);
-  const handId = `forged-${randomUUID()}`;
-  await game.query('select game.begin_hand($1, $2, $3)', [t.tableId, handId, epoch]);
+  const { handId, handNumber } = await beginHand(t.tableId, epoch);
   const forgedAt = performance.now();
-  await endHand(t.tableId, handId, 1, { [t.victim.playerId]: 0, [t.accomplice.playerId]: 400 }, epoch);
+  await endHand(t.tableId, handId, handNumber, { [t.victim.playerId]: 0, [t.accomplice.playerId]: 400 }, epoch);
   const lines = await periodicRun();
   const named = lines.find((l) => l.msg === 'cage divergence: the audit found violations') as (LogLine & { violations: { invariant: string; subject: string }[] }) | undefined;
   // the figure for the closing note: the forged end to the periodic job naming it, when the job runs
@@ -203,11 +296,10 @@ test('the bullet "payouts wait for the audit": a Sit-and-Go decided by a forged 
   expect((await betting.query('select status from betting.sync_market($1)', [tableId])).rows[0].status).toBe('open');
   const { rows: entries } = await db.owner.query('select id::text from game.table_players where table_id = $1 order by seat_index', [tableId]);
   const [victim, accomplice] = entries.map((r) => r.id as string);
-  // the game login's own lease, a hand end with no record: the accomplice wins the tournament
+  // the game login's own lease, a deal of its own, a hand end with no record: the accomplice wins the tournament
   const epoch = await takeTable(tableId);
-  const handId = `forged-${randomUUID()}`;
-  await game.query('select game.begin_hand($1, $2, $3)', [tableId, handId, epoch]);
-  await endHand(tableId, handId, 1, { [victim!]: 0, [accomplice!]: 2000 }, epoch);
+  const { handId, handNumber } = await beginHand(tableId, epoch);
+  await endHand(tableId, handId, handNumber, { [victim!]: 0, [accomplice!]: 2000 }, epoch);
   expect((await db.owner.query('select tournament_state from game.tables where table_id = $1', [tableId])).rows[0].tournament_state).toBe('ended');
   // the audit names the hand and keeps the table's mark; the settlement and the market wait for it
   await periodicRun();
