@@ -75,6 +75,14 @@ select elimination_order, tie_place, state
          (select jsonb_build_object(pos_a::text, 2000, pos_b::text, 0) from ids), 0, (select epoch from ids));
 reset role;
 
+-- Payouts wait until the audit of causes has covered the table's hands (the worker's periodic job
+-- moves a table's mark once every hand there verifies: a signed record that replays to its stacks,
+-- docs/security.md). The hand above was played with the harness's boundaries, which sign no record,
+-- so the owner moves the mark here in the audit's place.
+insert into cage_private.cause_table_marks (table_id, hand_number)
+select 'example-sng', coalesce(max(h.hand_number), -1) from game.hand_histories h where h.table_id = 'example-sng' and h.status = 'finished'
+on conflict (table_id) do update set hand_number = excluded.hand_number;
+
 -- The worker settles it: the payout rows ((100 - 10) x 2 = 180, all to 1st), the entry claims closed.
 set role poker_worker;
 select tournament_state from cage.settle_tournament('example-sng');
