@@ -2,8 +2,9 @@
 // hands (issue 23; the checks are server/game/hands/verify-hand.ts's, the algorithm docs/dealer.md's).
 //   online   each hand from GET /api/hands/:handId on the game role (GAME_URL, or --game-url, else
 //            http://HOST:GAME_PORT as `npm start` prints it), as the player whose access JWT is in
-//            POKER_TOKEN (never a flag: it would show in the process list); the dealer key from GET
-//            /api/dealer/key unless --key pins one;
+//            POKER_TOKEN (never a flag: it would show in the process list); the dealer keys from GET
+//            /api/dealer/key (every pinned key, each trusted for the hands that ended while it was in
+//            use) unless --key pins one;
 //   offline  --file hands.json: a saved hand (the route's answer), a list of them, or { hands: [...] };
 //            the hand ids given pick from it (none: every hand in the file). Without --key the key
 //            each record names is used, and the output says it was not pinned.
@@ -20,7 +21,9 @@
 // check failed, 2 usage or configuration, 3 a hand or the key could not be read.
 import { readFile } from 'node:fs/promises';
 import { ConfigError, loadConfig } from '../config/index.ts';
-import { verifyChain, verifyHand, type Announced, type Check, type HandView, type Verdict } from '../game/hands/verify-hand.ts';
+import {
+  verifyChain, verifyHand, type Announced, type Check, type HandView, type PinnedDealerKey, type TrustedKeys, type Verdict,
+} from '../game/hands/verify-hand.ts';
 import { callJson, Refusal, roleUrl, Unreachable, UsageError } from './ops/client.ts';
 
 const USAGE = 'npm run verify:hand -- <handId> [<handId> ...] [--file hands.json] [--announced results.json] [--seed SEED] [--legacy] [--key HEX] [--game-url URL] [--json]';
@@ -86,7 +89,7 @@ async function predecessors(game: string, token: string, views: HandView[]): Pro
   return found;
 }
 
-async function online(ids: string[], flags: Record<string, string | true>): Promise<{ views: HandView[]; key: string; earlier: HandView[] }> {
+async function online(ids: string[], flags: Record<string, string | true>): Promise<{ views: HandView[]; key: TrustedKeys; earlier: HandView[] }> {
   if (!ids.length) throw new UsageError(`which hands? ${USAGE}`);
   const token = process.env.POKER_TOKEN;
   if (!token) throw new UsageError('set POKER_TOKEN to your access JWT (or use --file for a saved hand)');
@@ -98,7 +101,9 @@ async function online(ids: string[], flags: Record<string, string | true>): Prom
     throw err;
   }
   const game = roleUrl(config, 'game', flags);
-  const key = typeof flags.key === 'string' ? flags.key : (await callJson<{ publicKey: string }>(`${game}/api/dealer/key`, { what: 'dealer key' })).publicKey;
+  // --key, or every key the platform pinned, each trusted for the hands that ended while it was in use
+  const key: TrustedKeys = typeof flags.key === 'string' ? flags.key
+    : await callJson<{ publicKey: string; pinned?: PinnedDealerKey[] }>(`${game}/api/dealer/key`, { what: 'dealer key' }).then((k) => k.pinned ?? k.publicKey);
   const views: HandView[] = [];
   for (const id of ids) {
     views.push(await callJson<HandView>(`${game}/api/hands/${encodeURIComponent(id)}`, { what: `hand ${id}`, headers: { authorization: `Bearer ${token}` } }));

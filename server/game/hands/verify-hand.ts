@@ -41,7 +41,19 @@ export interface HandView {
   history: { type: string; seat?: number; cards?: string[]; [k: string]: unknown }[];
   deal: DealReveal | null;
   record: SignedRecord | null;
+  /** When the hand ended (ISO), as the route answers it: which pinned key was in use then. */
+  endedAt?: string | null;
 }
+
+/** A dealer key as GET /api/dealer/key lists it among the pinned ones. */
+export interface PinnedDealerKey {
+  publicKey: string;
+  pinnedAt: string;
+  retiredAt: string | null;
+}
+
+/** The dealer keys a caller trusts: one key (hex), or the pinned list with when each was in use. */
+export type TrustedKeys = string | readonly PinnedDealerKey[];
 
 export interface Check {
   name: CheckName;
@@ -96,8 +108,22 @@ function checkRecord(view: HandView, record: HandRecord | null, signed: SignedRe
   return differs.length ? fail('record', `the record and the hand differ in: ${differs.join(', ')}`) : pass('record', `hash ${signed.hash}`);
 }
 
-function checkSignature(signed: SignedRecord, pinnedKey?: string): Check {
-  if (pinnedKey && pinnedKey.toLowerCase() !== signed.publicKey.toLowerCase()) return fail('signature', `signed with ${signed.publicKey}, not the dealer key ${pinnedKey}`);
+/** Why the record's key is not one the caller trusts for this hand, or null. */
+function untrusted(signed: SignedRecord, trusted: TrustedKeys, endedAt?: string | null): string | null {
+  const key = signed.publicKey.toLowerCase();
+  if (typeof trusted === 'string') return trusted.toLowerCase() === key ? null : `signed with ${signed.publicKey}, not the dealer key ${trusted}`;
+  const pin = trusted.find((k) => k.publicKey.toLowerCase() === key);
+  if (!pin) return `signed with ${signed.publicKey}, which is not a pinned dealer key`;
+  const ended = endedAt ? Date.parse(endedAt) : NaN;
+  if (Number.isNaN(ended)) return pin.retiredAt === null ? null : `signed with ${signed.publicKey}, a retired dealer key, and the hand says not when it ended`;
+  if (Date.parse(pin.pinnedAt) > ended) return `signed with ${signed.publicKey}, pinned only after the hand ended`;
+  if (pin.retiredAt !== null && Date.parse(pin.retiredAt) < ended) return `signed with ${signed.publicKey}, retired before the hand ended`;
+  return null;
+}
+
+function checkSignature(signed: SignedRecord, trusted?: TrustedKeys, endedAt?: string | null): Check {
+  const problem = trusted === undefined ? null : untrusted(signed, trusted, endedAt);
+  if (problem) return fail('signature', problem);
   const ok = verifyEd25519(new TextEncoder().encode(signed.text), fromHex(signed.signature), fromHex(signed.publicKey));
   return ok ? pass('signature', `dealer key ${signed.publicKey}`) : fail('signature', 'the signature does not verify with the dealer key');
 }
@@ -222,11 +248,12 @@ function checkAnnounced(view: HandView, announced: Announced): Check {
 }
 
 /**
- * Verifies one hand; `pinnedKey`: the dealer key the caller trusts (hex), else the hand's own;
+ * Verifies one hand; `pinnedKey`: the dealer key the caller trusts (hex), or the pinned keys with
+ * when each was in use (GET /api/dealer/key's `pinned`), else the hand's own;
  * `announced`: the hand's hand_result as the player received it, when they kept it; `options`: legacy
  * deals allowed, the player's own seed, the table's hand before it.
  */
-export function verifyHand(view: HandView, pinnedKey?: string, announced?: Announced, options: VerifyOptions = {}): Verdict {
+export function verifyHand(view: HandView, pinnedKey?: TrustedKeys, announced?: Announced, options: VerifyOptions = {}): Verdict {
   const checks: Check[] = [];
   if (!view.record) checks.push(fail('record', 'the hand has no signed record (dealt before records were kept, or not over)'));
   if (!view.deal) checks.push(fail('commitment', 'the hand reveals no deal (dealt before commit and reveal, or not over)'));
@@ -234,7 +261,7 @@ export function verifyHand(view: HandView, pinnedKey?: string, announced?: Annou
     const record = parseRecord(view.record.text);
     checks.push(checkCommitment(view, view.deal, options.legacy === true), checkCards(view, view.deal, record), checkRecord(view, record, view.record));
     if (record) checks.push(checkSeats(view, record), checkButton(view, record), checkRake(view, record));
-    checks.push(checkSignature(view.record, pinnedKey));
+    checks.push(checkSignature(view.record, pinnedKey, view.endedAt));
     if (announced) checks.push(checkAnnounced(view, announced));
     const prev = record && checkPrev(view, record, options.previous);
     if (prev) checks.push(prev);

@@ -131,6 +131,27 @@ test('a changed record, signature or key, and a broken chain link: each caught',
   expect(chain.filter((c) => !c.ok).map((c) => c.detail)).toEqual([expect.stringMatching(/hand 2 names 0{64} before it/), expect.stringMatching(/hand 3 names/)]);
 });
 
+test('against the pinned keys (GET /api/dealer/key\'s list): a key in use when the hand ended passes; a retired, a later or an unknown key fails the signature check', () => {
+  const view: HandView = { ...tableOfHands(2)[1]!, endedAt: '2026-06-01T12:00:00.000Z' };
+  const key = signer.publicKeyHex;
+  const other = { publicKey: 'ab'.repeat(32), pinnedAt: '2026-01-01T00:00:00.000Z', retiredAt: null };
+  const verdict = (pinned: { publicKey: string; pinnedAt: string; retiredAt: string | null }[], v = view) => verifyHand(v, pinned);
+  expect(verdict([other, { publicKey: key, pinnedAt: '2026-01-01T00:00:00.000Z', retiredAt: null }]).failed).toBeNull();
+  // retired after the hand ended: still its key
+  expect(verdict([{ publicKey: key, pinnedAt: '2026-01-01T00:00:00.000Z', retiredAt: '2026-07-01T00:00:00.000Z' }]).failed).toBeNull();
+  for (const pinned of [
+    [other],
+    [{ publicKey: key, pinnedAt: '2026-01-01T00:00:00.000Z', retiredAt: '2026-05-01T00:00:00.000Z' }],
+    [{ publicKey: key, pinnedAt: '2026-06-02T00:00:00.000Z', retiredAt: null }],
+  ]) {
+    const v = verdict(pinned);
+    expect([v.failed, v.checks.filter((c) => !c.ok).map((c) => c.name)]).toEqual(['signature', ['signature']]);
+  }
+  // a hand that says not when it ended: only a key still in use
+  expect(verdict([{ publicKey: key, pinnedAt: '2026-01-01T00:00:00.000Z', retiredAt: null }], { ...view, endedAt: null }).failed).toBeNull();
+  expect(verdict([{ publicKey: key, pinnedAt: '2026-01-01T00:00:00.000Z', retiredAt: '2026-07-01T00:00:00.000Z' }], { ...view, endedAt: null }).failed).toBe('signature');
+});
+
 test('a hand without a revealed deal or a record fails, never passes by default', () => {
   const [view] = tableOfHands(1);
   expect(verifyHand({ ...view!, deal: null }).ok).toBe(false);
