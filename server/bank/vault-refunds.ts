@@ -1,0 +1,66 @@
+// Refunds of vault deposits no intent backs (issue 31, "Chain intents"): the chain audit
+// (chain-audit.ts) hands the reconciler, read from the chain's own events, each deposit with no
+// intent at all and each confirmed deposit that funded nothing ten minutes on; the reconciler opens
+// its refund (bank.open_vault_refund, once per Deposited event: its transaction and log index) and
+// pays it back to the event's owner from the event's table key, with the vault's operator
+// withdrawal. A refund row it did not open from the event it just read (other values: the bank
+// login's) is never paid: open_vault_refund refuses it, and the audit names it. The SQL is
+// db/functions/bank/50_vault_refunds.sql.
+import { getAddress, type Address, type Hex } from 'viem';
+import { ChainRevert, type ChainBankChain } from '../chain/types.ts';
+import { earlierPayment } from './earlier-payments.ts';
+import type { BankDeps } from './deposit.ts';
+
+/** A vault deposit to refund, as the chain logged it (base units); depositKey: the intent it refunds, or null. */
+export interface DepositRefund { txHash: Hex; logIndex: number; tableKey: Hex; owner: Address; amount: bigint; depositKey: string | null }
+
+interface RefundRow { refund_key: string; table_key: Hex; destination: string; base_units: string; status: string; tx_hash: Hex | null }
+
+const ADVANCE = 'select * from bank.advance_vault_refund($1, $2, $3, $4, $5, $6, $7)';
+
+async function advance(deps: BankDeps, key: string, status: string, txHash: Hex | null, block: bigint | null, to: string | null, units: bigint | null, error: string | null) {
+  return (await deps.pool.query<RefundRow>(ADVANCE, [key, status, txHash, block?.toString() ?? null, to, units?.toString() ?? null, error])).rows[0]!;
+}
+
+/** A pending refund sent: unless an earlier transaction of it paid it (confirmed from that) or is still in flight. */
+async function send(deps: BankDeps, chain: ChainBankChain, row: RefundRow, r: DepositRefund): Promise<RefundRow> {
+  const earlier = await earlierPayment(deps, chain, 'refund', row.refund_key, { tableKey: r.tableKey, to: r.owner, baseUnits: r.amount });
+  if (earlier === 'in_flight') return row;
+  if (earlier) return advance(deps, row.refund_key, 'confirmed', earlier.paid.txHash, earlier.paid.blockNumber, r.owner, r.amount, null);
+  try {
+    const txHash = await chain.submitRefund({ tableKey: r.tableKey, to: r.owner, baseUnits: r.amount });
+    return await advance(deps, row.refund_key, 'submitted', txHash, null, null, null, null);
+  } catch (err) {
+    if (err instanceof ChainRevert) return advance(deps, row.refund_key, 'failed', null, null, null, null, err.reason);
+    throw err;
+  }
+}
+
+/** A submitted refund's receipt read: confirmed with the vault's Withdrawn event, or failed (pending again). */
+async function settle(deps: BankDeps, chain: ChainBankChain, row: RefundRow, waitMs: number): Promise<RefundRow> {
+  const outcome = await chain.waitForOutcome(row.tx_hash!, waitMs);
+  if (outcome.status === 'confirmed') {
+    const event = await chain.withdrawalOf(row.tx_hash!);
+    if (!event) return advance(deps, row.refund_key, 'failed', null, null, null, null, 'no vault event in the receipt');
+    return advance(deps, row.refund_key, 'confirmed', row.tx_hash, outcome.blockNumber, event.to, event.amount, null);
+  }
+  if (outcome.status === 'reverted') return advance(deps, row.refund_key, 'failed', null, null, null, null, outcome.reason);
+  if (!(await chain.isKnown(row.tx_hash!))) return advance(deps, row.refund_key, 'failed', null, null, null, null, 'dropped: the chain does not know the transaction');
+  return row;
+}
+
+/**
+ * Refunds one deposit the chain shows (the audit just read its event): its refund opened (or the
+ * one opened before, with the same values), then paid and confirmed; answers its status. Waits up
+ * to `waitMs` for the receipt; the next reconciler run takes up a refund still in flight.
+ */
+export async function refundDeposit(deps: BankDeps, r: DepositRefund, waitMs: number): Promise<string> {
+  const chain = deps.chain();
+  if (!chain) return 'pending';
+  let row = (await deps.pool.query<RefundRow>('select * from bank.open_vault_refund($1, $2, $3, $4, $5, $6)', [
+    r.txHash, r.logIndex, r.tableKey, getAddress(r.owner), r.amount.toString(), r.depositKey,
+  ])).rows[0]!;
+  if (row.status === 'pending') row = await send(deps, chain, row, r);
+  if (row.status === 'submitted') row = await settle(deps, chain, row, waitMs);
+  return row.status;
+}
