@@ -17,6 +17,8 @@ import { tableKey } from '../../server/chain/contracts.ts';
 import { signPermit } from '../../server/chain/dev-wallet.ts';
 import { loginUrl } from '../../server/db/roles.ts';
 import { chainIntentViolations } from '../../server/bank/chain-audit.ts';
+import { refundDeposit } from '../../server/bank/vault-refunds.ts';
+import type { BankDeps } from '../../server/bank/deposit.ts';
 import { bridgedUser } from '../helpers/auth.ts';
 import { fundedWallet, inAnHour, permitDeposit, type LocalChain } from '../helpers/chain-bank.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -151,4 +153,38 @@ test('(3) the bank login opens a refund of a made-up deposit: refused or nothing
   expect((await db.owner.query('select status from bank.vault_refunds where refund_key = $1', [opened.refund_key])).rows[0].status).toBe('pending');
   expect(await violationsNow()).toEqual([['chain_refund_without_deposit', opened.refund_key]]);
   await db.owner.query('delete from bank.vault_refunds where refund_key = $1', [opened.refund_key]);
+}, 60_000);
+
+test('(4) two processes refunding the same deposit at once pay it once', async () => {
+  const owner = await player(200n);
+  const permit = await signPermit({ rpcUrl: local.url, deployment: local.deployment, ownerKey: owner.key, chips: 50n, deadline: inAnHour() });
+  const tableId = `outside-${randomUUID()}`;
+  const tx = await operator.submitDeposit({ tableId, owner: owner.wallet, chips: 50n, permit });
+  expect((await operator.waitForOutcome(tx, 10_000)).status).toBe('confirmed');
+  // another wallet's tokens under the same table key: what a second payment would take
+  const other = await player(80n);
+  const otherTx = await operator.submitDeposit({ tableId, owner: other.wallet, chips: 80n, permit: await signPermit({ rpcUrl: local.url, deployment: local.deployment, ownerKey: other.key, chips: 80n, deadline: inAnHour() }) });
+  expect((await operator.waitForOutcome(otherTx, 10_000)).status).toBe('confirmed');
+  // two chain-bank processes, each its own pool and its own client of the operator key, both
+  // handed the deposit by their own read of the chain
+  const client = await db.pool('poker_worker', 1).connect();
+  const { refunds } = await chainIntentViolations(client, { rpcUrl: local.url }).finally(() => client.release());
+  const refund = refunds.find((x) => x.txHash === tx);
+  expect(refund).toMatchObject({ txHash: tx, owner: owner.wallet, amount: 50n * C, depositKey: null });
+  const log = { error: () => undefined, warn: () => undefined, info: () => undefined };
+  const processes = [0, 1].map(() => {
+    const chain = createChainBankChain({ rpcUrl: local.url, operatorKey: ANVIL_DEV_KEYS[1]!, deployment: local.deployment });
+    return { pool: db.pool('poker_bank', 2), chain: () => chain, log, confirmWindowMs: 10_000 } as unknown as BankDeps;
+  });
+  const outcomes = await Promise.allSettled(processes.map((deps) => refundDeposit(deps, refund!, 10_000)));
+  expect(outcomes.some((o) => o.status === 'fulfilled' && o.value === 'confirmed')).toBe(true);
+  expect(await reader.balanceOf(owner.wallet)).toBe(200n * C);
+  expect(await reader.tableBalance(tableId)).toBe(80n * C);
+  expect((await db.owner.query('select count(*)::int as n from bank.vault_refunds where deposit_tx_hash = $1', [tx])).rows[0].n).toBe(1);
+  // the other deposit, refunded by the reconciler; the first not again
+  await reconcileNow();
+  expect(await reader.balanceOf(owner.wallet)).toBe(200n * C);
+  expect(await reader.balanceOf(other.wallet)).toBe(80n * C);
+  expect(await reader.tableBalance(tableId)).toBe(0n);
+  expect(await violationsNow()).toEqual([]);
 }, 60_000);
