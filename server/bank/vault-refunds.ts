@@ -67,7 +67,10 @@ async function settle(deps: BankDeps, chain: ChainBankChain, row: RefundRow, wai
   const outcome = await chain.waitForOutcome(row.tx_hash!, waitMs);
   if (outcome.status === 'confirmed') {
     const event = await chain.withdrawalOf(row.tx_hash!);
-    if (!event) return advance(deps.pool, row.refund_key, 'failed', null, null, null, null, 'no vault event in the receipt');
+    // a transaction that paid something else (recorded by the bank login's claim) is not this refund's
+    if (!event || event.tableKey !== row.table_key || event.to.toLowerCase() !== row.destination || event.amount !== BigInt(row.base_units)) {
+      return advance(deps.pool, row.refund_key, 'failed', null, null, null, null, 'no vault payment of this refund in the receipt');
+    }
     return advance(deps.pool, row.refund_key, 'confirmed', row.tx_hash, outcome.blockNumber, event.to, event.amount, null);
   }
   if (outcome.status === 'reverted') return advance(deps.pool, row.refund_key, 'failed', null, null, null, null, outcome.reason);

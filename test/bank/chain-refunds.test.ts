@@ -188,3 +188,26 @@ test('(4) two processes refunding the same deposit at once pay it once', async (
   expect(await reader.tableBalance(tableId)).toBe(0n);
   expect(await violationsNow()).toEqual([]);
 }, 60_000);
+
+test('(5) the bank login records another refund\'s transaction as a pending refund\'s: the refund is still paid, once', async () => {
+  const owner = await player(100n);
+  const tableId = `outside-${randomUUID()}`;
+  const permit = await signPermit({ rpcUrl: local.url, deployment: local.deployment, ownerKey: owner.key, chips: 30n, deadline: inAnHour() });
+  const tx = await operator.submitDeposit({ tableId, owner: owner.wallet, chips: 30n, permit });
+  expect((await operator.waitForOutcome(tx, 10_000)).status).toBe('confirmed');
+  const client = await db.pool('poker_worker', 1).connect();
+  const { refunds } = await chainIntentViolations(client, { rpcUrl: local.url }).finally(() => client.release());
+  const refund = refunds.find((x) => x.txHash === tx)!;
+  // the thief opens the owner's refund itself (the true values: SQL cannot read the chain), then
+  // claims it was sent in a real transaction that paid something else (an earlier refund's)
+  const { rows: [paid] } = await db.owner.query("select tx_hash from bank.vault_refunds where status = 'confirmed' order by created_at limit 1");
+  const { rows: [opened] } = await thief.query('select * from bank.open_vault_refund($1, $2, $3, $4, $5, null)', [tx, refund.logIndex, tableKey(tableId), owner.wallet, (30n * C).toString()]);
+  await thief.query("select bank.advance_vault_refund($1, 'submitted', $2, null, null, null, null)", [opened.refund_key, paid.tx_hash]);
+  await reconcileNow();
+  await reconcileNow();
+  expect(await reader.balanceOf(owner.wallet)).toBe(100n * C);
+  expect(await reader.tableBalance(tableId)).toBe(0n);
+  expect((await db.owner.query('select status, prior_tx_hashes from bank.vault_refunds where refund_key = $1', [opened.refund_key])).rows[0])
+    .toEqual({ status: 'confirmed', prior_tx_hashes: [paid.tx_hash] });
+  expect(await violationsNow()).toEqual([]);
+}, 60_000);
