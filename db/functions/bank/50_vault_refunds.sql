@@ -27,10 +27,11 @@ begin
      or p_intent.amount::numeric * 1000000 <> p_base_units then
     perform bank_private.refuse('refund_not_owed', 'not this confirmed deposit''s transaction, wallet and amount');
   end if;
-  -- funded nothing: not credited (nor credited by the game with the answer lost), no tournament
-  -- refund of it, no refund of it yet, and confirmed ten minutes ago (the audit's grace)
+  -- funded nothing: not credited (nor credited by the game with the answer lost, nor reverted:
+  -- only a credit cancelled before it landed lets a refund through), no tournament refund of it,
+  -- no refund of it yet, and confirmed ten minutes ago (the audit's grace)
   if p_intent.credited_at is not null
-     or exists (select from game.seat_credits c where c.credit_key = p_intent.idempotency_key)
+     or exists (select from game.seat_credits c where c.credit_key = p_intent.idempotency_key and c.status <> 'cancelled')
      or exists (select from bank.tournament_payments t where t.entry_key = p_intent.idempotency_key and t.kind = 'refund')
      or exists (select from bank.vault_refunds r where r.deposit_key = p_intent.idempotency_key)
      or p_intent.updated_at >= now() - interval '600 seconds' then
