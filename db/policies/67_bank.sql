@@ -8,7 +8,7 @@ alter default privileges in schema bank, bank_private revoke execute on function
 
 grant usage on schema bank to poker_bank, poker_worker, poker_admin;
 -- poker_admin reads them for the audit's chain check (ops audit), under a live admin session (90_admin_reads.sql)
-grant select on bank.deployments, bank.deposit_intents, bank.withdraw_intents, bank.tournament_payments to poker_bank, poker_worker, poker_admin;
+grant select on bank.deployments, bank.deposit_intents, bank.withdraw_intents, bank.tournament_payments, bank.vault_refunds to poker_bank, poker_worker, poker_admin;
 grant execute on function
   bank.activate_deployment(uuid, bigint, text, text, bigint),
   bank.create_table(text, text, jsonb, uuid, integer, integer, text, text),
@@ -28,7 +28,9 @@ grant execute on function
   bank.open_tournament_payout(text, integer, bigint),
   bank.advance_tournament_payment(text, text, text, bigint, text, numeric, text),
   bank.retry_tournament_payment(text),
-  bank.tournament_payments_to_resume(integer, integer)
+  bank.tournament_payments_to_resume(integer, integer),
+  bank.open_vault_refund(text, integer, text, text, numeric, text),
+  bank.advance_vault_refund(text, text, text, bigint, text, numeric, text)
   to poker_bank;
 -- the bank reads, through the read views (db/functions/game/60_read_views.sql), of a table what its
 -- routes check (which bank keeps its money, its kind of play, its status), of a tournament its state
@@ -48,6 +50,8 @@ drop policy if exists withdraw_intents_read on bank.withdraw_intents;
 create policy withdraw_intents_read on bank.withdraw_intents for select to poker_bank, poker_worker, poker_admin using (true);
 drop policy if exists tournament_payments_read on bank.tournament_payments;
 create policy tournament_payments_read on bank.tournament_payments for select to poker_bank, poker_worker, poker_admin using (true);
+drop policy if exists vault_refunds_read on bank.vault_refunds;
+create policy vault_refunds_read on bank.vault_refunds for select to poker_bank, poker_worker, poker_admin using (true);
 -- the bank reads its registrants through game.seats now: the policy that let it read the rows goes
 drop policy if exists table_players_bank_read on game.table_players;
 

@@ -12,12 +12,18 @@
 //   chain_deposit_uncredited               a confirmed deposit still funding nothing (no seat, no
 //                                          entry, no refund) ten minutes on
 //   chain_payment_without_intent           tokens out of the vault (Withdrawn, PaidOut) in a
-//                                          transaction no withdrawal or tournament payment records
+//                                          transaction no withdrawal, tournament payment or refund records
 //   chain_payment_intent_failed            a payment the chain made whose intent says failed (a retry
 //                                          would pay it twice)
 //   chain_payment_confirmed_without_event  a confirmed withdrawal or payment whose transaction
 //                                          carries no vault payment of its destination and amount
+//   chain_refund_without_deposit           a refund (bank.vault_refunds) whose Deposited event (its
+//                                          transaction and log index) the chain does not show with
+//                                          its table key, owner and amount
 //   chain_unreadable                       intents exist but no chain to read them against
+// A deposit with no intent, and a confirmed deposit funding nothing ten minutes on, are returned as
+// `refunds` too (read from the chain's event): the reconciler refunds each to its owner, once
+// (server/bank/vault-refunds.ts); once its refund is confirmed neither is named again.
 // Each is { invariant, subject, detail } (as server/cage/custody.ts unverifiedReleases). It reads
 // with any login that may select the bank's tables (poker_worker, poker_bank) and its own chain
 // client; `scannedTo` is the next checkpoint: held before the first event whose intent is still in
@@ -29,11 +35,13 @@ import { publicClientFor } from '../chain/client.ts';
 import { TABLE_VAULT, tableKey } from '../chain/contracts.ts';
 import { depositEvidence, evidenceOfLog, type DepositEvidence } from '../chain/evidence.ts';
 import { BASE_UNITS_PER_CHIP } from '../chain/types.ts';
+import type { DepositRefund } from './vault-refunds.ts';
 
 export interface ChainViolation { invariant: string; subject: string; detail: string }
 /** A vault deposit whose intent is failed: what the reconciler confirms it with. */
 export interface DepositRepair { key: string; txHash: Hex; blockNumber: bigint; owner: Address; amount: bigint }
-export interface ChainAudit { violations: ChainViolation[]; repairs: DepositRepair[]; scannedTo: bigint | null }
+export interface ChainAudit { violations: ChainViolation[]; repairs: DepositRepair[]; refunds: DepositRefund[]; scannedTo: bigint | null }
+export type { DepositRefund };
 
 type Db = Pick<pg.ClientBase, 'query'>;
 interface DeploymentRow { id: bigint; chain_id: bigint; vault: string; rpc_url: string | null; from_block: bigint }
@@ -44,15 +52,34 @@ const VAULT_EVENTS = (TABLE_VAULT.abi as AbiEvent[]).filter((x) => x.type === 'e
 const matches = (d: DepositRow, e: DepositEvidence) => e.tableKey === tableKey(d.table_id)
   && e.owner.toLowerCase() === d.wallet.toLowerCase() && e.amount === BigInt(d.amount) * BASE_UNITS_PER_CHIP;
 
-/** One vault deposit judged against its intent; true while its intent is in flight. */
+const refundOf = (e: DepositEvidence, depositKey: string | null): DepositRefund =>
+  ({ txHash: e.txHash, logIndex: e.logIndex, tableKey: e.tableKey, owner: e.owner, amount: e.amount, depositKey });
+
+/** The refund opened for this Deposited event, if any (its status and the intent it refunds). */
+async function refundRow(db: Db, e: DepositEvidence) {
+  const { rows } = await db.query<{ status: string; deposit_key: string | null }>(
+    'select status, deposit_key from bank.vault_refunds where deposit_tx_hash = $1 and deposit_log_index = $2', [e.txHash.toLowerCase(), e.logIndex],
+  );
+  return rows[0];
+}
+
+/** One vault deposit judged against its intent; true while its intent (or its refund) is in flight. */
 async function judgeDeposit(db: Db, e: DepositEvidence, out: ChainAudit): Promise<boolean> {
+  const refund = await refundRow(db, e);
+  if (refund) {
+    // refunded: the tokens went back (chain_refund_without_deposit judges the row); in flight: refunded again
+    if (refund.status === 'confirmed') return false;
+    out.refunds.push(refundOf(e, refund.deposit_key));
+    return true;
+  }
   const { rows } = await db.query<DepositRow>(
     'select idempotency_key, status, tx_hash, table_id, wallet, amount from bank.deposit_intents where idempotency_key = any($1::text[])', [e.keys],
   );
   const d = rows[0];
   if (!d) {
     out.violations.push({ invariant: 'chain_deposit_without_intent', subject: e.txHash, detail: `${e.amount} base units from ${e.owner} into the vault with no deposit intent` });
-    return false;
+    out.refunds.push(refundOf(e, null));
+    return true;
   }
   if (d.status === 'pending' || d.status === 'submitted') return true;
   if (!matches(d, e) || (d.status === 'confirmed' && d.tx_hash !== e.txHash)) {
@@ -80,17 +107,49 @@ async function unbackedConfirmations(db: Db, client: PublicClient, dep: Deployme
 /** How long a confirmed deposit may wait for its credit (the reconciler retries it every 30 s) before it is named. */
 export const UNCREDITED_GRACE_SECONDS = 600;
 
-/** Deposits the chain bore out (the game read them back) whose seat or entry was never funded, nor the entry refunded. */
-async function uncreditedDeposits(db: Db, dep: DeploymentRow, out: ChainAudit) {
-  const { rows } = await db.query<{ idempotency_key: string; tx_hash: string; mode: string }>(
-    `select d.idempotency_key, d.tx_hash, d.mode from bank.deposit_intents d
+/**
+ * Deposits the chain bore out whose seat or entry was never funded, nor the entry refunded: named,
+ * and (their Deposited event read from the chain) handed to the reconciler to refund; not named
+ * once their refund is confirmed, nor while it is in flight.
+ */
+async function uncreditedDeposits(db: Db, client: PublicClient, dep: DeploymentRow, out: ChainAudit) {
+  const { rows } = await db.query<DepositRow & { mode: string; refund: string | null }>(
+    `select d.idempotency_key, d.status, d.tx_hash, d.table_id, d.wallet, d.amount, d.mode, r.status as refund
+       from bank.deposit_intents d left join bank.vault_refunds r on r.deposit_key = d.idempotency_key
       where d.deployment_id = $1 and d.status = 'confirmed' and d.credited_at is null
-        and d.updated_at < now() - make_interval(secs => $2)
+        and d.updated_at < now() - make_interval(secs => $2) and r.status is distinct from 'confirmed'
         and not exists (select from bank.tournament_payments t where t.entry_key = d.idempotency_key and t.kind = 'refund')`,
     [dep.id, UNCREDITED_GRACE_SECONDS],
   );
   for (const d of rows) {
+    const e = await depositEvidence(client, dep.vault as Address, d.tx_hash as Hex);
+    if (e && e.keys.includes(d.idempotency_key) && matches(d, e)) out.refunds.push(refundOf(e, d.idempotency_key));
+    if (d.refund && e) continue;
     out.violations.push({ invariant: 'chain_deposit_uncredited', subject: d.idempotency_key, detail: `${d.mode} deposit ${d.tx_hash} confirmed, its tokens in the vault, and nothing funded from it` });
+  }
+}
+
+/** The Deposited event at `logIndex` of transaction `txHash` in the vault, or null. */
+async function depositAt(client: PublicClient, vault: Address, txHash: Hex, logIndex: number) {
+  const receipt = await getTransactionReceipt(client, { hash: txHash }).catch((err: unknown) => {
+    if (err instanceof TransactionReceiptNotFoundError) return null;
+    throw err;
+  });
+  const log = receipt?.status === 'success' ? receipt.logs.find((l) => l.logIndex === logIndex && isAddressEqual(l.address, vault)) : undefined;
+  const [event] = log ? parseEventLogs({ abi: TABLE_VAULT.abi, logs: [log], eventName: 'Deposited' }) : [];
+  return event ? event.args as unknown as { tableKey: Hex; owner: Address; amount: bigint } : null;
+}
+
+/** Refunds (changed since `since`, or not confirmed) whose Deposited event the chain does not show as recorded. */
+async function unbackedRefunds(db: Db, client: PublicClient, dep: DeploymentRow, since: Date | undefined, out: ChainAudit) {
+  const { rows } = await db.query<{ refund_key: string; deposit_tx_hash: Hex; deposit_log_index: number; table_key: string; destination: string; base_units: string }>(
+    `select refund_key, deposit_tx_hash, deposit_log_index, table_key, destination, base_units::text from bank.vault_refunds
+      where deployment_id = $1 and (status <> 'confirmed' or $2::timestamptz is null or updated_at >= $2)`, [dep.id, since ?? null],
+  );
+  for (const r of rows) {
+    const e = await depositAt(client, dep.vault as Address, r.deposit_tx_hash, r.deposit_log_index);
+    if (e && e.tableKey.toLowerCase() === r.table_key && e.owner.toLowerCase() === r.destination && e.amount === BigInt(r.base_units)) continue;
+    out.violations.push({ invariant: 'chain_refund_without_deposit', subject: r.refund_key, detail: `a refund to ${r.destination} of a deposit the chain does not show (${r.deposit_tx_hash}, log ${r.deposit_log_index})` });
   }
 }
 
@@ -108,32 +167,37 @@ async function paymentOnChain(client: PublicClient, vault: Address, txHash: Hex,
 }
 
 const PAYMENTS_SQL = `
-  select 'withdrawal' as kind, idempotency_key as key, status, tx_hash, table_id, destination, amount from bank.withdraw_intents
+  select 'withdrawal' as kind, idempotency_key as key, status, tx_hash, table_id, null as table_key, destination, amount * 1000000 as units from bank.withdraw_intents
    where deployment_id = $1 and settlement = 'cash_out' and tx_hash is not null and ($2::timestamptz is null or updated_at >= $2)
   union all
-  select 'payment', payment_key, status, tx_hash, table_id, destination, amount from bank.tournament_payments
+  select 'payment', payment_key, status, tx_hash, table_id, null, destination, amount * 1000000 from bank.tournament_payments
+   where deployment_id = $1 and tx_hash is not null and ($2::timestamptz is null or updated_at >= $2)
+  union all
+  select 'refund', refund_key, status, tx_hash, null, table_key, destination, base_units from bank.vault_refunds
    where deployment_id = $1 and tx_hash is not null and ($2::timestamptz is null or updated_at >= $2)`;
 
 const PAYMENT_OF_TX = `
   select 'withdrawal' as kind, idempotency_key as key, status from bank.withdraw_intents where tx_hash = $1
   union all
-  select 'payment', payment_key, status from bank.tournament_payments where tx_hash = $1`;
+  select 'payment', payment_key, status from bank.tournament_payments where tx_hash = $1
+  union all
+  select 'refund', refund_key, status from bank.vault_refunds where tx_hash = $1 or $1 = any (prior_tx_hashes)`;
 
 /** Vault payments against the withdrawals and tournament payments that record them. */
 async function judgePayments(db: Db, client: PublicClient, dep: DeploymentRow, logs: Log[], since: Date | undefined, out: ChainAudit) {
-  const { rows } = await db.query<{ kind: string; key: string; status: string; tx_hash: string; table_id: string; destination: string; amount: bigint }>(PAYMENTS_SQL, [dep.id, since ?? null]);
+  const { rows } = await db.query<{ kind: string; key: string; status: string; tx_hash: string; table_id: string | null; table_key: Hex | null; destination: string; units: string }>(PAYMENTS_SQL, [dep.id, since ?? null]);
   const byTx = new Map(rows.map((r) => [r.tx_hash, r]));
   const paid = new Set<string>();
   for (const log of logs) {
     const tx = log.transactionHash!;
     paid.add(tx);
     const intent = byTx.get(tx) ?? (await db.query<{ kind: string; key: string; status: string }>(PAYMENT_OF_TX, [tx])).rows[0];
-    if (!intent) out.violations.push({ invariant: 'chain_payment_without_intent', subject: tx, detail: 'tokens left the vault in a transaction no withdrawal or payment records' });
+    if (!intent) out.violations.push({ invariant: 'chain_payment_without_intent', subject: tx, detail: 'tokens left the vault in a transaction no withdrawal, payment or refund records' });
     else if (intent.status === 'failed') out.violations.push({ invariant: 'chain_payment_intent_failed', subject: intent.key, detail: `${intent.kind} failed, but the chain paid it in ${tx}` });
   }
   for (const r of rows) {
     if (r.status !== 'confirmed' || paid.has(r.tx_hash)) continue;
-    if (await paymentOnChain(client, dep.vault as Address, r.tx_hash as Hex, tableKey(r.table_id), r.destination, BigInt(r.amount) * BASE_UNITS_PER_CHIP)) continue;
+    if (await paymentOnChain(client, dep.vault as Address, r.tx_hash as Hex, r.table_key ?? tableKey(r.table_id!), r.destination, BigInt(r.units))) continue;
     out.violations.push({ invariant: 'chain_payment_confirmed_without_event', subject: r.key, detail: `${r.kind} confirmed with ${r.tx_hash}, which paid nothing of it` });
   }
 }
@@ -145,7 +209,7 @@ async function judgePayments(db: Db, client: PublicClient, dep: DeploymentRow, l
  * where to read the chain (default: the deployment's rpc_url, which only the owner or an operator sets).
  */
 export async function chainIntentViolations(db: Db, chain: { rpcUrl?: string }, options: { fromBlock?: bigint; since?: Date } = {}): Promise<ChainAudit> {
-  const out: ChainAudit = { violations: [], repairs: [], scannedTo: null };
+  const out: ChainAudit = { violations: [], repairs: [], refunds: [], scannedTo: null };
   const { rows: [dep] } = await db.query<DeploymentRow>('select id, chain_id, vault, rpc_url, from_block from bank.deployments where active');
   if (!dep) return out;
   const url = chain.rpcUrl ?? dep.rpc_url;
@@ -166,7 +230,8 @@ export async function chainIntentViolations(db: Db, chain: { rpcUrl?: string }, 
     if (await judgeDeposit(db, e, out) && inFlightFrom === undefined) inFlightFrom = e.blockNumber;
   }
   await unbackedConfirmations(db, client, dep, seen, out);
-  await uncreditedDeposits(db, dep, out);
+  await uncreditedDeposits(db, client, dep, out);
+  await unbackedRefunds(db, client, dep, options.since, out);
   await judgePayments(db, client, dep, logs.filter((l) => l.eventName !== 'Deposited'), options.since, out);
   out.scannedTo = inFlightFrom !== undefined ? inFlightFrom - 1n : latest;
   return out;

@@ -13,12 +13,18 @@ export type EarlierPayment = { paid: { txHash: Hex; blockNumber: bigint } } | 'i
 const PRIOR_SQL = {
   withdrawal: 'select prior_tx_hashes from bank.withdraw_intents where idempotency_key = $1',
   payment: 'select prior_tx_hashes from bank.tournament_payments where payment_key = $1',
+  refund: 'select prior_tx_hashes from bank.vault_refunds where refund_key = $1',
 } as const;
 
-/** Whether an earlier transaction of payment `key` paid `to` `chips` from `tableId`, is still in flight, or neither. */
+/**
+ * Whether an earlier transaction of payment `key` paid `to` `chips` from `tableId` (or `baseUnits`
+ * from the table key `tableKey`), is still in flight, or neither.
+ */
 export async function earlierPayment(
-  deps: BankDeps, chain: ChainBankChain, kind: keyof typeof PRIOR_SQL, key: string, p: { tableId: string; to: string; chips: bigint },
+  deps: BankDeps, chain: ChainBankChain, kind: keyof typeof PRIOR_SQL, key: string,
+  p: { tableId: string; to: string; chips: bigint } | { tableKey: Hex; to: string; baseUnits: bigint },
 ): Promise<EarlierPayment> {
+  const [key32, units] = 'tableId' in p ? [tableKey(p.tableId), p.chips * BASE_UNITS_PER_CHIP] : [p.tableKey, p.baseUnits];
   const { rows } = await deps.pool.query<{ prior_tx_hashes: string[] }>(PRIOR_SQL[kind], [key]);
   for (const hash of (rows[0]?.prior_tx_hashes ?? []) as Hex[]) {
     const outcome = await chain.waitForOutcome(hash, 0);
@@ -28,7 +34,7 @@ export async function earlierPayment(
     }
     if (outcome.status !== 'confirmed') continue;
     const event = await chain.withdrawalOf(hash);
-    if (event && event.tableKey === tableKey(p.tableId) && event.to.toLowerCase() === p.to.toLowerCase() && event.amount === p.chips * BASE_UNITS_PER_CHIP) {
+    if (event && event.tableKey === key32 && event.to.toLowerCase() === p.to.toLowerCase() && event.amount === units) {
       return { paid: { txHash: hash, blockNumber: outcome.blockNumber } };
     }
   }

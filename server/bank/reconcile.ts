@@ -10,7 +10,9 @@
 //     callback never landed: redelivered;
 //   - the vault's events against the intents (server/bank/chain-audit.ts chainIntentViolations,
 //     from a checkpoint): each disagreement named in the log; a failed deposit whose tokens reached
-//     the vault confirmed from its event, then credited like any other (the game reads it back);
+//     the vault confirmed from its event, then credited like any other (the game reads it back); a
+//     deposit with no intent, or confirmed and funding nothing ten minutes on, refunded to the
+//     wallet the tokens came from, once (server/bank/vault-refunds.ts);
 //   - tournaments: payout intents of chain tables with no confirmedAt older than 30 s posted again
 //     (failedAt cleared; paid, confirmed, announced), refunds not yet confirmed paid.
 import type { Hex } from 'viem';
@@ -20,6 +22,7 @@ import { creditDeposit, settleDepositOutcome, type BankDeps } from './deposit.ts
 import { deliverChainSettlement, payWithdrawal } from './withdraw.ts';
 import { payPlace, payTournamentPayment, type PaymentRow } from './tournaments.ts';
 import { chainIntentViolations } from './chain-audit.ts';
+import { refundDeposit } from './vault-refunds.ts';
 
 /** Payout intents with no confirmedAt are posted again once older than this (spec: Limits). */
 export const PAYOUT_REPOST_SECONDS = 30;
@@ -36,6 +39,8 @@ export interface ReconcileRun {
   violations: number;
   /** Failed deposits whose tokens reached the vault, confirmed from their event (then credited). */
   repaired: number;
+  /** Deposits no intent backs refunded to their owner (confirmed on chain in this run). */
+  refunded: number;
 }
 
 /** Where the reconciler's scan of the vault's events stands (this process; a restart scans from the deployment's first block). */
@@ -60,6 +65,19 @@ async function scanVault(deps: BankDeps, checkpoint: ScanCheckpoint, run: Reconc
     await deps.pool.query('select bank.confirm_deposit($1, $2, $3, $4, $5)', [r.key, r.txHash, r.blockNumber.toString(), r.owner, r.amount.toString()]);
     run.repaired++;
   }
+  // each refund once per run (a deposit can be both a scanned event and an uncredited intent); one's
+  // failure is logged, the rest go on, and the next run takes it up (its event read again)
+  const seen = new Set<string>();
+  for (const r of audit.refunds) {
+    const id = `${r.txHash}:${r.logIndex}`;
+    if (seen.has(id)) continue;
+    seen.add(id);
+    const status = await refundDeposit(deps, r, deps.confirmWindowMs).catch((err: unknown) => {
+      deps.log.error({ txHash: r.txHash, logIndex: r.logIndex, err: (err as Error).message }, 'vault deposit not refunded; the next run tries again');
+      return 'error';
+    });
+    if (status === 'confirmed') run.refunded++;
+  }
   if (audit.scannedTo !== null) Object.assign(checkpoint, { fromBlock: audit.scannedTo + 1n, since: started });
 }
 
@@ -82,7 +100,7 @@ async function withdrawalOnChain(deps: BankDeps, w: { idempotency_key: string; t
 }
 
 export async function reconcileChainBank(deps: BankDeps, graceSeconds: number, checkpoint: ScanCheckpoint = {}): Promise<ReconcileRun> {
-  const run: ReconcileRun = { confirmed: 0, failed: 0, credited: 0, paid: 0, settled: 0, unverified: 0, violations: 0, repaired: 0 };
+  const run: ReconcileRun = { confirmed: 0, failed: 0, credited: 0, paid: 0, settled: 0, unverified: 0, violations: 0, repaired: 0, refunded: 0 };
   const chain = deps.chain();
   if (!chain) return run;
   const { rows: open } = await deps.pool.query<{ idempotency_key: string; status: string; tx_hash: string | null }>(

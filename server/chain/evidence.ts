@@ -14,6 +14,8 @@ import { BASE_UNITS_PER_CHIP } from './types.ts';
 export interface DepositEvidence {
   txHash: Hex;
   blockNumber: bigint;
+  /** The Deposited log's index in its block: a refund is keyed by the transaction and this. */
+  logIndex: number;
   tableKey: Hex;
   owner: Address;
   /** base units */
@@ -42,7 +44,7 @@ export async function evidenceOfLog(client: PublicClient, log: Log): Promise<Dep
   const [event] = parseEventLogs({ abi: TABLE_VAULT.abi, logs: [log], eventName: 'Deposited' });
   const { tableKey, owner, amount } = event!.args as unknown as { tableKey: Hex; owner: Address; amount: bigint };
   const tx = await getTransaction(client, { hash: log.transactionHash! });
-  return { txHash: log.transactionHash!, blockNumber: log.blockNumber!, tableKey, owner: getAddress(owner), amount, keys: keysOfCall(tx.input, owner, amount) };
+  return { txHash: log.transactionHash!, blockNumber: log.blockNumber!, logIndex: log.logIndex!, tableKey, owner: getAddress(owner), amount, keys: keysOfCall(tx.input, owner, amount) };
 }
 
 /**

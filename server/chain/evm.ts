@@ -74,6 +74,10 @@ export class EvmChainBankChain implements ChainBankChain {
     return this.send('withdraw', [tableKey(args.tableId), getAddress(args.to), toBaseUnits(args.chips)]);
   }
 
+  submitRefund(args: { tableKey: Hex; to: Address; baseUnits: bigint }): Promise<Hex> {
+    return this.send('withdraw', [args.tableKey, getAddress(args.to), args.baseUnits]);
+  }
+
   submitPayout(args: { tableId: string; to: Address; chips: bigint }): Promise<Hex> {
     return this.send('payout', [tableKey(args.tableId), getAddress(args.to), toBaseUnits(args.chips)]);
   }

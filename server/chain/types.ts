@@ -61,6 +61,8 @@ export interface ChainBankChain {
   submitDeposit(args: { tableId: string; owner: Address; chips: bigint; permit: PermitParts }): Promise<Hex>;
   /** The vault's operator withdrawal from the table's balance to `to` (a stand-up, a forced withdraw). */
   submitWithdraw(args: { tableId: string; to: Address; chips: bigint }): Promise<Hex>;
+  /** The vault's operator withdrawal of `baseUnits` from the balance of table key `tableKey` (a refund of a deposit no intent backs). */
+  submitRefund(args: { tableKey: Hex; to: Address; baseUnits: bigint }): Promise<Hex>;
   /** The vault's payout from a tournament table's balance to `to`. */
   submitPayout(args: { tableId: string; to: Address; chips: bigint }): Promise<Hex>;
   /** Waits for the receipt up to `timeoutMs`: confirmed, reverted (with the reason), or still pending. */

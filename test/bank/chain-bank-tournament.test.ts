@@ -11,7 +11,10 @@
 // same database) refuses the chain's tournament tables: not_a_cage_table, and nothing moves.
 import { randomUUID } from 'node:crypto';
 import { generatePrivateKey } from 'viem/accounts';
+import pg from 'pg';
 import { createChainBankChain } from '../../server/chain/evm.ts';
+import { loginUrl } from '../../server/db/roles.ts';
+import { chainIntentViolations } from '../../server/bank/chain-audit.ts';
 import { bridgedUser } from '../helpers/auth.ts';
 import { fundedWallet, inAnHour, permitDeposit, type LocalChain } from '../helpers/chain-bank.ts';
 import { expectCleanAudit } from '../helpers/cage.ts';
@@ -361,6 +364,50 @@ test('a refund whose transaction the chain drops: the unregister answers it unpa
   expect(await call(`${bank}/api/deposit`, { headers: a.auth, body: entry.deposit })).toMatchObject({
     status: 200, body: { status: 'refunded', replay: true, refundTxHash: paid.tx_hash },
   });
+}, 60_000);
+
+test('issue 31: an entry the bank login failed in flight (its seat released) confirms on chain and funds nothing: named ten minutes on, refunded to its signing wallet once, named no more', async () => {
+  const host = await player(0n);
+  const tableId = await sngTable(host, { clockFactor: 1 });
+  const a = await player(300n);
+  const seatIndex = await reserve(a, tableId);
+  const body = await permitDeposit(local, a, tableId, 100n, { seatIndex });
+  const thief = new pg.Client({ connectionString: loginUrl(db.url, 'poker_bank', undefined) });
+  await thief.connect();
+  try {
+    await rpc('evm_setAutomine', [false]);
+    const answer = call(`${bank}/api/deposit`, { headers: a.auth, body });
+    const [d] = await until(async () => { const rows = await entryDeposits(tableId, a); return rows[0]?.status === 'submitted' && rows; }, 'the entry deposit submitted to the node');
+    // the thief claims it failed: the seat it held is released
+    await thief.query('select bank.fail_deposit($1, $2)', [d!.idempotency_key, 'made up']);
+    await rpc('evm_mine');
+    await rpc('evm_setAutomine', [true]);
+    await answer;
+  } finally {
+    await thief.end();
+  }
+  // the receipt confirmed it, the tokens are in the vault, and no entry was funded from it
+  const [dep] = await entryDeposits(tableId, a);
+  expect(dep).toMatchObject({ status: 'confirmed', credited: false });
+  expect(await registrations(tableId, a)).toEqual([]);
+  expect(await balance(a)).toBe(200n);
+  const violations = async () => {
+    const client = await db.pool('poker_worker', 1).connect();
+    try {
+      return (await chainIntentViolations(client, { rpcUrl: local.url })).violations.filter((v) => v.subject === dep!.idempotency_key).map((v) => v.invariant);
+    } finally {
+      client.release();
+    }
+  };
+  await db.owner.query("update bank.deposit_intents set updated_at = now() - interval '11 minutes' where idempotency_key = $1", [dep!.idempotency_key]);
+  expect(await violations()).toEqual(['chain_deposit_uncredited']);
+  await reconcileNow();
+  expect(await balance(a)).toBe(300n);
+  expect(await reader.tableBalance(tableId)).toBe(0n);
+  expect(await violations()).toEqual([]);
+  await reconcileNow();
+  expect(await balance(a)).toBe(300n);
+  expect((await db.owner.query('select count(*)::int as n from bank.vault_refunds where deposit_key = $1', [dep!.idempotency_key])).rows[0].n).toBe(1);
 }, 60_000);
 
 describe('a cage pointed at the chain bank\'s tournament tables', () => {

@@ -448,6 +448,8 @@ const REVIEWED: Record<string, string> = {
   'bank.advance_tournament_payment(text,text,text,bigint,text,numeric,text)': 'the chain\'s receipt (the PaidOut or Withdrawn event of its own destination and amount)',
   'bank.retry_tournament_payment(text)': 'bookkeeping: a failed payment tried again to its own destination; its earlier transaction kept and read on chain before another is sent',
   'bank.tournament_payments_to_resume(integer,integer)': 'reads (and clears failedAt)',
+  'bank.open_vault_refund(text,integer,text,text,numeric,text)': 'evidence: a Deposited event (transaction, log index) no intent backs, or a confirmed deposit uncredited ten minutes on, paid back to its own owner; refused for a credited, refunded or recent deposit; a made-up one is never paid (the operator key pays only an event it re-read) and is named (chain-refunds.test.ts (3))',
+  'bank.advance_vault_refund(text,text,text,bigint,text,numeric,text)': 'the chain\'s receipt (the Withdrawn event of its own destination and amount); a claimed failure keeps its transaction, read on chain before another is sent',
   // betting (issue 19): the betting service's login
   'betting.claim_quote(uuid,text)': 'the player\'s token grant; reads the payout its market recorded (moves nothing)',
   'betting.record_bet(text)': 'bound: the cage\'s pending stake of this ref (user, market, runner and amount read from it)',

@@ -218,6 +218,11 @@ begin
   if v_row.status = 'confirmed' then
     return v_row;
   end if;
+  -- a deposit refunded to its owner is never credited as well (bank.open_vault_refund takes the same lock)
+  perform pg_advisory_xact_lock(hashtextextended('bank.vault-deposit:' || coalesce(lower(p_tx_hash), ''), 0));
+  if exists (select from bank.vault_refunds r where r.deposit_tx_hash = lower(p_tx_hash)) then
+    perform bank_private.refuse('deposit_refunded', 'the tokens of this transaction were refunded to their owner');
+  end if;
   -- submitted with this transaction; or failed: a failure is only the bank's claim, and the
   -- receipt of the deposit's transaction overrides it (the chain took the tokens: issue 31, class 7)
   if p_tx_hash is null or p_tx_hash !~ '^0x[0-9a-f]{64}$' or v_row.status not in ('submitted', 'failed')
@@ -288,6 +293,7 @@ create or replace function bank.uncredited_deposits(p_grace_seconds integer, p_l
 as $$
   select * from bank.deposit_intents d
    where d.status = 'confirmed' and d.credited_at is null
+     and not exists (select from bank.vault_refunds r where r.deposit_key = d.idempotency_key)
      and d.updated_at < now() - make_interval(secs => greatest(coalesce(p_grace_seconds, 0), 0))
    order by d.updated_at
    limit least(greatest(coalesce(p_limit, 100), 1), 1000)

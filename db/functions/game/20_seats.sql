@@ -103,6 +103,7 @@ begin
     if not exists (select from bank.deposit_intents d
                     where d.idempotency_key = p_key and d.status = 'confirmed' and d.verified_at is not null
                       and d.credited_at is null and d.mode = 'cash'
+                      and not exists (select from bank.vault_refunds r where r.deposit_key = d.idempotency_key)
                       and d.user_id = p_user_id and d.table_id = p_table_id and d.seat_index = p_seat_index and d.amount = p_amount) then
       perform game_private.refuse('credit_not_backed',
         format('no confirmed chain deposit %s for this user, table, seat and amount', p_key));
