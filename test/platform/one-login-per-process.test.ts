@@ -16,8 +16,11 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import pg from 'pg';
 import { pinAsOwner } from '../../server/crypto/pins.ts';
 import { DEV_DB_ROLE_SECRET, passwordVariable, rolePassword, SERVICE_LOGINS, type ServiceLogin } from '../../server/db/roles.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createOwnerPool } from '../../server/db/pools.ts';
+import { serverUrl } from '../helpers/db.ts';
+import { withDatabase } from '../helpers/url.ts';
 import { QUIET_CRON } from '../helpers/platform.ts';
+import { freePort } from '../helpers/ports.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const START_TIMEOUT = 30_000;
@@ -48,7 +51,8 @@ async function until<T>(what: string, fn: () => T | undefined, child: Child): Pr
   }
 }
 
-let db: TestDatabase;
+/** A fresh, empty database of this file's own: `npm run migrate` migrates it. */
+let db: { name: string; url: string; owner: pg.Pool };
 let bareUrl: string;
 let ownerUser: string;
 let ownerPassword: string;
@@ -56,21 +60,32 @@ const unusedDataDir = path.join(tmpdir(), `one-login-${randomBytes(6).toString('
 const receiptSeed = randomBytes(32);
 let passwords: Record<ServiceLogin, string>;
 
+async function asServer(sql: string) {
+  const admin = new pg.Client({ connectionString: serverUrl() });
+  await admin.connect();
+  try {
+    await admin.query(sql);
+  } finally {
+    await admin.end();
+  }
+}
+
 beforeAll(async () => {
-  db = await createTestDatabase();
+  const name = `t_${randomBytes(6).toString('hex')}`;
+  await asServer(`create database ${name}`);
+  db = { name, url: withDatabase(serverUrl(), name), owner: createOwnerPool(withDatabase(serverUrl(), name), 2) };
   const url = new URL(db.url);
   ownerUser = decodeURIComponent(url.username);
   ownerPassword = decodeURIComponent(url.password);
   url.username = '';
   url.password = '';
   bareUrl = url.toString();
-  // an operator's act in production (npm run ops -- keys pin receipt ...): the cage's receipt key
-  await pinAsOwner(db.owner, 'receipt', ed25519.getPublicKey(receiptSeed));
 });
 
 afterAll(async () => {
   for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill('SIGKILL');
-  await db?.drop();
+  await db?.owner.end();
+  if (db) await asServer(`drop database if exists ${db.name} with (force)`);
 });
 
 /** Logs in as `user` with `password` on the test database: 'ok' or the SQLSTATE of the refusal. */
@@ -128,9 +143,12 @@ function cageEnv(password: string | undefined, extra: Record<string, string> = {
   };
 }
 
-test('npm run migrate, as the owner, migrates and prints each login\'s password to stdout only', async () => {
+test('npm run migrate, as the owner, migrates a fresh database and prints each login\'s password to stdout only', async () => {
   const child = spawnNode(['--no-warnings=ExperimentalWarning', 'server/cli/migrate.ts', '--print-passwords'], { DATABASE_URL: db.url });
   expect(await child.exit).toBe(0);
+  expect((await db.owner.query<{ n: number }>("select count(*)::int as n from pg_namespace where nspname in ('cage', 'game', 'auth')")).rows[0]!.n).toBe(3);
+  // an operator's act in production (npm run ops -- keys pin receipt ...): the cage's receipt key
+  await pinAsOwner(db.owner, 'receipt', ed25519.getPublicKey(receiptSeed));
   const lines = child.stdout.trim().split('\n');
   expect(lines.map((l) => l.split('=')[0])).toEqual(SERVICE_LOGINS.map(passwordVariable));
   passwords = Object.fromEntries(lines.map((l, i) => [SERVICE_LOGINS[i]!, l.slice(l.indexOf('=') + 1)])) as Record<ServiceLogin, string>;
@@ -176,6 +194,34 @@ test('a cage process with only its login\'s password serves; its environment log
   // the attack: every value as any login's password, as the secret of the derivation, as the owner's
   expect(await reachable(environ)).toEqual(['poker_cage']);
 
+  child.proc.kill('SIGINT');
+  expect(await child.exit).toBe(0);
+});
+
+test.each([
+  ['production', {}],
+  // outside production too: no own-URL listing, no harness pool as the owner (there is none)
+  ['test', { ENABLE_TEST_AUTH: 'true' }],
+])('a game process (NODE_ENV=%s) with only poker_game\'s password serves: its presence and pool log in as poker_game, never as the owner', async (nodeEnv, extra) => {
+  expect(passwords).toBeDefined();
+  // the operators' acts in production: the dealer key pinned, the process's URL listed
+  const dealerSeed = randomBytes(32), port = await freePort(), publicUrl = `http://127.0.0.1:${port}`;
+  await db.owner.query("select game_private.pin_dealer_key($1, 'owner')", [Buffer.from(ed25519.getPublicKey(dealerSeed)).toString('hex')]);
+  await db.owner.query('insert into game.process_urls (url) values ($1)', [publicUrl]);
+  const child = spawnNode(['server/main.ts', '--role', 'game'], {
+    ...cageEnv(undefined), DB_PASSWORD_POKER_GAME: passwords.poker_game, GAME_DEALER_KEY: dealerSeed.toString('hex'),
+    GAME_PORT: String(port), GAME_PUBLIC_URL: publicUrl, BANK_URL: 'http://127.0.0.1:9', NODE_ENV: nodeEnv, ...extra,
+  });
+  const gameUrl = await until('the game line', () => /^game +(\S+)$/m.exec(child.stdout)?.[1], child);
+  expect((await fetch(`${gameUrl}/health`)).status).toBe(200);
+  const { rows } = await db.owner.query<{ user: string }>(
+    "select distinct usename::text as user from pg_stat_activity where datname = current_database() and application_name in ('game', 'game-presence', 'login-check')",
+  );
+  expect(rows.map((r) => r.user)).toEqual(['poker_game']);
+  const { rows: registered } = await db.owner.query<{ n: number }>('select count(*)::int as n from game.game_processes where url = $1', [publicUrl]);
+  expect(registered[0]!.n).toBe(1);
+  const environ = (await readFile(`/proc/${child.proc.pid}/environ`, 'utf8')).split('\0').filter(Boolean);
+  expect(await reachable(environ)).toEqual(['poker_game']);
   child.proc.kill('SIGINT');
   expect(await child.exit).toBe(0);
 });
