@@ -7,7 +7,7 @@
 // nowhere but as its own login.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -16,7 +16,6 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import pg from 'pg';
 import { pinAsOwner } from '../../server/crypto/pins.ts';
 import { DEV_DB_ROLE_SECRET, passwordVariable, rolePassword, SERVICE_LOGINS, type ServiceLogin } from '../../server/db/roles.ts';
-import { createOwnerPool } from '../../server/db/pools.ts';
 import { serverUrl } from '../helpers/db.ts';
 import { withDatabase } from '../helpers/url.ts';
 import { QUIET_CRON } from '../helpers/platform.ts';
@@ -73,7 +72,7 @@ async function asServer(sql: string) {
 beforeAll(async () => {
   const name = `t_${randomBytes(6).toString('hex')}`;
   await asServer(`create database ${name}`);
-  db = { name, url: withDatabase(serverUrl(), name), owner: createOwnerPool(withDatabase(serverUrl(), name), 2) };
+  db = { name, url: withDatabase(serverUrl(), name), owner: new pg.Pool({ connectionString: withDatabase(serverUrl(), name), max: 2, application_name: 'test-owner' }) };
   const url = new URL(db.url);
   ownerUser = decodeURIComponent(url.username);
   ownerPassword = decodeURIComponent(url.password);
@@ -86,6 +85,8 @@ afterAll(async () => {
   for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill('SIGKILL');
   await db?.owner.end();
   if (db) await asServer(`drop database if exists ${db.name} with (force)`);
+  // the development key files a role outside production keeps beside the (never created) data directory
+  await rm(path.dirname(unusedDataDir), { recursive: true, force: true });
 });
 
 /** Logs in as `user` with `password` on the test database: 'ok' or the SQLSTATE of the refusal. */
@@ -222,6 +223,35 @@ test.each([
   expect(registered[0]!.n).toBe(1);
   const environ = (await readFile(`/proc/${child.proc.pid}/environ`, 'utf8')).split('\0').filter(Boolean);
   expect(await reachable(environ)).toEqual(['poker_game']);
+  child.proc.kill('SIGINT');
+  expect(await child.exit).toBe(0);
+});
+
+test('every role starts login-only, each on its own login, with no owner connection (one process holding all seven lines)', async () => {
+  expect(passwords).toBeDefined();
+  // the operators' acts: the auth role's JWT key and the cage's receipt key (pinned above), the dealer key
+  const jwtSeed = randomBytes(32), dealerSeed = randomBytes(32);
+  await pinAsOwner(db.owner, 'jwt', ed25519.getPublicKey(jwtSeed));
+  await db.owner.query("select game_private.pin_dealer_key($1, 'owner')", [Buffer.from(ed25519.getPublicKey(dealerSeed)).toString('hex')]);
+  const lines = Object.fromEntries(SERVICE_LOGINS.map((l) => [passwordVariable(l), passwords[l]]));
+  const child = spawnNode(['server/main.ts'], {
+    ...cageEnv(undefined), ...lines, NODE_ENV: 'test', AUTH_JWT_KEY: jwtSeed.toString('hex'), GAME_DEALER_KEY: dealerSeed.toString('hex'),
+    PORT: '0', GAME_PORT: '0', ADMIN_PORT: '0', BETTING_PORT: '0', CHAIN_BANK_PORT: '0', WEB_PORT: '0',
+    AUTH_JWKS_URL: '', AUTH_BASE_URL: '',
+  });
+  const roles = ['auth', 'game', 'cage', 'chain-bank', 'admin', 'worker', 'betting', 'web'];
+  const printed = await until('every role line', () => {
+    const found = Object.fromEntries([...child.stdout.matchAll(/^(\S+) +(\S.*)$/gm)].filter((m) => roles.includes(m[1]!)).map((m) => [m[1]!, m[2]!]));
+    return roles.every((r) => r in found) ? found : undefined;
+  }, child);
+  for (const role of ['auth', 'cage', 'admin', 'betting']) expect([role, (await fetch(`${printed[role]}/health`)).status]).toEqual([role, 200]);
+  // every connection to this database but the test's own is a service login's: none is the owner's
+  // (its URL carries no credentials: an owner connection could not even log in)
+  const { rows } = await db.owner.query<{ user: string }>(
+    "select distinct usename::text as user from pg_stat_activity where datname = current_database() and application_name <> 'test-owner' order by 1",
+  );
+  expect(rows.length).toBeGreaterThan(0);
+  expect(rows.map((r) => r.user).filter((u) => !(SERVICE_LOGINS as readonly string[]).includes(u))).toEqual([]);
   child.proc.kill('SIGINT');
   expect(await child.exit).toBe(0);
 });
