@@ -162,6 +162,17 @@ test('npm run migrate, as the owner, migrates a fresh database and prints each l
   expect(child.stderr).toContain('migrated:');
 });
 
+test.each([
+  ['an unknown argument', ['--print-password'], {}, 2, /^usage: npm run migrate/],
+  ['DB_LOGIN_ONLY', [], { DB_LOGIN_ONLY: 'true' }, 78, /^refusing to migrate: /],
+  ['production without DB_ROLE_SECRET', [], { NODE_ENV: 'production' }, 78, /^refusing to migrate: invalid configuration/],
+])('npm run migrate with %s refuses, printing no password', async (_what, args, env, code, message) => {
+  const child = spawnNode(['--no-warnings=ExperimentalWarning', 'server/cli/migrate.ts', ...args], { DATABASE_URL: db.url, ...env });
+  expect(await child.exit).toBe(code);
+  expect(child.stdout).toBe('');
+  expect(child.stderr).toMatch(message);
+});
+
 test('a cage process with only its login\'s password serves; its environment logs in as no other login nor the owner', async () => {
   expect(passwords).toBeDefined();
   const child = spawnNode(['server/main.ts', '--role', 'cage'], cageEnv(passwords.poker_cage));
