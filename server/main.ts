@@ -1,5 +1,5 @@
 // `npm start [-- --role cage --role admin ...]`: the whole platform (or some roles) in one process.
-import { ConfigError, loadConfig, parseRoles } from './config/index.ts';
+import { ConfigError, loadConfig, parseRoles, requireLoginPasswords } from './config/index.ts';
 import { createLogger, installTelemetry, shutdownTelemetry } from './telemetry/index.ts';
 import type { Platform } from './platform.ts';
 import { installLastResortHandlers } from './last-resort.ts';
@@ -10,6 +10,7 @@ async function main() {
   try {
     config = loadConfig();
     roles = parseRoles(process.argv.slice(2));
+    requireLoginPasswords(config, roles);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`refusing to boot: ${err.message}\n`);

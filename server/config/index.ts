@@ -3,6 +3,7 @@
 import { isIP } from 'node:net';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { z } from 'zod';
+import { passwordVariable, ROLE_LOGIN, SERVICE_LOGINS, type ServiceLogin } from '../db/roles.ts';
 
 export const ROLES = ['auth', 'game', 'cage', 'chain-bank', 'admin', 'worker', 'betting', 'web'] as const;
 export type Role = (typeof ROLES)[number];
@@ -75,6 +76,10 @@ const schema = z.object({
   SERVICE_KEY: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   // the service logins' passwords are derived from it (server/db/roles.ts); required in production
   DB_ROLE_SECRET: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
+  // a process of a split deployment: it connects only as the logins of its roles, each with its own
+  // password (DB_PASSWORD_<LOGIN>), to a DATABASE_URL without the owner's password; it never
+  // migrates nor acts as the owner (npm run migrate does, apart). docs/operations.md
+  DB_LOGIN_ONLY: flag,
   ENABLE_TEST_AUTH: exactlyTrue,
   CAGE_RECEIPT_KEY: optionalString.pipe(
     z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (an ed25519 private key)').optional(),
@@ -217,12 +222,24 @@ const testAuthRule = z
     }
   });
 
-// Production needs its own secret for the database logins (elsewhere a development default serves).
+// Production needs its own secret for the database logins (elsewhere a development default serves),
+// unless the process is given its logins' passwords alone (DB_LOGIN_ONLY): then it holds neither the
+// secret nor the owner's password, and a DATABASE_URL without one is required.
 const dbRoleSecretRule = z
-  .object({ NODE_ENV: z.string().optional(), DB_ROLE_SECRET: z.string().optional() })
+  .object({ NODE_ENV: z.string().optional(), DB_ROLE_SECRET: optionalString, DB_LOGIN_ONLY: z.string().optional(), DATABASE_URL: optionalString })
   .superRefine((env, ctx) => {
-    if (env.NODE_ENV === 'production' && !env.DB_ROLE_SECRET) {
+    const loginOnly = env.DB_LOGIN_ONLY === 'true' || env.DB_LOGIN_ONLY === '1';
+    if (env.NODE_ENV === 'production' && !env.DB_ROLE_SECRET && !loginOnly) {
       ctx.addIssue({ code: 'custom', path: ['DB_ROLE_SECRET'], message: 'required in production (the service logins\' passwords are derived from it)' });
+    }
+    if (!loginOnly) return;
+    if (env.DB_ROLE_SECRET) {
+      ctx.addIssue({ code: 'custom', path: ['DB_ROLE_SECRET'], message: 'must be unset with DB_LOGIN_ONLY=true (it derives every login\'s password: the process gets DB_PASSWORD_<LOGIN> of its own logins)' });
+    }
+    if (!env.DATABASE_URL) {
+      ctx.addIssue({ code: 'custom', path: ['DATABASE_URL'], message: 'required with DB_LOGIN_ONLY=true (host, port and database; no embedded database)' });
+    } else if (URL.canParse(env.DATABASE_URL) && (new URL(env.DATABASE_URL).password || new URL(env.DATABASE_URL).username)) {
+      ctx.addIssue({ code: 'custom', path: ['DATABASE_URL'], message: 'must carry no user nor password with DB_LOGIN_ONLY=true (only host, port and database: the owner\'s credentials stay with the migrator)' });
     }
   });
 
@@ -250,6 +267,8 @@ const webIdpRule = z
 export type Config = z.infer<typeof schema> & {
   /** The test token and /api/dev/mint-jwt are permitted only under this flag. */
   testAuthPermitted: boolean;
+  /** The logins' passwords given one by one (DB_PASSWORD_POKER_CAGE, ...): used instead of derived ones. */
+  dbPasswords?: Partial<Record<ServiceLogin, string>>;
 };
 
 export class ConfigError extends Error {
@@ -272,10 +291,37 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError([...new Set(problems)]);
   }
   const config = parsed.data;
+  const dbPasswords: Partial<Record<ServiceLogin, string>> = {};
+  for (const login of SERVICE_LOGINS) {
+    const value = env[passwordVariable(login)];
+    if (value) dbPasswords[login] = value;
+  }
   return {
     ...config,
     testAuthPermitted: config.ENABLE_TEST_AUTH && HARNESS_ENVS.includes(env.NODE_ENV ?? ''),
+    dbPasswords,
   };
+}
+
+/** What a role's pool logs in with: the login's given password, else the secret it is derived from. */
+export function loginCredentials(config: Config, login: ServiceLogin): { secret?: string; password?: string } {
+  return { secret: config.DB_ROLE_SECRET, password: config.dbPasswords?.[login] };
+}
+
+/**
+ * With DB_LOGIN_ONLY, the refusal to boot of a process missing the password of a login one of its
+ * roles connects as (each named by its variable).
+ */
+export function requireLoginPasswords(config: Config, roles: readonly Role[]): void {
+  if (!config.DB_LOGIN_ONLY) return;
+  const problems: string[] = [];
+  for (const role of roles) {
+    const login = ROLE_LOGIN[role];
+    if (login && !config.dbPasswords?.[login]) {
+      problems.push(`${passwordVariable(login)}: required with DB_LOGIN_ONLY=true (the ${role} role connects as ${login})`);
+    }
+  }
+  if (problems.length) throw new ConfigError([...new Set(problems)]);
 }
 
 /** The access JWTs' iss and aud: the auth role's public URL (AUTH_BASE_URL, else this machine's). */

@@ -22,6 +22,8 @@ export interface PoolOptions {
   applicationName?: string;
   /** DB_ROLE_SECRET (the logins' passwords are derived from it); unset: the environment's or the development one. */
   secret?: string;
+  /** The login's own password (DB_PASSWORD_<LOGIN>): used instead of deriving one from the secret. */
+  password?: string;
   /**
    * Leave int8 as pg's default (a string): for libraries that put the rows they read into JSON
    * (graphile-worker serialises job ids), which a BigInt would make throw.
@@ -31,7 +33,7 @@ export interface PoolOptions {
 
 export function createRolePool(connectionString: string, role: DbRole, options: PoolOptions = {}) {
   const pool = new pg.Pool({
-    connectionString: loginUrl(connectionString, loginOf(role), options.secret),
+    connectionString: loginUrl(connectionString, loginOf(role), options.secret, options.password),
     max: options.max ?? 10,
     application_name: options.applicationName ?? role,
     options: `-c role=${role} -c lock_timeout=${options.lockTimeoutMs ?? 5000} -c statement_timeout=${options.statementTimeoutMs ?? 30000}`,

@@ -8,6 +8,10 @@
 // password itself never reaches the server or its logs), with a salt derived from the secret too:
 // the same secret gives the same verifier, and a migrator that finds it in place changes nothing.
 // Outside production an unset secret is DEV_DB_ROLE_SECRET (production refuses to boot without one).
+//
+// A split deployment gives no process the secret: the migrator (`npm run migrate -- --print-passwords`)
+// prints each login's password, and each role process is given only its own login's, in
+// DB_PASSWORD_<LOGIN> (passwordVariable), with DB_LOGIN_ONLY=true (docs/operations.md).
 import { createHash, createHmac, pbkdf2Sync } from 'node:crypto';
 import pg from 'pg';
 
@@ -22,6 +26,17 @@ export const DEV_DB_ROLE_SECRET = 'poker-platform-development-database-roles';
 
 const SCRAM_ITERATIONS = 4096;
 
+/** The login each role connects as (the web role has no database connection). */
+export const ROLE_LOGIN: Readonly<Record<string, ServiceLogin | undefined>> = {
+  auth: 'poker_auth', game: 'poker_game', cage: 'poker_cage', 'chain-bank': 'poker_bank', admin: 'poker_graphql',
+  worker: 'poker_worker', betting: 'poker_betting', web: undefined,
+};
+
+/** The variable that gives a process one login's password: DB_PASSWORD_POKER_CAGE, ... */
+export function passwordVariable(login: ServiceLogin): string {
+  return `DB_PASSWORD_${login.toUpperCase()}`;
+}
+
 /** The login a database role is reached through: the admin GraphQL's two roles share poker_graphql. */
 export function loginOf(role: DbRole): ServiceLogin {
   return role === 'poker_admin' || role === 'poker_anonymous' ? 'poker_graphql' : role;
@@ -35,11 +50,14 @@ export function rolePassword(login: ServiceLogin, secret?: string): string {
   return createHmac('sha256', roleSecret(secret)).update(`login:${login}`).digest('base64url');
 }
 
-/** The connection string of a login: the owner URL's host, port and database, this login's credentials. */
-export function loginUrl(ownerUrl: string, login: ServiceLogin, secret?: string): string {
+/**
+ * The connection string of a login: the owner URL's host, port and database, this login's credentials
+ * (its given password, else the one derived from the secret).
+ */
+export function loginUrl(ownerUrl: string, login: ServiceLogin, secret?: string, password?: string): string {
   const url = new URL(ownerUrl);
   url.username = login;
-  url.password = rolePassword(login, secret);
+  url.password = password ?? rolePassword(login, secret);
   return url.toString();
 }
 

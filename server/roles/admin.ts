@@ -20,7 +20,7 @@ import { makePgService } from 'postgraphile/adaptors/pg';
 import { grafserv } from 'postgraphile/grafserv/express/v4';
 import { createApp, listen, mountedRoutes } from '../http/app.ts';
 import { bearerToken, lazyJwtVerifier, type AccessClaims, type JwtVerifier } from '../http/jwt.ts';
-import { authIssuer } from '../config/index.ts';
+import { authIssuer, loginCredentials } from '../config/index.ts';
 import { createRolePool } from '../db/pools.ts';
 import type { Config } from '../config/index.ts';
 import type { RoleContext, StartedRole } from './types.ts';
@@ -206,7 +206,7 @@ async function auditHealth(pool: pg.Pool, cron: string, startedAt: Date) {
 export async function startAdmin({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
   const roleLog = log.child({ role: 'admin' });
   // Connections start as poker_anonymous; each request switches (SET LOCAL) to the role it earned.
-  const pool = createRolePool(databaseUrl, 'poker_anonymous', { max: 10, applicationName: 'admin', secret: config.DB_ROLE_SECRET });
+  const pool = createRolePool(databaseUrl, 'poker_anonymous', { max: 10, applicationName: 'admin', ...loginCredentials(config, 'poker_graphql') });
   const pgl = postgraphile(adminPreset(config, pool, roleLog));
   const release = async () => {
     try {

@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Express, RequestHandler } from 'express';
 import { z } from 'zod';
+import { loginCredentials } from '../config/index.ts';
 import { createRolePool } from '../db/pools.ts';
 import { createApp, serveRole } from '../http/app.ts';
 import { requireServiceKey } from '../http/service-key.ts';
@@ -72,7 +73,7 @@ export async function startAuth({ config, databaseUrl, log, peers }: RoleContext
   const settings = authSettings(config);
   const roleLog = log.child({ role: 'auth' });
   const jwtKey = await roleKey(config, 'auth');
-  const pool = createRolePool(databaseUrl, 'poker_auth', { max: 20, applicationName: 'auth', secret: config.DB_ROLE_SECRET });
+  const pool = createRolePool(databaseUrl, 'poker_auth', { max: 20, applicationName: 'auth', ...loginCredentials(config, 'poker_auth') });
   return serveRole({ role: 'auth', pool, log: roleLog, host: config.HOST, port: config.PORT, build: async () => {
     const keys = createKeyStore(pool, { privateKey: jwtKey.privateKey, issuer: settings.baseUrl, source: jwtKey.source });
     // nobody signs with a key the platform does not trust: its public half is pinned and active

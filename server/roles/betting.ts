@@ -4,6 +4,7 @@
 // stakes and asks for claims. It learns of tournament state by a sweep on a timer and brings a market
 // up to date on every request that touches it (server/betting/sweep.ts).
 import { createApp, serveRole } from '../http/app.ts';
+import { loginCredentials } from '../config/index.ts';
 import { createRolePool } from '../db/pools.ts';
 import { bettingRoutes, installBettingRoutes } from '../betting/routes.ts';
 import { startSweep } from '../betting/sweep.ts';
@@ -11,7 +12,7 @@ import type { RoleContext, StartedRole } from './types.ts';
 
 export async function startBetting({ config, databaseUrl, log }: RoleContext): Promise<StartedRole> {
   const roleLog = log.child({ role: 'betting' });
-  const pool = createRolePool(databaseUrl, 'poker_betting', { max: 10, applicationName: 'betting', secret: config.DB_ROLE_SECRET });
+  const pool = createRolePool(databaseUrl, 'poker_betting', { max: 10, applicationName: 'betting', ...loginCredentials(config, 'poker_betting') });
   return serveRole({ role: 'betting', pool, log: roleLog, host: config.HOST, port: config.BETTING_PORT, build: async () => {
     const app = await createApp({
       log: roleLog,

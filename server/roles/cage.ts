@@ -6,7 +6,7 @@ import type { Express, RequestHandler } from 'express';
 import { createApp, serveRole } from '../http/app.ts';
 import { createRolePool } from '../db/pools.ts';
 import { lazyJwtVerifier } from '../http/jwt.ts';
-import { authIssuer, deploymentEnvironment } from '../config/index.ts';
+import { authIssuer, deploymentEnvironment, loginCredentials } from '../config/index.ts';
 import { createServiceClient } from '../http/service-client.ts';
 import type { RoleContext, StartedRole } from './types.ts';
 import { cashRoutes, installCashRoutes } from '../cage/cash.ts';
@@ -65,7 +65,7 @@ function uiCors(origins: Set<string>): RequestHandler {
 
 export async function startCage({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
   const roleLog = log.child({ role: 'cage' });
-  const pool = createRolePool(databaseUrl, 'poker_cage', { max: 20, applicationName: 'cage', secret: config.DB_ROLE_SECRET });
+  const pool = createRolePool(databaseUrl, 'poker_cage', { max: 20, applicationName: 'cage', ...loginCredentials(config, 'poker_cage') });
   const jwt = lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') });
   const game = createServiceClient({
     baseUrl: () => config.GAME_URL ?? peers?.get('game') ?? `http://${config.HOST}:${config.GAME_PORT}`,

@@ -12,7 +12,7 @@ import type { Express } from 'express';
 import { createApp, serveRole } from '../http/app.ts';
 import { createRolePool } from '../db/pools.ts';
 import { lazyJwtVerifier } from '../http/jwt.ts';
-import { authIssuer } from '../config/index.ts';
+import { authIssuer, loginCredentials } from '../config/index.ts';
 import { createServiceClient } from '../http/service-client.ts';
 import { installTableRoutes, tableCreateRoutes } from '../game/tables/create.ts';
 import { bankDepositRoutes, installBankDepositRoutes, type BankDeps } from '../bank/deposit.ts';
@@ -26,7 +26,7 @@ import { startLocalChain, type LocalChain } from '../chain/local.ts';
 import type { ChainBankChain } from '../chain/types.ts';
 import { publicClientFor } from '../chain/client.ts';
 import type { Address, Hex } from 'viem';
-import type { RoleContext, StartedRole } from './types.ts';
+import { ownerUrlOf, type RoleContext, type StartedRole } from './types.ts';
 
 /** Every route the chain bank mounts, described. */
 export const chainBankRoutes = (testAuthPermitted: boolean) => [
@@ -70,9 +70,10 @@ function installChainBankRoutes(app: Express, config: RoleContext['config'], dep
   installDeploymentRoutes(app, deps);
 }
 
-export async function startChainBank({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
+export async function startChainBank(ctx: RoleContext): Promise<StartedRole> {
+  const { config, databaseUrl, log, peers } = ctx, ownerUrl = ownerUrlOf(ctx);
   const roleLog = log.child({ role: 'chain-bank' });
-  const pool = createRolePool(databaseUrl, 'poker_bank', { max: 20, applicationName: 'chain-bank', secret: config.DB_ROLE_SECRET });
+  const pool = createRolePool(databaseUrl, 'poker_bank', { max: 20, applicationName: 'chain-bank', ...loginCredentials(config, 'poker_bank') });
   const jwt = lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') });
   const game = createServiceClient({
     baseUrl: () => config.GAME_URL ?? peers?.get('game') ?? `http://${config.HOST}:${config.GAME_PORT}`,
@@ -88,8 +89,9 @@ export async function startChainBank({ config, databaseUrl, log, peers }: RoleCo
     auth, confirmWindowMs: config.CHAIN_CONFIRM_WINDOW_MS, rpcUrl: config.EVM_RPC_URL ?? local?.url,
   };
   try {
-    // a deployment is an operator's act; the local anvil's, the owner's at boot (development only)
-    if (local) await activateLocalDeployment(databaseUrl, local.deployment, local.url);
+    // a deployment is an operator's act; the local anvil's, the owner's at boot (development only; a
+    // login-only process has no owner: an operator activates it as any other)
+    if (local && ownerUrl) await activateLocalDeployment(ownerUrl, local.deployment, local.url);
     else if (chain && !(await deploymentIsActive(deps, chain.deployment))) {
       roleLog.warn({ vault: chain.deployment.vault }, 'these contracts are not the active deployment: an operator activates them (POST /api/operator/chain/deployment) before this bank serves deposits');
     }

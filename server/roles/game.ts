@@ -7,8 +7,8 @@ import type { Logger } from 'pino';
 import { createOwnerPool, createRolePool } from '../db/pools.ts';
 import { createApp, serveRole } from '../http/app.ts';
 import { createServiceClient } from '../http/service-client.ts';
-import type { RoleContext, StartedRole } from './types.ts';
-import { authIssuer, deploymentEnvironment } from '../config/index.ts';
+import { ownerUrlOf, type RoleContext, type StartedRole } from './types.ts';
+import { authIssuer, deploymentEnvironment, loginCredentials } from '../config/index.ts';
 import { lazyJwtVerifier } from '../http/jwt.ts';
 import { dealerKeyRoutes, installDealerKeyRoute, loadDealerSigner, requirePinned } from '../game/hands/dealer-key.ts';
 import { installHandHistoryRoutes } from '../game/hands/histories.ts';
@@ -73,10 +73,11 @@ async function readyToServe(pool: pg.Pool, environment: string, gameProcess: Gam
  * Outside production it lists its own URL first (as the database owner); in production the
  * operators list it (npm run ops -- process-url add), or registering with it is refused.
  */
-async function startPresence(config: RoleContext['config'], databaseUrl: string, pool: pg.Pool, log: Logger): Promise<GameProcess> {
-  if (config.NODE_ENV !== 'production' && config.GAME_PUBLIC_URL) await listOwnUrl(databaseUrl, config.GAME_PUBLIC_URL);
+async function startPresence(config: RoleContext['config'], urls: { databaseUrl: string; ownerUrl: string | null }, pool: pg.Pool, log: Logger): Promise<GameProcess> {
+  if (urls.ownerUrl && config.NODE_ENV !== 'production' && config.GAME_PUBLIC_URL) await listOwnUrl(urls.ownerUrl, config.GAME_PUBLIC_URL);
   return startGameProcess({
-    databaseUrl, pool, log, ttlSeconds: config.GAME_LEASE_TTL_SECONDS, url: config.GAME_PUBLIC_URL, dbRoleSecret: config.DB_ROLE_SECRET,
+    databaseUrl: urls.databaseUrl, pool, log, ttlSeconds: config.GAME_LEASE_TTL_SECONDS, url: config.GAME_PUBLIC_URL,
+    dbRoleSecret: config.DB_ROLE_SECRET, dbPassword: loginCredentials(config, 'poker_game').password,
   });
 }
 
@@ -106,17 +107,20 @@ async function pinnedDealer(config: RoleContext['config'], pool: pg.Pool, roleLo
   }
 }
 
-export async function startGame({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole> {
+export async function startGame(ctx: RoleContext): Promise<StartedRole> {
+  const { config, databaseUrl, log, peers } = ctx, ownerUrl = ownerUrlOf(ctx);
   const roleLog = log.child({ role: 'game' });
-  const pool = createRolePool(databaseUrl, 'poker_game', { max: 20, applicationName: 'game', secret: config.DB_ROLE_SECRET });
+  const pool = createRolePool(databaseUrl, 'poker_game', { max: 20, applicationName: 'game', ...loginCredentials(config, 'poker_game') });
   const { bank } = peerClients(config, peers);
   const dealer = await pinnedDealer(config, pool, roleLog);
-  const listsItself = config.NODE_ENV !== 'production', gameProcess = await startPresence(config, databaseUrl, pool, roleLog).catch(async (err: unknown) => {
+  // outside production (and not split: DB_LOGIN_ONLY has no owner) it lists its own URL as the owner
+  const listsItself = config.NODE_ENV !== 'production' && ownerUrl !== null, gameProcess = await startPresence(config, { databaseUrl, ownerUrl }, pool, roleLog).catch(async (err: unknown) => {
     await pool.end();
     throw err;
   });
   // the harness's hand boundaries run as the owner (begin_hand, finish_hand: granted to no service login)
-  const harness = config.testAuthPermitted ? createOwnerPool(databaseUrl, 2) : undefined, leases = gameProcess;
+  // (none in a login-only process, which has no owner: there the boundaries run as the game login, refused)
+  const harness = config.testAuthPermitted && ownerUrl ? createOwnerPool(ownerUrl, 2) : undefined, leases = gameProcess;
   const hands = createHands({ pool, bank, log: roleLog, leases, harness });
   const jwt = lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') });
   const environment = deploymentEnvironment(config);
@@ -164,7 +168,7 @@ export async function startGame({ config, databaseUrl, log, peers }: RoleContext
         live.attach(server);
         // tournaments starting or playing get their dealer back (their timers live in the worker)
         void live.registry.resumeTournaments().catch((err) => roleLog.error({ err }, 'tournaments not resumed'));
-        if (!config.GAME_PUBLIC_URL) void announceUrl(gameProcess, listsItself ? databaseUrl : null, url, roleLog);
+        if (!config.GAME_PUBLIC_URL) void announceUrl(gameProcess, listsItself ? ownerUrl : null, url, roleLog);
       },
       onStop: async () => {
         await live.close();

@@ -14,6 +14,7 @@ import {
   createTournamentReserveExpiryTask, createTournamentSettleTask, createTournamentStartTask,
 } from '../../tasks/tournament_timers.ts';
 import { createServiceClient } from '../http/service-client.ts';
+import { loginCredentials } from '../config/index.ts';
 import { createRolePool } from '../db/pools.ts';
 import type { Config } from '../config/index.ts';
 import type { RoleContext, StartedRole } from './types.ts';
@@ -74,10 +75,10 @@ async function workerMailKey(config: RoleContext['config'], log: RoleContext['lo
 }
 
 export async function startWorker({ config, databaseUrl, log, peers }: RoleContext): Promise<StartedRole & { runner: Runner }> {
-  const pool = createRolePool(databaseUrl, 'poker_worker', { max: 4, applicationName: 'worker', secret: config.DB_ROLE_SECRET });
+  const pool = createRolePool(databaseUrl, 'poker_worker', { max: 4, applicationName: 'worker', ...loginCredentials(config, 'poker_worker') });
   // graphile-worker's own pool: it serialises job ids to JSON when it records a failure, which a
   // BigInt (our int8 parsing) makes throw, leaving a failed job locked instead of retried
-  const jobsPool = createRolePool(databaseUrl, 'poker_worker', { max: 4, applicationName: 'worker-jobs', int8AsString: true, secret: config.DB_ROLE_SECRET });
+  const jobsPool = createRolePool(databaseUrl, 'poker_worker', { max: 4, applicationName: 'worker-jobs', int8AsString: true, ...loginCredentials(config, 'poker_worker') });
   ignoreMigrateNotices(jobsPool);
   const game = createServiceClient({
     baseUrl: () => config.GAME_URL ?? peers?.get('game') ?? `http://${config.HOST}:${config.GAME_PORT}`,

@@ -1,5 +1,5 @@
 // Configuration: defaults, one clear message per bad variable, and the test-harness rule.
-import { ConfigError, loadConfig, parseRoles, webIdentityProvider } from '../../server/config/index.ts';
+import { ConfigError, loadConfig, loginCredentials, parseRoles, requireLoginPasswords, webIdentityProvider } from '../../server/config/index.ts';
 
 function problems(env: Record<string, string>) {
   try {
@@ -80,6 +80,34 @@ test('DB_ROLE_SECRET: required in production, at least 16 characters; elsewhere 
   expect(problems({ DB_ROLE_SECRET: 'short' })).toEqual(['DB_ROLE_SECRET: must be at least 16 characters']);
   expect(loadConfig({ NODE_ENV: 'test' }).DB_ROLE_SECRET).toBeUndefined();
   expect(loadConfig({ NODE_ENV: 'production', DB_ROLE_SECRET: 'd'.repeat(16) }).DB_ROLE_SECRET).toBe('d'.repeat(16));
+});
+
+test('DB_LOGIN_ONLY: no secret, no owner credentials in the URL, each started role\'s login password required', () => {
+  const url = 'postgres://db.internal:5432/poker';
+  const config = loadConfig({ NODE_ENV: 'production', DB_LOGIN_ONLY: 'true', DATABASE_URL: url, DB_PASSWORD_POKER_CAGE: 'cage-password' });
+  expect(config.DB_LOGIN_ONLY).toBe(true);
+  expect(config.dbPasswords).toEqual({ poker_cage: 'cage-password' });
+  expect(loginCredentials(config, 'poker_cage')).toEqual({ secret: undefined, password: 'cage-password' });
+  expect(() => requireLoginPasswords(config, ['cage', 'web'])).not.toThrow();
+  expect(() => requireLoginPasswords(config, ['cage', 'game', 'admin'])).toThrow(ConfigError);
+  try {
+    requireLoginPasswords(config, ['cage', 'game', 'admin']);
+  } catch (err) {
+    expect((err as ConfigError).problems).toEqual([
+      'DB_PASSWORD_POKER_GAME: required with DB_LOGIN_ONLY=true (the game role connects as poker_game)',
+      'DB_PASSWORD_POKER_GRAPHQL: required with DB_LOGIN_ONLY=true (the admin role connects as poker_graphql)',
+    ]);
+  }
+  expect(problems({ DB_LOGIN_ONLY: 'true', DATABASE_URL: 'postgres://owner:pw@db.internal:5432/poker' })).toEqual([
+    "DATABASE_URL: must carry no user nor password with DB_LOGIN_ONLY=true (only host, port and database: the owner's credentials stay with the migrator)",
+  ]);
+  expect(problems({ DB_LOGIN_ONLY: 'true', DATABASE_URL: url, DB_ROLE_SECRET: 'd'.repeat(16) })[0]).toMatch(/^DB_ROLE_SECRET: must be unset with DB_LOGIN_ONLY=true/);
+  expect(problems({ DB_LOGIN_ONLY: 'true' })[0]).toMatch(/^DATABASE_URL: required with DB_LOGIN_ONLY=true/);
+  // without the mode nothing changes: no password is required, a given one is used
+  const plain = loadConfig({ DB_PASSWORD_POKER_GAME: 'given' });
+  expect(() => requireLoginPasswords(plain, ['game', 'cage'])).not.toThrow();
+  expect(loginCredentials(plain, 'poker_game').password).toBe('given');
+  expect(loginCredentials(plain, 'poker_cage').password).toBeUndefined();
 });
 
 test('WEB_IDP_*: both or neither, the client id is IDP_AUDIENCE, https in production, the button\'s name', () => {

@@ -35,6 +35,8 @@ export interface GameProcessOptions {
   url?: string;
   /** DB_ROLE_SECRET (the presence connection logs in as poker_game). */
   dbRoleSecret?: string;
+  /** poker_game's own password (DB_PASSWORD_POKER_GAME), used instead of deriving it. */
+  dbPassword?: string;
 }
 
 const RECONNECT_MS = 1000;
@@ -73,7 +75,7 @@ class Presence {
     const { log } = this.options;
     // the game role's own login, as its pool (server/db/roles.ts)
     const client = new pg.Client({
-      connectionString: loginUrl(this.options.databaseUrl, 'poker_game', this.options.dbRoleSecret),
+      connectionString: loginUrl(this.options.databaseUrl, 'poker_game', this.options.dbRoleSecret, this.options.dbPassword),
       options: '-c role=poker_game', application_name: 'game-presence', keepAlive: true,
     });
     client.on('error', (err) => log.warn({ err: err.message, processId: this.id }, 'game presence connection failed'));
