@@ -22,6 +22,7 @@ grant execute on function
   bank.open_withdrawal(uuid, text, bigint, bigint, text, text, text, boolean, text),
   bank.advance_withdrawal(text, text, text, bigint, text, numeric, text),
   bank.retry_withdrawal(text),
+  bank.take_withdrawal(text),
   bank.mark_withdrawal_settled(text),
   bank.unsettled_withdrawals(integer, integer),
   bank.refund_tournament_entry(uuid, text),

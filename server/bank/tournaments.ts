@@ -11,14 +11,16 @@
 //   POST /api/tournament/unregister    the caller's JWT: a paid entry refunded on chain to the wallet
 //                                  that signed its permit (registering only); a reserve released.
 import type { Express, Request } from 'express';
+import type pg from 'pg';
 import { getAddress, type Address, type Hex } from 'viem';
 import { z } from 'zod';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import { secretMatches } from '../http/service-key.ts';
 import { tableId as tableIdSchema } from '../http/schemas.ts';
 import { playerSession } from '../http/jwt.ts';
-import { BASE_UNITS_PER_CHIP, ChainRevert, ChainUnavailable } from '../chain/types.ts';
+import { BASE_UNITS_PER_CHIP, ChainRevert, ChainUnavailable, type ChainBankChain } from '../chain/types.ts';
 import { earlierPayment } from './earlier-payments.ts';
+import { asOneSender } from './one-sender.ts';
 import { requireChain, type BankDeps } from './deposit.ts';
 import { describeRoute } from '../http/openapi.ts';
 
@@ -29,41 +31,47 @@ export interface PaymentRow {
 
 const ADVANCE = 'select * from bank.advance_tournament_payment($1, $2, $3, $4, $5, $6, $7)';
 
+type Db = Pick<pg.ClientBase, 'query'>;
+
+/**
+ * A pending tournament payment sent (a payout by the vault's payout, a refund by its operator
+ * withdrawal) on `db`, whose transaction holds its row lock (bank.retry_tournament_payment takes
+ * it) until the transaction hash is recorded (one-sender.ts). Unless an earlier transaction of it
+ * (sent before a failure) paid it (confirmed from that) or is still in flight.
+ */
+async function sendPayment(deps: BankDeps, db: Db, chain: ChainBankChain, row: PaymentRow): Promise<PaymentRow> {
+  const to = getAddress(row.destination) as Address;
+  const p = { tableId: row.table_id, to, chips: BigInt(row.amount) };
+  const earlier = await earlierPayment(deps, chain, 'payment', row.payment_key, p);
+  if (earlier === 'in_flight') return row;
+  if (earlier) {
+    return (await db.query<PaymentRow>(ADVANCE, [
+      row.payment_key, 'confirmed', earlier.paid.txHash, earlier.paid.blockNumber.toString(), to, (p.chips * BASE_UNITS_PER_CHIP).toString(), null,
+    ])).rows[0]!;
+  }
+  let txHash: Hex;
+  try {
+    txHash = row.kind === 'payout' ? await chain.submitPayout(p) : await chain.submitWithdraw(p);
+  } catch (err) {
+    if (err instanceof ChainRevert) return (await db.query<PaymentRow>(ADVANCE, [row.payment_key, 'failed', null, null, null, null, err.reason])).rows[0]!;
+    if (err instanceof ChainUnavailable) throw new ApiError(503, 'chain_unavailable', undefined, { status: 'pending', idempotencyKey: row.payment_key });
+    throw err;
+  }
+  return (await db.query<PaymentRow>(ADVANCE, [row.payment_key, 'submitted', txHash, null, null, null, null])).rows[0]!;
+}
+
 /**
  * Pays a tournament payment on chain and records each step: a failed one is retried with a fresh
- * transaction, a pending one sent (a payout by the vault's payout, a refund by its operator
- * withdrawal), a submitted one's receipt awaited up to `waitMs` and confirmed with the vault event
- * the chain logged. Answers the row as it stands after.
+ * transaction and a pending one sent, by one process at a time (a second waits on the row lock,
+ * then finds it submitted); a submitted one's receipt awaited up to `waitMs` and confirmed with the
+ * vault event the chain logged. Answers the row as it stands after.
  */
 export async function payTournamentPayment(deps: BankDeps, row: PaymentRow, waitMs: number): Promise<PaymentRow> {
   const chain = requireChain(deps);
   let current = row;
-  if (current.status === 'failed') {
-    current = { ...current, ...(await deps.pool.query<PaymentRow>('select * from bank.retry_tournament_payment($1)', [current.payment_key])).rows[0]! };
-  }
-  if (current.status === 'pending') {
-    const to = getAddress(current.destination) as Address;
-    // sent before (then failed and retried): an earlier transaction may have paid it
-    const earlier = await earlierPayment(deps, chain, 'payment', current.payment_key, { tableId: current.table_id, to, chips: BigInt(current.amount) });
-    if (earlier === 'in_flight') return current;
-    if (earlier) {
-      return (await deps.pool.query<PaymentRow>(ADVANCE, [
-        current.payment_key, 'confirmed', earlier.paid.txHash, earlier.paid.blockNumber.toString(), to, (BigInt(current.amount) * BASE_UNITS_PER_CHIP).toString(), null,
-      ])).rows[0]!;
-    }
-    let txHash: Hex;
-    try {
-      txHash = current.kind === 'payout'
-        ? await chain.submitPayout({ tableId: current.table_id, to, chips: BigInt(current.amount) })
-        : await chain.submitWithdraw({ tableId: current.table_id, to, chips: BigInt(current.amount) });
-    } catch (err) {
-      if (err instanceof ChainRevert) {
-        return (await deps.pool.query<PaymentRow>(ADVANCE, [current.payment_key, 'failed', null, null, null, null, err.reason])).rows[0]!;
-      }
-      if (err instanceof ChainUnavailable) throw new ApiError(503, 'chain_unavailable', undefined, { status: 'pending', idempotencyKey: current.payment_key });
-      throw err;
-    }
-    current = (await deps.pool.query<PaymentRow>(ADVANCE, [current.payment_key, 'submitted', txHash, null, null, null, null])).rows[0]!;
+  if (current.status === 'failed' || current.status === 'pending') {
+    current = await asOneSender<PaymentRow, PaymentRow>(deps.pool, 'select * from bank.retry_tournament_payment($1)', [row.payment_key],
+      async (db, taken) => ({ ...row, ...(taken.status === 'pending' ? await sendPayment(deps, db, chain, taken) : taken) }));
   }
   if (current.status === 'submitted') {
     const outcome = await chain.waitForOutcome(current.tx_hash as Hex, waitMs);

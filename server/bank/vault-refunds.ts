@@ -10,6 +10,7 @@ import type pg from 'pg';
 import { getAddress, type Address, type Hex } from 'viem';
 import { ChainRevert, type ChainBankChain } from '../chain/types.ts';
 import { earlierPayment } from './earlier-payments.ts';
+import { asOneSender } from './one-sender.ts';
 import type { BankDeps } from './deposit.ts';
 
 /** A vault deposit to refund, as the chain logged it (base units); depositKey: the intent it refunds, or null. */
@@ -43,23 +44,11 @@ async function send(deps: BankDeps, db: Db, chain: ChainBankChain, row: RefundRo
   }
 }
 
-/** The refund opened (or found) and, pending, sent: one transaction holding its row lock throughout. */
+/** The refund opened (or found) and, pending, sent: one transaction holding its row lock throughout (one-sender.ts). */
 async function openAndSend(deps: BankDeps, chain: ChainBankChain, r: DepositRefund): Promise<RefundRow> {
-  const client = await deps.pool.connect();
-  try {
-    await client.query('begin');
-    let row = (await client.query<RefundRow>('select * from bank.open_vault_refund($1, $2, $3, $4, $5, $6)', [
-      r.txHash, r.logIndex, r.tableKey, getAddress(r.owner), r.amount.toString(), r.depositKey,
-    ])).rows[0]!;
-    if (row.status === 'pending') row = await send(deps, client, chain, row, r);
-    await client.query('commit');
-    return row;
-  } catch (err) {
-    await client.query('rollback').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  return asOneSender<RefundRow, RefundRow>(deps.pool, 'select * from bank.open_vault_refund($1, $2, $3, $4, $5, $6)', [
+    r.txHash, r.logIndex, r.tableKey, getAddress(r.owner), r.amount.toString(), r.depositKey,
+  ], async (db, row) => (row.status === 'pending' ? send(deps, db, chain, row, r) : row));
 }
 
 /** A submitted refund's receipt read: confirmed with the vault's Withdrawn event, or failed (pending again). */

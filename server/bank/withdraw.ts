@@ -10,6 +10,7 @@
 // the settle callback lands (the reconciler redelivers it). With payoutIntent (service key only): a
 // tournament place paid from the vault (server/bank/tournaments.ts).
 import type { Express, Request, Response } from 'express';
+import type pg from 'pg';
 import { getAddress, type Address, type Hex } from 'viem';
 import { z } from 'zod';
 import { ApiError, zodIssues } from '../http/errors.ts';
@@ -18,12 +19,13 @@ import { tableId as tableIdSchema } from '../http/schemas.ts';
 import { playerSession } from '../http/jwt.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
 import { standUpOnGame, withdrawKey } from '../cage/seams.ts';
-import { ChainRevert, ChainUnavailable, BASE_UNITS_PER_CHIP } from '../chain/types.ts';
+import { ChainRevert, ChainUnavailable, BASE_UNITS_PER_CHIP, type ChainBankChain } from '../chain/types.ts';
 import { linkedWallets, requireChain, type BankDeps } from './deposit.ts';
 import { chainPayoutWithdraw } from './tournaments.ts';
 import { describeRoute } from '../http/openapi.ts';
 import { chainPayoutBody } from './tournaments.ts';
 import { earlierPayment } from './earlier-payments.ts';
+import { asOneSender } from './one-sender.ts';
 
 interface WithdrawalRow {
   idempotency_key: string; status: string; tx_hash: string | null; error: string | null; amount: bigint; destination: string | null;
@@ -56,30 +58,41 @@ export async function deliverChainSettlement(deps: BankDeps, row: { idempotency_
   return true;
 }
 
-/** Pays a pending or submitted withdrawal on chain and records each step; answers its state after. */
+type Db = Pick<pg.ClientBase, 'query'>;
+
+const ADVANCE = 'select * from bank.advance_withdrawal($1, $2, $3, $4, $5, $6, $7)';
+
+/**
+ * A pending withdrawal sent, on `db`, whose transaction holds its row lock (bank.take_withdrawal)
+ * until the transaction hash is recorded (one-sender.ts). Unless an earlier transaction of it (sent
+ * before a failure) paid it (confirmed from that) or is still in flight.
+ */
+async function sendWithdrawal(deps: BankDeps, db: Db, chain: ChainBankChain, tableId: string, row: WithdrawalRow): Promise<WithdrawalRow> {
+  const units = (BigInt(row.amount) * BASE_UNITS_PER_CHIP).toString();
+  const earlier = await earlierPayment(deps, chain, 'withdrawal', row.idempotency_key, { tableId, to: row.destination!, chips: BigInt(row.amount) });
+  if (earlier === 'in_flight') return row;
+  if (earlier) return (await db.query<WithdrawalRow>(ADVANCE, [row.idempotency_key, 'confirmed', earlier.paid.txHash, earlier.paid.blockNumber.toString(), row.destination, units, null])).rows[0]!;
+  let txHash: Hex;
+  try {
+    txHash = await chain.submitWithdraw({ tableId, to: getAddress(row.destination!) as Address, chips: BigInt(row.amount) });
+  } catch (err) {
+    if (err instanceof ChainRevert) return (await db.query<WithdrawalRow>(ADVANCE, [row.idempotency_key, 'failed', null, null, null, null, err.reason])).rows[0]!;
+    if (err instanceof ChainUnavailable) throw new ApiError(503, 'chain_unavailable', undefined, { status: 'pending', idempotencyKey: row.idempotency_key });
+    throw err;
+  }
+  return (await db.query<WithdrawalRow>(ADVANCE, [row.idempotency_key, 'submitted', txHash, null, null, null, null])).rows[0]!;
+}
+
+/**
+ * Pays a pending or submitted withdrawal on chain and records each step; answers its state after.
+ * A pending one is sent by one process at a time (a second waits, then finds it submitted).
+ */
 export async function payWithdrawal(deps: BankDeps, tableId: string, row: WithdrawalRow, waitMs: number): Promise<WithdrawalRow> {
   const chain = requireChain(deps);
   let current = row;
   if (current.status === 'pending') {
-    // sent before (then failed and retried): an earlier transaction may have paid it
-    const earlier = await earlierPayment(deps, chain, 'withdrawal', current.idempotency_key, { tableId, to: current.destination!, chips: BigInt(current.amount) });
-    if (earlier === 'in_flight') return current;
-    if (earlier) {
-      return (await deps.pool.query<WithdrawalRow>("select * from bank.advance_withdrawal($1, 'confirmed', $2, $3, $4, $5, null)", [
-        current.idempotency_key, earlier.paid.txHash, earlier.paid.blockNumber.toString(), current.destination, (BigInt(current.amount) * BASE_UNITS_PER_CHIP).toString(),
-      ])).rows[0]!;
-    }
-    let txHash: Hex;
-    try {
-      txHash = await chain.submitWithdraw({ tableId, to: getAddress(current.destination!) as Address, chips: current.amount });
-    } catch (err) {
-      if (err instanceof ChainRevert) {
-        return (await deps.pool.query<WithdrawalRow>("select * from bank.advance_withdrawal($1, 'failed', null, null, null, null, $2)", [current.idempotency_key, err.reason])).rows[0]!;
-      }
-      if (err instanceof ChainUnavailable) throw new ApiError(503, 'chain_unavailable', undefined, { status: 'pending', idempotencyKey: current.idempotency_key });
-      throw err;
-    }
-    current = (await deps.pool.query<WithdrawalRow>("select * from bank.advance_withdrawal($1, 'submitted', $2, null, null, null, null)", [current.idempotency_key, txHash])).rows[0]!;
+    current = await asOneSender<WithdrawalRow, WithdrawalRow>(deps.pool, 'select * from bank.take_withdrawal($1)', [row.idempotency_key],
+      async (db, taken) => (taken.status === 'pending' ? sendWithdrawal(deps, db, chain, tableId, taken) : taken));
   }
   if (current.status === 'submitted') {
     const outcome = await chain.waitForOutcome(current.tx_hash as Hex, waitMs);

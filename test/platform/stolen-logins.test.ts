@@ -441,6 +441,7 @@ const REVIEWED: Record<string, string> = {
   'bank.open_withdrawal(uuid,text,bigint,bigint,text,text,text,boolean,text)': 'bound: the position the game froze (stack, chain head); a linked wallet or the last permit signer',
   'bank.advance_withdrawal(text,text,text,bigint,text,numeric,text)': 'the chain\'s receipt (the Withdrawn event), read back from the chain before any seat is settled from it',
   'bank.retry_withdrawal(text)': 'bookkeeping: a failed payment tried again to its own destination; its earlier transaction kept and read on chain before another is sent (a claimed failure never pays twice: attacks-chain.test.ts class 7 (d))',
+  'bank.take_withdrawal(text)': 'bookkeeping: changes nothing; the row locked for its one sender until it records the transaction it sent (a second sender waits, then sends nothing: chain-payments-race.test.ts)',
   'bank.mark_withdrawal_settled(text)': 'bound: the game closed the position under this key',
   'bank.unsettled_withdrawals(integer,integer)': 'reads',
   'bank.refund_tournament_entry(uuid,text)': 'the player\'s token grant; their own paid entry, refunded to the wallet that signed its confirmed deposit',

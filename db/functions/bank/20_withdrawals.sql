@@ -109,6 +109,19 @@ begin
 end;
 $$;
 
+-- The withdrawal, locked for its one sender until the calling transaction ends (issue 31, class 7):
+-- the chain bank takes it, sends its transaction and records it submitted in that one transaction
+-- (server/bank/one-sender.ts), so a second process waits, then reads it submitted and sends nothing.
+-- Changes nothing; withdrawal_not_found for an unknown key.
+create or replace function bank.take_withdrawal(p_key text) returns bank.withdraw_intents
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  return bank_private.locked_withdrawal(p_key);
+end;
+$$;
+
 -- The withdrawal's transaction moves along: submitted (the node took it), confirmed (its receipt,
 -- with the vault's Withdrawn event of this destination and amount),
 -- failed (the chain refused it). Each only forward; replays answer the row. The event is read back
