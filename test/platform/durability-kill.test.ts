@@ -58,7 +58,7 @@ beforeAll(async () => {
     PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_ENV: 'test', LOG_LEVEL: 'warn', DATABASE_URL: db.url,
     SERVICE_KEY: TEST_SERVICE_KEY, AUTH_SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true',
     // the same ports after the restart, so the clients come back to the same addresses
-    PORT: String(auth), GAME_PORT: String(game), CAGE_PORT: String(cage), ADMIN_PORT: String(admin), CHAIN_BANK_PORT: '0',
+    PORT: String(auth), GAME_PORT: String(game), CAGE_PORT: String(cage), ADMIN_PORT: String(admin), CHAIN_BANK_PORT: '0', BETTING_PORT: '0', WEB_PORT: '0',
     HAND_DELAY_MS: '20', CAGE_AUDIT_CRON: QUIET_CRON, CAGE_RAKE_RECONCILE_CRON: QUIET_CRON,
   };
 });
