@@ -6,6 +6,7 @@
 import { ed25519 } from '@noble/curves/ed25519.js';
 import pg from 'pg';
 import type { Config, Role } from '../config/index.ts';
+import { refusedWith } from '../http/errors.ts';
 import { loadPrivateKey } from './key-files.ts';
 
 export const KEY_PURPOSES = ['receipt', 'jwt', 'arbiter'] as const;
@@ -101,8 +102,8 @@ export async function pinDevelopmentKeys(ownerUrl: string, config: Config, roles
       const { privateKey, source } = await roleKey(config, role);
       const publicKey = ed25519.getPublicKey(privateKey);
       const purpose = ROLE_KEYS[role]!.purpose;
-      const added = await pinAsOwner(owner, purpose, publicKey).catch((err: { code?: string }) => {
-        if (err.code !== 'CGKRT') throw err;
+      const added = await pinAsOwner(owner, purpose, publicKey).catch((err: unknown) => {
+        if (!refusedWith(err, 'cage', 'key_retired')) throw err;
         throw new Error(`the ${purpose} key from ${source} was retired: it is never pinned again; give ${ROLE_KEYS[role]!.envName} a new key`
           + `${source === ROLE_KEYS[role]!.envName ? '' : ` (or remove ${source} to have a new one generated)`}`);
       });

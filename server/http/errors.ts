@@ -50,6 +50,15 @@ export function refusedWith(err: unknown, domain: 'auth' | 'cage' | 'claims' | '
   return refusal?.domain === domain && refusal.code === code;
 }
 
+/**
+ * The SQLSTATE db/refusals.json gives the refusal `code` of `domain`: for a refusal TypeScript raises
+ * in SQL's place (the same code reaches the caller whichever side refused).
+ */
+export function refusalState(domain: 'auth' | 'cage' | 'claims' | 'game' | 'betting' | 'bank', code: string): string {
+  for (const [state, r] of REFUSALS) if (r.domain === domain && r.code === code) return state;
+  throw new Error(`no refusal ${domain}/${code} in db/refusals.json`);
+}
+
 /** SQLSTATE -> HTTP status for the standard states a client can cause (the refusals are in REFUSALS). */
 export const SQL_STATUS: Record<string, number> = {
   // standard states a client can cause

@@ -13,7 +13,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { loginUrl } from '../../db/roles.ts';
-import { refusedWith } from '../../http/errors.ts';
+import { refusalState, refusedWith } from '../../http/errors.ts';
 
 export type Take =
   | { granted: true; epoch: bigint; recoveredHand: string | null }
@@ -146,7 +146,7 @@ class Presence {
 
   /** A lease call on the presence connection (SQL acts for the process it registered); refused while it is away. */
   async query<R extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<pg.QueryResult<R>> {
-    if (!this.client) throw Object.assign(new Error('game_process_gone: the presence connection is away'), { code: 'GMPGN' });
+    if (!this.client) throw Object.assign(new Error('game_process_gone: the presence connection is away'), { code: refusalState('game', 'game_process_gone') });
     return this.client.query<R>(sql, params);
   }
 
