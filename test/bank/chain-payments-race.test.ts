@@ -6,23 +6,21 @@
 // chain is a real anvil, the game and the chain bank the real roles, the two processes each their
 // own pool (the bank login) and their own client of the operator key, on one database.
 import { randomUUID } from 'node:crypto';
-import { generatePrivateKey } from 'viem/accounts';
 import { createChainBankChain } from '../../server/chain/evm.ts';
 import { ANVIL_DEV_KEYS } from '../../server/chain/anvil.ts';
 import { payWithdrawal } from '../../server/bank/withdraw.ts';
 import { payTournamentPayment, type PaymentRow } from '../../server/bank/tournaments.ts';
 import type { BankDeps } from '../../server/bank/deposit.ts';
 import { bridgedUser } from '../helpers/auth.ts';
-import { fundedWallet, permitDeposit, type LocalChain } from '../helpers/chain-bank.ts';
+import { CHAIN_ISSUER, fundedWallet, permitDeposit, type LocalChain, startChainBank } from '../helpers/chain-bank.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { standUp, withdrawKey } from '../helpers/game.ts';
 import { call, POKER_SETTINGS } from '../helpers/money.ts';
 import { liveClient, type LiveClient } from '../helpers/live.ts';
 import { SNG } from '../helpers/tournament.ts';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { type TestPlatform } from '../helpers/platform.ts';
 
-const SECRET = 'chain-payments-race-secret-0123456789abcdef';
-const ISSUER = 'https://auth.poker.test';
+const ISSUER = CHAIN_ISSUER;
 const C = 1_000_000n;
 
 let db: TestDatabase;
@@ -34,14 +32,7 @@ let live: LiveClient;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  await db.owner.query("insert into cage.switches (name, enabled) values ('real_money', true) on conflict (name) do update set enabled = true");
-  platform = await startTestPlatform({
-    databaseUrl: db.url, roles: ['auth', 'game', 'chain-bank'],
-    env: { AUTH_SECRET: SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true', CHAIN_CONFIRM_WINDOW_MS: '20000' },
-  });
-  bank = platform.url('chain-bank');
-  local = (platform.role('chain-bank') as unknown as { chain: LocalChain }).chain;
-  reader = createChainBankChain({ rpcUrl: local.url, operatorKey: generatePrivateKey(), deployment: local.deployment });
+  ({ platform, bank, local, reader } = await startChainBank(db));
   live = liveClient({ game: platform.url('game') } as Parameters<typeof liveClient>[0], db);
 }, 60_000);
 afterAll(async () => {

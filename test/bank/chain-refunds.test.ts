@@ -9,7 +9,6 @@
 // chain bank, the game and the auth role the real roles.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { generatePrivateKey } from 'viem/accounts';
 import type { Hex } from 'viem';
 import { createChainBankChain } from '../../server/chain/evm.ts';
 import { ANVIL_DEV_KEYS } from '../../server/chain/anvil.ts';
@@ -20,13 +19,12 @@ import { chainIntentViolations } from '../../server/bank/chain-audit.ts';
 import { refundDeposit } from '../../server/bank/vault-refunds.ts';
 import type { BankDeps } from '../../server/bank/deposit.ts';
 import { bridgedUser } from '../helpers/auth.ts';
-import { fundedWallet, inAnHour, permitDeposit, type LocalChain } from '../helpers/chain-bank.ts';
+import { CHAIN_ISSUER, fundedWallet, inAnHour, permitDeposit, type LocalChain, startChainBank } from '../helpers/chain-bank.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { call, POKER_SETTINGS } from '../helpers/money.ts';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { type TestPlatform } from '../helpers/platform.ts';
 
-const SECRET = 'chain-refunds-test-secret-0123456789abcdef';
-const ISSUER = 'https://auth.poker.test';
+const ISSUER = CHAIN_ISSUER;
 const C = 1_000_000n;
 
 let db: TestDatabase;
@@ -41,14 +39,7 @@ let thief: pg.Client;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  await db.owner.query("insert into cage.switches (name, enabled) values ('real_money', true) on conflict (name) do update set enabled = true");
-  platform = await startTestPlatform({
-    databaseUrl: db.url, roles: ['auth', 'game', 'chain-bank'],
-    env: { AUTH_SECRET: SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true', CHAIN_CONFIRM_WINDOW_MS: '20000' },
-  });
-  bank = platform.url('chain-bank');
-  local = (platform.role('chain-bank') as unknown as { chain: LocalChain }).chain;
-  reader = createChainBankChain({ rpcUrl: local.url, operatorKey: generatePrivateKey(), deployment: local.deployment });
+  ({ platform, bank, local, reader } = await startChainBank(db));
   operator = createChainBankChain({ rpcUrl: local.url, operatorKey: ANVIL_DEV_KEYS[1]!, deployment: local.deployment });
   thief = new pg.Client({ connectionString: loginUrl(db.url, 'poker_bank', undefined) });
   await thief.connect();

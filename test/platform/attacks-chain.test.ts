@@ -13,19 +13,17 @@
 // an operator's act (a live admin session) or the owner's.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { generatePrivateKey } from 'viem/accounts';
 import { createChainBankChain } from '../../server/chain/evm.ts';
 import { loginUrl } from '../../server/db/roles.ts';
 import { chainIntentViolations } from '../../server/bank/chain-audit.ts';
 import { bridgedUser } from '../helpers/auth.ts';
-import { fundedWallet, inAnHour, permitDeposit, type LocalChain } from '../helpers/chain-bank.ts';
+import { CHAIN_ISSUER, fundedWallet, inAnHour, permitDeposit, type LocalChain, startChainBank } from '../helpers/chain-bank.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { call, POKER_SETTINGS } from '../helpers/money.ts';
 import { signInOperator } from '../helpers/operator.ts';
-import { startTestPlatform, TEST_SERVICE_KEY, type TestPlatform } from '../helpers/platform.ts';
+import { TEST_SERVICE_KEY, type TestPlatform } from '../helpers/platform.ts';
 
-const SECRET = 'attacks-chain-test-secret-0123456789abcdef';
-const ISSUER = 'https://auth.poker.test';
+const ISSUER = CHAIN_ISSUER;
 const C = 1_000_000n;
 
 let db: TestDatabase;
@@ -39,15 +37,8 @@ let thief: pg.Client;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  await db.owner.query("insert into cage.switches (name, enabled) values ('real_money', true) on conflict (name) do update set enabled = true");
-  platform = await startTestPlatform({
-    databaseUrl: db.url, roles: ['auth', 'game', 'chain-bank'],
-    env: { AUTH_SECRET: SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true', CHAIN_CONFIRM_WINDOW_MS: '20000' },
-  });
-  bank = platform.url('chain-bank');
+  ({ platform, bank, local, reader } = await startChainBank(db));
   game = platform.url('game');
-  local = (platform.role('chain-bank') as unknown as { chain: LocalChain }).chain;
-  reader = createChainBankChain({ rpcUrl: local.url, operatorKey: generatePrivateKey(), deployment: local.deployment });
   thief = new pg.Client({ connectionString: loginUrl(db.url, 'poker_bank', undefined) });
   await thief.connect();
 }, 60_000);
