@@ -2,6 +2,9 @@
 // (`/api/gw/<role>/<path>`), with the access JWT as the Bearer; the table's websocket goes through
 // the same origin (`/api/gw/game/ws`), authenticated with a first `auth` message.
 
+import type { ClientMessage } from '../server/game/live/messages.ts';
+import type { ServerMessage, ServerMessageOf } from '../server/game/live/server-messages.ts';
+
 const TOKEN_KEY = 'poker.jwt';
 
 export interface Session {
@@ -85,18 +88,22 @@ export async function webConfig(): Promise<{ testAuth: boolean; environment: str
   return res.json();
 }
 
-export type Msg = Record<string, any>;
+/** A message the client sends (docs/protocol.md), as the server parses it; `ref` is added by `request`. */
+export type Outgoing = ClientMessage extends infer M ? (M extends { ref?: unknown } ? Omit<M, 'ref'> : never) : never;
+export type { ServerMessage, ServerMessageOf };
 
 /**
- * The table connection: one websocket through the page's origin, authenticated first if signed in,
- * requests answered by `ref`, every message handed to `onMessage`.
+ * The table connection: one websocket through the page's origin, authenticated first if signed in
+ * (`ready`: the answer to `auth`, null for a spectator), requests answered by `ref`, every message
+ * handed to `onMessage`. The messages are the server's own wire types (server-messages.ts), as the
+ * example agent reads them.
  */
 export class Live {
   private ws: WebSocket;
   private refs = 0;
-  private waiting = new Map<string, (m: Msg) => void>();
-  readonly ready: Promise<Msg>;
-  onMessage: (m: Msg) => void = () => undefined;
+  private waiting = new Map<string, (m: ServerMessage) => void>();
+  readonly ready: Promise<ServerMessage | null>;
+  onMessage: (m: ServerMessage) => void = () => undefined;
   onClose: (code: number) => void = () => undefined;
 
   constructor() {
@@ -106,19 +113,19 @@ export class Live {
     this.ready = new Promise((resolve, reject) => {
       this.ws.addEventListener('open', async () => {
         const s = session();
-        if (!s) return resolve({ type: 'spectator' });
+        if (!s) return resolve(null);
         resolve(await this.request({ type: 'auth', token: s.token }));
       });
       this.ws.addEventListener('error', () => reject(new Error('websocket_unavailable')));
     });
     this.ws.addEventListener('message', (ev) => {
-      let m: Msg;
+      let m: ServerMessage;
       try {
-        m = JSON.parse(String(ev.data));
+        m = JSON.parse(String(ev.data)) as ServerMessage;
       } catch {
         return;
       }
-      const ref = typeof m.ref === 'string' ? m.ref : undefined;
+      const ref = 'ref' in m && typeof m.ref === 'string' ? m.ref : undefined;
       const waiter = ref ? this.waiting.get(ref) : undefined;
       if (ref && waiter) {
         this.waiting.delete(ref);
@@ -129,16 +136,16 @@ export class Live {
     this.ws.addEventListener('close', (ev) => this.onClose(ev.code));
   }
 
-  send(m: Msg) {
+  send(m: ClientMessage) {
     this.ws.send(JSON.stringify(m));
   }
 
   /** Sends `m` with a fresh `ref`; resolves to the answer carrying it. */
-  request(m: Msg): Promise<Msg> {
+  request(m: Outgoing): Promise<ServerMessage> {
     const ref = `w${++this.refs}`;
     return new Promise((resolve) => {
       this.waiting.set(ref, resolve);
-      this.send({ ...m, ref });
+      this.send({ ...m, ref } as ClientMessage);
     });
   }
 
@@ -148,6 +155,9 @@ export class Live {
     this.ws.close();
   }
 }
+
+/** The code of a refused answer, else the type of the unexpected one. */
+export const refusal = (m: ServerMessage) => (m.type === 'error' ? m.code : m.type);
 
 /** A random idempotency key (one per user action, reused on a retry of that action). */
 export const idempotencyKey = () => crypto.randomUUID();

@@ -1,6 +1,8 @@
 // The websocket's client messages are parsed by one zod discriminated union (server/game/live/messages.ts):
 // each type with its fields, and a message that does not parse earns exactly one code.
 import { clientMessage, CLIENT_MESSAGE_TYPES, parseClientMessage } from '../../server/game/live/messages.ts';
+import { SEED_PATTERN } from '../../server/game/live/server-messages.ts';
+import { CLIENT_SEED } from '../../server/game/poker/fair-deal.ts';
 
 test('the union covers the protocol\'s eleven message types', () => {
   expect([...CLIENT_MESSAGE_TYPES].sort()).toEqual(['action', 'auth', 'deal_seed', 'join', 'leave', 'ping', 'register_for_tournament', 'sit', 'sit_in', 'sit_out', 'stand_up']);
@@ -46,4 +48,9 @@ test.each([
   } else {
     expect(parsed.ok).toBe(false);
   }
+});
+
+test('the wire\'s seed pattern is the dealer\'s (the wire states its own so that it imports zod only)', () => {
+  expect(SEED_PATTERN.source).toBe(CLIENT_SEED.source);
+  expect(SEED_PATTERN.flags).toBe(CLIENT_SEED.flags);
 });

@@ -3,9 +3,10 @@
 // a sit's `seatIndex` and `amount` by the bank, an action's `handId`, `action` and `amount` by the
 // room (illegal_amount, stale_sequence ...), a token by the verifier. A message that does not parse
 // answers one code: `unknown_message_type` for a missing or unknown `type`, `missing_seq` for an
-// action without a numeric `seq`, else `bad_request` naming the field.
+// action without a numeric `seq`, else `bad_request` naming the field. Like server-messages.ts, the
+// file imports zod and the wire only: the web client and the example agent take its types.
 import { z } from 'zod';
-import { CLIENT_SEED } from '../poker/fair-deal.ts';
+import { SEED_PATTERN } from './server-messages.ts';
 
 const ref = z.unknown().optional();
 const tableId = z.string().min(1).max(64);
@@ -23,7 +24,7 @@ export const clientMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('stand_up'), ...atTable }),
   z.object({ type: z.literal('register_for_tournament'), ...atTable, advisorAgentId: z.uuid().nullish() }),
   // a seed for the next hand's deal (docs/dealer.md): the commitment it answers, judged by the room (stale_commitment)
-  z.object({ type: z.literal('deal_seed'), ...atTable, commitment: z.string().regex(/^[0-9a-f]{64}$/), seed: z.string().regex(CLIENT_SEED) }),
+  z.object({ type: z.literal('deal_seed'), ...atTable, commitment: z.string().regex(/^[0-9a-f]{64}$/), seed: z.string().regex(SEED_PATTERN) }),
 ]);
 
 export type ClientMessage = z.infer<typeof clientMessage>;

@@ -86,6 +86,13 @@ const tournamentMyView = z.strictObject({
   payJumpToNext: chips,
 }).nullable();
 
+/**
+ * A seed a seated player mixes into the next hand's deal (`deal_seed`; revealed in `hand_result`):
+ * the dealer's CLIENT_SEED (poker/fair-deal.ts), stated here so that this file imports zod only
+ * (test/game/live-messages.test.ts checks the two agree).
+ */
+export const SEED_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/).describe('a SHA-256 digest, lowercase hex');
 
 /** What a hand's end reveals of its deal (docs/dealer.md, "A deal anyone can check"). */
@@ -93,7 +100,7 @@ export const dealReveal = z.strictObject({
   algorithm: z.enum(['sha256-fisher-yates-v2', 'sha256-fisher-yates-v1', 'seeded-v1']),
   commitment: sha256Hex,
   serverSeed: z.string().regex(/^([0-9a-f]{2})+$/).describe('the server seed, hex'),
-  contributions: z.array(z.strictObject({ seat: index, seed: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/) })),
+  contributions: z.array(z.strictObject({ seat: index, seed: z.string().regex(SEED_PATTERN) })),
 });
 
 /** `game_state`, personalised per connection; the tournament fields only on `sng` tables. */
