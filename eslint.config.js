@@ -16,13 +16,15 @@ const FUNCTION_LIMIT = ['error', { max: 70, skipBlankLines: true, skipComments: 
 
 /**
  * The money domains (server/<room>/) and their doors: the modules a domain writes for the others to
- * call (pure rules and types, or calls into its own SQL). Anything else in the folder is internal.
+ * call (pure rules and types, or calls into its own SQL), open to every other room and to the floor.
+ * Anything else in the folder is internal.
  */
 const ROOMS = {
   cage: [],
   bank: [],
   betting: [],
-  game: [],
+  // the table settings' rules (the bank contract's table creation and the live room both read them)
+  game: ['tables/rules.ts'],
   // the game process runs a Sit-and-Go's tables: it reads the lifecycle's pure rules and settings,
   // opens the lifecycle span and makes the registration's reserve (game.tournament_reserve)
   tournaments: ['lifecycle.ts', 'lifecycle-span.ts', 'math.ts', 'registration.ts', 'rules.generated.ts', 'settings.ts'],
@@ -63,7 +65,7 @@ function roomPatterns(room, allowed = []) {
   return Object.entries(ROOMS).filter(([other]) => other !== room).map(([other, doors]) => under(other,
     [...doors, ...allowed.filter((a) => a.startsWith(`${other}/`)).map((a) => a.slice(other.length + 1))],
     room === null
-      ? `the shared floor imports no money domain (server/${other}/ is one): move what both need onto the floor.`
+      ? `the shared floor imports no money domain's internals (server/${other}/ is one): move what both need onto the floor.`
       : `server/${room}/ may not import server/${other}/'s internals${doors.length ? ` (its doors: ${doors.join(', ')})` : ''}: go through server/bank-contract/ or the shared floor (docs/architecture.md, "The nevers").`));
 }
 
