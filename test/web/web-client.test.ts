@@ -341,6 +341,9 @@ suite('the web client in chromium', () => {
     await page.locator('#registered').waitFor();
     await until(async () => (await page.locator('#registered-count').textContent()) === '1/2', 'the page to count one registration');
     await screenshot(page, 'tournament-registering');
+    // the schedule's shares (game_state's tournamentSchedule: a fraction of the pool) as percentages:
+    // a 2-seat Sit-and-Go pays its winner the whole pool
+    await until(async () => ((await page.locator('#payouts tbody').textContent()) ?? '').includes('100.00 %'), 'the winner\'s share shown as 100.00 %');
 
     const bot: LivePlayer = await live.player(1000);
     await live.join(bot, tableId);
