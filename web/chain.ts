@@ -31,9 +31,25 @@ async function ask(): Promise<Bank> {
   const economy = await call('bank', '/api/economy');
   if (!economy.ok) return { kind: 'unknown', error: economy.body?.error ?? `http_${economy.status}` };
   if (economy.body?.bank !== 'chain') return { kind: 'cage' };
+  return chainBank();
+}
+
+/** The chain bank, with what a permit is signed against (`GET /api/chain`). */
+async function chainBank(): Promise<Bank> {
   const chain = await call('bank', '/api/chain');
   if (!chain.ok) return { kind: 'chain', info: null, error: chain.body?.error ?? `http_${chain.status}` };
   return { kind: 'chain', info: chain.body as ChainInfo };
+}
+
+/**
+ * A table's bank: its own when the table read names it (`bank`: the banks' contract routes every
+ * call by the table's bank, so one platform serves cage and chain tables side by side), else the
+ * platform's.
+ */
+export function bankOf(room: { bank?: string | null }): Promise<Bank> {
+  if (room.bank === 'cage') return Promise.resolve({ kind: 'cage' });
+  if (room.bank === 'chain') return chainBank();
+  return bank();
 }
 
 /**

@@ -5,7 +5,7 @@
 // On the chain bank the sit is a deposit paid by a permit the browser wallet signs (chain.ts), and a
 // stand-up is paid back on chain to the wallet that signed it (its transaction is the receipt).
 import { idempotencyKey, Live, must, refusal, session, type Outgoing, type ServerMessage, type ServerMessageOf } from './api.ts';
-import { bank, chainDeposit, depositOutcome, type Bank } from './chain.ts';
+import { bankOf, chainDeposit, depositOutcome, type Bank } from './chain.ts';
 import { receiptsCard } from './receipts.ts';
 import { errorLine, h, mount } from './ui.ts';
 
@@ -20,6 +20,8 @@ type Legal = NonNullable<GameState['legal']>;
 export interface TableRoom {
   tableId: string;
   mode: 'cash' | 'sng';
+  /** The table's own bank, when the table read names it. */
+  bank?: 'cage' | 'chain' | null;
   tournamentState?: string | null;
   settings?: { maxPlayers?: number; minBuyIn?: string | number; maxBuyIn?: string | number; entryFee?: string | number; startingStack?: string | number; seats?: number };
 }
@@ -29,7 +31,7 @@ const cardText = (cards: readonly string[] | null | undefined) => (cards && card
 export interface TableView {
   live: Live;
   room: TableRoom;
-  /** The platform's bank: the cage, or the chain bank (deposits by permit). */
+  /** The table's bank: the cage, or the chain bank (deposits by permit). */
   bank: Bank;
   state: GameState | null;
   /** Extra handlers (the tournament view's messages). */
@@ -219,7 +221,8 @@ function onMessage(t: Table, m: ServerMessage, extra: ((m: ServerMessage) => voi
 
 /** Renders a live table into `root`; `sitting` false hides the sit form (tournaments). */
 export async function openTable(root: HTMLElement, tableId: string, options: { sitting: boolean }): Promise<TableView> {
-  const [room, theBank] = await Promise.all([must<TableRoom>('game', `/api/tables/${encodeURIComponent(tableId)}`), bank()]);
+  const room = await must<TableRoom>('game', `/api/tables/${encodeURIComponent(tableId)}`);
+  const theBank = await bankOf(room);
   const live = new Live();
   const extra: ((m: ServerMessage) => void)[] = [];
   const view: TableView = { live, room, bank: theBank, state: null, onMessage: (f) => extra.push(f), close: () => live.close() };
