@@ -1,5 +1,7 @@
-// The betting service's reads: a tournament's market with its pools and odds (parimutuel: what one
-// chip on a runner would return if it won, before anything else is staked), as JSON.
+// The betting reads: a tournament's market with its pools and odds (parimutuel: what one chip on a
+// runner would return if it won, before anything else is staked), as JSON. Read through the views
+// (betting.market_records, betting.runner_pools: db/functions/betting/30_read_views.sql) by the
+// betting service and the cage's player routes alike.
 import type pg from 'pg';
 
 export interface MarketRow {
@@ -15,7 +17,7 @@ export interface MarketRow {
   settled_at: Date | null;
 }
 
-const MARKET_COLUMNS = 'market_id, table_id, money_kind::text as money_kind, runners::text[] as runners, status, winner_user_id, void_reason, opened_at, closed_at, settled_at';
+const MARKET_COLUMNS = 'market_id, table_id, money_kind, runners, status, winner_user_id, void_reason, opened_at, closed_at, settled_at';
 
 /** The decimal odds of a runner (pool / runner pool) with two decimals, or null while nobody backs it. */
 export function decimalOdds(pool: bigint, runnerPool: bigint): string | null {
@@ -27,8 +29,7 @@ export function decimalOdds(pool: bigint, runnerPool: bigint): string | null {
 /** A market as the routes answer it: its runners with their pools and odds, and the whole pool. */
 export async function marketJson(pool: pg.Pool | pg.PoolClient, m: MarketRow) {
   const { rows } = await pool.query<{ runner_user_id: string; staked: bigint; bets: number }>(
-    `select runner_user_id, sum(amount)::bigint as staked, count(*)::int as bets
-       from betting.bets where market_id = $1 and status = 'active' group by runner_user_id`,
+    'select runner_user_id, staked, bets from betting.runner_pools where market_id = $1',
     [m.market_id],
   );
   const by = new Map(rows.map((r) => [r.runner_user_id, r]));
@@ -53,6 +54,6 @@ export async function syncedMarketOfTable(pool: pg.Pool, tableId: string): Promi
 }
 
 export async function marketById(pool: pg.Pool, marketId: string): Promise<MarketRow | null> {
-  const { rows } = await pool.query<MarketRow>(`select ${MARKET_COLUMNS} from betting.markets where market_id = $1`, [marketId]);
+  const { rows } = await pool.query<MarketRow>(`select ${MARKET_COLUMNS} from betting.market_records where market_id = $1`, [marketId]);
   return rows[0] ?? null;
 }

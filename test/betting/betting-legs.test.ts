@@ -1,7 +1,7 @@
 // The betting legs against the real roles (auth, game, cage and betting roles on a real database).
 // Betting has one boundary (issue 32): the cage's player routes move the money and write the bet in
-// one SQL transaction each, so the cage reaches no betting service (BETTING_URL is pointed at a
-// closed port to prove it). A stake, twins of one key, the one stakeRef schema, an unbet (from
+// one SQL transaction each, so the cage reaches no betting service (the betting role runs as a
+// platform of its own, not a peer of the cage's, to prove it). A stake, twins of one key, the one stakeRef schema, an unbet (from
 // either side), claims of a settled market (20 concurrent claims credit once) and of a voided one,
 // the refusals and replays of every route. Every test ends with the cage audit empty (afterEach).
 import { randomUUID } from 'node:crypto';
@@ -17,6 +17,7 @@ import { SNG } from '../helpers/tournament.ts';
 let db: TestDatabase;
 let cagePool: pg.Pool;
 let bettingUrl = '';
+let bettingPlatform: Awaited<ReturnType<typeof startTestPlatform>> | undefined;
 let m: ReturnType<typeof moneyClient>;
 
 beforeAll(async () => {
@@ -24,10 +25,12 @@ beforeAll(async () => {
   cagePool = db.pool('poker_cage');
   const platform = await startTestPlatform({
     databaseUrl: db.url,
-    roles: ['auth', 'game', 'cage', 'betting'],
-    env: { AUTH_SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true', BETTING_URL: 'http://127.0.0.1:9', GAME_CALL_TIMEOUT_MS: '1000' },
+    roles: ['auth', 'game', 'cage'],
+    env: { AUTH_SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true', GAME_CALL_TIMEOUT_MS: '1000' },
   });
-  bettingUrl = platform.url('betting');
+  // the betting service runs apart, as its own process would: the cage has no peer to reach it by
+  bettingPlatform = await startTestPlatform({ databaseUrl: db.url, roles: ['betting'], env: {} });
+  bettingUrl = bettingPlatform.url('betting');
   m = moneyClient(db, platform);
 });
 afterEach(async () => {
@@ -35,6 +38,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await m?.platform.stop();
+  await bettingPlatform?.stop();
   await db?.drop();
 });
 
@@ -129,7 +133,7 @@ describe('stake', () => {
 
 describe('one boundary', () => {
   test('a stake, an unbet, a claim and the market reads need no hop to another process: the cage reaches no betting service at all', async () => {
-    // BETTING_URL points at a closed port (beforeAll): whatever reached for it would answer 503
+    // the cage's platform has no betting role (beforeAll): whatever reached for it would answer 503
     const t = await playingTournament();
     const bettor = await m.player(200);
     const r = await stake(bettor, { marketId: t.marketId, runnerUserId: t.runners[0], amount: 120 });
