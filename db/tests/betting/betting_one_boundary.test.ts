@@ -151,3 +151,39 @@ test('refused stakes write nothing: a closed market, an overdraft, another stake
   expect((await db.owner.query('select count(*)::int as n from cage.bet_stakes where user_id = $1', [bettor.userId])).rows[0].n).toBe(1);
   expect(await balance(bettor.id)).toBe(40n);
 });
+
+test('migration 000048 finishes what the two-step design left half-way, once: a pending stake confirmed or compensated, a removed bet credited', async () => {
+  const t = await playingMarket();
+  const [a, b, c] = [await funded(100), await funded(100), await funded(100)];
+  // as the old cage.open_bet_stake left them: a debit and a pending stake (b's bet landed, a's never did)
+  const legacy = async (u: typeof a, amount: number) => {
+    const ref = `bet-stake:${u.userId}:legacy-${randomUUID()}`;
+    await db.owner.query(
+      `insert into cage.bet_stakes (ref_id, idempotency_key, user_id, market_id, runner_user_id, amount, money_kind)
+       values ($1, split_part($1, ':', 3), $2, $3, $4, $5, 'play')`, [ref, u.userId, t.marketId, t.runners[0], amount]);
+    await db.owner.query(
+      `select cage.post_movement($1, 'bet_stake', 'play',
+         array[cage.ensure_account('user', $2::uuid, null, 'play'), cage.ensure_account('betting', null, null, 'play')], array[-$3::bigint, $3::bigint],
+         jsonb_build_object('market_id', $4::text, 'runner_user_id', $5::uuid, 'user_id', $2::uuid))`, [ref, u.userId, amount, t.marketId, t.runners[0]]);
+    return ref;
+  };
+  const lost = await legacy(a, 30);
+  const landed = await legacy(b, 40);
+  await db.owner.query("insert into betting.bets (stake_ref, market_id, user_id, runner_user_id, amount) values ($1, $2, $3, $4, 40)", [landed, t.marketId, b.userId, t.runners[0]]);
+  // c's bet removed by the betting service, its credit never came
+  const removed = await legacy(c, 50);
+  await db.owner.query("update cage.bet_stakes set status = 'confirmed' where ref_id = $1", [removed]);
+  await db.owner.query("insert into betting.bets (stake_ref, market_id, user_id, runner_user_id, amount, status, unbet_at) values ($1, $2, $3, $4, 50, 'unbet', now())", [removed, t.marketId, c.userId, t.runners[0]]);
+  expect((await db.owner.query<{ subject: string }>("select subject from cage.audit() where invariant = 'betting'")).rows.map((r) => r.subject).sort())
+    .toEqual([`stake:${landed}`, `stake:${lost}`, `stake:${removed}`].sort());
+
+  const { readFile } = await import('node:fs/promises');
+  const migration = await readFile(new URL('../../migrations/000048_betting_one_boundary.sql', import.meta.url), 'utf8');
+  const finish = migration.slice(migration.indexOf('do $$'), migration.indexOf('$$;') + 3);
+  for (let run = 0; run < 2; run++) await db.owner.query(finish);
+  const status = async (ref: string) => (await db.owner.query('select status, refund_ref_id from cage.bet_stakes where ref_id = $1', [ref])).rows[0];
+  expect(await status(lost)).toEqual({ status: 'compensated', refund_ref_id: `${lost}:compensation` });
+  expect(await status(landed)).toEqual({ status: 'confirmed', refund_ref_id: null });
+  expect(await status(removed)).toEqual({ status: 'unbet', refund_ref_id: `bet-unbet:${removed}` });
+  expect([await balance(a.id), await balance(b.id), await balance(c.id)]).toEqual([100n, 60n, 100n]);
+});
