@@ -24,7 +24,8 @@ import { ApiError } from '../http/errors.ts';
 import { chips, idempotencyKey, tableId } from '../http/schemas.ts';
 import { playerSession, type JwtVerifier } from '../http/jwt.ts';
 import { describeRoute } from '../http/openapi.ts';
-import { marketById, marketJson, syncedMarketOfTable } from './markets.ts';
+import { marketJson } from './markets.ts';
+import { claimPayout, marketById, openStake, removeBet, stakesOf, stakeStatus, syncedMarketOfTable, type StakeRow } from './sql.ts';
 import { marketId, parse, stakeRef } from './schemas.ts';
 
 export interface BettingPlayerDeps {
@@ -49,11 +50,6 @@ function sessionOf(res: Response): string {
   if (!sid) throw new ApiError(401, 'session_required');
   return sid;
 }
-
-type StakeRow = {
-  ref_id: string; status: string; error: string | null; market_id: string; runner_user_id: string; amount: bigint;
-  money_kind: string; replayed: boolean;
-};
 
 function stakeJson(s: StakeRow, key: string) {
   return {
@@ -120,11 +116,7 @@ function installBettingReads(app: Express, deps: BettingPlayerDeps) {
   });
 
   app.get('/api/betting/bets', deps.jwt.require, async (_req, res) => {
-    const { rows } = await pool.query(
-      `select ref_id, idempotency_key, market_id, runner_user_id, amount, money_kind, status, error, refund_ref_id, created_at, updated_at
-         from betting.stakes where user_id = $1 order by created_at desc, ref_id limit 500`,
-      [res.locals.claims.sub],
-    );
+    const rows = await stakesOf(pool, res.locals.claims.sub);
     res.json({
       bets: rows.map((r) => ({
         stakeRef: r.ref_id, idempotencyKey: r.idempotency_key, marketId: r.market_id, runnerUserId: r.runner_user_id,
@@ -142,11 +134,7 @@ function installStake(app: Express, deps: BettingPlayerDeps) {
     const headerKey = req.get('idempotency-key');
     const d = parse(stakeBody, headerKey === undefined ? b : { ...b, idempotencyKey: headerKey });
     if (!d.idempotencyKey) throw new ApiError(400, 'missing_idempotency_key');
-    const { rows } = await pool.query<StakeRow>(
-      'select ref_id, status, error, market_id, runner_user_id, amount, money_kind, replayed from cage.open_bet_stake($1, $2, $3, $4, $5)',
-      [sessionOf(res), d.idempotencyKey, d.marketId, d.runnerUserId, d.amount.toString()],
-    );
-    const stake = rows[0]!;
+    const stake = await openStake(pool, { sid: sessionOf(res), key: d.idempotencyKey, marketId: d.marketId, runnerUserId: d.runnerUserId, amount: d.amount });
     // a stake compensated before issue 32 (its notify failed then) replays as it ended
     if (stake.status === 'compensated') throw new ApiError(409, 'stake_compensated', undefined, { ...stakeJson(stake, d.idempotencyKey), reason: stake.error });
     if (!stake.replayed) log.info({ stakeRef: stake.ref_id, marketId: stake.market_id, amount: stake.amount.toString() }, 'bet staked');
@@ -160,13 +148,10 @@ function installUnbetAndClaim(app: Express, deps: BettingPlayerDeps) {
     const b = parse(unbetBody, req.body ?? {});
     const sid = sessionOf(res);
     // the caller's own stake, or not found (betting.remove_bet checks the grant again, under the stake's lock)
-    const { rows } = await pool.query<{ status: string }>('select status from betting.stakes where ref_id = $1 and user_id = $2', [b.stakeRef, res.locals.claims.sub]);
-    if (!rows[0]) throw new ApiError(404, 'stake_not_found');
-    if (rows[0].status === 'compensated') throw new ApiError(409, 'stake_compensated');
-    const removed = await pool.query<{ stake_ref: string; refund_ref_id: string; amount: bigint; money_kind: string; replayed: boolean }>(
-      'select stake_ref, refund_ref_id, amount, money_kind, replayed from betting.remove_bet($1, $2)', [sid, b.stakeRef],
-    );
-    const r = removed.rows[0]!;
+    const status = await stakeStatus(pool, b.stakeRef, res.locals.claims.sub);
+    if (!status) throw new ApiError(404, 'stake_not_found');
+    if (status === 'compensated') throw new ApiError(409, 'stake_compensated');
+    const r = await removeBet(pool, sid, b.stakeRef);
     if (!r.replayed) log.info({ stakeRef: r.stake_ref, amount: r.amount.toString() }, 'bet taken back');
     res.json({ status: 'unbet', stakeRef: r.stake_ref, txHash: r.refund_ref_id, amount: r.amount.toString(), moneyKind: r.money_kind, ...(r.replayed ? { replay: true } : {}) });
   });
@@ -174,10 +159,7 @@ function installUnbetAndClaim(app: Express, deps: BettingPlayerDeps) {
   app.post('/api/betting/claim', deps.jwt.require, async (req, res) => {
     const b = parse(betClaimBody, req.body ?? {});
     // the market brought up to date and the recorded payout credited, in SQL: never an amount from a request
-    const { rows } = await pool.query<{ ref_id: string; market_id: string; amount: bigint; money_kind: string; replayed: boolean }>(
-      'select ref_id, market_id, amount, money_kind, replayed from cage.claim_bet_payout($1, $2)', [sessionOf(res), b.marketId],
-    );
-    const r = rows[0]!;
+    const r = await claimPayout(pool, sessionOf(res), b.marketId);
     if (!r.replayed) log.info({ marketId: r.market_id, userId: res.locals.claims.sub, amount: r.amount.toString() }, 'bet payout claimed');
     res.json({ status: 'confirmed', txHash: r.ref_id, marketId: r.market_id, amount: r.amount.toString(), moneyKind: r.money_kind, ...(r.replayed ? { replay: true } : {}) });
   });

@@ -17,7 +17,8 @@ import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
 import { requireServiceKey } from '../http/service-key.ts';
 import { tableId } from '../http/schemas.ts';
-import { marketById, marketJson, syncedMarketOfTable } from './markets.ts';
+import { marketJson } from './markets.ts';
+import { betRecord, claimQuote, marketById, recordedBet, removeBet, syncedMarketOfTable } from './sql.ts';
 import { marketId, parse, sid, stakeRef } from './schemas.ts';
 import { describeRoute } from '../http/openapi.ts';
 
@@ -74,10 +75,7 @@ export function installBettingRoutes(app: Express, deps: { pool: pg.Pool; log: L
 
   app.post('/internal/bets', service, async (req, res) => {
     const b = parse(betBody, req.body ?? {});
-    const { rows } = await pool.query<{ stake_ref: string; market_id: string; user_id: string; runner_user_id: string; amount: bigint; replayed: boolean }>(
-      'select stake_ref, market_id, user_id, runner_user_id, amount, replayed from betting.record_bet($1)', [b.stakeRef],
-    );
-    const r = rows[0]!;
+    const r = await recordedBet(pool, b.stakeRef);
     res.json({
       status: 'recorded', stakeRef: r.stake_ref, marketId: r.market_id, userId: r.user_id, runnerUserId: r.runner_user_id,
       amount: r.amount.toString(), ...(r.replayed ? { replay: true } : {}),
@@ -86,29 +84,21 @@ export function installBettingRoutes(app: Express, deps: { pool: pg.Pool; log: L
 
   app.get('/internal/bets/:stakeRef', service, async (req, res) => {
     const ref = parse(stakeRef, req.params.stakeRef);
-    const { rows } = await pool.query<{ stake_ref: string; market_id: string; amount: bigint; status: string }>(
-      'select stake_ref, market_id, amount, status from betting.bet_records where stake_ref = $1', [ref],
-    );
-    if (!rows[0]) throw new ApiError(404, 'bet_not_found');
-    res.json({ stakeRef: rows[0].stake_ref, marketId: rows[0].market_id, amount: rows[0].amount.toString(), status: rows[0].status });
+    const bet = await betRecord(pool, ref);
+    if (!bet) throw new ApiError(404, 'bet_not_found');
+    res.json({ stakeRef: bet.stake_ref, marketId: bet.market_id, amount: bet.amount.toString(), status: bet.status });
   });
 
   app.post('/internal/unbets', service, async (req, res) => {
     const b = parse(unbetServiceBody, req.body ?? {});
-    const { rows } = await pool.query<{ stake_ref: string; market_id: string; amount: bigint; replayed: boolean }>(
-      'select stake_ref, market_id, amount, replayed from betting.remove_bet($1, $2)', [b.sid, b.stakeRef],
-    );
-    const r = rows[0]!;
+    const r = await removeBet(pool, b.sid, b.stakeRef);
     if (!r.replayed) log.info({ stakeRef: r.stake_ref, marketId: r.market_id, amount: r.amount.toString() }, 'bet taken back and its stake credited');
     res.json({ status: 'unbet', stakeRef: r.stake_ref, marketId: r.market_id, amount: r.amount.toString(), ...(r.replayed ? { replay: true } : {}) });
   });
 
   app.post('/internal/claims', service, async (req, res) => {
     const b = parse(claimQuoteBody, req.body ?? {});
-    const { rows } = await pool.query<{ market_id: string; user_id: string; amount: bigint; market_status: string }>(
-      'select market_id, user_id, amount, market_status from betting.claim_quote($1, $2)', [b.sid, b.marketId],
-    );
-    const r = rows[0]!;
+    const r = await claimQuote(pool, b.sid, b.marketId);
     res.json({ marketId: r.market_id, userId: r.user_id, amount: r.amount.toString(), marketStatus: r.market_status });
   });
 }
