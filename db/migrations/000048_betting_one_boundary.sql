@@ -56,5 +56,7 @@ begin
 end;
 $$;
 
--- a stake is never pending again (its debit and its bet commit together)
+-- a stake is never pending again (its debit and its bet commit together): the table says so too
+alter table cage.bet_stakes alter column status set default 'confirmed';
+alter table cage.bet_stakes add constraint bet_stakes_never_pending check (status <> 'pending');
 comment on table cage.bet_stakes is 'Bet stakes on the cage (bet_stake debits), each written with its bet (betting.bets) in one transaction by cage.open_bet_stake; unbet by betting.remove_bet. pending and compensated are states of stakes taken before issue 32.';

@@ -153,14 +153,20 @@ test('refused stakes write nothing: a closed market, an overdraft, another stake
 });
 
 test('migration 000048 finishes what the two-step design left half-way, once: a pending stake confirmed or compensated, a removed bet credited', async () => {
+  const { readFile } = await import('node:fs/promises');
+  const migration = await readFile(new URL('../../migrations/000048_betting_one_boundary.sql', import.meta.url), 'utf8');
+  const finish = migration.slice(migration.indexOf('do $$'), migration.indexOf('$$;') + 3);
+  const neverPending = /^alter table cage\.bet_stakes add constraint bet_stakes_never_pending .*;$/m.exec(migration)![0];
+  // the table as an earlier version left it (its stakes could be pending)
+  await db.owner.query('alter table cage.bet_stakes drop constraint bet_stakes_never_pending');
   const t = await playingMarket();
   const [a, b, c] = [await funded(100), await funded(100), await funded(100)];
   // as the old cage.open_bet_stake left them: a debit and a pending stake (b's bet landed, a's never did)
   const legacy = async (u: typeof a, amount: number) => {
     const ref = `bet-stake:${u.userId}:legacy-${randomUUID()}`;
     await db.owner.query(
-      `insert into cage.bet_stakes (ref_id, idempotency_key, user_id, market_id, runner_user_id, amount, money_kind)
-       values ($1, split_part($1, ':', 3), $2, $3, $4, $5, 'play')`, [ref, u.userId, t.marketId, t.runners[0], amount]);
+      `insert into cage.bet_stakes (ref_id, idempotency_key, user_id, market_id, runner_user_id, amount, money_kind, status)
+       values ($1, split_part($1, ':', 3), $2, $3, $4, $5, 'play', 'pending')`, [ref, u.userId, t.marketId, t.runners[0], amount]);
     await db.owner.query(
       `select cage.post_movement($1, 'bet_stake', 'play',
          array[cage.ensure_account('user', $2::uuid, null, 'play'), cage.ensure_account('betting', null, null, 'play')], array[-$3::bigint, $3::bigint],
@@ -177,10 +183,9 @@ test('migration 000048 finishes what the two-step design left half-way, once: a 
   expect((await db.owner.query<{ subject: string }>("select subject from cage.audit() where invariant = 'betting'")).rows.map((r) => r.subject).sort())
     .toEqual([`stake:${landed}`, `stake:${lost}`, `stake:${removed}`].sort());
 
-  const { readFile } = await import('node:fs/promises');
-  const migration = await readFile(new URL('../../migrations/000048_betting_one_boundary.sql', import.meta.url), 'utf8');
-  const finish = migration.slice(migration.indexOf('do $$'), migration.indexOf('$$;') + 3);
   for (let run = 0; run < 2; run++) await db.owner.query(finish);
+  // and no stake is pending any more: the constraint validates
+  await db.owner.query(neverPending);
   const status = async (ref: string) => (await db.owner.query('select status, refund_ref_id from cage.bet_stakes where ref_id = $1', [ref])).rows[0];
   expect(await status(lost)).toEqual({ status: 'compensated', refund_ref_id: `${lost}:compensation` });
   expect(await status(landed)).toEqual({ status: 'confirmed', refund_ref_id: null });
