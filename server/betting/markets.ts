@@ -1,21 +1,8 @@
-// The betting service's reads: a tournament's market with its pools and odds (parimutuel: what one
-// chip on a runner would return if it won, before anything else is staked), as JSON.
+// The betting reads: a tournament's market with its pools and odds (parimutuel: what one chip on a
+// runner would return if it won, before anything else is staked), as JSON, for the betting service
+// and the cage's player routes alike (the SQL in ./sql.ts, through the read views).
 import type pg from 'pg';
-
-export interface MarketRow {
-  market_id: string;
-  table_id: string;
-  money_kind: string;
-  runners: string[];
-  status: string;
-  winner_user_id: string | null;
-  void_reason: string | null;
-  opened_at: Date;
-  closed_at: Date | null;
-  settled_at: Date | null;
-}
-
-const MARKET_COLUMNS = 'market_id, table_id, money_kind::text as money_kind, runners::text[] as runners, status, winner_user_id, void_reason, opened_at, closed_at, settled_at';
+import { runnerPools, type MarketRow } from './sql.ts';
 
 /** The decimal odds of a runner (pool / runner pool) with two decimals, or null while nobody backs it. */
 export function decimalOdds(pool: bigint, runnerPool: bigint): string | null {
@@ -26,11 +13,7 @@ export function decimalOdds(pool: bigint, runnerPool: bigint): string | null {
 
 /** A market as the routes answer it: its runners with their pools and odds, and the whole pool. */
 export async function marketJson(pool: pg.Pool | pg.PoolClient, m: MarketRow) {
-  const { rows } = await pool.query<{ runner_user_id: string; staked: bigint; bets: number }>(
-    `select runner_user_id, sum(amount)::bigint as staked, count(*)::int as bets
-       from betting.bets where market_id = $1 and status = 'active' group by runner_user_id`,
-    [m.market_id],
-  );
+  const rows = await runnerPools(pool, m.market_id);
   const by = new Map(rows.map((r) => [r.runner_user_id, r]));
   const total = rows.reduce((s, r) => s + r.staked, 0n);
   return {
@@ -43,16 +26,4 @@ export async function marketJson(pool: pg.Pool | pg.PoolClient, m: MarketRow) {
     winnerUserId: m.winner_user_id, voidReason: m.void_reason,
     openedAt: m.opened_at, closedAt: m.closed_at, settledAt: m.settled_at,
   };
-}
-
-/** The market of a tournament, brought up to date first (on-demand reconciliation); null when none. */
-export async function syncedMarketOfTable(pool: pg.Pool, tableId: string): Promise<MarketRow | null> {
-  const { rows } = await pool.query<{ market_id: string | null }>('select (betting.sync_market($1)).market_id', [tableId]);
-  if (!rows[0]?.market_id) return null;
-  return marketById(pool, rows[0].market_id);
-}
-
-export async function marketById(pool: pg.Pool, marketId: string): Promise<MarketRow | null> {
-  const { rows } = await pool.query<MarketRow>(`select ${MARKET_COLUMNS} from betting.markets where market_id = $1`, [marketId]);
-  return rows[0] ?? null;
 }

@@ -1,32 +1,26 @@
 // The betting service's HTTP routes (its own role, BETTING_PORT). Public reads for a wallet app; the
-// cage's calls carry the service key (the bettor's token grant, sid, rides in the body where SQL
-// acts for the bettor):
+// internal ones take the service key (the bettor's token grant, sid, rides in the body where SQL acts
+// for the bettor). The cage calls none of them since issue 32 (betting has one boundary: a stake, an
+// unbet and a claim are each one SQL transaction across the two schemas, server/betting/player-routes.ts);
+// they stay for the service's own callers:
 //   GET  /api/markets?tableId=       the tournament's market (brought up to date first), pools, odds
 //   GET  /api/markets/:marketId      one market
-//   POST /internal/bets              { stakeRef }: the notify of a cage stake; records its bet
-//   GET  /internal/bets/:stakeRef    the bet of a stake, or 404 bet_not_found (the reconciler's ask)
-//   POST /internal/unbets            { stakeRef, sid }: takes the bettor's bet back (market open)
+//   POST /internal/bets              { stakeRef }: the bet of a cage stake (written with its debit)
+//   GET  /internal/bets/:stakeRef    the bet of a stake, or 404 bet_not_found
+//   POST /internal/unbets            { stakeRef, sid }: takes the bettor's bet back (market open) and
+//                                    credits the stake back, in one transaction (betting.remove_bet)
 //   POST /internal/claims            { marketId, sid }: what the bettor may claim (market settled/void)
 import type { Express } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { ApiError, zodIssues } from '../http/errors.ts';
+import { ApiError } from '../http/errors.ts';
 import { requireServiceKey } from '../http/service-key.ts';
 import { tableId } from '../http/schemas.ts';
-import { UUID } from '../http/jwt.ts';
-import { marketById, marketJson, syncedMarketOfTable } from './markets.ts';
+import { marketJson } from './markets.ts';
+import { betRecord, claimQuote, marketById, recordedBet, removeBet, syncedMarketOfTable } from './sql.ts';
+import { marketId, parse, sid, stakeRef } from './schemas.ts';
 import { describeRoute } from '../http/openapi.ts';
-
-export const marketId = z.string().min(1).max(80);
-export const stakeRef = z.string().regex(/^bet-stake:[0-9a-f-]{36}:[\x21-\x7e]{1,128}$/, 'a stake ref (bet-stake:{userId}:{key})');
-const sid = z.string().regex(UUID, 'the bettor\'s token grant (sid)');
-
-function parse<T>(schema: z.ZodType<T>, value: unknown): T {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
-  return parsed.data;
-}
 
 export const bettingMarketsQuery = z.object({ tableId }).strict();
 export const betBody = z.object({ stakeRef }).strict();
@@ -44,7 +38,7 @@ export const bettingRoutes = [
     responses: { 200: 'the market', 404: 'market_not_found' },
   }),
   describeRoute({
-    method: 'post', path: '/internal/bets', auth: 'service', summary: 'Records a stake the cage took', body: betBody,
+    method: 'post', path: '/internal/bets', auth: 'service', summary: 'The bet of a stake the cage took (written with its debit)', body: betBody,
     responses: { 200: '{ status: recorded, stakeRef, marketId, userId, runnerUserId, amount, replay? }' },
   }),
   describeRoute({
@@ -52,7 +46,7 @@ export const bettingRoutes = [
     responses: { 200: '{ stakeRef, marketId, amount, status }', 404: 'bet_not_found' },
   }),
   describeRoute({
-    method: 'post', path: '/internal/unbets', auth: 'service', summary: 'Takes a bet back (the bettor\'s grant)', body: unbetServiceBody,
+    method: 'post', path: '/internal/unbets', auth: 'service', summary: 'Takes a bet back and credits its stake (the bettor\'s grant), one transaction', body: unbetServiceBody,
     responses: { 200: '{ status: unbet, stakeRef, marketId, amount, replay? }' },
   }),
   describeRoute({
@@ -81,11 +75,7 @@ export function installBettingRoutes(app: Express, deps: { pool: pg.Pool; log: L
 
   app.post('/internal/bets', service, async (req, res) => {
     const b = parse(betBody, req.body ?? {});
-    const { rows } = await pool.query<{ stake_ref: string; market_id: string; user_id: string; runner_user_id: string; amount: bigint; replayed: boolean }>(
-      'select stake_ref, market_id, user_id, runner_user_id, amount, replayed from betting.record_bet($1)', [b.stakeRef],
-    );
-    const r = rows[0]!;
-    if (!r.replayed) log.info({ stakeRef: r.stake_ref, marketId: r.market_id, amount: r.amount.toString() }, 'bet recorded');
+    const r = await recordedBet(pool, b.stakeRef);
     res.json({
       status: 'recorded', stakeRef: r.stake_ref, marketId: r.market_id, userId: r.user_id, runnerUserId: r.runner_user_id,
       amount: r.amount.toString(), ...(r.replayed ? { replay: true } : {}),
@@ -94,29 +84,21 @@ export function installBettingRoutes(app: Express, deps: { pool: pg.Pool; log: L
 
   app.get('/internal/bets/:stakeRef', service, async (req, res) => {
     const ref = parse(stakeRef, req.params.stakeRef);
-    const { rows } = await pool.query<{ stake_ref: string; market_id: string; amount: bigint; status: string }>(
-      'select stake_ref, market_id, amount, status from betting.bets where stake_ref = $1', [ref],
-    );
-    if (!rows[0]) throw new ApiError(404, 'bet_not_found');
-    res.json({ stakeRef: rows[0].stake_ref, marketId: rows[0].market_id, amount: rows[0].amount.toString(), status: rows[0].status });
+    const bet = await betRecord(pool, ref);
+    if (!bet) throw new ApiError(404, 'bet_not_found');
+    res.json({ stakeRef: bet.stake_ref, marketId: bet.market_id, amount: bet.amount.toString(), status: bet.status });
   });
 
   app.post('/internal/unbets', service, async (req, res) => {
     const b = parse(unbetServiceBody, req.body ?? {});
-    const { rows } = await pool.query<{ stake_ref: string; market_id: string; amount: bigint; replayed: boolean }>(
-      'select stake_ref, market_id, amount, replayed from betting.remove_bet($1, $2)', [b.sid, b.stakeRef],
-    );
-    const r = rows[0]!;
-    if (!r.replayed) log.info({ stakeRef: r.stake_ref, marketId: r.market_id }, 'bet taken back');
+    const r = await removeBet(pool, b.sid, b.stakeRef);
+    if (!r.replayed) log.info({ stakeRef: r.stake_ref, marketId: r.market_id, amount: r.amount.toString() }, 'bet taken back and its stake credited');
     res.json({ status: 'unbet', stakeRef: r.stake_ref, marketId: r.market_id, amount: r.amount.toString(), ...(r.replayed ? { replay: true } : {}) });
   });
 
   app.post('/internal/claims', service, async (req, res) => {
     const b = parse(claimQuoteBody, req.body ?? {});
-    const { rows } = await pool.query<{ market_id: string; user_id: string; amount: bigint; market_status: string }>(
-      'select market_id, user_id, amount, market_status from betting.claim_quote($1, $2)', [b.sid, b.marketId],
-    );
-    const r = rows[0]!;
+    const r = await claimQuote(pool, b.sid, b.marketId);
     res.json({ marketId: r.market_id, userId: r.user_id, amount: r.amount.toString(), marketStatus: r.market_status });
   });
 }

@@ -146,8 +146,6 @@ const schema = z.object({
   CAGE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // the chain-bank role's internal address, for the worker's payouts of chain-bank tournaments (default: this process's chain bank)
   CHAIN_BANK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
-  // the betting service the cage notifies of stakes and asks for claims (default: this process's betting role)
-  BETTING_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // how often the betting role's sweep moves the markets along with their tournaments
   BETTING_SWEEP_MS: z.coerce.number().int().min(100).max(600_000).default(2000),
   // the bank (cage) the game role reports busts to

@@ -1,8 +1,9 @@
 // The betting role (`--role betting`, BETTING_PORT): a small parimutuel betting service on who wins
 // each Sit-and-Go (docs/architecture.md, "A bet"), on its own login (poker_betting) and its own schema
-// (db/functions/betting/). It is the local default of BETTING_URL, the service the cage notifies of
-// stakes and asks for claims. It learns of tournament state by a sweep on a timer and brings a market
-// up to date on every request that touches it (server/betting/sweep.ts).
+// (db/functions/betting/). The cage calls it for nothing (issue 32: a stake, an unbet and a claim are
+// each one SQL transaction, server/betting/player-routes.ts); it serves its own reads and internal
+// routes. It learns of tournament state by a sweep on a timer and brings a market up to date on every
+// request that touches it (server/betting/sweep.ts).
 import { createApp, serveRole } from '../http/app.ts';
 import { loginCredentials } from '../config/index.ts';
 import { createRolePool } from '../db/pools.ts';

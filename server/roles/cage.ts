@@ -1,6 +1,6 @@
 // The cage role: the bank interface, journal-native (spec: "Cage"). Table creation, the cash loop
 // (deposit, withdraw, forced withdraw, bust), grants, purchases and redemptions, custody claims,
-// receipts, the betting legs (server/cage/betting.ts), the escape and custody paths (escape, holds,
+// receipts, the player's betting routes (server/betting/player-routes.ts), the escape and custody paths (escape, holds,
 // reconciliation, disputes, the arbiter's release); the routes still to come answer 501 not_yet_cage.
 import type { Express, RequestHandler } from 'express';
 import { createApp, serveRole } from '../http/app.ts';
@@ -21,7 +21,7 @@ import { graceSeconds } from '../cage/seams.ts';
 import { installNotYetRoutes, notYetRoutes } from '../cage/not-yet.ts';
 import { gasRoutes, installGasRoutes } from '../cage/gas.ts';
 import { cageReadRoutes, installCageReads } from '../cage/reads.ts';
-import { bettingCageRoutes, installBettingCageRoutes } from '../cage/betting.ts';
+import { bettingPlayerRoutes, installBettingPlayerRoutes } from '../betting/player-routes.ts';
 import { loadReceiptSigner, RECEIPT_ALGORITHM } from '../cage/receipts.ts';
 import { installTableRoutes, tableCreateRoutes } from '../game/tables/create.ts';
 import { describeRoute, type RouteContract } from '../http/openapi.ts';
@@ -34,7 +34,7 @@ export function cageRoutes(options: { testAuthPermitted: boolean }): RouteContra
       responses: { 200: '{ algorithm, publicKey }' },
     }),
     ...tableCreateRoutes({ testAuthPermitted: options.testAuthPermitted }), ...cashRoutes, ...tournamentCageRoutes, ...moneyRoutes, ...operatorGameRoutes, ...rakeRoutes,
-    ...gasRoutes, ...cageReadRoutes(options.testAuthPermitted), ...standUpReconcileRoutes, ...bettingCageRoutes, ...custodyRoutes, ...keyRoutes, ...notYetRoutes,
+    ...gasRoutes, ...cageReadRoutes(options.testAuthPermitted), ...standUpReconcileRoutes, ...bettingPlayerRoutes, ...custodyRoutes, ...keyRoutes, ...notYetRoutes,
   ];
 }
 
@@ -72,11 +72,6 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
     serviceKey: config.SERVICE_KEY,
     timeoutMs: config.GAME_CALL_TIMEOUT_MS,
   });
-  const betting = createServiceClient({
-    baseUrl: () => config.BETTING_URL ?? peers?.get('betting') ?? `http://${config.HOST}:${config.BETTING_PORT}`,
-    serviceKey: config.SERVICE_KEY,
-    timeoutMs: config.GAME_CALL_TIMEOUT_MS,
-  });
   const uiOrigins = new Set((config.POKER_UI_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean).map((o) => new URL(o).origin));
   return serveRole({ role: 'cage', pool, log: roleLog, host: config.HOST, port: config.CAGE_PORT, build: async () => {
     // the receipt key the cage holds (never one from the database), pinned and active, or no start
@@ -105,7 +100,7 @@ export async function startCage({ config, databaseUrl, log, peers }: RoleContext
         installGasRoutes(app, common);
         installCageReads(app, { ...common, game, testAuthPermitted: config.testAuthPermitted, environment: deploymentEnvironment(config) });
         installStandUpReconcileRoute(app, { ...common, game, signer, defaultGraceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS) });
-        installBettingCageRoutes(app, { pool, log: roleLog, jwt, betting });
+        installBettingPlayerRoutes(app, { pool, log: roleLog, jwt });
         installCustodyRoutes(app, common);
         installKeyRoutes(app, common);
         installNotYetRoutes(app);

@@ -5,7 +5,6 @@ import { createCageAuditTask } from '../../tasks/cage_audit.ts';
 import { createCageReconcileCashTask, graceSeconds } from '../../tasks/cage_reconcile_cash.ts';
 import { createCageReconcileRakeTask } from '../../tasks/cage_reconcile_rake.ts';
 import { createCageReconcileGasTask } from '../../tasks/cage_reconcile_gas.ts';
-import { createBettingReconcileStakesTask } from '../../tasks/betting_reconcile_stakes.ts';
 import { createClaimsCompleteLostTask } from '../../tasks/claims_complete_lost.ts';
 import { createDeliverConditionTask } from '../../tasks/deliver_condition.ts';
 import { createSendPasswordResetTask } from '../../tasks/send_password_reset.ts';
@@ -86,8 +85,6 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
     timeoutMs: config.GAME_CALL_TIMEOUT_MS,
   });
   const { cage, chainBank } = bankClients(config, peers);
-  const betting = createServiceClient({ baseUrl: () => config.BETTING_URL ?? peers?.get('betting') ?? `http://${config.HOST}:${config.BETTING_PORT}`,
-    serviceKey: config.SERVICE_KEY, timeoutMs: config.GAME_CALL_TIMEOUT_MS });
   const mailKey = await workerMailKey(config, log);
   let runner: Runner;
   try {
@@ -113,9 +110,6 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
         tournament_payout: createTournamentPayoutTask({ cage, chainBank, log }),
         tournament_payout_reconcile: createTournamentPayoutReconcileTask({ pool, log, intervalSeconds: 30 }),
         tournament_rearm: createTournamentRearmTask({ pool, log }),
-        betting_reconcile_stakes: createBettingReconcileStakesTask({
-          pool, betting, log, intervalSeconds: config.CAGE_RECONCILE_INTERVAL_SECONDS, graceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS),
-        }),
         cage_reconcile_cash: createCageReconcileCashTask({
           pool, game, cage, log, intervalSeconds: config.CAGE_RECONCILE_INTERVAL_SECONDS, graceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS),
         }),
@@ -139,8 +133,6 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
     await runner.addJob('cage_audit', {}, { jobKey: 'cage_audit:startup', jobKeyMode: 'replace' });
     // the cash reconciler now, then every CAGE_RECONCILE_INTERVAL_SECONDS (it schedules its next run)
     await runner.addJob('cage_reconcile_cash', {}, { jobKey: 'cage_reconcile_cash', jobKeyMode: 'replace' });
-    // the betting legs' reconciler likewise (stakes whose notify outcome is unknown, uncredited unbets)
-    await runner.addJob('betting_reconcile_stakes', {}, { jobKey: 'betting_reconcile_stakes', jobKeyMode: 'replace' });
     // tournaments: every live one's timers armed again from the stored state; the payout reconciler now, then every 30 s
     await runner.addJob('tournament_rearm', {}, { jobKey: 'tournament_rearm', jobKeyMode: 'replace' });
     await runner.addJob('tournament_payout_reconcile', {}, { jobKey: 'tournament_payout_reconcile', jobKeyMode: 'replace' });

@@ -1,9 +1,9 @@
-// The cage's betting legs against the real betting role (auth, game, cage and betting roles on a real
-// database; the cage reaches the betting role through a chaos proxy, healthy unless a test breaks
-// it): a stake (debit + notify), a notify that fails (dropped, its answer lost, refused) and its
-// compensation, the reconciler resolving an unknown notify both ways, an unbet, claims of a settled
-// market (20 concurrent claims credit once) and of a voided one, the refusals and replays of every
-// route. Every test ends with the cage audit empty (afterEach).
+// The betting legs against the real roles (auth, game, cage and betting roles on a real database).
+// Betting has one boundary (issue 32): the cage's player routes move the money and write the bet in
+// one SQL transaction each, so the cage reaches no betting service (the betting role runs as a
+// platform of its own, not a peer of the cage's, to prove it). A stake, twins of one key, the one stakeRef schema, an unbet (from
+// either side), claims of a settled market (20 concurrent claims credit once) and of a voided one,
+// the refusals and replays of every route. Every test ends with the cage audit empty (afterEach).
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { expectCleanAudit } from '../helpers/cage.ts';
@@ -12,36 +12,33 @@ import { createTestDatabase, playerGrant, type TestDatabase } from '../helpers/d
 import { until } from '../helpers/live.ts';
 import { call, moneyClient, AUTH_SECRET, ISSUER } from '../helpers/money.ts';
 import { startTestPlatform, TEST_SERVICE_KEY } from '../helpers/platform.ts';
-import { startChaosProxy, type ChaosProxy } from '../helpers/chaos-proxy.ts';
 import { SNG } from '../helpers/tournament.ts';
-import { createServiceClient } from '../../server/http/service-client.ts';
-import { reconcileBets } from '../../tasks/betting_reconcile_stakes.ts';
 
 let db: TestDatabase;
 let cagePool: pg.Pool;
-let proxy: ChaosProxy;
 let bettingUrl = '';
+let bettingPlatform: Awaited<ReturnType<typeof startTestPlatform>> | undefined;
 let m: ReturnType<typeof moneyClient>;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   cagePool = db.pool('poker_cage');
-  proxy = await startChaosProxy(() => bettingUrl, 19);
   const platform = await startTestPlatform({
     databaseUrl: db.url,
-    roles: ['auth', 'game', 'cage', 'betting'],
-    env: { AUTH_SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true', BETTING_URL: proxy.url, GAME_CALL_TIMEOUT_MS: '1000' },
+    roles: ['auth', 'game', 'cage'],
+    env: { AUTH_SECRET, AUTH_BASE_URL: ISSUER, ENABLE_TEST_AUTH: 'true', GAME_CALL_TIMEOUT_MS: '1000' },
   });
-  bettingUrl = platform.url('betting');
+  // the betting service runs apart, as its own process would: the cage has no peer to reach it by
+  bettingPlatform = await startTestPlatform({ databaseUrl: db.url, roles: ['betting'], env: {} });
+  bettingUrl = bettingPlatform.url('betting');
   m = moneyClient(db, platform);
 });
 afterEach(async () => {
-  proxy.faults('/internal/bets', { drop: 0, loseAnswer: 0 });
   await expectCleanAudit(cagePool);
 });
 afterAll(async () => {
   await m?.platform.stop();
-  await proxy?.close();
+  await bettingPlatform?.stop();
   await db?.drop();
 });
 
@@ -134,102 +131,64 @@ describe('stake', () => {
   });
 });
 
-describe('a notify that fails', () => {
-  test('dropped before it reaches the betting service: the debit is compensated at once (503 betting_unavailable); the bet does not exist', async () => {
+describe('one boundary', () => {
+  test('a stake, an unbet, a claim and the market reads need no hop to another process: the cage reaches no betting service at all', async () => {
+    // the cage's platform has no betting role (beforeAll): whatever reached for it would answer 503
     const t = await playingTournament();
     const bettor = await m.player(200);
-    proxy.faults('/internal/bets', { drop: 1, loseAnswer: 0 });
-    const key = randomUUID();
-    const r = await stake(bettor, { marketId: t.marketId, runnerUserId: t.runners[0], amount: 120 }, key);
-    expect(r.status).toBe(503);
-    expect(r.body).toMatchObject({ error: 'betting_unavailable', status: 'compensated', refundTxHash: `bet-stake:${bettor.userId}:${key}:compensation` });
+    const r = await stake(bettor, { marketId: t.marketId, runnerUserId: t.runners[0], amount: 120 });
+    expect(r).toMatchObject({ status: 200, body: { status: 'confirmed', amount: '120' } });
+    expect(await m.balance(bettor.auth)).toBe(80);
+    expect((await market(t.marketId)).pool).toBe('120');
+    const back = await call(`${m.cage}/api/betting/unbet`, { headers: bettor.auth, body: { stakeRef: r.body.stakeRef } });
+    expect(back).toMatchObject({ status: 200, body: { status: 'unbet', amount: '120' } });
     expect(await m.balance(bettor.auth)).toBe(200);
-    expect(await betsOf(bettor)).toEqual([expect.objectContaining({ status: 'compensated', error: 'betting_unavailable' })]);
-    expect((await market(t.marketId)).pool).toBe('0');
-    // a replay says what became of it; a late notify of it is refused by the betting service
-    proxy.faults('/internal/bets', { drop: 0, loseAnswer: 0 });
-    expect((await stake(bettor, { marketId: t.marketId, runnerUserId: t.runners[0], amount: 120 }, key)).body).toMatchObject({ error: 'stake_compensated', replay: true });
-    const late = await call(`${bettingUrl}/internal/bets`, { headers: { 'x-service-key': TEST_SERVICE_KEY }, body: { stakeRef: `bet-stake:${bettor.userId}:${key}` } });
-    expect(late).toEqual({ status: 409, body: { error: 'stake_not_pending' } });
-  });
-
-  test('its answer lost (the betting service recorded the bet): the stake is confirmed, not compensated', async () => {
-    const t = await playingTournament();
-    const bettor = await m.player(200);
-    proxy.faults('/internal/bets', { drop: 0, loseAnswer: 1 });
-    const r = await stake(bettor, { marketId: t.marketId, runnerUserId: t.runners[1], amount: 80 });
-    expect(r.status).toBe(200);
-    expect(r.body.status).toBe('confirmed');
-    expect(await m.balance(bettor.auth)).toBe(120);
-    expect((await market(t.marketId)).pool).toBe('80');
-  });
-
-  test('refused by the betting service (the market closed meanwhile): compensated, the refusal passed on', async () => {
-    const t = await playingTournament();
-    const bettor = await m.player(200);
-    // the cage's check passes (the market row is open), the betting service's live one refuses: the
-    // first elimination just happened and no sweep has closed the market yet
-    await db.owner.query("update betting.markets set status = 'open' where market_id = $1", [t.marketId]);
-    await db.owner.query("update game.table_players set elimination_order = 2, tie_place = 2 where table_id = $1 and user_id = $2", [t.tableId, t.runners[0]]);
-    const cageCheck = await db.owner.query('select betting_private.taking_bets($1) as open', [t.tableId]);
-    expect(cageCheck.rows[0].open).toBe(false);
-    // the cage refuses it before any debit
-    expect(await stake(bettor, { marketId: t.marketId, runnerUserId: t.runners[1], amount: 50 })).toEqual({ status: 409, body: { error: 'market_closed' } });
+    expect((await stake(bettor, { marketId: t.marketId, runnerUserId: t.runners[0], amount: 50 })).status).toBe(200);
+    await endWithWinner(t.tableId, t.runners[0]!);
+    const claimed = await call(`${m.cage}/api/betting/claim`, { headers: bettor.auth, body: { marketId: t.marketId } });
+    expect(claimed).toMatchObject({ status: 200, body: { status: 'confirmed', amount: '50', txHash: `bet-claim:${t.marketId}:${bettor.userId}` } });
     expect(await m.balance(bettor.auth)).toBe(200);
-    await db.owner.query('update game.table_players set elimination_order = null, tie_place = null where table_id = $1', [t.tableId]);
   });
-});
 
-describe('the stake reconciler', () => {
-  test('a stake whose notify outcome is unknown is resolved by asking the betting service: confirmed when it holds the bet, compensated when not; left pending while it cannot be asked', async () => {
+  test('twenty concurrent stakes with one key: every answer is the one confirmed stake, one debit, one bet', async () => {
     const t = await playingTournament();
-    const a = await m.player(100);
-    const b = await m.player(100);
-    // the cage stopped after the debit: a's notify never left, b's landed but the cage never heard
-    const open = async (userId: string, amount: number) => (await cagePool.query(
-      'select ref_id from cage.open_bet_stake($1, $2, $3, $4, $5)', [await playerGrant(db.owner, userId), randomUUID(), t.marketId, t.runners[0], amount],
-    )).rows[0].ref_id as string;
-    const lost = await open(a.userId, 40);
-    const landed = await open(b.userId, 60);
-    await db.pool('poker_betting').query('select * from betting.record_bet($1)', [landed]);
-    expect(await m.balance(a.auth)).toBe(60);
-
-    const worker = db.pool('poker_worker');
-    const down = createServiceClient({ baseUrl: () => 'http://127.0.0.1:9', serviceKey: TEST_SERVICE_KEY, timeoutMs: 500 });
-    expect(await reconcileBets(worker, down, { graceSeconds: 0 })).toEqual({ stakes: { confirmed: 0, compensated: 0, unresolved: 2 }, unbets: { credited: 0 } });
-    const betting = createServiceClient({ baseUrl: () => bettingUrl, serviceKey: TEST_SERVICE_KEY, timeoutMs: 2000 });
-    // younger than the grace: left to its request
-    expect((await reconcileBets(worker, betting, { graceSeconds: 3600 })).stakes).toEqual({ confirmed: 0, compensated: 0, unresolved: 0 });
-    expect(await reconcileBets(worker, betting, { graceSeconds: 0 })).toEqual({ stakes: { confirmed: 1, compensated: 1, unresolved: 0 }, unbets: { credited: 0 } });
-    expect(await m.balance(a.auth)).toBe(100);
-    expect(await m.balance(b.auth)).toBe(40);
-    expect((await betsOf(a))[0]).toMatchObject({ stakeRef: lost, status: 'compensated', error: 'notify_unknown' });
-    expect((await betsOf(b))[0]).toMatchObject({ stakeRef: landed, status: 'confirmed' });
-    // a second run finds nothing
-    expect(await reconcileBets(worker, betting, { graceSeconds: 0 })).toEqual({ stakes: { confirmed: 0, compensated: 0, unresolved: 0 }, unbets: { credited: 0 } });
+    const bettor = await m.player(300);
+    const key = `twin-${randomUUID()}`;
+    const answers = await Promise.all(Array.from({ length: 20 }, () => stake(bettor, { marketId: t.marketId, runnerUserId: t.runners[1], amount: 90 }, key)));
+    expect(answers.map((a) => [a.status, a.body.status])).toEqual(Array(20).fill([200, 'confirmed']));
+    expect(answers.filter((a) => !a.body.replay)).toHaveLength(1);
+    expect(await m.balance(bettor.auth)).toBe(210);
+    expect((await market(t.marketId)).pool).toBe('90');
   });
-});
 
-describe('the unbet reconciler', () => {
-  test('an unbet the betting service made whose journal credit never came (the cage stopped between the two) is credited once by the reconciler', async () => {
+  test('one stakeRef schema: the cage and the betting service refuse the same malformed ref the same way (400 bad_request)', async () => {
+    const bettor = await m.player(0);
+    const key = { 'x-service-key': TEST_SERVICE_KEY };
+    for (const ref of ['nope', `bet-stake:${randomUUID()}`, 'x'.repeat(200)]) {
+      expect((await call(`${m.cage}/api/betting/unbet`, { headers: bettor.auth, body: { stakeRef: ref } })).body.error).toBe('bad_request');
+      expect((await call(`${bettingUrl}/internal/bets`, { headers: key, body: { stakeRef: ref } })).body.error).toBe('bad_request');
+    }
+    // a well-formed ref of nobody's stake: not found on both sides
+    const ref = `bet-stake:${randomUUID()}:k`;
+    expect(await call(`${m.cage}/api/betting/unbet`, { headers: bettor.auth, body: { stakeRef: ref } })).toEqual({ status: 404, body: { error: 'stake_not_found' } });
+    expect(await call(`${bettingUrl}/internal/bets`, { headers: key, body: { stakeRef: ref } })).toEqual({ status: 404, body: { error: 'stake_not_found' } });
+  });
+
+  test('the betting service\'s own unbet (its route, the bettor\'s grant) credits the stake back in the same transaction: nothing is left for a reconciler', async () => {
     const t = await playingTournament();
     const bettor = await m.player(100);
     const r = await stake(bettor, { marketId: t.marketId, runnerUserId: t.runners[0], amount: 70 });
     expect(r.status).toBe(200);
-    // the betting service took it back with the bettor's grant; the cage never credited it
-    await db.pool('poker_betting').query('select * from betting.remove_bet($1, $2)', [await playerGrant(db.owner, bettor.userId), r.body.stakeRef]);
-    expect(await m.balance(bettor.auth)).toBe(30);
-    const worker = db.pool('poker_worker');
-    const betting = createServiceClient({ baseUrl: () => bettingUrl, serviceKey: TEST_SERVICE_KEY, timeoutMs: 2000 });
-    expect((await reconcileBets(worker, betting, { graceSeconds: 0 })).unbets).toEqual({ credited: 1 });
-    expect((await reconcileBets(worker, betting, { graceSeconds: 0 })).unbets).toEqual({ credited: 0 });
+    const sid = await playerGrant(db.owner, bettor.userId);
+    const done = await call(`${bettingUrl}/internal/unbets`, { headers: { 'x-service-key': TEST_SERVICE_KEY }, body: { stakeRef: r.body.stakeRef, sid } });
+    expect(done).toMatchObject({ status: 200, body: { status: 'unbet', stakeRef: r.body.stakeRef, amount: '70' } });
     expect(await m.balance(bettor.auth)).toBe(100);
     expect((await betsOf(bettor))[0]).toMatchObject({ status: 'unbet', refundTxHash: `bet-unbet:${r.body.stakeRef}` });
   });
 });
 
 describe('unbet', () => {
-  test('while the market is open the betting service takes the bet back first, then the journal credits it; a replay moves nothing; refusals', async () => {
+  test('while the market is open the bet leaves the pool and the journal credits it back (one transaction); a replay moves nothing; refusals', async () => {
     const t = await playingTournament();
     const bettor = await m.player(200);
     const r = await stake(bettor, { marketId: t.marketId, runnerUserId: t.runners[0], amount: 150 });
@@ -246,9 +205,7 @@ describe('unbet', () => {
     expect((await unbet(bettor, { stakeRef: r.body.stakeRef })).body).toMatchObject({ status: 'unbet', replay: true });
     expect(await m.balance(bettor.auth)).toBe(200);
 
-    // the journal credit needs the betting row it reverses: a stake still in the market is refused
     const kept = await stake(bettor, { marketId: t.marketId, runnerUserId: t.runners[0], amount: 20 });
-    await expect(cagePool.query('select * from cage.credit_unbet($1)', [kept.body.stakeRef])).rejects.toMatchObject({ message: 'unbet_not_backed' });
     // once the market closed (the first elimination), no unbet
     await endWithWinner(t.tableId, t.runners[1]!);
     expect(await unbet(bettor, { stakeRef: kept.body.stakeRef })).toEqual({ status: 409, body: { error: 'market_closed' } });

@@ -242,32 +242,42 @@ describe('the attacks found from outside', () => {
     expect(await open(email, await derivePasswordKey(password, params.params))).toBe('ok');
   });
 
-  test('betting: a stolen betting login invents no stake and takes back no bet; a stolen cage login chooses no payout and credits no unbet the service did not make', async () => {
-    // a market on the playing tournament, a bettor's confirmed stake in it, as the cage and the service make them
+  test('betting: a stolen betting login invents no stake and takes back no bet; a stolen cage login stakes, unbets and claims for nobody but a grant\'s user', async () => {
+    // a market on the playing tournament, a bettor's stake in it (its debit and its bet in one transaction)
     await db.owner.query('select betting.sync_market($1)', [world.playing]);
     const bettor = await funded(300);
     const marketId = `sng:${world.playing}`;
-    const { rows: [staked] } = await db.owner.query('select ref_id from cage.open_bet_stake($1, $2, $3, $4, 100)', [
+    const { rows: [staked] } = await as('poker_cage').query('select ref_id, status from cage.open_bet_stake($1, $2, $3, $4, 100)', [
       await playerGrant(db.owner, bettor.userId), `k-${randomUUID()}`, marketId, world.victim,
     ]);
-    await as('poker_betting').query('select * from betting.record_bet($1)', [staked.ref_id]);
-    await as('poker_cage').query('select * from cage.resolve_bet_stake($1, null)', [staked.ref_id]);
+    expect(staked.status).toBe('confirmed');
     const before = await books();
-    // no stake, no bet: a made-up ref, the victim's ref shape
+    // no stake, no bet: a made-up ref, the victim's ref shape; the real one only answers its bet
     for (const ref of [`bet-stake:${world.victim}:forged`, `ref-${randomUUID()}`]) {
       expect(await outcome(as('poker_betting').query('select * from betting.record_bet($1)', [ref]))).toBe('BTSNF stake_not_found');
     }
-    // a bet taken back needs the bettor's grant
-    for (const forged of [bettor.userId, randomUUID(), null]) {
-      expect(await outcome(as('poker_betting').query('select * from betting.remove_bet($1, $2)', [forged, staked.ref_id]))).toBe('AUSES session_required');
+    expect((await as('poker_betting').query('select replayed from betting.record_bet($1)', [staked.ref_id])).rows[0].replayed).toBe(true);
+    // a bet taken back (and its stake credited) needs the bettor's grant, from either login
+    for (const login of ['poker_betting', 'poker_cage'] as const) {
+      for (const forged of [bettor.userId, randomUUID(), null]) {
+        expect(await outcome(as(login).query('select * from betting.remove_bet($1, $2)', [forged, staked.ref_id]))).toBe('AUSES session_required');
+      }
+      // another player's grant finds no bet of theirs
+      expect(await outcome(as(login).query('select * from betting.remove_bet($1, $2)', [await playerGrant(db.owner, world.attacker), staked.ref_id])))
+        .toBe('BTBNF bet_not_found');
     }
-    // the cage credits no unbet the service did not make, and claims nothing for anyone but a grant's user
-    expect(await outcome(as('poker_cage').query('select * from cage.credit_unbet($1)', [staked.ref_id]))).toBe('CGUNX unbet_not_backed');
+    // the cage stakes and claims for nobody but a grant's user
+    expect(await outcome(as('poker_cage').query('select * from cage.open_bet_stake($1, $2, $3, $4, 100)', [bettor.userId, `k-${randomUUID()}`, marketId, world.victim])))
+      .toBe('AUSES session_required');
     expect(await outcome(as('poker_cage').query('select * from cage.claim_bet_payout($1, $2)', [bettor.userId, marketId]))).toBe('AUSES session_required');
     expect(await outcome(as('poker_cage').query('select * from cage.claim_bet_payout($1, $2)', [await playerGrant(db.owner, bettor.userId), marketId])))
       .toBe('CGMNS market_not_settled');
-    // a confirmed stake is not compensated by a forged resolution
-    expect((await as('poker_worker').query('select status from cage.resolve_bet_stake($1, $2)', [staked.ref_id, 'forged'])).rows[0].status).toBe('confirmed');
+    // neither login reads the tables themselves
+    for (const login of ['poker_betting', 'poker_cage'] as const) {
+      for (const table of ['betting.bets', 'betting.markets', 'betting.payouts', 'cage.bet_stakes']) {
+        expect(await outcome(as(login).query(`select count(*) from ${table}`))).toMatch(/^42501 permission denied for /);
+      }
+    }
     expect(await books()).toBe(before);
   });
 
@@ -453,8 +463,8 @@ const REVIEWED: Record<string, string> = {
   'bank.advance_vault_refund(text,text,text,bigint,text,numeric,text)': 'the chain\'s receipt (the Withdrawn event of its own destination and amount); a claimed failure keeps its transaction, read on chain before another is sent',
   // betting (issue 19): the betting service's login
   'betting.claim_quote(uuid,text)': 'the player\'s token grant; reads the payout its market recorded (moves nothing)',
-  'betting.record_bet(text)': 'bound: the cage\'s pending stake of this ref (user, market, runner and amount read from it)',
-  'betting.remove_bet(uuid,text)': 'the player\'s token grant; their own bet, while its market takes bets',
+  'betting.record_bet(text)': 'reads: the bet of the cage\'s stake of this ref (written with its debit; moves nothing)',
+  'betting.remove_bet(uuid,text)': 'the player\'s token grant; their own bet, while its market takes bets; credits back that stake\'s own amount to that bettor',
   'betting.sweep_markets(integer)': 'state: the tournaments\' own rows',
   'betting.sync_market(text)': 'state: the tournament\'s own rows (play started, eliminations, standings, a force-end)',
   // cage
@@ -471,12 +481,8 @@ const REVIEWED: Record<string, string> = {
   'cage.cause_audit_hands(boolean,integer)': 'reads finished hands\' records and deals (public once a hand is over)',
   'cage.cause_audit_links(boolean,integer)': 'reads the positions\' chains',
   'cage.cause_audit_tournaments(boolean)': 'reads the tournaments\' stacks',
-  'cage.claim_bet_payout(uuid,text)': 'the player\'s token grant; the amount the betting service recorded for them',
-  'cage.credit_unbet(text)': 'bound: the bet row the betting service removed (with the bettor\'s grant), to the stake\'s own bettor',
-  'cage.open_bet_stake(uuid,text,text,uuid,bigint)': 'the player\'s token grant, a market taking bets, the real_money switch',
-  'cage.pending_bet_stakes(integer,integer)': 'reads',
-  'cage.resolve_bet_stake(text,text)': 'bound: the betting service\'s bet of the stake (confirm) or none (the stake back to its own bettor)',
-  'cage.uncredited_unbets(integer,integer)': 'reads',
+  'cage.claim_bet_payout(uuid,text)': 'the player\'s token grant; the amount the market\'s settlement recorded for them (after the audit mark)',
+  'cage.open_bet_stake(uuid,text,text,uuid,bigint)': 'the player\'s token grant, a market taking bets, the real_money switch; the debit and the bet together',
   'cage.claim_custody(uuid,bigint)': 'the player\'s token grant',
   'cage.confirm_deposit(text)': 'bound: the game holds the credit of this deposit',
   'cage.correct_books(uuid,text,text,bigint[],bigint[],text)': 'a live admin session',

@@ -1,7 +1,7 @@
 -- Bets, unbets and claim quotes of the betting service. The service's login proves nothing by
--- itself: a bet is the record of a cage stake (every field read from cage.bet_stakes, which only the
--- cage's bet_stake debit writes), an unbet needs the bettor's token grant (sid), and a quote is what
--- the market's settlement recorded.
+-- itself: a bet is written only with its cage stake's bet_stake debit (cage.open_bet_stake, one
+-- transaction), an unbet needs the bettor's token grant (sid) and credits the stake back in its own
+-- transaction, and a quote is what the market's settlement recorded.
 
 -- The market a bet goes into, locked for share (a market is closed under its lock), refused unless
 -- the tournament is taking bets now (read under the table's lock: a hand's end cannot place a player
@@ -25,75 +25,66 @@ begin
 end;
 $$;
 
--- The notify of a stake: records the bet of the cage's stake p_stake_ref. Refused unless the stake
--- is pending (stake_not_pending: it was compensated, or is already settled) or when the market no
--- longer takes bets (market_closed: the cage then compensates the debit). The stake row is locked
--- for update, so this and the cage's resolution of the stake (cage.resolve_bet_stake) cannot both
--- win: either the bet is recorded first and the stake is confirmed, or the stake is compensated
--- first and this is refused. A replay returns the bet as recorded.
+-- The bet of the cage's stake p_stake_ref, as the stake recorded it (POST /internal/bets, kept for
+-- the betting service's callers): a stake and its bet are written in one transaction
+-- (cage.open_bet_stake, issue 32), so there is nothing left to record; this answers the bet
+-- (replayed), refuses an unknown stake (stake_not_found) and a stake compensated before issue 32,
+-- which has no bet (stake_not_pending). Reads only.
 create or replace function betting.record_bet(p_stake_ref text)
   returns table (stake_ref text, market_id text, user_id uuid, runner_user_id uuid, amount bigint, replayed boolean)
-  language plpgsql volatile security definer
+  language plpgsql stable security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_stake cage.bet_stakes;
   v_bet betting.bets;
-  v_market betting.markets;
 begin
-  select * into v_stake from cage.bet_stakes s where s.ref_id = p_stake_ref for update;
+  select * into v_stake from cage.bet_stakes s where s.ref_id = p_stake_ref;
   if v_stake.ref_id is null then
     perform betting_private.refuse('stake_not_found', 'no cage stake of this ref');
   end if;
   select * into v_bet from betting.bets b where b.stake_ref = p_stake_ref;
-  if v_bet.stake_ref is not null then
-    return query select v_bet.stake_ref, v_bet.market_id, v_bet.user_id, v_bet.runner_user_id, v_bet.amount, true;
-    return;
-  end if;
-  if v_stake.status <> 'pending' then
+  if v_bet.stake_ref is null then
     perform betting_private.refuse('stake_not_pending', format('the stake is %s', v_stake.status));
   end if;
-  v_market := betting_private.open_market(v_stake.market_id);
-  if not v_stake.runner_user_id = any(v_market.runners) or v_stake.money_kind <> v_market.money_kind then
-    perform betting_private.refuse('invalid_runner', 'the stake backs no runner of this market');
-  end if;
-  insert into betting.bets (stake_ref, market_id, user_id, runner_user_id, amount)
-  values (v_stake.ref_id, v_stake.market_id, v_stake.user_id, v_stake.runner_user_id, v_stake.amount)
-  returning * into v_bet;
-  return query select v_bet.stake_ref, v_bet.market_id, v_bet.user_id, v_bet.runner_user_id, v_bet.amount, false;
+  return query select v_bet.stake_ref, v_bet.market_id, v_bet.user_id, v_bet.runner_user_id, v_bet.amount, true;
 end;
 $$;
 
 -- An unbet: the bettor of the token grant p_sid takes their bet back while its market takes bets.
--- The bet leaves the pool here (the service's ledger first); the cage credits the stake back after
--- (cage.credit_unbet, backed by this row). A replay answers the bet as it stands.
+-- One transaction across the two schemas (issue 32), whichever login calls it (the cage's
+-- /api/betting/unbet, the betting service's /internal/unbets): the bet leaves the pool first, then
+-- the stake is credited back (bet_refund, betting -> user, ref `bet-unbet:{stake ref}`), under the
+-- stake row's lock. A replay answers the unbet as it stands and moves nothing.
 create or replace function betting.remove_bet(p_sid uuid, p_stake_ref text)
-  returns table (stake_ref text, market_id text, amount bigint, replayed boolean)
+  returns table (stake_ref text, market_id text, amount bigint, replayed boolean, refund_ref_id text, money_kind text)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_user uuid := auth_private.user_of_sid(p_sid);
+  v_stake cage.bet_stakes;
   v_bet betting.bets;
 begin
-  select * into v_bet from betting.bets b where b.stake_ref = p_stake_ref;
-  if v_bet.stake_ref is null or v_bet.user_id <> v_user then
+  select * into v_stake from cage.bet_stakes s where s.ref_id = p_stake_ref for update;
+  select * into v_bet from betting.bets b where b.stake_ref = p_stake_ref for update;
+  if v_stake.ref_id is null or v_bet.stake_ref is null or v_stake.user_id <> v_user then
     perform betting_private.refuse('bet_not_found');
   end if;
-  if v_bet.status = 'unbet' then
-    return query select v_bet.stake_ref, v_bet.market_id, v_bet.amount, true;
+  if v_stake.status = 'unbet' then
+    return query select v_bet.stake_ref, v_bet.market_id, v_bet.amount, true, v_stake.refund_ref_id, v_stake.money_kind::text;
     return;
   end if;
   perform betting_private.open_market(v_bet.market_id);
-  update betting.bets b set status = 'unbet', unbet_at = now()
-   where b.stake_ref = p_stake_ref and b.status = 'active'
-  returning b.* into v_bet;
-  if v_bet.stake_ref is null then
-    -- a twin took it back meanwhile
-    return query select b.stake_ref, b.market_id, b.amount, true from betting.bets b where b.stake_ref = p_stake_ref;
-    return;
-  end if;
-  return query select v_bet.stake_ref, v_bet.market_id, v_bet.amount, false;
+  update betting.bets b set status = 'unbet', unbet_at = now() where b.stake_ref = p_stake_ref;
+  perform cage.post_movement('bet-unbet:' || p_stake_ref, 'bet_refund', v_stake.money_kind::text,
+    array[cage.ensure_account('betting', null, null, v_stake.money_kind::text),
+          cage.ensure_account('user', v_stake.user_id, null, v_stake.money_kind::text)],
+    array[-v_stake.amount, v_stake.amount],
+    jsonb_build_object('unbet', p_stake_ref, 'market_id', v_stake.market_id, 'user_id', v_stake.user_id));
+  update cage.bet_stakes s set status = 'unbet', refund_ref_id = 'bet-unbet:' || p_stake_ref, updated_at = now()
+   where s.ref_id = p_stake_ref returning s.* into v_stake;
+  return query select v_bet.stake_ref, v_bet.market_id, v_bet.amount, false, v_stake.refund_ref_id, v_stake.money_kind::text;
 end;
 $$;
 

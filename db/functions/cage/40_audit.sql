@@ -359,19 +359,17 @@ begin
    where coalesce(a.balance, 0) <> k.held - k.paid
   union all
   --    8b. the cage's stakes agree with the betting schema's bets (same user, market, runner and
-  --        amount): a confirmed stake has its bet (taken back at most a minute ago while the cage
-  --        credits it), an unbet stake its removed bet, a bet its stake, never a compensated one
+  --        amount), at every instant (issue 32: a stake, an unbet are one transaction across the two
+  --        schemas): a confirmed stake has its bet in the pool, an unbet stake its removed bet, a
+  --        compensated one (before issue 32) none; a pending stake is a stake half-written
   select 'betting', 'stake:' || s.ref_id,
          jsonb_build_object('status', s.status, 'bet', b.status, 'problem', 'stake and bet disagree')
     from cage.bet_stakes s
     left join betting.bets b on b.stake_ref = s.ref_id
-   where (s.status in ('confirmed', 'unbet', 'compensated') or b.stake_ref is not null)
-     and not (
+   where not coalesce(
           (s.status = 'confirmed' and b.status = 'active')
-       or (s.status = 'confirmed' and b.status = 'unbet' and b.unbet_at > now() - interval '60 seconds')
-       or (s.status = 'pending' and b.stake_ref is not null)
        or (s.status = 'unbet' and b.status = 'unbet')
-       or (s.status = 'compensated' and b.stake_ref is null))
+       or (s.status = 'compensated' and b.stake_ref is null), false)
       or (b.stake_ref is not null and (b.user_id <> s.user_id or b.market_id <> s.market_id
                                        or b.runner_user_id <> s.runner_user_id or b.amount <> s.amount))
   union all
