@@ -15,7 +15,7 @@ import type pg from 'pg';
 import { getAddress, type Address, type Hex } from 'viem';
 import { z } from 'zod';
 import { ApiError, zodIssues } from '../http/errors.ts';
-import { secretMatches, requireServiceKey } from '../http/service-key.ts';
+import { secretMatches } from '../http/service-key.ts';
 import { tableId as tableIdSchema } from '../http/schemas.ts';
 import { playerSession } from '../http/jwt.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';

@@ -10,7 +10,7 @@ import type { Express, Request, Response } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { requireServiceKey, secretMatches } from '../http/service-key.ts';
+import { secretMatches } from '../http/service-key.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import { playerSession, type JwtVerifier } from '../http/jwt.ts';
 import { chips, idempotencyKey, tableId } from '../http/schemas.ts';
