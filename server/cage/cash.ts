@@ -259,14 +259,15 @@ async function recentSettlement(deps: CashDeps, userId: string, tid: string) {
             t.money_kind, w.player_id, true as replayed, w.settled_at is not null as zeroed,
             r.id as receipt_id, r.payload, r.signature, r.public_key, r.created_at as receipt_created_at
        from cage.withdraw_intents w join game.table_records t on t.table_id = w.table_id
-       join cage.receipts r on r.ledger_ref_id = w.ledger_ref_id
+       left join cage.receipts r on r.ledger_ref_id = w.ledger_ref_id
       where w.user_id = $1 and w.table_id = $2 and w.created_at > now() - make_interval(secs => $3)
       order by w.created_at desc, w.player_id desc limit 1`,
     [userId, tid, WITHDRAW_REPLAY_WINDOW_SECONDS],
   );
   const r = rows[0];
-  // the last sitting ended in a bust: there is no withdrawal to replay
-  if (!r || r.settlement === 'bust') return undefined;
+  // the last sitting ended in a bust (its receipt may still be pending: the cage signs it after the
+  // hand's end wrote it): there is no withdrawal to replay
+  if (!r || r.settlement === 'bust' || r.receipt_id === null) return undefined;
   const receipt: StoredReceipt = {
     id: r.receipt_id, ledgerRefId: r.ledger_ref_id, userId, tableId: tid, historyHash: r.history_hash, payload: r.payload,
     signature: r.signature, publicKey: r.public_key, createdAt: r.receipt_created_at, replayed: true,
