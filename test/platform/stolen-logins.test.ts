@@ -515,7 +515,7 @@ const REVIEWED: Record<string, string> = {
   'cage.switch_states()': 'reads',
   'cage.tables_with_unreconciled_rake()': 'reads',
   'cage.unsettled_stand_ups(integer,integer)': 'reads',
-  'cage.escape_notices(text,uuid[])': 'reads (an escaped table\'s custody entries of the players it unseated; moves nothing)',
+  'game.escape_notices(text,uuid[])': 'reads (an escaped table\'s custody entries of the players it unseated; moves nothing)',
   'cage.unsigned_bust_receipts(integer)': 'reads (the busts whose receipt the cage signs; no key or signature)',
   // claims
   'claims.board(text,uuid,timestamp with time zone)': 'reads what the login may select anyway',

@@ -12,7 +12,7 @@ interface NoticeRow { user_id: string; escape_id: bigint | string; outcome: 'cle
 export async function escapeNotices(pool: pg.Pool, tableId: string, userIds: string[]): Promise<{ userId: string; message: string }[]> {
   if (userIds.length === 0) return [];
   const { rows } = await pool.query<NoticeRow>(
-    'select user_id, escape_id, outcome, entry_id, amount, status from cage.escape_notices($1, $2::uuid[])', [tableId, userIds],
+    'select user_id, escape_id, outcome, entry_id, amount, status from game.escape_notices($1, $2::uuid[])', [tableId, userIds],
   );
   return rows.map((r) => ({
     userId: r.user_id,

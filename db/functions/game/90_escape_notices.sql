@@ -4,7 +4,7 @@
 -- each position with chips its own FREE entry; a divergent one a single hold (needs_reconciliation,
 -- no owner yet), named to every player whose position the escape closed. No row when the table was
 -- not escaped, or for the given users it did not unseat.
-create or replace function cage.escape_notices(p_table_id text, p_user_ids uuid[])
+create or replace function game.escape_notices(p_table_id text, p_user_ids uuid[])
   returns table (user_id uuid, escape_id bigint, outcome text, entry_id bigint, amount bigint, status text)
   language sql stable security definer
   set search_path = pg_catalog, pg_temp
