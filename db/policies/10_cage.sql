@@ -33,6 +33,7 @@ grant execute on function
   cage.reconcile_rake(text),
   cage.tables_with_unreconciled_rake(),
   cage.unsettled_stand_ups(integer, integer),
+  cage.unsigned_bust_receipts(integer),
   cage.gas_deposit(uuid, text, bigint, text),
   cage.reserve_gas_withdrawal(uuid, text, bigint, text),
   cage.deliver_gas_withdrawal(text),
@@ -70,6 +71,8 @@ grant execute on function cage.confirm_deposit(text), cage.fail_deposit(text, te
 -- ... and lists stand-ups whose answer was lost; the cage itself settles them (it writes and signs
 -- settlements: the worker asks it over HTTP, POST /settlement/reconcile-stand-ups)
 grant execute on function cage.unsettled_stand_ups(integer, integer) to poker_worker;
+-- the busts whose receipt the cage has yet to sign: the job asks the cage only when there are some
+grant execute on function cage.unsigned_bust_receipts(integer) to poker_worker;
 -- ... and the rake reconciler (claims house rows; moves no chip)
 grant execute on function cage.reconcile_rake(text), cage.tables_with_unreconciled_rake() to poker_worker;
 -- ... and the gas reconciler: reservations a stopped cage never delivered go back to their tanks

@@ -68,6 +68,8 @@ grant execute on function
   cage.tournament_ref(text),
   cage.is_tournament_refund_ref(text)
   to poker_game;
+-- what an escape tells the players it unseated: their custody entries (db/functions/game/90_escape_notices.sql; reads)
+grant execute on function game.escape_notices(text, uuid[]) to poker_game;
 grant select (table_id, mode, money_kind, status, unreconciled_rake, reconciled_rake) on game.table_records to poker_cage;
 
 grant select on game.tables, game.table_players, game.position_links, game.seat_credits, game.hand_histories, game.rake_rows to poker_admin, poker_anonymous;

@@ -5,7 +5,8 @@
 //              that signed their last confirmed deposit at this table;
 //   forced     x-service-key + forced:true + userId (the sit-out timeout, an operator's clearing);
 //              funds to the last permit signer, no linkage check;
-//   bust       POST /internal/bust from the game: a zero stack closes the position, nothing is paid.
+// A bust is no route: the hand's end closes the position with the bank's zero settlement
+// (game.end_hand, bank_private.close_bust; issue 32).
 // Idempotency key keccak256(userId:tableId:historyHash:chipAmount); an intent stays confirmed until
 // the settle callback lands (the reconciler redelivers it). With payoutIntent (service key only): a
 // tournament place paid from the vault (server/bank/tournaments.ts).
@@ -14,7 +15,7 @@ import type pg from 'pg';
 import { getAddress, type Address, type Hex } from 'viem';
 import { z } from 'zod';
 import { ApiError, zodIssues } from '../http/errors.ts';
-import { secretMatches, requireServiceKey } from '../http/service-key.ts';
+import { secretMatches } from '../http/service-key.ts';
 import { tableId as tableIdSchema } from '../http/schemas.ts';
 import { playerSession } from '../http/jwt.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
@@ -108,11 +109,11 @@ export async function payWithdrawal(deps: BankDeps, tableId: string, row: Withdr
 }
 
 /** Stands the player up on the game, opens the settlement, pays it, delivers it. */
-async function settleOut(deps: BankDeps, span: Span, a: { userId: string; tableId: string; mode: 'voluntary' | 'forced' | 'bust'; destination?: string; sid?: string | null }) {
-  const up = await standUpOnGame(deps.game, a.tableId, a.mode === 'voluntary' ? { sid: a.sid ?? null } : { userId: a.userId, reason: a.mode === 'bust' ? 'bust' : 'idle' });
+async function settleOut(deps: BankDeps, span: Span, a: { userId: string; tableId: string; mode: 'voluntary' | 'forced'; destination?: string; sid?: string | null }) {
+  const up = await standUpOnGame(deps.game, a.tableId, a.mode === 'voluntary' ? { sid: a.sid ?? null } : { userId: a.userId, reason: 'idle' });
   if (!up.ok) {
     const code = String(up.body.error ?? 'stand_up_refused');
-    if (code === 'not_at_table' && a.mode !== 'bust') {
+    if (code === 'not_at_table') {
       // a withdraw repeated after its seat was settled: the last settlement of this user here
       const { rows } = await deps.pool.query<WithdrawalRow>(
         `select * from bank.withdraw_intents where user_id = $1 and table_id = $2 and settlement = 'cash_out'
@@ -207,8 +208,6 @@ async function withdraw(deps: BankDeps, req: Request, res: Response, span: Span)
   return withdrawAnswer(span, row);
 }
 
-export const chainBustBody = z.object({ tableId: tableIdSchema, userId: z.uuid() });
-
 /** The contracts of installBankWithdrawRoutes. */
 export const bankWithdrawRoutes = [
   describeRoute({
@@ -218,10 +217,6 @@ export const bankWithdrawRoutes = [
       200: '{ status: confirmed, txHash, ... }', 400: 'missing_table_id / wallet_not_linked / nothing_to_withdraw / failed',
       401: 'forced_withdraw_requires_service_key / payout_requires_service_key', 404: 'room_not_found / not_at_table', 409: 'table_frozen',
     },
-  }),
-  describeRoute({
-    method: 'post', path: '/internal/bust', auth: 'service', summary: 'Clears a busted seat (zero stack)', body: chainBustBody,
-    responses: { 200: '{ ok, ledgerRefId, historyHash, settled, replay? }' },
   }),
 ];
 
@@ -237,16 +232,6 @@ export function installBankWithdrawRoutes(app: Express, deps: BankDeps) {
         span.setAttribute('withdraw.result', code === 'table_not_found' ? 'room_not_found' : SPEC_RESULTS.has(code) ? code : 'failed');
         throw err;
       }
-    });
-  });
-
-  app.post('/internal/bust', requireServiceKey(deps.serviceKey), async (req, res) => {
-    const parsed = chainBustBody.safeParse(req.body ?? {});
-    if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
-    await readTable(deps, parsed.data.tableId);
-    await withSpan('admin.withdraw', { 'withdraw.tableId': parsed.data.tableId, 'withdraw.userId': parsed.data.userId }, async (span) => {
-      const { row, settled } = await settleOut(deps, span, { ...parsed.data, mode: 'bust' });
-      res.json({ ok: true, ledgerRefId: row.idempotency_key, historyHash: row.history_hash, settled, ...(row.replayed ? { replay: true } : {}) });
     });
   });
 }

@@ -4,13 +4,13 @@
 //                       bank's permit hash); none of them: 400 missing_idempotency_key;
 //   GET  /api/deposits/:idempotencyKey  the caller's own deposit under that key, as it stands;
 //   POST /api/withdraw  voluntary (JWT) or forced (x-service-key, forced:true, userId): stand up,
-//                       write the terminal row and its receipt, zero the seat;
-//   POST /internal/bust the game reports a position left with no chips (x-service-key).
+//                       write the terminal row and its receipt, zero the seat.
+// A bust is no route: the hand's end closes the position (game.end_hand; issue 32).
 import type { Express, Request, Response } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { requireServiceKey, secretMatches } from '../http/service-key.ts';
+import { secretMatches } from '../http/service-key.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import { playerSession, type JwtVerifier } from '../http/jwt.ts';
 import { chips, idempotencyKey, tableId } from '../http/schemas.ts';
@@ -33,7 +33,6 @@ export const depositBody = z.object({
 });
 
 const depositKeyParams = z.object({ idempotencyKey });
-export const bustBody = z.object({ tableId, userId: z.uuid() });
 
 /** The contracts of installCashRoutes. */
 export const cashRoutes = [
@@ -57,10 +56,6 @@ export const cashRoutes = [
       200: '{ status: confirmed, txHash, destination, amount, idempotencyKey, historyHash, receipt, custodyEntryId?, replay? }',
       400: 'missing_table_id / nothing_to_withdraw / bad_request', 409: 'hand_in_progress / table_frozen / stand_up_not_allowed_in_tournament',
     },
-  }),
-  describeRoute({
-    method: 'post', path: '/internal/bust', auth: 'service', summary: 'Clears a busted seat (zero stack)', body: bustBody,
-    responses: { 200: '{ ok, ledgerRefId, historyHash, receipt, replay? }' },
   }),
 ];
 
@@ -224,18 +219,18 @@ function installDepositRoutes(app: Express, deps: CashDeps) {
   });
 }
 
-// ---- withdraw, forced withdraw, bust --------------------------------------------------------
+// ---- withdraw, forced withdraw --------------------------------------------------------
 
 /**
  * Stands the player up on the game, writes the terminal row and its receipt, zeroes the seat. The
- * stand-up carries its authority: the player's grant (`sid`) for a cash-out, else a bust or the
- * sit-out timeout, which the game's SQL accepts only for a zero stack or an idle player.
+ * stand-up carries its authority: the player's grant (`sid`) for a cash-out, else the sit-out
+ * timeout, which the game's SQL accepts only for an idle player. A stack found empty settles as a bust.
  */
-async function settleSeatOut(deps: CashDeps, userId: string, tid: string, mode: 'cash_out' | 'custody' | 'bust', sid: string | null = null) {
-  const up = await standUpOnGame(deps.game, tid, mode === 'cash_out' ? { sid } : { userId, reason: mode === 'bust' ? 'bust' : 'idle' });
+async function settleSeatOut(deps: CashDeps, userId: string, tid: string, mode: 'cash_out' | 'custody', sid: string | null = null) {
+  const up = await standUpOnGame(deps.game, tid, mode === 'cash_out' ? { sid } : { userId, reason: 'idle' });
   if (!up.ok) {
     const code = up.body.error ?? 'stand_up_refused';
-    if (code === 'not_at_table' && mode !== 'bust') {
+    if (code === 'not_at_table') {
       const replay = await recentSettlement(deps, userId, tid);
       if (replay) return replay;
     }
@@ -264,14 +259,15 @@ async function recentSettlement(deps: CashDeps, userId: string, tid: string) {
             t.money_kind, w.player_id, true as replayed, w.settled_at is not null as zeroed,
             r.id as receipt_id, r.payload, r.signature, r.public_key, r.created_at as receipt_created_at
        from cage.withdraw_intents w join game.table_records t on t.table_id = w.table_id
-       join cage.receipts r on r.ledger_ref_id = w.ledger_ref_id
+       left join cage.receipts r on r.ledger_ref_id = w.ledger_ref_id
       where w.user_id = $1 and w.table_id = $2 and w.created_at > now() - make_interval(secs => $3)
       order by w.created_at desc, w.player_id desc limit 1`,
     [userId, tid, WITHDRAW_REPLAY_WINDOW_SECONDS],
   );
   const r = rows[0];
-  // the last sitting ended in a bust: there is no withdrawal to replay
-  if (!r || r.settlement === 'bust') return undefined;
+  // the last sitting ended in a bust (its receipt may still be pending: the cage signs it after the
+  // hand's end wrote it): there is no withdrawal to replay
+  if (!r || r.settlement === 'bust' || r.receipt_id === null) return undefined;
   const receipt: StoredReceipt = {
     id: r.receipt_id, ledgerRefId: r.ledger_ref_id, userId, tableId: tid, historyHash: r.history_hash, payload: r.payload,
     signature: r.signature, publicKey: r.public_key, createdAt: r.receipt_created_at, replayed: true,
@@ -351,11 +347,5 @@ function installWithdrawRoutes(app: Express, deps: CashDeps) {
         throw err;
       }
     });
-  });
-
-  app.post('/internal/bust', requireServiceKey(deps.serviceKey), async (req, res) => {
-    const b = bustBody.parse(req.body ?? {});
-    const { row, receipt } = await settleSeatOut(deps, b.userId, b.tableId, 'bust');
-    res.json({ ok: true, ledgerRefId: row.ledger_ref_id, historyHash: row.history_hash, receipt: receiptJson(receipt), ...(row.replayed ? { replay: true } : {}) });
   });
 }

@@ -121,7 +121,7 @@ export async function startGame(ctx: RoleContext): Promise<StartedRole> {
   // the harness's hand boundaries run as the owner (begin_hand, finish_hand: granted to no service login)
   // (none in a login-only process, which has no owner: there the boundaries run as the game login, refused)
   const harness = config.testAuthPermitted && ownerUrl ? createOwnerPool(ownerUrl, 2) : undefined, leases = gameProcess;
-  const hands = createHands({ pool, bank, log: roleLog, leases, harness });
+  const hands = createHands({ pool, log: roleLog, leases, harness });
   const jwt = lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') });
   const environment = deploymentEnvironment(config);
   const clock = () => new Date();

@@ -5,6 +5,7 @@ import { createCageAuditTask } from '../../tasks/cage_audit.ts';
 import { createCageReconcileCashTask, graceSeconds } from '../../tasks/cage_reconcile_cash.ts';
 import { createCageReconcileRakeTask } from '../../tasks/cage_reconcile_rake.ts';
 import { createCageReconcileGasTask } from '../../tasks/cage_reconcile_gas.ts';
+import { createCageSignBustReceiptsTask } from '../../tasks/cage_sign_bust_receipts.ts';
 import { createClaimsCompleteLostTask } from '../../tasks/claims_complete_lost.ts';
 import { createDeliverConditionTask } from '../../tasks/deliver_condition.ts';
 import { createSendPasswordResetTask } from '../../tasks/send_password_reset.ts';
@@ -31,6 +32,8 @@ export function crontab(config: Config) {
     '* * * * * claims_complete_lost ?id=claims_complete_lost',
     // gas withdrawals a stopped cage left reserved, refunded to their tanks
     '* * * * * cage_reconcile_gas ?id=cage_reconcile_gas',
+    // busts the hands' ends closed, their receipts signed by the cage (the hand's end also queues it)
+    '* * * * * cage_sign_bust_receipts ?id=cage_sign_bust_receipts',
   ].join('\n');
 }
 
@@ -100,6 +103,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
         cage_audit: createCageAuditTask(log),
         cage_reconcile_rake: createCageReconcileRakeTask({ pool, log }),
         cage_reconcile_gas: createCageReconcileGasTask({ pool, log }),
+        cage_sign_bust_receipts: createCageSignBustReceiptsTask({ pool, cage, log }),
         claims_complete_lost: createClaimsCompleteLostTask({ pool, log }),
         deliver_condition: createDeliverConditionTask({ game, log }),
         send_password_reset: createSendPasswordResetTask({ mailWebhook: config.AUTH_MAIL_WEBHOOK_URL, mailKey, log }),

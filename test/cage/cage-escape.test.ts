@@ -196,9 +196,21 @@ describe('divergent books', () => {
     await playHand(m, tableId, [[a!, 95], [b!, 73]], 2);
     // a torn hand end: b's stack written again without its link or the escrow (see tearStack)
     await tearStack(db, b!.positionId, 40);
+    // b watches the table over the websocket (a does not, so no hand is dealt)
+    const { connect } = await import('../helpers/ws-client.ts');
+    const ws = await connect(`${m.game.replace(/^http/, 'ws')}/ws`, b!.auth);
+    await ws.next((x) => x.type === 'hello');
+    ws.send({ type: 'join', tableId, ref: 'j' });
+    expect(await ws.next((x) => x.ref === 'j')).toMatchObject({ type: 'joined', tableId });
 
     const r = await escape(m, operator, tableId);
     expect(r.status).toBe(200);
+    // issue 32: b is told the hold that holds their chips until an operator splits it
+    expect(await ws.next((x) => x.type === 'table_escaped', 20_000)).toEqual({
+      type: 'table_escaped', tableId, escapeId: r.body.escapeId, outcome: 'divergent',
+      entry: { id: r.body.hold.entryId, amount: '170', status: 'needs_reconciliation' },
+    });
+    await ws.close();
     expect(r.body).toMatchObject({ outcome: 'divergent', escrow: 170, liveStacks: 208, unreconciledRake: 2, toCustody: 170, toHouse: 0, entries: [] });
     expect(r.body.hold).toEqual({
       entryId: expect.any(String), status: 'needs_reconciliation', amount: 170, baseUnits: '170000000',

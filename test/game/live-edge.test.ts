@@ -198,7 +198,7 @@ function fakeRoom(query: (sql: string) => unknown, turnTimeSec = 30) {
       deal: async () => (await query('select * from game.deal_hand($1, $2, $3, $4, $5)') as { rows: unknown[] }).rows,
       openDeals: async () => ({ handNumber: 0, head: null, pending: [] }), commitDeal: async () => undefined,
       pendingDeals: async () => ({ head: null, pending: [] }), revealAbandoned: async () => '0'.repeat(64),
-      end: async () => ({ replayed: false, state: null, busted: [] }), settleBusts: async () => [],
+      end: async () => ({ replayed: false, state: null, busted: [] }),
       abandon: async () => null, release: async () => void (await query('select game.release_hand($1, $2, $3)')), sitOut: async () => undefined, idle: async () => [],
     },
     options: { handDelayMs: 0, timeoutsBeforeSitOut: 2 },

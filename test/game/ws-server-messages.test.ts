@@ -11,7 +11,7 @@ import type pg from 'pg';
 import { expectCleanAudit } from '../helpers/cage.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { latestState, liveClient, prng, randomAction, until, type LiveClient, type LivePlayer, type Msg } from '../helpers/live.ts';
-import { POKER_SETTINGS, startMoneyPlatform } from '../helpers/money.ts';
+import { call, POKER_SETTINGS, startMoneyPlatform } from '../helpers/money.ts';
 import { playBot, SNG, tournamentBooks } from '../helpers/tournament.ts';
 import { SERVER_MESSAGE_TYPES, serverMessage } from '../../server/game/live/server-messages.ts';
 
@@ -241,6 +241,29 @@ test('a two-seat Sit-and-Go: a registration withdrawn, then played to its end by
   const seen = spectator.ws.messages.filter((x) => x.tableId === tableId).map((x) => x.type);
   for (const type of ['tournament_state_changed', 'player_eliminated', 'tournament_ended', 'tournament_payout_settled']) expect(seen).toContain(type);
 }, 120_000);
+
+test('an escape tells each seated player over the websocket: table_escaped names their custody entry as GET /api/custody shows it', async () => {
+  const a = await live.player(500);
+  const b = await live.player(500);
+  const tableId = await m.table(a.auth, { ...POKER_SETTINGS });
+  expect(await live.sit(a, tableId, 0, 100)).toMatchObject({ type: 'seated' });
+  // b is seated but not connected (no deal starts: a seat nobody watches is out of the deal); b is told nothing
+  expect((await m.deposit(b.auth, { tableId, seatIndex: 1, amount: 60 })).status).toBe(200);
+  const told = a.ws.next((x) => x.type === 'table_escaped' && x.tableId === tableId, 20_000);
+  const { auth } = await m.operator();
+  const escape = await call(`${m.cage}/escape/${tableId}`, { headers: auth, body: { reason: 'the dealer misbehaves' } });
+  expect(escape).toMatchObject({ status: 200, body: { outcome: 'clean' } });
+  const message = await told;
+  const custody = (await call(`${m.cage}/api/custody`, { headers: a.auth })).body.entries as Msg[];
+  const mine = custody.filter((e) => e.tableId === tableId && e.source === 'escape');
+  expect(mine).toHaveLength(1);
+  expect(message).toEqual({
+    type: 'table_escaped', tableId, escapeId: escape.body.escapeId, outcome: 'clean',
+    entry: { id: mine[0]!.entryId, amount: '100', status: 'free' },
+  });
+  expect(escape.body.entries).toEqual(expect.arrayContaining([expect.objectContaining({ entryId: mine[0]!.entryId, userId: a.userId, amount: 100 })]));
+  expect(a.ws.messages.filter((x) => x.type === 'table_escaped')).toHaveLength(1);
+}, 60_000);
 
 test('the game role stops: table_closed (server_stopping); every type the schemas list was seen and validated', async () => {
   const a = await live.player(500);

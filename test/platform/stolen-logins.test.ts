@@ -521,6 +521,8 @@ const REVIEWED: Record<string, string> = {
   'cage.switch_states()': 'reads',
   'cage.tables_with_unreconciled_rake()': 'reads',
   'cage.unsettled_stand_ups(integer,integer)': 'reads',
+  'game.escape_notices(text,uuid[])': 'reads (an escaped table\'s custody entries of the players it unseated; moves nothing)',
+  'cage.unsigned_bust_receipts(integer)': 'reads (the busts whose receipt the cage signs; no key or signature)',
   // claims
   'claims.board(text,uuid,timestamp with time zone)': 'reads what the login may select anyway',
   'claims.board_settings(text)': 'reads',
@@ -550,7 +552,7 @@ const REVIEWED: Record<string, string> = {
   'game.dealer_public_keys()': 'reads the pinned public keys (the private key is the game process\'s own, never the database\'s: issue 31)',
   'game.pin_dealer_key(uuid,text)': 'an operator\'s live admin session (admin_of_session)',
   'game.retire_dealer_key(uuid,text)': 'an operator\'s live admin session (admin_of_session)',
-  'game.end_hand(text,text,bigint,jsonb,bigint,integer,jsonb,jsonb,uuid[],timestamp with time zone,bigint,jsonb,text,text,text)': 'the lease epoch; chips conserved; a replay answers only what this table committed for that hand; the record must be this hand\'s and extend the table\'s chain (SQL has no ed25519: the audit of causes checks its signature against the pinned dealer keys and replays it, and the table\'s payouts wait for that: attacks-causes.test.ts)',
+  'game.end_hand(text,text,bigint,jsonb,bigint,integer,jsonb,jsonb,uuid[],timestamp with time zone,bigint,jsonb,text,text,text)': 'the lease epoch; chips conserved; the positions left with no chips closed by their bank\'s zero settlement (derived from the stacks it wrote: moves nothing); a replay answers only what this table committed for that hand; the record must be this hand\'s and extend the table\'s chain (SQL has no ed25519: the audit of causes checks its signature against the pinned dealer keys and replays it, and the table\'s payouts wait for that: attacks-causes.test.ts)',
   'game.flag_agent_decision(uuid,uuid,text,text)': 'the player\'s token grant; a hand the agent was dealt',
   'game.hand_for_player(text,uuid)': 'reads what the login may select anyway',
   'game.open_deals(text,bigint)': 'the lease epoch; abandons only what the table holds (its stacks stand): the abandoned deal is revealed by the room and counted',

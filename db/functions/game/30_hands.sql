@@ -165,7 +165,8 @@ $$;
 -- stacks after the hand. Chips are conserved: the listed positions' stacks before = after + p_rake.
 -- Every changed stack gets its `hand` link, all in one update and one insert (not a statement per
 -- position: a hand end is the busiest write of the platform). The table is released with the rake
--- kept. Returns the table's positions left with no chips (busted), for the bust settlement.
+-- kept. The positions it left with no chips are closed with it (game_private.close_busts); returns
+-- them (busted).
 create or replace function game_private.write_cash_end(p_table_id text, p_hand_id text, p_stacks jsonb, p_rake bigint)
   returns bigint[]
   language plpgsql volatile
@@ -219,12 +220,47 @@ begin
   end if;
   select coalesce(array_agg(p.id order by p.id), '{}') into v_busted
     from game.table_players p where p.table_id = p_table_id and p.status = 'seated' and p.chip_balance = 0;
+  if cardinality(v_busted) > 0 then
+    perform game_private.close_busts(p_table_id, v_busted);
+  end if;
   return v_busted;
 end;
 $$;
 
+-- The busts of a cash hand settled in its end (issue 32): each position the hand left with no chips
+-- is closed in this transaction by its table's bank, with no round trip to it. A cage table: the
+-- cage's explicit-zero settlement (cage_private.close_bust: the bust intent, the bust_close row,
+-- the chain's last link); its receipt is signed afterwards by the cage, which the job queued here
+-- asks (tasks/cage_sign_bust_receipts.ts). A chain-bank table: the chain bank's bust, which pays
+-- nothing (bank_private.close_bust). The caller holds the table's lock.
+create or replace function game_private.close_busts(p_table_id text, p_busted bigint[]) returns void
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_table game.tables;
+  v_player game.table_players;
+begin
+  select * into v_table from game.tables t where t.table_id = p_table_id;
+  for v_player in
+    select * from game.table_players p
+     where p.id = any(p_busted) and p.table_id = p_table_id and p.status = 'seated' and p.chip_balance = 0
+     order by p.id for update
+  loop
+    if v_table.bank = 'cage' then
+      perform cage_private.close_bust(v_player, v_table.money_kind::text);
+    else
+      perform bank_private.close_bust(v_player);
+    end if;
+  end loop;
+  if v_table.bank = 'cage' then
+    perform graphile_worker.add_job('cage_sign_bust_receipts', '{}'::json, job_key => 'cage_sign_bust_receipts');
+  end if;
+end;
+$$;
+
 -- Ends a cash hand (its stacks and rake only; game.end_hand also stores its history). Returns the
--- positions left with no chips (busted), for the bust settlement.
+-- positions left with no chips (busted), closed with it.
 create or replace function game.finish_hand(p_table_id text, p_hand_id text, p_stacks jsonb, p_rake bigint, p_epoch bigint default null)
   returns table (player_id bigint, user_id uuid)
   language plpgsql volatile security definer

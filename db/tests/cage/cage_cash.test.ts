@@ -11,6 +11,10 @@ import {
   standUp, TEST_RECEIPT_SIGNER, withdrawKey, type TableRow,
 } from '../../../test/helpers/game.ts';
 import { issueReceipt } from '../../../server/cage/receipts.ts';
+import { signBustReceipts } from '../../../server/cage/stand-ups.ts';
+import pino from 'pino';
+
+const silentLog = pino({ level: 'silent' });
 import { settlementReceiptFields } from '../../../server/cage/seams.ts';
 
 let db: TestDatabase;
@@ -504,39 +508,69 @@ describe('settle_position', () => {
     await expectCleanAudit(cage);
   });
 
-  test('bust: a position left with no chips closes with an explicit zero bust_close row', async () => {
-    const { table: h, a, b, sa, busted } = await headsUpBust(5n);
+  test('bust: the hand that leaves a position with no chips closes it with an explicit zero bust_close row (issue 32)', async () => {
+    const { table: h, a, b, sa, sb, busted } = await headsUpBust(5n);
     expect(busted).toEqual([{ player_id: sa.player_id, user_id: a.userId }]);
+    // closed in the hand's end: the bust intent, its zero row, the chain's bust link; no stand-up, no bank call
+    const { rows: [w] } = await db.owner.query('select * from cage.withdraw_intents where player_id = $1', [sa.player_id]);
+    expect(w).toMatchObject({ user_id: a.userId, table_id: h.table_id, amount: 0n, settlement: 'bust', forced: false, ledger_ref_id: `bust:${w.idempotency_key}` });
+    expect(w.idempotency_key).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(w.settled_at).not.toBeNull();
+    expect(await entries(w.ledger_ref_id)).toEqual([expect.objectContaining({ kind: 'bust_close', amounts: [0n, 0n] })]);
+    const { rows: [pos] } = await db.owner.query('select status, chip_balance, closing_ref_id from game.table_players where id = $1', [sa.player_id]);
+    expect(pos).toEqual({ status: 'closed', chip_balance: 0n, closing_ref_id: w.ledger_ref_id });
+    await expect(standUp(game, h.table_id, a.userId)).rejects.toMatchObject({ message: 'not_at_table' });
+    // its receipt is the cage's to sign afterwards: pending within the lag, the audit is clean
+    const unsigned = async () => (await cage.query('select ledger_ref_id from cage.unsigned_bust_receipts(100)')).rows.map((r) => r.ledger_ref_id);
+    expect(await unsigned()).toContain(w.ledger_ref_id);
     await expectCleanAudit(cage);
-
-    // a bust carries no chips
-    const up = await standUp(game, h.table_id, a.userId);
+    // the job queued in the hand's end, for the cage to sign it
+    const { rows: jobs } = await db.owner.query("select key from graphile_worker.jobs where task_identifier = 'cage_sign_bust_receipts'");
+    expect(jobs).toEqual([{ key: 'cage_sign_bust_receipts' }]);
+    // a bust settlement carries no chips
+    const upB = await standUp(game, h.table_id, b.userId);
     await expect(settlePosition(cage, {
-      userId: a.userId, tableId: h.table_id, playerId: up.player_id, amount: 1n, historyHash: up.history_hash, settlement: 'bust',
+      userId: b.userId, tableId: h.table_id, playerId: upB.player_id, amount: 1n, historyHash: upB.history_hash, settlement: 'bust',
     })).rejects.toMatchObject({ code: 'CGBRQ' });
-    const { settled } = await leave(cage, game, h.table_id, a.userId, 'bust');
-    expect(settled).toMatchObject({ ledger_ref_id: `bust:${settled.idempotency_key}`, amount: 0n, settlement: 'bust' });
-    expect(await entries(settled.ledger_ref_id)).toEqual([expect.objectContaining({ kind: 'bust_close', amounts: [0n, 0n] })]);
     await leave(cage, game, h.table_id, b.userId);
+    expect(sb.player_id).toBe(upB.player_id);
     expect(await balanceOf(cage, b.id)).toBe(595n);
     // the rake stays in the escrow until it is reconciled to the house
     expect(await balanceOf(cage, await escrowOf(h.table_id))).toBe(5n);
+    // signed (as the cage's route does: signBustReceipts), the receipt is the settlement's one receipt
+    const signed = await signBustReceipts({ pool: cage, signer: TEST_RECEIPT_SIGNER, log: silentLog });
+    expect(signed.failed).toBe(0);
+    expect(await unsigned()).not.toContain(w.ledger_ref_id);
+    const { rows: [r] } = await cage.query('select user_id, payload from cage.receipts where ledger_ref_id = $1', [w.ledger_ref_id]);
+    expect(r.user_id).toBe(a.userId);
+    expect(JSON.parse(r.payload.toString())).toMatchObject({ kind: 'bust', chipAmount: '0', ledgerRefId: w.ledger_ref_id, historyHash: w.history_hash, position: String(sa.player_id) });
+    await expectCleanAudit(cage);
+  });
+
+  test('the audit names a bust whose receipt stays unsigned past its lag', async () => {
+    const { sa } = await headsUpBust();
+    const { rows: [w] } = await db.owner.query('select ledger_ref_id from cage.withdraw_intents where player_id = $1', [sa.player_id]);
+    await expectCleanAudit(cage);
+    await db.owner.query("update cage.withdraw_intents set created_at = now() - cage_private.bust_receipt_lag() - interval '1 second' where player_id = $1", [sa.player_id]);
+    const { rows } = await cage.query("select invariant, subject, detail ->> 'problem' as problem from cage.audit() where subject = $1", [`settlement:${w.ledger_ref_id}`]);
+    expect(rows).toEqual([{ invariant: 'provenance', subject: `settlement:${w.ledger_ref_id}`, problem: 'bust receipt unsigned past its lag' }]);
+    await signBustReceipts({ pool: cage, signer: TEST_RECEIPT_SIGNER, log: silentLog });
     await expectCleanAudit(cage);
   });
 
   test('nothing_to_withdraw: a cash-out of zero', async () => {
-    const { table: h, a, b } = await headsUpBust();
-    const up = await standUp(game, h.table_id, a.userId);
+    const { table: h, b } = await headsUpBust();
+    const up = await standUp(game, h.table_id, b.userId);
     await expect(settlePosition(cage, {
-      userId: a.userId, tableId: h.table_id, playerId: up.player_id, amount: 0n, historyHash: up.history_hash, settlement: 'cash_out',
+      userId: b.userId, tableId: h.table_id, playerId: up.player_id, amount: 0n, historyHash: up.history_hash, settlement: 'cash_out',
     })).rejects.toMatchObject({ code: 'CGNTW', message: 'nothing_to_withdraw' });
-    await leave(cage, game, h.table_id, a.userId, 'bust');
     await leave(cage, game, h.table_id, b.userId);
+    await signBustReceipts({ pool: cage, signer: TEST_RECEIPT_SIGNER, log: silentLog });
     await expectCleanAudit(cage);
   });
 
-  test('a frozen table refuses a cash-out but not a bust', async () => {
-    const { table: f, a, b } = await headsUpBust();
+  test('a frozen table refuses a cash-out and a custody settlement', async () => {
+    const { table: f, b } = await headsUpBust();
     await setTableStatus(db.owner, f.table_id, 'frozen');
     const upB = await standUp(game, f.table_id, b.userId);
     await expect(settlePosition(cage, {
@@ -545,7 +579,6 @@ describe('settle_position', () => {
     await expect(settlePosition(cage, {
       userId: b.userId, tableId: f.table_id, playerId: upB.player_id, amount: 200n, historyHash: upB.history_hash, settlement: 'custody',
     })).rejects.toMatchObject({ code: 'CGFRZ' });
-    await leave(cage, game, f.table_id, a.userId, 'bust');
     await setTableStatus(db.owner, f.table_id, 'active');
     await settlePosition(cage, {
       userId: b.userId, tableId: f.table_id, playerId: upB.player_id, amount: 200n, historyHash: upB.history_hash, settlement: 'cash_out',

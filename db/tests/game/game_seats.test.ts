@@ -528,14 +528,16 @@ describe('hands', () => {
     await finishHand(other.table_id, 'o-1', {}, 0);
   });
 
-  test('finish_hand writes every changed stack with one hand link, keeps the rake and returns the busted', async () => {
+  test('finish_hand writes every changed stack with one hand link, keeps the rake, closes and returns the busted', async () => {
     const busted = await finishHand(t.table_id, 'hand-1', { [String(a)]: 0, [String(b)]: 194, [String(c)]: 100 }, 6);
     expect(busted).toEqual([{ player_id: a, user_id: userA }]);
     const row = await tableRow(t.table_id);
     expect(row).toMatchObject({ current_hand_id: null, unreconciled_rake: 6n });
-    expect((await seatOf(a)).chip_balance).toBe(0n);
+    // the busted position closed in the hand's end (issue 32): its chain's last link is the bust
+    expect(await seatOf(a)).toMatchObject({ chip_balance: 0n, status: 'closed' });
     expect((await seatOf(b)).chip_balance).toBe(194n);
-    for (const [id, links, last] of [[a, 2, -100n], [b, 2, 94n], [c, 1, 100n]] as const) {
+    expect((await verifyChain(db.owner, a)).links.map((l) => [l.event, l.delta])).toEqual([['buy_in', 100n], ['hand', -100n], ['bust', 0n]]);
+    for (const [id, links, last] of [[a, 3, 0n], [b, 2, 94n], [c, 1, 100n]] as const) {
       const chain = await verifyChain(db.owner, id);
       expect(chain.ok).toBe(true);
       expect(chain.links).toHaveLength(links);
@@ -543,10 +545,10 @@ describe('hands', () => {
     }
     expect((await verifyChain(db.owner, b)).links.at(-1)).toMatchObject({ event: 'hand', ref_id: 'hand-1', stack: 194n });
 
-    // the next hand adds to the rake; a busted seat still seated is listed until it leaves
+    // the next hand adds to the rake; the busted seat, closed, is not busted again
     await beginHand(t.table_id, 'hand-2');
     const again = await finishHand(t.table_id, 'hand-2', { [String(b)]: 190, [String(c)]: 100 }, 4);
-    expect(again).toEqual([{ player_id: a, user_id: userA }]);
+    expect(again).toEqual([]);
     expect((await tableRow(t.table_id)).unreconciled_rake).toBe(10n);
     // a finished hand cannot be finished again
     await expect(finishHand(t.table_id, 'hand-2', {}, 0)).rejects.toMatchObject({ code: 'GMNHP' });

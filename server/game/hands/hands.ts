@@ -2,18 +2,19 @@
 // (seat funding and stand-up answer 409 hand_in_progress) from its deal (game.deal_hand, which
 // answers the seats it is dealt from) to its end (game.end_hand: the stacks, the rake or the
 // places, the history and the result in one transaction). At a cash table every position left with
-// no chips is then settled as a bust by the cage (an explicit zero bust_close row and receipt), best
-// effort: a bust the cage did not take is settled when the player's seat is next touched.
+// no chips is closed in that same transaction by its table's bank's zero settlement (issue 32: the
+// cage's bust_close row, or the chain bank's bust), so a bust makes no round trip to any bank; the
+// cage signs a bust's receipt afterwards (tasks/cage_sign_bust_receipts.ts).
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import type { ServiceClient } from '../../http/service-client.ts';
 import { isLeaseLost } from '../live/lease.ts';
 import type { DealReveal } from '../poker/fair-deal.ts';
 import type { SignedRecord } from './hand-record.ts';
 import type { PendingDeal, SealedDeal } from '../live/deal-seeds.ts';
 
 export interface HandEnd {
-  busted: { playerId: string; userId: string; settled: boolean }[];
+  /** The positions the hand left with no chips, closed in its transaction. */
+  busted: { playerId: string; userId: string }[];
 }
 
 /** A seat as game.seats_of answers it (chips as a decimal string: a cash stack or tournament chips). */
@@ -34,7 +35,7 @@ export interface HandEndAnswer {
   replayed: boolean;
   /** The tournament's state after the hand (null at a cash table). */
   state: string | null;
-  /** The positions the hand left with no chips; at a tournament, the places they took. */
+  /** The positions the hand left with no chips (at a cash table closed with it); at a tournament, the places they took. */
   busted: { playerId: string; userId: string; seat: number; place: number | null; tiePlace: number | null }[];
 }
 
@@ -122,11 +123,11 @@ function committedDeals(pool: pg.Pool, fencedQuery: FencedQuery) {
 }
 
 export function createHands(deps: {
-  pool: pg.Pool; bank: ServiceClient; log: Logger; leases?: HandLeases;
+  pool: pg.Pool; log: Logger; leases?: HandLeases;
   /** The test harness's owner pool: begin and finish (granted to no service login) run through it. */
   harness?: pg.Pool;
 }) {
-  const { pool, bank, log } = deps;
+  const { pool } = deps;
   const tenure = (tableId: string) => deps.leases?.epochOf(tableId) ?? null;
   // a boundary refused by the fence: the tenure it was sent under is over, its room stops
   const fenced = (tableId: string, sentUnder: bigint | null) => (err: unknown) => {
@@ -142,16 +143,6 @@ export function createHands(deps: {
   const fencedQuery = <R extends pg.QueryResultRow>(tableId: string, sql: string, params: (epoch: string | null) => unknown[], name?: string, via = pool) => {
     const sentUnder = tenure(tableId);
     return via.query<R>({ name, text: sql, values: params(sentUnder?.toString() ?? null) }).catch(fenced(tableId, sentUnder));
-  };
-  /** Each bust settled through the cage, in order; whether the cage took it (a failure is logged, and settled later). */
-  const settleBusts = async (tableId: string, busted: { userId: string }[]): Promise<boolean[]> => {
-    const settled: boolean[] = [];
-    for (const b of busted) {
-      const answer = await bank.post('/internal/bust', { tableId, userId: b.userId });
-      if (!answer.ok) log.warn({ tableId, userId: b.userId, status: answer.status, error: answer.body.error }, 'bust not settled by the cage yet');
-      settled.push(answer.ok);
-    }
-    return settled;
   };
   return {
     ...committedDeals(pool, fencedQuery),
@@ -178,8 +169,6 @@ export function createHands(deps: {
       );
       return rows[0]!.answer;
     },
-    /** Settles a cash hand's busts through the cage (best effort: a failure is logged, and settled later). */
-    settleBusts,
     /** Releases the table from a hand that will not be played (the stacks of its start stand). */
     async abandon(tableId: string): Promise<string | null> {
       const { rows } = await fencedQuery<{ hand: string | null }>(tableId, 'select game.abandon_hand($1, $2) as hand', (epoch) => [tableId, epoch]);
@@ -203,9 +192,7 @@ export function createHands(deps: {
         tableId, 'select player_id, user_id from game.finish_hand($1, $2, $3::jsonb, $4, $5)',
         (epoch) => [tableId, handId, stacksJson(stacks), rake.toString(), epoch], undefined, deps.harness,
       );
-      const settled = await settleBusts(tableId, rows.map((r) => ({ userId: r.user_id })));
-      const busted = rows.map((r, i) => ({ playerId: r.player_id.toString(), userId: r.user_id, settled: settled[i]! }));
-      return { busted };
+      return { busted: rows.map((r) => ({ playerId: r.player_id.toString(), userId: r.user_id })) };
     },
   };
 }

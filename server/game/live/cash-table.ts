@@ -65,11 +65,10 @@ export class CashTable implements TableKind {
     return undefined;
   }
 
-  /** The stacks, the rake, the history and the result in one transaction; then the cage settles the busts. */
+  /** The stacks, the rake, the history, the result and the busts' closes in one transaction (no bank call). */
   async endHand(ended: EndedHand): Promise<EndOutcome> {
     const { ending, result } = endingOf(this.tableId, ended, { rake: ended.hand.result!.rake, autoFolds: 0 });
     const answer = await this.hands.end(ending);
-    await this.hands.settleBusts(this.tableId, answer.busted);
     return { answer, before: [result], after: [] };
   }
 

@@ -4,7 +4,7 @@
 // its table's (cash-table.ts, tournament-table.ts, behind table-kind.ts). Seats change only
 // between hands (the database refuses seat funding and stand-up while a hand holds the table), so
 // the room reads them at each deal and whenever a seat route touched them. Money never moves here:
-// a hand's stacks are written at its end (game.end_hand), busts are settled by the cage, sits and
+// a hand's stacks are written at its end (game.end_hand, which closes its busts too), sits and
 // stand-ups go through the bank.
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -18,6 +18,7 @@ import { isLeaseLost } from './lease.ts';
 import { chipAmount, stateWriter, stoodUp, toJson, type SeatView, type ServerMessageOf } from './wire.ts';
 import { refusedWith } from '../../http/errors.ts';
 import { CashTable } from './cash-table.ts';
+import { escapeNotices } from './escape-notices.ts';
 import { TournamentTable } from './tournament-table.ts';
 import type { Announcement, EndOutcome, Seat, SeatRow, TableKind } from './table-kind.ts';
 
@@ -265,7 +266,20 @@ export class Room {
 
   private async reloadSeats(): Promise<void> {
     if (this.closed) return;
+    const before = [...this.seats.values()].map((s) => s.userId);
     this.applySeats(await this.table.readSeats());
+    const seated = new Set([...this.seats.values()].map((s) => s.userId));
+    const gone = before.filter((u) => !seated.has(u));
+    if (gone.length > 0 && this.record.mode === 'cash') await this.tellEscaped(gone);
+  }
+
+  /** Seats vanished: the players an escape unseated are told their custody entry (escape-notices.ts). */
+  private async tellEscaped(userIds: string[]): Promise<void> {
+    const notices = await escapeNotices(this.deps.pool, this.tableId, userIds).catch((err: Error) => {
+      this.deps.log.warn({ tableId: this.tableId, err: err.message }, 'escape notices not read');
+      return [];
+    });
+    for (const n of notices) for (const w of this.watchers) if (w.userId === n.userId) w.send(n.message);
   }
 
   /** The seats as read: a position the room knows keeps its place in the game, a new one waits for the big blind. */

@@ -222,6 +222,18 @@ export const SERVER_MESSAGES = {
     // idle: a room unloaded as idle while a join raced the check (a closed tournament's room): join again
     reason: z.enum(['lease_lost', 'server_stopping', 'idle']),
   }),
+  // issue 32: the cage escaped the table (its seats closed into custody, the table frozen): to each
+  // player it unseated, the custody entry that holds their chips (GET /api/custody shows it)
+  table_escaped: z.strictObject({
+    type: z.literal('table_escaped'), tableId,
+    escapeId: z.string().regex(/^[1-9][0-9]*$/),
+    outcome: z.enum(['clean', 'divergent']).describe('clean: each player\'s own FREE entry; divergent: the table\'s one hold, split later by an operator'),
+    entry: z.strictObject({
+      id: z.string().regex(/^[1-9][0-9]*$/).describe('the custody entry id (GET /api/custody, POST /api/custody/claim)'),
+      amount: chips.describe('chips: the player\'s stack (clean), or the hold\'s whole pool (divergent)'),
+      status: z.enum(['free', 'claimed', 'disputed', 'needs_reconciliation', 'reconciled']),
+    }),
+  }),
   tournament_registered: z.strictObject({
     type: z.literal('tournament_registered'), tableId, seatIndex: index, reservedUntil: epochMs, entryFee: chips, registeredCount: count, ref,
   }),
