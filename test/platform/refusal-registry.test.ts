@@ -40,7 +40,7 @@ async function raisedInDb() {
   // refuse(v_problem): the cage's problems are a movement's or a buy-in's, the game's a buy-in's or a
   // seat credit's (game_private.seat_credit_problem, which the cage's deposit judges too)
   const dynamic: Record<string, Record<string, string[]>> = {
-    cage: { v_problem: [...problemCodes(all, 'cage_private.movement_problem'), ...problemCodes(all, 'game_private.buy_in_problem')] },
+    cage: { v_problem: [...problemCodes(all, 'cage_private.movement_problem'), ...problemCodes(all, 'game_private.buy_in_problem'), ...problemCodes(all, 'game_private.seat_credit_problem')] },
     game: { v_problem: [...problemCodes(all, 'game_private.buy_in_problem'), ...problemCodes(all, 'game_private.seat_credit_problem')] },
   };
   const refusals: { domain: string; code: string; where: string }[] = [];

@@ -94,7 +94,7 @@ begin
        where p.table_id = p_table_id and p.user_id = v_user and p.status <> 'closed';
       v_problem := game_private.seat_credit_problem(v_table, v_player, p_seat_index, p_amount);
       if v_problem is not null then
-        perform game_private.refuse(v_problem, format('seat %s of table %s cannot take %s chips for this player', p_seat_index, p_table_id, p_amount));
+        perform cage_private.refuse(v_problem, format('seat %s of table %s cannot take %s chips for this player', p_seat_index, p_table_id, p_amount));
       end if;
 
       v_user_account := cage.ensure_account('user', v_user, null, v_table.money_kind::text);
