@@ -36,6 +36,9 @@ export function chainError(err: unknown): unknown {
   if (!(err instanceof BaseError)) return err;
   const revert = err.walk((e) => e instanceof ContractFunctionRevertedError);
   if (revert instanceof ContractFunctionRevertedError) return new ChainRevert(revertReason(revert));
+  // a request of our clients already said so (client.ts), and a viem action wrapped it
+  const said = err.walk((e) => e instanceof ChainUnavailable);
+  if (said instanceof ChainUnavailable) return said;
   if (err.walk(isUnreachable)) return new ChainUnavailable(`chain unavailable: ${err.shortMessage}`);
   return err;
 }

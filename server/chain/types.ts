@@ -117,8 +117,11 @@ const CHAIN_UNAVAILABLE = refusalState('bank', 'chain_unavailable');
  */
 export class ChainUnavailable extends Error {
   readonly code = CHAIN_UNAVAILABLE;
+  /** As viem's errors carry it: a viem action that wraps this one quotes it. */
+  readonly shortMessage: string;
   constructor(message: string) {
     super(message);
     this.name = 'ChainUnavailable';
+    this.shortMessage = message;
   }
 }

@@ -6,7 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import { activateLocalDeployment } from '../../server/bank/deployment.ts';
 import type { BankDeps } from '../../server/bank/deposit.ts';
+import { chainIntentViolations } from '../../server/bank/chain-audit.ts';
 import { reconcileChainBank } from '../../server/bank/reconcile.ts';
+import { ChainUnavailable } from '../../server/chain/types.ts';
 import { createServiceClient } from '../../server/http/service-client.ts';
 import { createChainBankChain } from '../../server/chain/evm.ts';
 import { startAnvil } from '../../server/chain/anvil.ts';
@@ -154,6 +156,8 @@ test('the chain stopped while a deposit waits for its receipt: 503 chain_unavail
   await dropChain();
   expect(await paid).toMatchObject({ status: 503, body: { error: 'chain_unavailable' } });
   await expectShownDown();
+  // a chain read outside the chain bank's routes (the audit's scan of the vault): the same one error
+  await expect(chainIntentViolations(db.pool('poker_bank', 1), { rpcUrl: local.url })).rejects.toBeInstanceOf(ChainUnavailable);
 
   await restoreChain();
   await expectShownUp();
