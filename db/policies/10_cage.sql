@@ -16,6 +16,8 @@ grant select on cage.cage_accounts, cage.cage_entries, cage.cage_ledger, cage.re
   cage.deposit_intents, cage.withdraw_intents, cage.custody_entries, cage.rake_reconciliations,
   cage.operator_acts, cage.manual_corrections, cage.table_escapes, cage.custody_disputes, cage.custody_releases
   to poker_cage;
+-- a deposit as it stands (60_cash.sql): the read of GET /api/deposits/:key
+grant select on cage.deposit_states to poker_cage;
 grant execute on function
   cage.audit(),
   cage.open_deposit(uuid, text, text, integer, bigint),

@@ -9,6 +9,8 @@ alter default privileges in schema bank, bank_private revoke execute on function
 grant usage on schema bank to poker_bank, poker_worker, poker_admin;
 -- poker_admin reads them for the audit's chain check (ops audit), under a live admin session (90_admin_reads.sql)
 grant select on bank.deployments, bank.deposit_intents, bank.withdraw_intents, bank.tournament_payments, bank.vault_refunds to poker_bank, poker_worker, poker_admin;
+-- a deposit as it stands (10_deposits.sql): the read of GET /api/deposits/:key and of a replayed entry
+grant select on bank.deposit_states to poker_bank;
 grant execute on function
   bank.activate_deployment(uuid, bigint, text, text, bigint),
   bank.create_table(text, text, jsonb, uuid, integer, integer, text, text),

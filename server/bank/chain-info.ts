@@ -6,11 +6,14 @@
 //   GET /api/chain                  what a permit is signed against: the token's EIP-712 domain
 //                                   (tokenName, tokenVersion, chainId, token = verifyingContract, as
 //                                   the token itself reports them, ERC-5267), the vault (the permit's
-//                                   spender) and chipUnits (token base units per chip).
+//                                   spender) and chipUnits (token base units per chip); and whether
+//                                   the node answers now (`reachable`, probed within a short bound,
+//                                   with `lastError`: when a call last found it unreachable, and why).
 //   GET /api/chain/nonces/:address  the token's next permit nonce for that owner.
 // The browser signs the same typed data as server/chain/dev-wallet.ts signPermit, with
-// eth_signTypedData_v4 (web/permit.ts). 503 chain_not_configured without a chain, chain_unavailable
-// when the node does not answer.
+// eth_signTypedData_v4 (web/permit.ts). 503 chain_not_configured without a chain; chain_unavailable
+// when the node does not answer (server/chain's ChainUnavailable, mapped by the HTTP error boundary)
+// and the domain was never read.
 import type { Express } from 'express';
 import { getAddress, type Address } from 'viem';
 import { z } from 'zod';
@@ -31,7 +34,13 @@ export const chainInfoRoutes = [
   describeRoute({
     method: 'get', path: '/api/chain', auth: 'none', summary: 'What a permit is signed against: the token\'s EIP-712 domain and the vault',
     responses: {
-      200: { description: 'the domain', body: z.object({ bank: z.literal('chain'), chainId: z.number(), token: z.string(), vault: z.string(), tokenName: z.string(), tokenVersion: z.string(), chipUnits: z.string() }) },
+      200: {
+        description: 'the domain, and whether the node answers now',
+        body: z.object({
+          bank: z.literal('chain'), chainId: z.number(), token: z.string(), vault: z.string(), tokenName: z.string(), tokenVersion: z.string(), chipUnits: z.string(),
+          reachable: z.boolean(), checkedAt: z.string(), blockNumber: z.string().optional(), lastError: z.object({ message: z.string(), at: z.string() }).optional(),
+        }),
+      },
       503: 'chain_not_configured, chain_unavailable',
     },
   }),
@@ -42,15 +51,6 @@ export const chainInfoRoutes = [
   }),
 ];
 
-async function read<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (err) {
-    if (err instanceof ChainUnavailable) throw new ApiError(503, 'chain_unavailable');
-    throw err;
-  }
-}
-
 export function installChainInfoRoutes(app: Express, deps: BankDeps) {
   app.get('/api/economy', (_req, res) => {
     res.json({ bank: 'chain', moneyKinds: ['real'], units: { chip: 1, tokenBaseUnitsPerChip: Number(BASE_UNITS_PER_CHIP) } });
@@ -58,7 +58,11 @@ export function installChainInfoRoutes(app: Express, deps: BankDeps) {
 
   app.get('/api/chain', async (_req, res) => {
     const chain = requireChain(deps);
-    const domain = await read(() => chain.permitDomain());
+    const reachability = await chain.reachability();
+    // the domain is read once and kept: a node down since still answers it, with reachable: false
+    const domain = await chain.permitDomain().catch((err: unknown) => {
+      throw err instanceof ChainUnavailable ? new ApiError(503, 'chain_unavailable', undefined, { ...reachability, reachable: false }) : err;
+    });
     res.json({
       bank: 'chain',
       chainId: Number(domain.chainId ?? chain.deployment.chainId),
@@ -67,6 +71,7 @@ export function installChainInfoRoutes(app: Express, deps: BankDeps) {
       tokenName: domain.name,
       tokenVersion: domain.version,
       chipUnits: BASE_UNITS_PER_CHIP.toString(),
+      ...reachability,
     });
   });
 
@@ -77,7 +82,7 @@ export function installChainInfoRoutes(app: Express, deps: BankDeps) {
     const chain = requireChain(deps);
     // any spelling of the address (a checksum is not required): the chain's own form answered
     const owner = getAddress(raw.toLowerCase()) as Address;
-    const nonce = await read(() => chain.permitNonce(owner));
+    const nonce = await chain.permitNonce(owner);
     res.json({ owner, nonce: nonce.toString() });
   });
 }

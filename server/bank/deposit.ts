@@ -125,7 +125,7 @@ async function replayAnswer(deps: BankDeps, row: DepositRow, span: Span) {
     span.setAttribute('deposit.result', 'replay_confirmed');
     if (row.mode === 'sng') {
       const { rows } = await deps.pool.query<{ tx_hash: string | null; payment_key: string }>(
-        "select tx_hash, payment_key from bank.tournament_payments where entry_key = $1 and kind = 'refund'", [row.idempotency_key],
+        "select refund_tx_hash as tx_hash, refund_key as payment_key from bank.deposit_states where idempotency_key = $1 and status = 'refunded'", [row.idempotency_key],
       );
       if (rows[0]) {
         return { status: 'refunded', txHash: row.tx_hash, idempotencyKey: row.idempotency_key, seatIndex: null, replay: true, refundTxHash: rows[0].tx_hash };
@@ -286,7 +286,7 @@ export function installBankDepositRoutes(app: Express, deps: BankDeps) {
     if (!/^0x[0-9a-f]{64}$/.test(key)) throw new ApiError(404, 'deposit_not_found');
     const { rows } = await deps.pool.query(
       `select idempotency_key, status, tx_hash, error, table_id, seat_index, amount, wallet, credited_at, created_at, updated_at
-         from bank.deposit_intents where idempotency_key = $1 and user_id = $2`, [key, res.locals.claims.sub],
+         from bank.deposit_states where idempotency_key = $1 and user_id = $2`, [key, res.locals.claims.sub],
     );
     const r = rows[0];
     if (!r) throw new ApiError(404, 'deposit_not_found');

@@ -211,7 +211,7 @@ function installDepositRoutes(app: Express, deps: CashDeps) {
     // the key is the caller's own namespace: another user's deposit under the same key is not found
     const { rows } = await pool.query(
       `select ref_id, idempotency_key, status, error, table_id, seat_index, amount, money_kind::text as money_kind, created_at, updated_at
-         from cage.deposit_intents where ref_id = cage.deposit_ref($1, $2)`,
+         from cage.deposit_states where ref_id = cage.deposit_ref($1, $2)`,
       [res.locals.claims.sub, key.data],
     );
     if (!rows[0]) throw new ApiError(404, 'deposit_not_found');

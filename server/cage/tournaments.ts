@@ -52,7 +52,8 @@ export async function tournamentDeposit(
     [d.sid, d.key, d.tableId, parsed.data.seatIndex ?? null, d.amount.toString(), RESERVE_TTL_SECONDS],
   );
   const r = rows[0]!;
-  if (r.outcome === 'insufficient') throw new ApiError(402, 'insufficient_cage_balance', undefined, { seatReleased: true });
+  // a seat held from before is released; without one nothing was reserved (seat_index null)
+  if (r.outcome === 'insufficient') throw new ApiError(402, 'insufficient_cage_balance', undefined, { seatReleased: r.seat_index !== null });
   if (r.outcome === 'paid') deps.log.info({ userId: d.userId, tableId: d.tableId, seatIndex: r.seat_index, state: r.tournament_state }, 'tournament entry paid');
   // a replay of an entry refunded since answers that (what is true now), as a replay
   const refunded = r.outcome === 'replayed_refunded';

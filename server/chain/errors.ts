@@ -16,15 +16,29 @@ export function revertReason(revert: ContractFunctionRevertedError): string {
 }
 
 function isUnreachable(e: unknown): boolean {
-  return e instanceof HttpRequestError || e instanceof TimeoutError || e instanceof SocketClosedError;
+  return e instanceof HttpRequestError || e instanceof TimeoutError || e instanceof SocketClosedError || isNetworkError(e);
 }
 
-/** The error a chain call rejects with: ChainRevert, ChainUnavailable, or the original error. */
+/** A socket-level failure outside viem's wrapping (a refused or reset connection, undici's socket errors). */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+function isNetworkError(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (NETWORK_CODES.has(code) || code.startsWith('UND_ERR_'));
+}
+
+/**
+ * The error a chain call rejects with: ChainRevert, ChainUnavailable (the one coded error of an
+ * unreachable chain: 503 chain_unavailable at the HTTP boundary), or the original error.
+ */
 export function chainError(err: unknown): unknown {
   if (err instanceof ChainRevert || err instanceof ChainUnavailable) return err;
+  if (isNetworkError(err) || (err instanceof Error && isNetworkError(err.cause))) return new ChainUnavailable(`chain unavailable: ${(err as Error).message}`);
   if (!(err instanceof BaseError)) return err;
   const revert = err.walk((e) => e instanceof ContractFunctionRevertedError);
   if (revert instanceof ContractFunctionRevertedError) return new ChainRevert(revertReason(revert));
+  // a request of our clients already said so (client.ts), and a viem action wrapped it
+  const said = err.walk((e) => e instanceof ChainUnavailable);
+  if (said instanceof ChainUnavailable) return said;
   if (err.walk(isUnreachable)) return new ChainUnavailable(`chain unavailable: ${err.shortMessage}`);
   return err;
 }

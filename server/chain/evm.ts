@@ -8,12 +8,12 @@ import {
 } from 'viem';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { getTransaction, getTransactionReceipt, readContract, simulateContract, writeContract } from 'viem/actions';
-import { publicClientFor, walletClientFor } from './client.ts';
+import { probeBlockNumber, publicClientFor, walletClientFor } from './client.ts';
 import { CHIP_TOKEN, TABLE_VAULT, VAULT_CALL_ABI, tableKey } from './contracts.ts';
 import { chainError, onChain, reasonOf } from './errors.ts';
 import { permitDomain, permitMessage, permitNonce, permitSignature, permitV, PERMIT_TYPES, toBaseUnits } from './permit.ts';
 import { SerialSender } from './sender.ts';
-import { ChainRevert, ChainUnavailable, type ChainBankChain, type Deployment, type PermitParts, type TxOutcome, type VaultDeposit, type VaultWithdrawal } from './types.ts';
+import { ChainRevert, ChainUnavailable, type ChainBankChain, type ChainReachability, type Deployment, type PermitParts, type TxOutcome, type VaultDeposit, type VaultWithdrawal } from './types.ts';
 
 export interface ChainBankChainConfig {
   rpcUrl: string;
@@ -37,8 +37,11 @@ export class EvmChainBankChain implements ChainBankChain {
   private readonly sender: SerialSender;
   private readonly pollingIntervalMs: number;
   private domain: Promise<TypedDataDomain> | undefined;
+  private readonly rpcUrl: string;
+  private lastFault: ChainReachability['lastError'];
 
   constructor(config: ChainBankChainConfig) {
+    this.rpcUrl = config.rpcUrl;
     this.deployment = { chainId: config.deployment.chainId, token: getAddress(config.deployment.token), vault: getAddress(config.deployment.vault) };
     this.account = privateKeyToAccount(config.operatorKey);
     this.operator = this.account.address;
@@ -48,9 +51,30 @@ export class EvmChainBankChain implements ChainBankChain {
     this.pollingIntervalMs = config.pollingIntervalMs ?? 250;
   }
 
+  /** A chain call with its errors mapped (onChain); an unreachable node is remembered as the last fault. */
+  private async on<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      return await onChain(call);
+    } catch (err) {
+      if (err instanceof ChainUnavailable) this.lastFault = { message: err.message, at: new Date().toISOString() };
+      throw err;
+    }
+  }
+
+  async reachability(): Promise<ChainReachability> {
+    const checkedAt = new Date().toISOString();
+    try {
+      const blockNumber = await this.on(() => probeBlockNumber(this.rpcUrl));
+      return { reachable: true, checkedAt, blockNumber: blockNumber.toString(), ...(this.lastFault ? { lastError: this.lastFault } : {}) };
+    } catch (err) {
+      if (!(err instanceof ChainUnavailable)) this.lastFault = { message: (err as Error).message.slice(0, 200), at: checkedAt };
+      return { reachable: false, checkedAt, lastError: this.lastFault };
+    }
+  }
+
   async recoverPermitSigner(args: { owner: Address; chips: bigint; permit: PermitParts }): Promise<{ signer: Address | null; nonce: bigint }> {
     const value = toBaseUnits(args.chips);
-    const [domain, nonce] = await onChain(() => Promise.all([this.tokenDomain(), permitNonce(this.client, this.deployment, args.owner)]));
+    const [domain, nonce] = await this.on(() => Promise.all([this.tokenDomain(), permitNonce(this.client, this.deployment, args.owner)]));
     try {
       const signer = await recoverTypedDataAddress({
         domain,
@@ -85,9 +109,9 @@ export class EvmChainBankChain implements ChainBankChain {
   async waitForOutcome(txHash: Hex, timeoutMs: number): Promise<TxOutcome> {
     const deadline = Date.now() + Math.max(0, timeoutMs);
     for (;;) {
-      const receipt = await onChain(() => this.receipt(txHash));
+      const receipt = await this.on(() => this.receipt(txHash));
       if (receipt?.status === 'success') return { status: 'confirmed', txHash, blockNumber: receipt.blockNumber };
-      if (receipt) return { status: 'reverted', txHash, reason: await onChain(() => this.revertReasonOf(txHash, receipt.blockNumber)) };
+      if (receipt) return { status: 'reverted', txHash, reason: await this.on(() => this.revertReasonOf(txHash, receipt.blockNumber)) };
       const left = deadline - Date.now();
       if (left <= 0) return { status: 'pending', txHash };
       await sleep(Math.min(this.pollingIntervalMs, left));
@@ -95,7 +119,7 @@ export class EvmChainBankChain implements ChainBankChain {
   }
 
   async isKnown(txHash: Hex): Promise<boolean> {
-    return onChain(async () => {
+    return this.on(async () => {
       try {
         await getTransaction(this.client, { hash: txHash });
         return true;
@@ -111,7 +135,7 @@ export class EvmChainBankChain implements ChainBankChain {
   }
 
   async depositOf(txHash: Hex): Promise<VaultDeposit | null> {
-    const receipt = await onChain(() => this.receipt(txHash));
+    const receipt = await this.on(() => this.receipt(txHash));
     if (!receipt || receipt.status !== 'success') return null;
     const logs = receipt.logs.filter((log) => isAddressEqual(log.address, this.deployment.vault));
     const [event] = parseEventLogs({ abi: TABLE_VAULT.abi, logs, eventName: 'Deposited' });
@@ -121,7 +145,7 @@ export class EvmChainBankChain implements ChainBankChain {
   }
 
   async withdrawalOf(txHash: Hex): Promise<VaultWithdrawal | null> {
-    const receipt = await onChain(() => this.receipt(txHash));
+    const receipt = await this.on(() => this.receipt(txHash));
     if (!receipt || receipt.status !== 'success') return null;
     const logs = receipt.logs.filter((log) => isAddressEqual(log.address, this.deployment.vault));
     const [event] = parseEventLogs({ abi: TABLE_VAULT.abi, logs }).filter((e) => e.eventName === 'Withdrawn' || e.eventName === 'PaidOut');
@@ -131,16 +155,16 @@ export class EvmChainBankChain implements ChainBankChain {
   }
 
   balanceOf(address: Address): Promise<bigint> {
-    return onChain(async () => (await readContract(this.client, { address: this.deployment.token, abi: CHIP_TOKEN.abi, functionName: 'balanceOf', args: [address] })) as bigint);
+    return this.on(async () => (await readContract(this.client, { address: this.deployment.token, abi: CHIP_TOKEN.abi, functionName: 'balanceOf', args: [address] })) as bigint);
   }
 
   tableBalance(tableId: string): Promise<bigint> {
-    return onChain(async () => (await readContract(this.client, { address: this.deployment.vault, abi: TABLE_VAULT.abi, functionName: 'tableBalance', args: [tableKey(tableId)] })) as bigint);
+    return this.on(async () => (await readContract(this.client, { address: this.deployment.vault, abi: TABLE_VAULT.abi, functionName: 'tableBalance', args: [tableKey(tableId)] })) as bigint);
   }
 
   /** Simulates (a revert rejects with its reason, nothing sent), then sends with the operator's next nonce. */
   private send(functionName: VaultFunction, args: readonly unknown[]): Promise<Hex> {
-    return onChain(async () => {
+    return this.on(async () => {
       const call = { address: this.deployment.vault, abi: VAULT_CALL_ABI, functionName, args, account: this.account } as const;
       await simulateContract(this.client, call);
       return this.sender.run((nonce) => writeContract(this.wallet, { ...call, chain: this.wallet.chain, nonce }));
@@ -148,11 +172,11 @@ export class EvmChainBankChain implements ChainBankChain {
   }
 
   permitDomain(): Promise<TypedDataDomain> {
-    return onChain(() => this.tokenDomain());
+    return this.on(() => this.tokenDomain());
   }
 
   permitNonce(owner: Address): Promise<bigint> {
-    return onChain(() => permitNonce(this.client, this.deployment, owner));
+    return this.on(() => permitNonce(this.client, this.deployment, owner));
   }
 
   private tokenDomain(): Promise<TypedDataDomain> {

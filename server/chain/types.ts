@@ -2,6 +2,7 @@
 // contracts are in contracts/ (a 6-decimal ERC-20 with ERC-2612 permit, the chip token; and the
 // table vault, keyed by keccak256(tableId)); chips x 10^6 = base units, converted only here.
 import type { Address, Hex, TypedDataDomain } from 'viem';
+import { refusalState } from '../http/errors.ts';
 
 /** 1 chip = 10^6 token base units (the token has 6 decimals). */
 export const BASE_UNITS_PER_CHIP = 1_000_000n;
@@ -81,6 +82,19 @@ export interface ChainBankChain {
   permitNonce(owner: Address): Promise<bigint>;
   /** The vault's recorded balance of a table, in base units. */
   tableBalance(tableId: string): Promise<bigint>;
+  /** Whether the node answers now (its block number within a short timeout), and the last fault seen. */
+  reachability(): Promise<ChainReachability>;
+}
+
+/** What /health and GET /api/chain say of the chain: reachable now or not, and its last fault. */
+export interface ChainReachability {
+  reachable: boolean;
+  /** When the node was last asked (ISO 8601). */
+  checkedAt: string;
+  /** The block it answered (a decimal string), when it answered. */
+  blockNumber?: string;
+  /** The last time a call found the node unreachable, and why (kept after it recovers). */
+  lastError?: { message: string; at: string };
 }
 
 /** A transaction the chain refused (at simulation or in its receipt), with the revert reason. */
@@ -93,10 +107,21 @@ export class ChainRevert extends Error {
   }
 }
 
-/** The chain cannot be reached (refused connection, timeout): the caller cannot know what happened. */
+/** The SQLSTATE of the registry's bank refusal `chain_unavailable` (db/refusals.json: 503). */
+const CHAIN_UNAVAILABLE = refusalState('bank', 'chain_unavailable');
+
+/**
+ * The chain cannot be reached (refused connection, reset, timeout): the caller cannot know what
+ * happened. The one coded error of every unreachable chain call: it carries the registry's code, so
+ * the HTTP error boundary answers any route it escapes from with 503 `chain_unavailable`.
+ */
 export class ChainUnavailable extends Error {
+  readonly code = CHAIN_UNAVAILABLE;
+  /** As viem's errors carry it: a viem action that wraps this one quotes it. */
+  readonly shortMessage: string;
   constructor(message: string) {
     super(message);
     this.name = 'ChainUnavailable';
+    this.shortMessage = message;
   }
 }

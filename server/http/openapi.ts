@@ -63,7 +63,7 @@ export const healthRoute = describeRoute({
   method: 'get', path: '/health', auth: 'none', summary: 'Liveness and the database latency',
   responses: {
     200: { description: 'the database answers', body: z.object({ ok: z.literal(true), latency: z.number().describe('milliseconds') }) },
-    503: 'database_unreachable',
+    503: 'database_unreachable; on the chain bank also chain_unreachable (its node does not answer a short probe: `chain: { reachable: false, lastError }`)',
   },
 });
 export const openApiRoute = describeRoute({

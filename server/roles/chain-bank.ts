@@ -57,6 +57,18 @@ async function openChain(config: RoleContext['config'], log: RoleContext['log'])
   };
 }
 
+/**
+ * /health of the chain bank: the database (createApp) and the chain, probed within a short bound
+ * (its block number): a node that does not answer is 503 `ok: false`, `error: chain_unreachable`,
+ * with when and why it last failed; healthy again as soon as it answers. Without a chain configured
+ * there is nothing to probe (deposits answer chain_not_configured).
+ */
+async function chainHealth(chain: ChainBankChain | undefined) {
+  if (!chain) return { ok: true, chain: { configured: false } };
+  const reachability = await chain.reachability();
+  return { ok: reachability.reachable, ...(reachability.reachable ? {} : { error: 'chain_unreachable' }), chain: reachability };
+}
+
 /** The chain bank's routes (chainBankRoutes describes them). */
 function installChainBankRoutes(app: Express, config: RoleContext['config'], deps: BankDeps) {
   installTableRoutes(app, {
@@ -108,6 +120,7 @@ export async function startChainBank(ctx: RoleContext): Promise<StartedRole> {
       bodyLimit: config.HTTP_BODY_LIMIT,
       pool,
       api: { role: 'chain-bank', routes: chainBankRoutes(config.testAuthPermitted) },
+      health: () => chainHealth(chain),
       routes: (app: Express) => installChainBankRoutes(app, config, deps),
     });
     return {

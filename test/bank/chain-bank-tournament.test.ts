@@ -361,9 +361,10 @@ test('a refund whose transaction the chain drops: the unregister answers it unpa
   await reconcileNow();
   expect(await payment()).toEqual({ status: 'confirmed', tx_hash: paid.tx_hash, error: null });
   expect(await balance(a)).toBe(300n);
-  expect(await call(`${bank}/api/deposit`, { headers: a.auth, body: entry.deposit })).toMatchObject({
-    status: 200, body: { status: 'refunded', replay: true, refundTxHash: paid.tx_hash },
-  });
+  const replayed = await call(`${bank}/api/deposit`, { headers: a.auth, body: entry.deposit });
+  expect(replayed).toMatchObject({ status: 200, body: { status: 'refunded', replay: true, refundTxHash: paid.tx_hash } });
+  // issue 32: the read agrees with the replay (bank.deposit_states, one definition of both)
+  expect(await call(`${bank}/api/deposits/${replayed.body.idempotencyKey}`, { headers: a.auth })).toMatchObject({ status: 200, body: { status: 'refunded', tableId } });
 }, 60_000);
 
 test('issue 31: an entry the bank login failed in flight (its seat released) confirms on chain and funds nothing: named ten minutes on, refunded to its signing wallet once, named no more', async () => {

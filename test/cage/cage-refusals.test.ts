@@ -151,7 +151,7 @@ describe('deposit', () => {
     expect(await seats(tableId)).toEqual([seat(p, 0, 200)]);
   });
 
-  test('409 seat_taken is compensated: the balance is restored and a replay of the key answers 409 failed', async () => {
+  test('409 seat_taken is refused before any write (issue 32): the balance untouched, no intent kept, the key judged again', async () => {
     const [a, b] = await players(500, 500) as [Player, Player];
     const tableId = await m.table(a.auth);
     await sit(a, tableId, 0, 100);
@@ -160,14 +160,14 @@ describe('deposit', () => {
     expect(await m.balance(b.auth)).toBe(500);
     expect(await seats(tableId)).toEqual([seat(a, 0, 100)]);
     const replay = await m.deposit(b.auth, { tableId, seatIndex: 0, amount: 100 }, key);
-    expect(replay).toEqual({ status: 409, body: { error: 'failed', status: 'failed', reason: 'seat_taken' } });
+    expect(replay).toEqual(refused(409, 'seat_taken'));
     expect(await m.balance(b.auth)).toBe(500);
     const { rows } = await db.owner.query('select status, error from cage.deposit_intents where user_id = $1', [b.userId]);
-    expect(rows).toEqual([{ status: 'failed', error: 'seat_taken' }]);
+    expect(rows).toEqual([]);
     await expectCleanAudit(db.pool('poker_cage'));
   });
 
-  test('409 already_seated (same player, other seat) and 400 invalid_seat_index (beyond maxPlayers) are compensated', async () => {
+  test('409 already_seated (same player, other seat) and 400 invalid_seat_index (beyond maxPlayers) move nothing', async () => {
     const a = await m.player(500);
     const tableId = await m.table(a.auth); // maxPlayers 6: seats 0..5
     await sit(a, tableId, 0, 100);
@@ -179,7 +179,7 @@ describe('deposit', () => {
     expect(await seats(tableId)).toEqual([seat(a, 0, 100)]);
   });
 
-  test('409 hand_in_progress for a sit and a top-up; compensated; the next boundary takes them', async () => {
+  test('409 hand_in_progress for a sit and a top-up; nothing moves; the next boundary takes them', async () => {
     const [a, b, c] = await players(500, 500, 500) as [Player, Player, Player];
     const tableId = await m.table(a.auth);
     await sit(a, tableId, 0, 100);

@@ -5,6 +5,8 @@ import { loadConfig } from '../../server/config/index.ts';
 import { createRolePool } from '../../server/db/pools.ts';
 import { createApp, listen, type Listening } from '../../server/http/app.ts';
 import { ApiError, toErrorBody } from '../../server/http/errors.ts';
+import { chainError } from '../../server/chain/errors.ts';
+import { ChainUnavailable } from '../../server/chain/types.ts';
 import type { StartedRole } from '../../server/roles/types.ts';
 import { createLogger } from '../../server/telemetry/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -105,6 +107,10 @@ describe('one mapping from errors to responses', () => {
     [new ApiError(401, 'missing_bearer_token'), 401, 'missing_bearer_token'],
     [new Error('boom with a secret inside'), 500, 'internal_error'],
     [{ code: 'XX000', message: 'internal' }, 500, 'internal_error'],
+    // an unreachable chain, from any route (issue 32): the registry's bank code, never a 500
+    [new ChainUnavailable('chain unavailable: fetch failed'), 503, 'chain_unavailable'],
+    [chainError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8545'), { code: 'ECONNREFUSED' })), 503, 'chain_unavailable'],
+    [chainError(new TypeError('fetch failed', { cause: Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }) })), 503, 'chain_unavailable'],
   ])('%o -> %i %s', (err, status, error) => {
     expect(toErrorBody(err)).toEqual({ status, body: { error } });
   });

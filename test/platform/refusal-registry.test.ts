@@ -37,10 +37,11 @@ function problemCodes(text: string, fn: string): string[] {
 async function raisedInDb() {
   const files = [...(await sqlFiles(path.join(DB, 'functions'))), ...(await sqlFiles(path.join(DB, 'migrations')))];
   const all = files.map((f) => f.text).join('\n');
-  // refuse(v_problem): the cage's problems are a movement's or a buy-in's, the game's a buy-in's
+  // refuse(v_problem): the cage's problems are a movement's or a buy-in's, the game's a buy-in's or a
+  // seat credit's (game_private.seat_credit_problem, which the cage's deposit judges too)
   const dynamic: Record<string, Record<string, string[]>> = {
-    cage: { v_problem: [...problemCodes(all, 'cage_private.movement_problem'), ...problemCodes(all, 'game_private.buy_in_problem')] },
-    game: { v_problem: problemCodes(all, 'game_private.buy_in_problem') },
+    cage: { v_problem: [...problemCodes(all, 'cage_private.movement_problem'), ...problemCodes(all, 'game_private.buy_in_problem'), ...problemCodes(all, 'game_private.seat_credit_problem')] },
+    game: { v_problem: [...problemCodes(all, 'game_private.buy_in_problem'), ...problemCodes(all, 'game_private.seat_credit_problem')] },
   };
   const refusals: { domain: string; code: string; where: string }[] = [];
   const states: { state: string; where: string }[] = [];

@@ -11,6 +11,18 @@
 --             whose tokens reached the vault;
 --   credited  bank.mark_credited: the game funded the seat (game.seat_credits holds this key).
 
+-- A chain deposit as it stands now, the one definition the read (GET /api/deposits/:key) and the
+-- replay of a tournament entry answer from: the intent's own status, except that a tournament entry
+-- whose refund was opened since (bank.tournament_payments, kind 'refund') is `refunded`, with the
+-- refund's key and transaction.
+create or replace view bank.deposit_states as
+  select d.idempotency_key, d.user_id, d.table_id, d.seat_index, d.amount, d.wallet, d.mode,
+         case when r.payment_key is not null then 'refunded' else d.status end as status,
+         d.tx_hash, d.error, d.credited_at, r.payment_key as refund_key, r.tx_hash as refund_tx_hash, d.created_at, d.updated_at
+    from bank.deposit_intents d
+    left join bank.tournament_payments r on r.entry_key = d.idempotency_key and r.kind = 'refund';
+comment on view bank.deposit_states is 'Chain deposits as they stand: the intent''s status, or refunded once a tournament entry''s refund was opened.';
+
 -- The active deployment, or no_active_deployment.
 create or replace function bank_private.active_deployment() returns bank.deployments
   language plpgsql stable

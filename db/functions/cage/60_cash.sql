@@ -6,6 +6,18 @@
 -- (cage.settle_position). confirm_deposit, fail_deposit and mark_withdrawal_settled remain for
 -- the paths where a call's fate is unknown (server/cage/seams.ts, the reconcilers).
 
+-- A deposit as it stands now, the one definition the read (GET /api/deposits/:key) and the replay of
+-- a tournament entry (cage.open_tournament_entry) both answer from: the intent's own status, except
+-- that a tournament entry refunded since (its `tournament-refund:{ref}` entry in the journal) is
+-- `refunded`, with the refund's ref.
+create or replace view cage.deposit_states as
+  select d.ref_id, d.idempotency_key, d.user_id, d.table_id, d.seat_index, d.amount, d.money_kind,
+         case when r.ref_id is not null then 'refunded' else d.status end as status,
+         d.error, r.ref_id as refund_ref_id, d.created_at, d.updated_at
+    from cage.deposit_intents d
+    left join cage.cage_entries r on r.ref_id = cage.tournament_refund_ref(d.ref_id);
+comment on view cage.deposit_states is 'Deposits as they stand: the intent''s status, or refunded once a tournament entry was refunded.';
+
 -- The table as the cage sees it, or a refusal.
 create or replace function cage_private.table_for_money(p_table_id text, p_refuse_frozen boolean) returns game.tables
   language plpgsql stable
@@ -46,7 +58,7 @@ declare
   v_ref text;
   v_intent cage.deposit_intents;
   v_table game.tables;
-  v_stack bigint;
+  v_player game.table_players;
   v_problem text;
   v_user_account bigint;
   v_escrow bigint;
@@ -74,17 +86,15 @@ begin
     on conflict on constraint deposit_intents_pkey do nothing
     returning d.* into v_intent;
     if v_intent.ref_id is not null then
-      if v_table.status = 'frozen' then
-        perform cage_private.refuse('table_frozen');
-      end if;
-      select p.chip_balance into v_stack from game.table_players p
+      -- A deposit the seat would refuse (frozen, a hand in play, the seat taken, the player seated
+      -- elsewhere or leaving, a buy-in out of range) is refused here, before the debit: the game's own
+      -- judgment (game_private.seat_credit_problem, which game.credit_seat applies again under its
+      -- locks), so a refusal known now writes nothing, neither a debit nor its reversal.
+      select * into v_player from game.table_players p
        where p.table_id = p_table_id and p.user_id = v_user and p.status <> 'closed';
-      v_problem := game_private.buy_in_problem(v_table.settings, coalesce(v_stack, 0), v_stack is null, p_amount);
+      v_problem := game_private.seat_credit_problem(v_table, v_player, p_seat_index, p_amount);
       if v_problem is not null then
-        perform cage_private.refuse(v_problem, 'a buy-in is within minBuyIn..maxBuyIn; a top-up keeps the stack at most maxBuyIn');
-      end if;
-      if p_seat_index >= coalesce(game_private.setting_bigint(v_table.settings, 'maxPlayers'), 9) then
-        perform cage_private.refuse('invalid_seat_index', 'seats are 0..maxPlayers-1');
+        perform cage_private.refuse(v_problem, format('seat %s of table %s cannot take %s chips for this player', p_seat_index, p_table_id, p_amount));
       end if;
 
       v_user_account := cage.ensure_account('user', v_user, null, v_table.money_kind::text);

@@ -45,6 +45,35 @@ begin
 end;
 $$;
 
+-- Whether a seat of p_table can take a credit of p_amount for the player whose open position is
+-- p_player (none: a new seat at p_seat_index): null, or the refusal game.credit_seat raises. One
+-- judgment, made twice: by the cage before its buy-in writes anything (cage.open_deposit: a deposit
+-- the seat would refuse writes no debit and no reversal) and by game.credit_seat under its locks.
+-- A hand holds the table unless the process that dealt it is gone (game_private.recover_orphaned_hand
+-- frees such a table before the credit).
+create or replace function game_private.seat_credit_problem(
+  p_table game.tables, p_player game.table_players, p_seat_index integer, p_amount bigint
+) returns text
+  language plpgsql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  return case
+    when p_table.status = 'frozen' then 'table_frozen'
+    when p_table.current_hand_id is not null
+         and not exists (select from game.table_leases l where l.table_id = p_table.table_id and not game_private.lease_live(l)) then 'hand_in_progress'
+    when p_player.id is not null and p_player.status = 'leaving' then 'seat_leaving'
+    when p_player.id is not null and p_player.seat_index <> p_seat_index then 'already_seated'
+    when p_player.id is not null then game_private.buy_in_problem(p_table.settings, p_player.chip_balance, false, p_amount)
+    when p_seat_index is null or p_seat_index < 0
+         or p_seat_index >= coalesce(game_private.setting_bigint(p_table.settings, 'maxPlayers'), 9) then 'invalid_seat_index'
+    when game_private.buy_in_problem(p_table.settings, 0, true, p_amount) is not null then game_private.buy_in_problem(p_table.settings, 0, true, p_amount)
+    when exists (select from game.table_players p
+                  where p.table_id = p_table.table_id and p.seat_index = p_seat_index and p.status <> 'closed') then 'seat_taken'
+  end;
+end;
+$$;
+
 -- Funds a seat with chips the cage has already moved into the table's escrow (p_key = the
 -- deposit's ledger ref id). A new seat is a new position (chain genesis + buy_in link); a player
 -- already seated tops up (top_up link). Idempotent per key: the same key again returns the seat as
@@ -64,7 +93,6 @@ declare
   v_credit game.seat_credits;
   v_player game.table_players;
   v_problem text;
-  v_max_players integer;
 begin
   if p_key is null or length(p_key) not between 1 and 200 or p_user_id is null or p_seat_index is null
      or p_amount is null or p_amount <= 0 then
@@ -120,41 +148,17 @@ begin
         format('no pending deposit %s for this user, table, seat and amount', p_key));
     end if;
   end if;
-  if v_table.status = 'frozen' then
-    perform game_private.refuse('table_frozen');
-  end if;
-  if v_table.current_hand_id is not null then
-    perform game_private.refuse('hand_in_progress', format('hand %s', v_table.current_hand_id));
-  end if;
-
   select * into v_player from game.table_players p
    where p.table_id = p_table_id and p.user_id = p_user_id and p.status <> 'closed'
    for update;
+  v_problem := game_private.seat_credit_problem(v_table, v_player, p_seat_index, p_amount);
+  if v_problem is not null then
+    perform game_private.refuse(v_problem, format('seat %s of table %s cannot take %s chips for this player', p_seat_index, p_table_id, p_amount));
+  end if;
   if v_player.id is not null then
-    if v_player.status = 'leaving' then
-      perform game_private.refuse('seat_leaving', 'this seat is being settled');
-    end if;
-    if v_player.seat_index <> p_seat_index then
-      perform game_private.refuse('already_seated', format('seated at seat %s', v_player.seat_index));
-    end if;
-    v_problem := game_private.buy_in_problem(v_table.settings, v_player.chip_balance, false, p_amount);
-    if v_problem is not null then
-      perform game_private.refuse(v_problem, 'a top-up may not take the stack above maxBuyIn');
-    end if;
     update game.table_players p set chip_balance = p.chip_balance + p_amount where p.id = v_player.id;
     perform game_private.extend_chain(v_player.id, 'top_up', p_amount, p_key);
   else
-    v_max_players := coalesce(game_private.setting_bigint(v_table.settings, 'maxPlayers'), 9)::integer;
-    if p_seat_index < 0 or p_seat_index >= v_max_players then
-      perform game_private.refuse('invalid_seat_index', format('seats are 0..%s', v_max_players - 1));
-    end if;
-    v_problem := game_private.buy_in_problem(v_table.settings, 0, true, p_amount);
-    if v_problem is not null then
-      perform game_private.refuse(v_problem, 'a buy-in is within minBuyIn..maxBuyIn');
-    end if;
-    if exists (select from game.table_players p where p.table_id = p_table_id and p.seat_index = p_seat_index and p.status <> 'closed') then
-      perform game_private.refuse('seat_taken', format('seat %s', p_seat_index));
-    end if;
     insert into game.table_players as p (table_id, user_id, seat_index, chip_balance, history_hash)
     values (p_table_id, p_user_id, p_seat_index, p_amount, '')
     returning p.* into v_player;

@@ -103,9 +103,9 @@ $$;
 -- idempotency key) like a cash deposit (the same key again: the intent as it stands). Gates, in
 -- order: the table is a tournament still registering, not frozen; the amount is the entry fee; the
 -- caller's reserve (or, with none, a seat reserved now: the audience and advisor gates apply); the
--- seat index, when given, is the reserved seat. With too little on the cage balance the held seat
--- is released and nothing else is written (outcome `insufficient`, the route's 402): the function
--- returns instead of raising so that the release commits. A paid entry completing the field moves
+-- seat index, when given, is the reserved seat. With too little on the cage balance nothing is
+-- written, but a seat held from before is released (outcome `insufficient`, the route's 402): the
+-- function returns instead of raising so that the release commits. A paid entry completing the field moves
 -- the tournament to starting.
 create or replace function cage.open_tournament_entry(
   p_sid uuid, p_idempotency_key text, p_table_id text, p_seat_index integer, p_amount bigint, p_reserve_ttl_seconds integer
@@ -140,9 +140,9 @@ begin
     if v_intent.table_id <> p_table_id or v_intent.amount <> p_amount then
       perform cage_private.refuse('idempotency_key_reused', 'this idempotency key was used for another deposit');
     end if;
-    -- a replay answers what is true now: the entry stands, or it was refunded
+    -- a replay answers what is true now, as the read does (cage.deposit_states): the entry stands, or it was refunded
     return query select v_ref,
-      case when exists (select from cage.cage_entries e where e.ref_id = cage.tournament_refund_ref(v_ref)) then 'replayed_refunded' else 'replayed' end,
+      case when (select d.status from cage.deposit_states d where d.ref_id = v_ref) = 'refunded' then 'replayed_refunded' else 'replayed' end,
       v_intent.seat_index, v_table.tournament_state, game_private.registered_count(p_table_id);
     return;
   end if;
@@ -157,6 +157,15 @@ begin
    where p.table_id = p_table_id and p.user_id = v_user and p.status <> 'closed' for update;
   if v_player.entry_state = 'paid' then
     perform game_private.refuse('tournament_already_registered');
+  end if;
+  -- The balance is judged before a seat is reserved: without a reserve, too little writes nothing
+  -- (no reserve made and closed again, so refused retries add no rows). A reserve held from before
+  -- is released below, as the overdraft of a held seat is (spec).
+  if v_player.id is null
+     and coalesce((select a.balance from cage.cage_accounts a
+                    where a.id = cage_private.find_account('user', v_user, null, v_table.money_kind)), 0) < p_amount then
+    return query select null::text, 'insufficient'::text, null::integer, v_table.tournament_state, game_private.registered_count(p_table_id);
+    return;
   end if;
   if v_player.id is null then
     -- no reserve yet: one now, for a human (an agent registers through the internal route first)
