@@ -21,6 +21,7 @@ import { call, POKER_SETTINGS, startMoneyPlatform } from '../helpers/money.ts';
 import { TEST_SERVICE_KEY } from '../helpers/platform.ts';
 import { fundedWallet, permitDeposit, type LocalChain } from '../helpers/chain-bank.ts';
 import { SNG } from '../helpers/tournament.ts';
+import { connect } from '../helpers/ws-client.ts';
 
 let db: TestDatabase;
 let m: Awaited<ReturnType<typeof startMoneyPlatform>>;
@@ -155,6 +156,74 @@ describe.each([['cage', cage], ['chain-bank', chain]] as const)('the bank interf
     expect(await bank.balance(p)).toBe(100);
   });
 
+  test('table creation refusals: invalid settings are 400 validation_failed with the issues; real money off is 403 real_money_disabled', async () => {
+    const p = await bank.player(0);
+    const bad = await call(`${bank.url()}/api/tables`, { headers: p.auth, body: { tableId: `bv-${randomUUID().slice(0, 8)}`, gameType: 'poker', settings: { ...POKER_SETTINGS, bigBlind: 1 } } });
+    expect(bad).toMatchObject({ status: 400, body: { error: 'validation_failed', issues: expect.any(Array) } });
+    await db.owner.query("update cage.switches set enabled = false where name = 'real_money'");
+    try {
+      const real = await call(`${bank.url()}/api/tables`, { headers: p.auth, body: { tableId: `br-${randomUUID().slice(0, 8)}`, gameType: 'poker', settings: POKER_SETTINGS, moneyKind: 'real' } });
+      expect(real).toEqual({ status: 403, body: { error: 'real_money_disabled' } });
+    } finally {
+      await db.owner.query("update cage.switches set enabled = true where name = 'real_money'");
+    }
+  });
+
+  test('GET /api/deposits/:key: the caller\'s own deposit as it stands; another player\'s, an unknown key: 404 deposit_not_found; a malformed key: 400', async () => {
+    const p = await bank.player(200);
+    const other = await bank.player(0);
+    const tableId = await table(p);
+    const { r } = await deposit(p, tableId, 4, 70);
+    expect(r.status).toBe(200);
+    const key = r.body.idempotencyKey as string;
+    const read = await call(`${bank.url()}/api/deposits/${encodeURIComponent(key)}`, { headers: p.auth });
+    expect(read).toMatchObject({ status: 200, body: { idempotencyKey: key, status: 'confirmed', txHash: r.body.txHash, tableId, seatIndex: 4, amount: '70', moneyKind: expect.any(String) } });
+    expect(await call(`${bank.url()}/api/deposits/${encodeURIComponent(key)}`, { headers: other.auth })).toEqual({ status: 404, body: { error: 'deposit_not_found' } });
+    expect(await call(`${bank.url()}/api/deposits/0x${'ab'.repeat(32)}`, { headers: p.auth })).toEqual({ status: 404, body: { error: 'deposit_not_found' } });
+    expect(await call(`${bank.url()}/api/deposits/${'k'.repeat(129)}`, { headers: p.auth })).toMatchObject({ status: 400, body: { error: 'bad_request' } });
+    expect((await call(`${bank.url()}/api/deposits/${encodeURIComponent(key)}`)).status).toBe(401);
+  });
+
+  test('a withdraw repeated after its seat was settled replays within the contract\'s window (one, in SQL), and is not_at_table after it', async () => {
+    const p = await bank.player(200);
+    const tableId = await table(p);
+    expect((await deposit(p, tableId, 1, 60)).r.status).toBe(200);
+    const out = await call(`${bank.url()}/api/withdraw`, { headers: p.auth, body: { tableId } });
+    expect(out.body).toMatchObject({ status: 'confirmed', amount: 60 });
+    const { rows: [{ secs }] } = await db.owner.query('select extract(epoch from cage.withdraw_replay_window())::int as secs');
+    expect(secs).toBeGreaterThan(60);
+    const intents = bank === chain ? 'bank.withdraw_intents' : 'cage.withdraw_intents';
+    const age = (seconds: number) => db.owner.query(`update ${intents} set created_at = now() - make_interval(secs => $2) where idempotency_key = $1`, [out.body.idempotencyKey, seconds]);
+    await age(secs - 60);
+    expect((await call(`${bank.url()}/api/withdraw`, { headers: p.auth, body: { tableId } })).body).toMatchObject({ status: 'confirmed', replay: true, idempotencyKey: out.body.idempotencyKey });
+    await age(secs + 60);
+    expect(await call(`${bank.url()}/api/withdraw`, { headers: p.auth, body: { tableId } })).toEqual({ status: 404, body: { error: 'not_at_table' } });
+    expect(await bank.balance(p)).toBe(200);
+  });
+
+  test('the websocket: sit and stand_up at a table of this bank go to this bank (one platform serves both)', async () => {
+    const p = await bank.player(300);
+    const tableId = await table(p);
+    const ws = await connect(`${m.game.replace(/^http/, 'ws')}/ws`, p.auth);
+    try {
+      await ws.next((x) => x.type === 'hello');
+      ws.send({ type: 'join', tableId, ref: 'j' });
+      expect(await ws.next((x) => x.ref === 'j')).toMatchObject({ type: 'joined' });
+      const d = await bank.depositBody(p, tableId, 2, 100);
+      const key = d.headers['idempotency-key'];
+      ws.send({ type: 'sit', ...d.body, ...(key ? { idempotencyKey: key } : {}), ref: 's' });
+      expect(await ws.next((x) => x.ref === 's', 30_000)).toMatchObject({ type: 'seated', tableId, seatIndex: 2, chipBalance: '100' });
+      expect(await seats(tableId)).toEqual([{ seatIndex: 2, userId: p.userId, chipBalance: '100', status: 'seated' }]);
+      expect(await bank.balance(p)).toBe(200);
+      ws.send({ type: 'stand_up', tableId, ref: 'u' });
+      expect(await ws.next((x) => x.ref === 'u', 30_000)).toMatchObject({ type: 'stood_up', tableId, amount: '100', txHash: expect.any(String) });
+      expect(await seats(tableId)).toEqual([]);
+      expect(await bank.balance(p)).toBe(300);
+    } finally {
+      await ws.close();
+    }
+  });
+
   describe('tournaments (sng)', () => {
     const sngTable = async (p: Player, over: Record<string, unknown> = {}) => {
       const tableId = `bs-${randomUUID().slice(0, 10)}`;
@@ -189,6 +258,35 @@ describe.each([['cage', cage], ['chain-bank', chain]] as const)('the bank interf
       const replay = await deposit(a, tableId, null, 100, paid.d);
       expect(replay.r).toMatchObject({ status: 200, body: { status: 'refunded', replay: true, txHash: paid.r.body.txHash, refundTxHash: expect.any(String) } });
       expect(await bank.balance(a)).toBe(300);
+    });
+
+    test('unregister refusals: no table id 400, not authenticated 401, a table that does not exist 404, a cash table 400 not_a_tournament; nothing moves', async () => {
+      const p = await bank.player(100);
+      const cashTable = await table(p);
+      expect((await call(`${bank.url()}/api/tournament/unregister`, { headers: p.auth, body: {} })).status).toBe(400);
+      expect((await call(`${bank.url()}/api/tournament/unregister`, { body: { tableId: cashTable } })).status).toBe(401);
+      expect(await unregister(p, 'no-such-table')).toEqual({ status: 404, body: { error: 'table_not_found' } });
+      expect(await unregister(p, cashTable)).toEqual({ status: 400, body: { error: 'not_a_tournament' } });
+      expect(await bank.balance(p)).toBe(100);
+    });
+
+    test('the websocket: stand_up while the tournament registers refunds the entry through this bank', async () => {
+      const host = await bank.player(0);
+      const tableId = await sngTable(host, { seats: 3 });
+      const a = await bank.player(300);
+      expect((await deposit(a, tableId, null, 100)).r.body).toMatchObject({ status: 'confirmed' });
+      expect(await bank.balance(a)).toBe(200);
+      const ws = await connect(`${m.game.replace(/^http/, 'ws')}/ws`, a.auth);
+      try {
+        await ws.next((x) => x.type === 'hello');
+        ws.send({ type: 'join', tableId, ref: 'j' });
+        expect(await ws.next((x) => x.ref === 'j')).toMatchObject({ type: 'joined' });
+        ws.send({ type: 'stand_up', tableId, ref: 'u' });
+        expect(await ws.next((x) => x.ref === 'u', 30_000)).toMatchObject({ type: 'tournament_unregistered', tableId, status: 'refunded', amount: '100' });
+        expect(await bank.balance(a)).toBe(300);
+      } finally {
+        await ws.close();
+      }
     });
 
     test('payouts: the service key only, the payout row\'s amount and place; paid once to the winner; the last one closes the tournament', async () => {
