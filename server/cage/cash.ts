@@ -13,26 +13,18 @@ import { z } from 'zod';
 import { requireServiceKey, secretMatches } from '../http/service-key.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import { playerSession, type JwtVerifier } from '../http/jwt.ts';
-import { chips, idempotencyKey, tableId } from '../http/schemas.ts';
+import { idempotencyKey, tableId } from '../http/schemas.ts';
 import type { ServiceClient } from '../http/service-client.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
 import type { ReceiptSigner, StoredReceipt } from './receipts.ts';
 import { payoutWithdraw, tournamentDeposit } from './tournaments.ts';
-import { depositKeyOf, fundSeat, settlePosition, standUpOnGame, type SettlementRow, withdrawKey, zeroSettled } from './seams.ts';
-import { realMoneyOn } from './switches.ts';
+import { fundSeat, settlePosition, type SettlementRow, zeroSettled } from './seams.ts';
+import { cageDepositBody, depositKeyOf, depositKeyParams, WITHDRAW_REPLAY_WINDOW_SQL, withdrawKey } from '../bank-contract/contract.ts';
+import { standUpOnGame } from '../bank-contract/seat-calls.ts';
+import { realMoneyOn } from '../bank-contract/switches.ts';
 import { describeRoute } from '../http/openapi.ts';
 
-/** How long after a settlement a repeated withdraw (the seat now empty) answers with that settlement. */
-export const WITHDRAW_REPLAY_WINDOW_SECONDS = 15 * 60;
-
-export const depositBody = z.object({
-  tableId,
-  seatIndex: z.number().int().min(0).max(9),
-  amount: chips,
-  idempotencyKey: idempotencyKey.optional(),
-});
-
-const depositKeyParams = z.object({ idempotencyKey });
+export const depositBody = cageDepositBody;
 export const bustBody = z.object({ tableId, userId: z.uuid() });
 
 /** The contracts of installCashRoutes. */
@@ -257,7 +249,7 @@ async function finishSettlement(deps: CashDeps, userId: string, tid: string, row
   return { row, receipt: row.receipt, settled };
 }
 
-/** A repeated withdraw after the seat was settled: the last settlement, within the replay window. */
+/** A repeated withdraw after the seat was settled: the last settlement, within the contract's replay window. */
 async function recentSettlement(deps: CashDeps, userId: string, tid: string) {
   const { rows } = await deps.pool.query(
     `select w.idempotency_key, w.ledger_ref_id, w.amount, w.settlement, w.custody_entry_id, w.history_hash,
@@ -265,9 +257,9 @@ async function recentSettlement(deps: CashDeps, userId: string, tid: string) {
             r.id as receipt_id, r.payload, r.signature, r.public_key, r.created_at as receipt_created_at
        from cage.withdraw_intents w join game.table_records t on t.table_id = w.table_id
        join cage.receipts r on r.ledger_ref_id = w.ledger_ref_id
-      where w.user_id = $1 and w.table_id = $2 and w.created_at > now() - make_interval(secs => $3)
+      where w.user_id = $1 and w.table_id = $2 and w.created_at > now() - ${WITHDRAW_REPLAY_WINDOW_SQL}
       order by w.created_at desc, w.player_id desc limit 1`,
-    [userId, tid, WITHDRAW_REPLAY_WINDOW_SECONDS],
+    [userId, tid],
   );
   const r = rows[0];
   // the last sitting ended in a bust: there is no withdrawal to replay

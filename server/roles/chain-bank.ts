@@ -14,7 +14,7 @@ import { createRolePool } from '../db/pools.ts';
 import { lazyJwtVerifier } from '../http/jwt.ts';
 import { authIssuer, loginCredentials } from '../config/index.ts';
 import { createServiceClient } from '../http/service-client.ts';
-import { installTableRoutes, tableCreateRoutes } from '../game/tables/create.ts';
+import { installTableRoutes, tableCreateRoutes } from '../bank-contract/tables.ts';
 import { bankDepositRoutes, installBankDepositRoutes, type BankDeps } from '../bank/deposit.ts';
 import { bankWithdrawRoutes, installBankWithdrawRoutes } from '../bank/withdraw.ts';
 import { chainTournamentRoutes, installChainTournamentRoutes } from '../bank/tournaments.ts';
