@@ -31,7 +31,7 @@ let reader: ReturnType<typeof createChainBankChain>;
 beforeAll(async () => {
   db = await createTestDatabase();
   await db.owner.query("insert into cage.switches (name, enabled) values ('real_money', true) on conflict (name) do update set enabled = true");
-  m = await startMoneyPlatform(db, { alsoChainBank: true, env: { CHAIN_CONFIRM_WINDOW_MS: '10000' } });
+  m = await startMoneyPlatform(db, { alsoChainBank: true, alsoWeb: true, env: { CHAIN_CONFIRM_WINDOW_MS: '10000' } });
   local = (m.platform.role('chain-bank') as unknown as { chain: typeof local }).chain;
   reader = createChainBankChain({ rpcUrl: local.url, operatorKey: generatePrivateKey(), deployment: local.deployment });
 }, 60_000);
@@ -222,6 +222,24 @@ describe.each([['cage', cage], ['chain-bank', chain]] as const)('the bank interf
     } finally {
       await ws.close();
     }
+  });
+
+  test('through the web role\'s proxy: the deposit, its read and the withdraw reach the table\'s own bank', async () => {
+    const gw = `${m.platform.url('web')}/api/gw/bank`;
+    const p = await bank.player(200);
+    const tableId = await table(p);
+    const d = await bank.depositBody(p, tableId, 5, 40);
+    const r = await call(`${gw}/api/deposit`, { headers: { ...p.auth, ...d.headers }, body: d.body });
+    expect(r).toMatchObject({ status: 200, body: { status: 'confirmed', seatIndex: 5, chipBalance: '40' } });
+    expect(await bank.balance(p)).toBe(160);
+    const read = await call(`${gw}/api/deposits/${encodeURIComponent(r.body.idempotencyKey)}`, { headers: p.auth });
+    expect(read).toMatchObject({ status: 200, body: { idempotencyKey: r.body.idempotencyKey, status: 'confirmed', tableId, amount: '40' } });
+    expect(await call(`${gw}/api/deposits/never-used`, { headers: p.auth })).toEqual({ status: 404, body: { error: 'deposit_not_found' } });
+    const out = await call(`${gw}/api/withdraw`, { headers: p.auth, body: { tableId } });
+    expect(out).toMatchObject({ status: 200, body: { status: 'confirmed', amount: 40 } });
+    expect(await bank.balance(p)).toBe(200);
+    expect(await call(`${gw}/api/tournament/unregister`, { headers: p.auth, body: { tableId } })).toEqual({ status: 400, body: { error: 'not_a_tournament' } });
+    expect(await call(`${gw}/api/withdraw`, { headers: p.auth, body: { tableId: 'no-such-table' } })).toEqual({ status: 404, body: { error: 'table_not_found' } });
   });
 
   describe('tournaments (sng)', () => {
