@@ -120,7 +120,12 @@ export async function startWeb({ config, log, peers }: RoleContext): Promise<Sta
   });
   serveApiDocument(app, 'web', webRoutes);
   const banks = bankUrls(config, peers);
-  installProxyRoutes(app, { upstream, bank: (bank) => banks[bank](), timeoutMs: Math.max(config.GAME_CALL_TIMEOUT_MS * 2, 10_000) });
+  // the calls that name no table go to the cage; a deployment with the chain bank and no cage (no
+  // cage URL, no cage role in this process) sends them to the chain bank
+  const cageKnown = () => Boolean(config.BANK_URL ?? config.CAGE_URL ?? peers?.get('cage')) || !(config.CHAIN_BANK_URL ?? peers?.get('chain-bank'));
+  installProxyRoutes(app, {
+    upstream, bank: (bank) => banks[bank](), defaultBank: () => (cageKnown() ? 'cage' : 'chain'), timeoutMs: Math.max(config.GAME_CALL_TIMEOUT_MS * 2, 10_000),
+  });
   installStaticRoutes(app);
   app.use(notFound);
   app.use(errorHandler(roleLog));

@@ -124,6 +124,8 @@ function send(res: Response, answer: Answer) {
 export interface ProxyDeps {
   upstream: (role: Exclude<Upstream, 'bank'>) => string | undefined;
   bank: (bank: BankName) => string | undefined;
+  /** The bank of the calls that name no table: the cage, or the chain bank of a deployment without one. */
+  defaultBank: () => BankName;
   timeoutMs: number;
 }
 
@@ -155,18 +157,19 @@ async function bankOfTable(deps: ProxyDeps, tableId: string): Promise<BankName |
 
 /**
  * The bank a call goes to: the named table's own (a table that does not exist, or no table id:
- * the cage, which answers the refusal), the chain bank for its chain reads, else the cage.
+ * the default bank, which answers the refusal), the chain bank for its chain reads, else the
+ * default bank.
  */
 async function bankFor(deps: ProxyDeps, req: Request, path: string): Promise<BankName> {
   if (path === '/api/chain' || path.startsWith('/api/chain/')) return 'chain';
-  if (!BY_TABLE.has(`${req.method} ${path}`)) return 'cage';
+  if (!BY_TABLE.has(`${req.method} ${path}`)) return deps.defaultBank();
   const tableId = tableIdSchema.safeParse((req.body as { tableId?: unknown } | undefined)?.tableId);
-  return (tableId.success && (await bankOfTable(deps, tableId.data))) || 'cage';
+  return (tableId.success && (await bankOfTable(deps, tableId.data))) || deps.defaultBank();
 }
 
 /** The deposit read: the cage's answer, unless it does not know the key and the chain bank does. */
 async function depositRead(deps: ProxyDeps, req: Request, path: string): Promise<Answer> {
-  const cage = deps.bank('cage');
+  const cage = deps.defaultBank() === 'cage' ? deps.bank('cage') : undefined;
   const fromCage = cage ? await forward(cage, req, path, deps.timeoutMs) : undefined;
   if (fromCage && !(fromCage.status === 404 && codeOf(fromCage.body) === 'deposit_not_found')) return fromCage;
   const chain = deps.bank('chain');
