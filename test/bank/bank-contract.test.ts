@@ -22,6 +22,7 @@ import { TEST_SERVICE_KEY } from '../helpers/platform.ts';
 import { fundedWallet, permitDeposit, type LocalChain } from '../helpers/chain-bank.ts';
 import { SNG } from '../helpers/tournament.ts';
 import { connect } from '../helpers/ws-client.ts';
+import { calmAction, latestState, liveClient, prng, resultsOf, until } from '../helpers/live.ts';
 
 let db: TestDatabase;
 let m: Awaited<ReturnType<typeof startMoneyPlatform>>;
@@ -349,4 +350,49 @@ describe.each([['cage', cage], ['chain-bank', chain]] as const)('the bank interf
       await expectCleanAudit(db.pool('poker_cage', 1));
     });
   });
+});
+
+describe('both banks under one platform', () => {
+  test('a cage table and a chain table play side by side: websocket sits, hands dealt on both, stand-ups; each bank\'s money back where it came from', async () => {
+    const live = liveClient(m, db);
+    const settings = { ...POKER_SETTINGS, rakePercent: 0, rakeCap: 0 };
+    try {
+      const players = [await live.player(300), await live.player(300)];
+      const wallets = await Promise.all(players.map((p) => fundedWallet(db, local, p.userId, 300n)));
+      const tables = { cage: `sc-${randomUUID().slice(0, 8)}`, chain: `sb-${randomUUID().slice(0, 8)}` };
+      expect((await call(`${m.cage}/api/tables`, { headers: players[0]!.auth, body: { tableId: tables.cage, gameType: 'poker', settings } })).status).toBe(200);
+      expect((await call(`${m.platform.url('chain-bank')}/api/tables`, { headers: players[0]!.auth, body: { tableId: tables.chain, gameType: 'poker', settings } })).status).toBe(200);
+      for (const [i, p] of players.entries()) {
+        await live.join(p, tables.cage);
+        await live.join(p, tables.chain);
+        expect(await live.request(p.ws, { type: 'sit', tableId: tables.cage, seatIndex: i, amount: 100, idempotencyKey: randomUUID() }, 30_000)).toMatchObject({ type: 'seated', chipBalance: '100' });
+        const permit = await permitDeposit(local, wallets[i]!, tables.chain, 100n, { seatIndex: i });
+        expect(await live.request(p.ws, { type: 'sit', ...permit }, 30_000)).toMatchObject({ type: 'seated', chipBalance: '100' });
+      }
+      // both tables deal; the players check or call their way through a hand on each
+      const rng = prng(32);
+      const answered = new Set<string>();
+      await until(async () => {
+        for (const p of players) {
+          for (const tableId of Object.values(tables)) {
+            const s = latestState(p.ws, tableId);
+            const turn = s?.legal ? `${tableId}:${s.legal.handId}:${s.legal.seq}` : undefined;
+            if (turn && !answered.has(turn)) {
+              answered.add(turn);
+              await live.request(p.ws, { type: 'action', tableId, handId: s!.legal.handId, seq: s!.legal.seq, ...calmAction(rng, s!.legal) });
+            }
+          }
+        }
+        return Object.values(tables).every((tableId) => resultsOf(players[0]!.ws, tableId).length > 0);
+      }, 'a hand played on each table', 60_000, 20);
+      for (const tableId of Object.values(tables)) await live.standUpAll(players, tableId);
+      // no rake: every chip is back where it came from, on each bank
+      expect((await Promise.all(players.map((p) => m.balance(p.auth)))).reduce((a, b) => a + b)).toBe(600);
+      expect((await Promise.all(wallets.map(async (w) => (await reader.balanceOf(w.wallet)) / 1_000_000n))).reduce((a, b) => a + b)).toBe(600n);
+      expect(await reader.tableBalance(tables.chain)).toBe(0n);
+      await expectCleanAudit(db.pool('poker_cage', 1));
+    } finally {
+      await live.closeAll();
+    }
+  }, 120_000);
 });
