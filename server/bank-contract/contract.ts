@@ -129,3 +129,27 @@ export function depositKeyOf(permit: unknown, signer: unknown, amount: bigint): 
 export function withdrawKey(userId: string, table: string, historyHash: string, chipAmount: bigint): `0x${string}` {
   return keccak256(toHex(`${userId}:${table}:${historyHash}:${chipAmount}`));
 }
+
+// ---- the table a call names ----------------------------------------------------------------
+
+/** A table as a bank reads it before any write: whose money, which mode, which status. */
+export interface BankTable { table_id: string; bank: BankName; mode: 'cash' | 'sng'; status: 'active' | 'pending' | 'frozen'; money_kind: 'play' | 'real' }
+
+/** The table a body names, or undefined (no such table, or not a table id). */
+export async function findTable(pool: { query: (sql: string, values: unknown[]) => Promise<{ rows: unknown[] }> }, id: unknown): Promise<BankTable | undefined> {
+  if (!tableId.safeParse(id).success) return undefined;
+  const { rows } = await pool.query('select table_id, bank, mode, status, money_kind from game.table_records where table_id = $1', [id]);
+  return rows[0] as BankTable | undefined;
+}
+
+/**
+ * The table a call names, as `bank` may serve it: 404 table_not_found, or 409 not_a_cage_table /
+ * not_a_chain_table for the other bank's table. Read before anything is written or asked of the
+ * game: a call to the wrong bank leaves nothing behind (the seat is not stood up).
+ */
+export async function tableOfBank(pool: Parameters<typeof findTable>[0], id: unknown, bank: BankName): Promise<BankTable> {
+  const table = await findTable(pool, id);
+  if (!table) throw new ApiError(404, 'table_not_found');
+  if (table.bank !== bank) throw new ApiError(409, bank === 'cage' ? 'not_a_cage_table' : 'not_a_chain_table');
+  return table;
+}

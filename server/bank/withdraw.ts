@@ -18,7 +18,7 @@ import { secretMatches, requireServiceKey } from '../http/service-key.ts';
 import { tableId as tableIdSchema } from '../http/schemas.ts';
 import { playerSession } from '../http/jwt.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
-import { forcedWithdrawBody, voluntaryWithdrawBody, WITHDRAW_REPLAY_WINDOW_SQL, withdrawKey } from '../bank-contract/contract.ts';
+import { forcedWithdrawBody, tableOfBank, voluntaryWithdrawBody, WITHDRAW_REPLAY_WINDOW_SQL, withdrawKey } from '../bank-contract/contract.ts';
 import { settleWithdrawal, standUpOnGame } from '../bank-contract/seat-calls.ts';
 import { ChainRevert, ChainUnavailable, BASE_UNITS_PER_CHIP, type ChainBankChain } from '../chain/types.ts';
 import { linkedWallets, requireChain, type BankDeps } from './deposit.ts';
@@ -35,13 +35,9 @@ interface WithdrawalRow {
 
 type Span = Parameters<Parameters<typeof withSpan>[2]>[0];
 
+/** The table a withdrawal names, as the chain bank may serve it (the contract's read), never a tournament's. */
 async function readTable(deps: BankDeps, tableId: string) {
-  const { rows } = await deps.pool.query<{ table_id: string; bank: string; mode: string; status: string }>(
-    'select table_id, bank, mode, status from game.table_records where table_id = $1', [tableId],
-  );
-  const t = rows[0];
-  if (!t) throw new ApiError(404, 'table_not_found');
-  if (t.bank !== 'chain') throw new ApiError(409, 'not_a_chain_table');
+  const t = await tableOfBank(deps.pool, tableId, 'chain');
   if (t.mode === 'sng') throw new ApiError(409, 'stand_up_not_allowed_in_tournament');
   return t;
 }

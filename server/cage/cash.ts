@@ -19,7 +19,9 @@ import { errorCode, withSpan } from '../telemetry/index.ts';
 import type { ReceiptSigner, StoredReceipt } from './receipts.ts';
 import { payoutWithdraw, tournamentDeposit } from './tournaments.ts';
 import { fundSeat, settlePosition, type SettlementRow, zeroSettled } from './seams.ts';
-import { cageDepositBody, depositKeyOf, depositKeyParams, WITHDRAW_REPLAY_WINDOW_SQL, withdrawKey } from '../bank-contract/contract.ts';
+import {
+  type BankTable, cageDepositBody, depositKeyOf, depositKeyParams, findTable, tableOfBank, WITHDRAW_REPLAY_WINDOW_SQL, withdrawKey,
+} from '../bank-contract/contract.ts';
 import { standUpOnGame } from '../bank-contract/seat-calls.ts';
 import { realMoneyOn } from '../bank-contract/switches.ts';
 import { describeRoute } from '../http/openapi.ts';
@@ -65,12 +67,7 @@ function depositJson(r: { ref_id: string; idempotency_key: string; status: strin
   };
 }
 
-interface TableRow {
-  table_id: string;
-  money_kind: 'play' | 'real';
-  mode: 'cash' | 'sng';
-  status: 'active' | 'pending' | 'frozen';
-}
+type TableRow = BankTable;
 
 export interface CashDeps {
   pool: pg.Pool;
@@ -92,19 +89,6 @@ export function receiptJson(r: StoredReceipt) {
 export function installCashRoutes(app: Express, deps: CashDeps) {
   installDepositRoutes(app, deps);
   installWithdrawRoutes(app, deps);
-}
-
-/** The table a body names, or undefined (no such table, or not a table id). */
-async function findTable(pool: pg.Pool, id: unknown): Promise<TableRow | undefined> {
-  if (!tableId.safeParse(id).success) return undefined;
-  const { rows } = await pool.query<TableRow>('select table_id, money_kind, mode, status from game.table_records where table_id = $1', [id]);
-  return rows[0];
-}
-
-async function readTable(pool: pg.Pool, id: string): Promise<TableRow> {
-  const table = await findTable(pool, id);
-  if (!table) throw new ApiError(404, 'table_not_found');
-  return table;
 }
 
 // ---- deposit --------------------------------------------------------------------------------
@@ -176,6 +160,7 @@ function installDepositRoutes(app: Express, deps: CashDeps) {
         const d = parseDeposit(b, req.get('idempotency-key'), table?.mode === 'sng');
         span.setAttributes({ 'deposit.amount': d.amount.toString(), 'deposit.idempotency_key': d.key });
         if (!table) throw new ApiError(404, 'table_not_found');
+        if (table.bank !== 'cage') throw new ApiError(409, 'not_a_cage_table');
         if (table.money_kind === 'real' && !(await realMoneyOn(pool))) throw new ApiError(403, 'real_money_disabled');
         if (table.mode === 'sng') {
           const answer = await tournamentDeposit(deps, { userId, sid: playerSession(res), tableId: table.table_id, amount: d.amount, key: d.key, body: b });
@@ -291,7 +276,8 @@ async function withdrawTable(deps: CashDeps, b: Record<string, unknown>): Promis
   if (b.tableId === undefined || b.tableId === null || b.tableId === '') throw new ApiError(400, 'missing_table_id');
   const tid = tableId.safeParse(b.tableId);
   if (!tid.success) throw new ApiError(400, 'bad_request', zodIssues(tid.error));
-  const table = await readTable(deps.pool, tid.data);
+  // the chain bank's table is refused before the seat is stood up (tableOfBank)
+  const table = await tableOfBank(deps.pool, tid.data, 'cage');
   // a tournament's money leaves by its payouts (payoutIntent) or, while it registers, the refund
   if (table.mode === 'sng') throw new ApiError(409, 'stand_up_not_allowed_in_tournament');
   if (table.status === 'frozen') throw new ApiError(409, 'table_frozen');

@@ -225,6 +225,24 @@ describe.each([['cage', cage], ['chain-bank', chain]] as const)('the bank interf
     }
   });
 
+  test('a table of the other bank: a withdraw (voluntary or forced) refused with the contract\'s code before the seat is stood up', async () => {
+    const other = bank === cage ? chain : cage;
+    const own = bank === cage ? 'not_a_cage_table' : 'not_a_chain_table';
+    const q = await other.player(200);
+    const tableId = `bo-${randomUUID().slice(0, 8)}`;
+    expect((await call(`${other.url()}/api/tables`, { headers: q.auth, body: { tableId, gameType: 'poker', settings: POKER_SETTINGS } })).status).toBe(200);
+    const d = await other.depositBody(q, tableId, 1, 50);
+    expect((await call(`${other.url()}/api/deposit`, { headers: { ...q.auth, ...d.headers }, body: d.body })).status).toBe(200);
+    const before = await seats(tableId);
+    expect(before).toEqual([{ seatIndex: 1, userId: q.userId, chipBalance: '50', status: 'seated' }]);
+    expect(await call(`${bank.url()}/api/withdraw`, { headers: q.auth, body: { tableId } })).toEqual({ status: 409, body: { error: own } });
+    expect(await call(`${bank.url()}/api/withdraw`, { headers: { 'x-service-key': TEST_SERVICE_KEY }, body: { tableId, forced: true, userId: q.userId } })).toEqual({ status: 409, body: { error: own } });
+    expect(await seats(tableId)).toEqual(before);
+    expect(await other.balance(q)).toBe(150);
+    expect((await call(`${other.url()}/api/withdraw`, { headers: q.auth, body: { tableId } })).body).toMatchObject({ status: 'confirmed', amount: 50 });
+    expect(await other.balance(q)).toBe(200);
+  });
+
   test('through the web role\'s proxy: the deposit, its read and the withdraw reach the table\'s own bank', async () => {
     const gw = `${m.platform.url('web')}/api/gw/bank`;
     const p = await bank.player(200);
