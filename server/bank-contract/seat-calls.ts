@@ -1,10 +1,11 @@
-// The game's seat calls, as either bank makes them (server/game/seats/routes.ts serves them, with the
+// The game's seat calls (and its payout announcement), as either bank makes them (server/game/seats/routes.ts serves them, with the
 // service key): the seat moves on the game, the money in the bank, and these four calls join them.
 //   credit-chips         fund a seat (a buy-in, a top-up, a tournament entry) under the deposit's key;
 //                        the game's transaction that funds it confirms the deposit;
 //   credit-chips/cancel  a funding whose fate is unknown: a tombstone, or the credit that arrived;
 //   stand-up             the position stood up (leaving), its stack and chain head frozen;
-//   settle-withdrawal    a settled position's seat closed under the settlement's ref.
+//   settle-withdrawal    a settled position's seat closed under the settlement's ref;
+//   payout-confirmed     a tournament place paid: the game announces it (tournament_payout_settled).
 // Each answers the game's answer as it came (a coded refusal with its status, or `unreachable`).
 import { ApiError } from '../http/errors.ts';
 import type { ServiceClient } from '../http/service-client.ts';
@@ -42,4 +43,11 @@ export async function standUpOnGame(
 /** Closes a settled position's seat under its settlement's ref (idempotent on the game). */
 export function settleWithdrawal(game: ServiceClient, s: { playerId: string; ledgerRefId: string; settlement: string }) {
   return game.post('/internal/settle-withdrawal', s);
+}
+
+/** A tournament place paid: the game announces it once, from its payout row (a failure leaves the payout standing). */
+export function payoutConfirmed(game: ServiceClient, p: {
+  tableId: string; position: number | null; userId: string; amount: bigint; txHash: string | null; state: string | undefined;
+}) {
+  return game.post('/internal/payout-confirmed', { ...p, amount: p.amount.toString() });
 }

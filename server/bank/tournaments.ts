@@ -22,6 +22,7 @@ import { asOneSender } from './one-sender.ts';
 import { requireChain, type BankDeps } from './deposit.ts';
 import { describeRoute } from '../http/openapi.ts';
 import { payoutWithdrawBody, unregisterBody } from '../bank-contract/contract.ts';
+import { payoutConfirmed } from '../bank-contract/seat-calls.ts';
 
 export interface PaymentRow {
   payment_key: string; kind: 'payout' | 'refund'; table_id: string; position: number | null; user_id: string; amount: bigint;
@@ -96,8 +97,8 @@ export async function payTournamentPayment(deps: BankDeps, row: PaymentRow, wait
 
 /** The game's announcement of a confirmed payout (tournament_payout_settled); a failure is logged, the payout stands. */
 async function announcePayout(deps: BankDeps, row: PaymentRow) {
-  const settled = await deps.game.post('/internal/payout-confirmed', {
-    tableId: row.table_id, position: row.position, userId: row.user_id, amount: BigInt(row.amount).toString(), txHash: row.tx_hash, state: row.tournament_state,
+  const settled = await payoutConfirmed(deps.game, {
+    tableId: row.table_id, position: row.position, userId: row.user_id, amount: BigInt(row.amount), txHash: row.tx_hash, state: row.tournament_state,
   });
   if (!settled.ok) deps.log.warn({ tableId: row.table_id, position: row.position }, 'payout confirmed on chain but not announced by the game');
 }

@@ -18,6 +18,7 @@ import { playerSession, type JwtVerifier } from '../http/jwt.ts';
 import { RESERVE_TTL_SECONDS } from '../tournaments/lifecycle.ts';
 import { describeRoute } from '../http/openapi.ts';
 import { payoutWithdrawBody, unregisterBody } from '../bank-contract/contract.ts';
+import { payoutConfirmed } from '../bank-contract/seat-calls.ts';
 
 interface TournamentCageDeps {
   pool: pg.Pool;
@@ -91,8 +92,8 @@ export async function payoutWithdraw(deps: TournamentCageDeps, req: Request, b: 
     }
     throw err;
   }
-  const settled = await deps.game.post('/internal/payout-confirmed', {
-    tableId: tid, position, userId: row.user_id, amount: row.amount.toString(), txHash: row.ref_id, state: row.tournament_state,
+  const settled = await payoutConfirmed(deps.game, {
+    tableId: tid, position, userId: row.user_id, amount: BigInt(row.amount), txHash: row.ref_id, state: row.tournament_state,
   });
   if (!settled.ok) deps.log.warn({ tableId: tid, position }, 'payout confirmed but not announced by the game');
   if (!row.replayed) deps.log.info({ tableId: tid, position, userId: row.user_id, amount: row.amount.toString() }, 'tournament payout paid');
