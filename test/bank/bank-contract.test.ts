@@ -22,6 +22,8 @@ import { TEST_SERVICE_KEY } from '../helpers/platform.ts';
 import { fundedWallet, permitDeposit, type LocalChain } from '../helpers/chain-bank.ts';
 import { SNG } from '../helpers/tournament.ts';
 import { connect } from '../helpers/ws-client.ts';
+import { BANK_ROUTES } from '../../server/bank-contract/contract.ts';
+import { openApiPath } from '../../server/http/openapi.ts';
 import { calmAction, latestState, liveClient, prng, resultsOf, until } from '../helpers/live.ts';
 
 let db: TestDatabase;
@@ -91,6 +93,14 @@ describe.each([['cage', cage], ['chain-bank', chain]] as const)('the bank interf
     return { d, r: await call(`${bank.url()}/api/deposit`, { headers: { ...p.auth, ...d.headers }, body: d.body }) };
   };
   const seats = async (tableId: string) => (await m.room(tableId)).body.seats;
+
+  test('the contract\'s every route is served (and described) by this bank', async () => {
+    const doc = await call(`${bank.url()}/openapi.json`);
+    expect(doc.status).toBe(200);
+    for (const [method, path] of BANK_ROUTES) {
+      expect(doc.body.paths[openApiPath(path)]?.[method.toLowerCase()]).toBeDefined();
+    }
+  });
 
   test('table creation: created active; a duplicate is 409 table_exists; missing fields are coded 400s', async () => {
     const p = await bank.player(0);
