@@ -47,11 +47,6 @@ const SHARED = ['http', 'db', 'crypto', 'config', 'telemetry', 'chain', 'bank-co
  * `to` is the module imported (relative to server/), `owner` the part fixing it.
  */
 export const TEMPORARY_CROSSINGS = [
-  { file: 'server/bank/deposit.ts', to: 'cage/seams.ts', owner: 'contract: the bank contract module' },
-  { file: 'server/bank/withdraw.ts', to: 'cage/seams.ts', owner: 'contract: the bank contract module' },
-  { file: 'server/chain/evidence.ts', to: 'cage/seams.ts', owner: 'contract (depositKeyOf moves to the bank contract)' },
-  { file: 'server/game/tables/create.ts', to: 'cage/switches.ts', owner: 'contract: table creation in the bank contract' },
-  { file: 'server/cage/reads.ts', to: 'game/tables/read.ts', owner: 'contract/views: the lobby read of GET /api/tables' },
 ];
 
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -46,6 +46,8 @@ grant execute on function
 grant select on cage.gas_withdrawals, cage.play_gate_accounts, cage.gate_events, cage.deployment to poker_cage;
 -- ... and the refs its routes look up or answer with (db/functions/00_refs.sql: pure formatting)
 grant execute on function cage.deposit_ref(uuid, text), cage.tournament_refund_ref(text) to poker_cage;
+-- ... and the bank contract's withdraw replay window (db/functions/00_bank_contract.sql: a constant)
+grant execute on function cage.withdraw_replay_window() to poker_cage;
 -- ... and the escape and custody paths (85_custody.sql): the operator's acts take their live admin
 -- session; the release, the dispute it ends (the arbiter's signature is checked by the cage process)
 grant execute on function

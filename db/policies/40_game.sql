@@ -70,7 +70,7 @@ grant execute on function
   to poker_game;
 -- what an escape tells the players it unseated: their custody entries (db/functions/game/90_escape_notices.sql; reads)
 grant execute on function game.escape_notices(text, uuid[]) to poker_game;
-grant select (table_id, mode, money_kind, status, unreconciled_rake, reconciled_rake) on game.table_records to poker_cage;
+grant select (table_id, bank, mode, money_kind, status, unreconciled_rake, reconciled_rake) on game.table_records to poker_cage;
 
 grant select on game.tables, game.table_players, game.position_links, game.seat_credits, game.hand_histories, game.rake_rows to poker_admin, poker_anonymous;
 -- who runs which table: the game processes and their leases, read by operators

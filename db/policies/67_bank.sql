@@ -39,11 +39,13 @@ grant execute on function
 -- routes check (which bank keeps its money, its kind of play, its status), of a tournament its state
 -- and count, of a registration its seat; and the switches, as the cage does
 grant usage on schema game, cage to poker_bank;
-grant select (table_id, bank, mode, status) on game.table_records to poker_bank;
+grant select (table_id, bank, mode, status, money_kind) on game.table_records to poker_bank;
 grant select (table_id, tournament_state, registered_count) on game.tournaments to poker_bank;
 grant select (table_id, seat_index, entry_ref_id) on game.seats to poker_bank;
 grant execute on function game_private.registered_count(text) to poker_bank;
 grant execute on function cage.switch_states() to poker_bank;
+-- the bank contract's withdraw replay window (db/functions/00_bank_contract.sql: a constant, the cage's too)
+grant execute on function cage.withdraw_replay_window() to poker_bank;
 
 drop policy if exists deployments_read on bank.deployments;
 create policy deployments_read on bank.deployments for select to poker_bank, poker_worker, poker_admin using (true);

@@ -1,8 +1,8 @@
 // POST /api/deposit on the chain bank (spec: "Deposit (bank)"): a permit-funded deposit into the
 // table vault, then the game's credit-chips callback. The order:
 //   1. the body (tableId, seatIndex, amount, permit, signerAddress) and the key: the hash of the
-//      permit fields (server/cage/seams.ts depositKeyOf, so the same signed permit is the same
-//      deposit on either bank);
+//      permit fields (the bank contract's depositKeyOf, server/bank-contract/contract.ts, so the
+//      same signed permit is the same deposit on either bank);
 //   2. the permit's signer recovered from the token's EIP-712 domain (signature_invalid) and equal
 //      to signerAddress (invalid_signer_address);
 //   3. the signer one of the player's linked EVM wallets, read from the auth role
@@ -17,13 +17,12 @@ import type { Express, Request, Response } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { getAddress, type Address, type Hex } from 'viem';
-import { z } from 'zod';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import { playerSession, type JwtVerifier } from '../http/jwt.ts';
-import { tableId as tableIdSchema } from '../http/schemas.ts';
 import type { ServiceClient } from '../http/service-client.ts';
 import { withSpan } from '../telemetry/index.ts';
-import { depositKeyOf } from '../cage/seams.ts';
+import { chainDepositBody, depositKeyOf, depositKeyParams } from '../bank-contract/contract.ts';
+import { creditChips } from '../bank-contract/seat-calls.ts';
 import { ChainRevert, ChainUnavailable, type ChainBankChain } from '../chain/types.ts';
 import { describeRoute } from '../http/openapi.ts';
 import { deploymentIsActive } from './deployment.ts';
@@ -44,18 +43,7 @@ export interface BankDeps {
   rpcUrl?: string;
 }
 
-export const chainDepositBody = z.object({
-  tableId: tableIdSchema,
-  seatIndex: z.number().int().min(0).max(9).nullish(),
-  amount: z.union([z.string().regex(/^[1-9][0-9]{0,12}$/), z.number().int().positive().max(9_223_372_036_854)]).transform((v) => BigInt(v)),
-  permit: z.object({
-    v: z.number().int().min(0).max(255),
-    r: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
-    s: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
-    deadline: z.union([z.string().regex(/^[0-9]{1,20}$/), z.number().int().nonnegative()]).transform((v) => BigInt(v)),
-  }).strict(),
-  signerAddress: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
-}).strict();
+export { chainDepositBody };
 
 /**
  * Where confirmed deposits spend their time, in milliseconds summed over this process's deposits
@@ -144,18 +132,19 @@ async function replayAnswer(deps: BankDeps, row: DepositRow, span: Span) {
 
 /**
  * The seat funded from a confirmed deposit: the game's credit-chips callback (idempotent per key),
- * then credited_at. A failure leaves credited_at null for the reconciler; the answer stands.
+ * then credited_at. Answers the seat as the game funded it (seatIndex, chipBalance), or undefined:
+ * a failure leaves credited_at null for the reconciler; the deposit's answer stands.
  */
 export async function creditDeposit(deps: BankDeps, row: { idempotency_key: string; table_id: string; user_id: string; seat_index: number | null; amount: bigint }) {
-  const answer = await deps.game.post('/internal/credit-chips', {
-    creditKey: row.idempotency_key, tableId: row.table_id, userId: row.user_id, seatIndex: row.seat_index, amount: row.amount.toString(), moneyKind: 'real',
+  const answer = await creditChips(deps.game, {
+    creditKey: row.idempotency_key, tableId: row.table_id, userId: row.user_id, seatIndex: row.seat_index, amount: BigInt(row.amount), moneyKind: 'real',
   });
   if (!answer.ok) {
     deps.log.warn({ key: row.idempotency_key, status: answer.status, error: answer.body.error }, 'chain deposit confirmed but not credited yet; the reconciler retries');
-    return false;
+    return undefined;
   }
   await deps.pool.query('select bank.mark_credited($1)', [row.idempotency_key]);
-  return true;
+  return { seatIndex: answer.body.seatIndex, chipBalance: answer.body.chipBalance };
 }
 
 /** The outcome of a submitted deposit, recorded: confirmed with its event, failed with its reason, or still submitted. */
@@ -247,11 +236,12 @@ async function deposit(deps: BankDeps, req: Request, res: Response, span: Span) 
     return { status: 'submitted', txHash, idempotencyKey: key, note: 'not confirmed within the window: chips are credited once it confirms' };
   }
   // 5. the seat, or the tournament entry (its seat the one the deposit held: row.seat_index)
-  await timedPhase('callbackMs', () => creditDeposit(deps, { idempotency_key: key, table_id: b.tableId, user_id: userId, seat_index: row.seat_index, amount: b.amount }));
+  const seat = await timedPhase('callbackMs', () => creditDeposit(deps, { idempotency_key: key, table_id: b.tableId, user_id: userId, seat_index: row.seat_index, amount: b.amount }));
   depositPhases.deposits++;
   span.setAttribute('deposit.result', 'confirmed');
   deps.log.info({ userId, tableId: b.tableId, amount: b.amount.toString(), txHash }, 'chain deposit confirmed');
-  return { status: 'confirmed', txHash, idempotencyKey: key, ...(row.mode === 'sng' ? await entryState(deps, b.tableId, key) : {}) };
+  // the seat as the game funded it (as the cage answers: the websocket's `seated` reads it), or the entry's
+  return { status: 'confirmed', txHash, idempotencyKey: key, ...(row.mode === 'sng' ? await entryState(deps, b.tableId, key) : seat ?? {}) };
 }
 
 /** The contracts of installBankDepositRoutes. */
@@ -265,8 +255,8 @@ export const bankDepositRoutes = [
   }),
   describeRoute({
     method: 'get', path: '/api/deposits/:idempotencyKey', auth: 'jwt', summary: 'The caller\'s deposit by its key (0x and 64 hex digits)',
-    params: z.object({ idempotencyKey: z.string().describe('0x and 64 lower-case hex digits (anything else: deposit_not_found)') }),
-    responses: { 200: '{ idempotencyKey, status, txHash, error, tableId, seatIndex, amount, moneyKind: real, wallet, creditedAt, createdAt, updatedAt }', 404: 'deposit_not_found' },
+    params: depositKeyParams,
+    responses: { 200: '{ idempotencyKey, status, txHash, error, tableId, seatIndex, amount, moneyKind: real, wallet, creditedAt, createdAt, updatedAt }', 400: 'bad_request', 404: 'deposit_not_found' },
   }),
 ];
 
@@ -282,7 +272,10 @@ export function installBankDepositRoutes(app: Express, deps: BankDeps) {
   });
 
   app.get('/api/deposits/:idempotencyKey', deps.jwt.require, async (req, res) => {
-    const key = String(req.params.idempotencyKey);
+    const parsed = depositKeyParams.safeParse(req.params);
+    if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+    // a well-formed key this bank never issues (its keys are permit hashes) is simply not found
+    const key = parsed.data.idempotencyKey;
     if (!/^0x[0-9a-f]{64}$/.test(key)) throw new ApiError(404, 'deposit_not_found');
     const { rows } = await deps.pool.query(
       `select idempotency_key, status, tx_hash, error, table_id, seat_index, amount, wallet, credited_at, created_at, updated_at
@@ -292,7 +285,7 @@ export function installBankDepositRoutes(app: Express, deps: BankDeps) {
     if (!r) throw new ApiError(404, 'deposit_not_found');
     res.json({
       idempotencyKey: r.idempotency_key, status: r.status, txHash: r.tx_hash, error: r.error, tableId: r.table_id, seatIndex: r.seat_index,
-      amount: Number(r.amount), moneyKind: 'real', wallet: r.wallet, creditedAt: r.credited_at, createdAt: r.created_at, updatedAt: r.updated_at,
+      amount: BigInt(r.amount).toString(), moneyKind: 'real', wallet: r.wallet, creditedAt: r.credited_at, createdAt: r.created_at, updatedAt: r.updated_at,
     });
   });
 }

@@ -13,16 +13,16 @@
 import type { Express, Request } from 'express';
 import type pg from 'pg';
 import { getAddress, type Address, type Hex } from 'viem';
-import { z } from 'zod';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import { secretMatches } from '../http/service-key.ts';
-import { tableId as tableIdSchema } from '../http/schemas.ts';
 import { playerSession } from '../http/jwt.ts';
 import { BASE_UNITS_PER_CHIP, ChainRevert, ChainUnavailable, type ChainBankChain } from '../chain/types.ts';
 import { earlierPayment } from './earlier-payments.ts';
 import { asOneSender } from './one-sender.ts';
 import { requireChain, type BankDeps } from './deposit.ts';
 import { describeRoute } from '../http/openapi.ts';
+import { payoutWithdrawBody, unregisterBody } from '../bank-contract/contract.ts';
+import { payoutConfirmed } from '../bank-contract/seat-calls.ts';
 
 export interface PaymentRow {
   payment_key: string; kind: 'payout' | 'refund'; table_id: string; position: number | null; user_id: string; amount: bigint;
@@ -97,8 +97,8 @@ export async function payTournamentPayment(deps: BankDeps, row: PaymentRow, wait
 
 /** The game's announcement of a confirmed payout (tournament_payout_settled); a failure is logged, the payout stands. */
 async function announcePayout(deps: BankDeps, row: PaymentRow) {
-  const settled = await deps.game.post('/internal/payout-confirmed', {
-    tableId: row.table_id, position: row.position, userId: row.user_id, amount: BigInt(row.amount).toString(), txHash: row.tx_hash, state: row.tournament_state,
+  const settled = await payoutConfirmed(deps.game, {
+    tableId: row.table_id, position: row.position, userId: row.user_id, amount: BigInt(row.amount), txHash: row.tx_hash, state: row.tournament_state,
   });
   if (!settled.ok) deps.log.warn({ tableId: row.table_id, position: row.position }, 'payout confirmed on chain but not announced by the game');
 }
@@ -115,13 +115,7 @@ export async function payPlace(deps: BankDeps, tableId: string, position: number
   return { row: paid, replayed: !!opened.replayed };
 }
 
-export const chainPayoutBody = z.object({
-  tableId: tableIdSchema,
-  payoutIntent: z.object({
-    position: z.number().int().min(1).max(10),
-    amount: z.union([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), z.string().regex(/^[0-9]{1,19}$/)]).transform((v) => BigInt(v)),
-  }).strict(),
-}).strict();
+export const chainPayoutBody = payoutWithdrawBody;
 
 /**
  * The payoutIntent branch of the withdraw on the chain bank (service key only; answers as the
@@ -152,7 +146,7 @@ export async function chainPayoutWithdraw(deps: BankDeps, req: Request, b: Recor
   };
 }
 
-export const chainUnregisterBody = z.object({ tableId: tableIdSchema }).strict();
+export const chainUnregisterBody = unregisterBody;
 
 export const chainTournamentRoutes = [
   describeRoute({

@@ -19,7 +19,8 @@ import { secretMatches } from '../http/service-key.ts';
 import { tableId as tableIdSchema } from '../http/schemas.ts';
 import { playerSession } from '../http/jwt.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
-import { standUpOnGame, withdrawKey } from '../cage/seams.ts';
+import { forcedWithdrawBody, tableOfBank, voluntaryWithdrawBody, WITHDRAW_REPLAY_WINDOW_SQL, withdrawKey } from '../bank-contract/contract.ts';
+import { settleWithdrawal, standUpOnGame } from '../bank-contract/seat-calls.ts';
 import { ChainRevert, ChainUnavailable, BASE_UNITS_PER_CHIP, type ChainBankChain } from '../chain/types.ts';
 import { linkedWallets, requireChain, type BankDeps } from './deposit.ts';
 import { chainPayoutWithdraw } from './tournaments.ts';
@@ -35,20 +36,16 @@ interface WithdrawalRow {
 
 type Span = Parameters<Parameters<typeof withSpan>[2]>[0];
 
+/** The table a withdrawal names, as the chain bank may serve it (the contract's read), never a tournament's. */
 async function readTable(deps: BankDeps, tableId: string) {
-  const { rows } = await deps.pool.query<{ table_id: string; bank: string; mode: string; status: string }>(
-    'select table_id, bank, mode, status from game.table_records where table_id = $1', [tableId],
-  );
-  const t = rows[0];
-  if (!t) throw new ApiError(404, 'table_not_found');
-  if (t.bank !== 'chain') throw new ApiError(409, 'not_a_chain_table');
+  const t = await tableOfBank(deps.pool, tableId, 'chain');
   if (t.mode === 'sng') throw new ApiError(409, 'stand_up_not_allowed_in_tournament');
   return t;
 }
 
 /** The settle callback: the game zeroes the seat under this key; then the intent is settled. */
 export async function deliverChainSettlement(deps: BankDeps, row: { idempotency_key: string; player_id: bigint; settlement: string }) {
-  const answer = await deps.game.post('/internal/settle-withdrawal', {
+  const answer = await settleWithdrawal(deps.game, {
     playerId: row.player_id.toString(), ledgerRefId: row.idempotency_key, settlement: row.settlement,
   });
   if (!answer.ok) {
@@ -114,10 +111,11 @@ async function settleOut(deps: BankDeps, span: Span, a: { userId: string; tableI
   if (!up.ok) {
     const code = String(up.body.error ?? 'stand_up_refused');
     if (code === 'not_at_table') {
-      // a withdraw repeated after its seat was settled: the last settlement of this user here
+      // a withdraw repeated after its seat was settled: the last settlement of this user here,
+      // within the contract's replay window
       const { rows } = await deps.pool.query<WithdrawalRow>(
         `select * from bank.withdraw_intents where user_id = $1 and table_id = $2 and settlement = 'cash_out'
-          and created_at > now() - interval '10 minutes' order by created_at desc limit 1`, [a.userId, a.tableId],
+          and created_at > now() - ${WITHDRAW_REPLAY_WINDOW_SQL} order by created_at desc limit 1`, [a.userId, a.tableId],
       );
       if (rows[0]) return { row: { ...rows[0], replayed: true }, settled: rows[0].status === 'confirmed' };
     }
@@ -160,8 +158,8 @@ function withdrawAnswer(span: Span, row: WithdrawalRow) {
 /** The spec's withdraw.result values; any other refusal is reported as `failed`. */
 const SPEC_RESULTS = new Set(['confirmed', 'replay_confirmed', 'wallet_not_linked', 'nothing_to_withdraw', 'failed', 'room_not_found', 'not_at_table', 'table_frozen']);
 
-export const voluntaryBody = z.object({ tableId: tableIdSchema, destinationWallet: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional() }).strict();
-export const forcedBody = z.object({ tableId: tableIdSchema, forced: z.literal(true), userId: z.uuid() }).strict();
+export const voluntaryBody = voluntaryWithdrawBody;
+export const forcedBody = forcedWithdrawBody;
 
 async function withdraw(deps: BankDeps, req: Request, res: Response, span: Span) {
   const b = (req.body ?? {}) as Record<string, unknown>;

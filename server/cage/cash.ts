@@ -13,26 +13,20 @@ import { z } from 'zod';
 import { secretMatches } from '../http/service-key.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import { playerSession, type JwtVerifier } from '../http/jwt.ts';
-import { chips, idempotencyKey, tableId } from '../http/schemas.ts';
+import { idempotencyKey, tableId } from '../http/schemas.ts';
 import type { ServiceClient } from '../http/service-client.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
 import type { ReceiptSigner, StoredReceipt } from './receipts.ts';
 import { payoutWithdraw, tournamentDeposit } from './tournaments.ts';
-import { depositKeyOf, fundSeat, settlePosition, standUpOnGame, type SettlementRow, withdrawKey, zeroSettled } from './seams.ts';
-import { realMoneyOn } from './switches.ts';
+import { fundSeat, settlePosition, type SettlementRow, zeroSettled } from './seams.ts';
+import {
+  type BankTable, cageDepositBody, depositKeyOf, depositKeyParams, findTable, tableOfBank, WITHDRAW_REPLAY_WINDOW_SQL, withdrawKey,
+} from '../bank-contract/contract.ts';
+import { standUpOnGame } from '../bank-contract/seat-calls.ts';
+import { realMoneyOn } from '../bank-contract/switches.ts';
 import { describeRoute } from '../http/openapi.ts';
 
-/** How long after a settlement a repeated withdraw (the seat now empty) answers with that settlement. */
-export const WITHDRAW_REPLAY_WINDOW_SECONDS = 15 * 60;
-
-export const depositBody = z.object({
-  tableId,
-  seatIndex: z.number().int().min(0).max(9),
-  amount: chips,
-  idempotencyKey: idempotencyKey.optional(),
-});
-
-const depositKeyParams = z.object({ idempotencyKey });
+export const depositBody = cageDepositBody;
 
 /** The contracts of installCashRoutes. */
 export const cashRoutes = [
@@ -68,12 +62,7 @@ function depositJson(r: { ref_id: string; idempotency_key: string; status: strin
   };
 }
 
-interface TableRow {
-  table_id: string;
-  money_kind: 'play' | 'real';
-  mode: 'cash' | 'sng';
-  status: 'active' | 'pending' | 'frozen';
-}
+type TableRow = BankTable;
 
 export interface CashDeps {
   pool: pg.Pool;
@@ -95,19 +84,6 @@ export function receiptJson(r: StoredReceipt) {
 export function installCashRoutes(app: Express, deps: CashDeps) {
   installDepositRoutes(app, deps);
   installWithdrawRoutes(app, deps);
-}
-
-/** The table a body names, or undefined (no such table, or not a table id). */
-async function findTable(pool: pg.Pool, id: unknown): Promise<TableRow | undefined> {
-  if (!tableId.safeParse(id).success) return undefined;
-  const { rows } = await pool.query<TableRow>('select table_id, money_kind, mode, status from game.table_records where table_id = $1', [id]);
-  return rows[0];
-}
-
-async function readTable(pool: pg.Pool, id: string): Promise<TableRow> {
-  const table = await findTable(pool, id);
-  if (!table) throw new ApiError(404, 'table_not_found');
-  return table;
 }
 
 // ---- deposit --------------------------------------------------------------------------------
@@ -179,6 +155,7 @@ function installDepositRoutes(app: Express, deps: CashDeps) {
         const d = parseDeposit(b, req.get('idempotency-key'), table?.mode === 'sng');
         span.setAttributes({ 'deposit.amount': d.amount.toString(), 'deposit.idempotency_key': d.key });
         if (!table) throw new ApiError(404, 'table_not_found');
+        if (table.bank !== 'cage') throw new ApiError(409, 'not_a_cage_table');
         if (table.money_kind === 'real' && !(await realMoneyOn(pool))) throw new ApiError(403, 'real_money_disabled');
         if (table.mode === 'sng') {
           const answer = await tournamentDeposit(deps, { userId, sid: playerSession(res), tableId: table.table_id, amount: d.amount, key: d.key, body: b });
@@ -252,7 +229,7 @@ async function finishSettlement(deps: CashDeps, userId: string, tid: string, row
   return { row, receipt: row.receipt, settled };
 }
 
-/** A repeated withdraw after the seat was settled: the last settlement, within the replay window. */
+/** A repeated withdraw after the seat was settled: the last settlement, within the contract's replay window. */
 async function recentSettlement(deps: CashDeps, userId: string, tid: string) {
   const { rows } = await deps.pool.query(
     `select w.idempotency_key, w.ledger_ref_id, w.amount, w.settlement, w.custody_entry_id, w.history_hash,
@@ -260,9 +237,9 @@ async function recentSettlement(deps: CashDeps, userId: string, tid: string) {
             r.id as receipt_id, r.payload, r.signature, r.public_key, r.created_at as receipt_created_at
        from cage.withdraw_intents w join game.table_records t on t.table_id = w.table_id
        left join cage.receipts r on r.ledger_ref_id = w.ledger_ref_id
-      where w.user_id = $1 and w.table_id = $2 and w.created_at > now() - make_interval(secs => $3)
+      where w.user_id = $1 and w.table_id = $2 and w.created_at > now() - ${WITHDRAW_REPLAY_WINDOW_SQL}
       order by w.created_at desc, w.player_id desc limit 1`,
-    [userId, tid, WITHDRAW_REPLAY_WINDOW_SECONDS],
+    [userId, tid],
   );
   const r = rows[0];
   // the last sitting ended in a bust (its receipt may still be pending: the cage signs it after the
@@ -295,7 +272,8 @@ async function withdrawTable(deps: CashDeps, b: Record<string, unknown>): Promis
   if (b.tableId === undefined || b.tableId === null || b.tableId === '') throw new ApiError(400, 'missing_table_id');
   const tid = tableId.safeParse(b.tableId);
   if (!tid.success) throw new ApiError(400, 'bad_request', zodIssues(tid.error));
-  const table = await readTable(deps.pool, tid.data);
+  // the chain bank's table is refused before the seat is stood up (tableOfBank)
+  const table = await tableOfBank(deps.pool, tid.data, 'cage');
   // a tournament's money leaves by its payouts (payoutIntent) or, while it registers, the refund
   if (table.mode === 'sng') throw new ApiError(409, 'stand_up_not_allowed_in_tournament');
   if (table.status === 'frozen') throw new ApiError(409, 'table_frozen');

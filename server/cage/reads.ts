@@ -20,7 +20,7 @@ import { tableId as tableIdParam } from '../http/schemas.ts';
 import { MICRO_PER_CHIP } from './gas.ts';
 import { PENDING_ROUTES } from './not-yet.ts';
 import { describeRoute } from '../http/openapi.ts';
-import { tableListQuery } from '../game/tables/read.ts';
+import { tableListQuery } from '../bank-contract/contract.ts';
 
 type ReadDeps = {
   pool: pg.Pool; jwt: JwtVerifier; game: ServiceClient; serviceKey: string | undefined; testAuthPermitted: boolean; environment: string;

@@ -1,4 +1,5 @@
-// The cage's half of the seat seams, shared by the routes (server/cage/cash.ts) and the
+// The cage's half of the seat seams (its implementation of the bank contract's seat calls:
+// server/bank-contract/), shared by the routes (server/cage/cash.ts) and the
 // reconcilers (tasks/): the money moves in SQL (db/functions/cage/60_cash.sql), the seat moves on
 // the game role over HTTP, and the two are reconciled without ever guessing:
 //   deposit  the buy-in is posted first; then the seat is funded, and the game's transaction that
@@ -12,13 +13,12 @@
 //            terminal row (cash-out, custody or bust) and its receipt, and closes the seat, in one
 //            transaction (cage.settle_position). A settlement written before the seat closed with it
 //            (an older release) is zeroed over HTTP, here on a replay or by the reconciler.
-import { keccak256, toHex } from 'viem';
 import type pg from 'pg';
-import { z } from 'zod';
 import { inTransaction } from '../db/transaction.ts';
-import { ApiError, zodIssues } from '../http/errors.ts';
 import type { ServiceClient } from '../http/service-client.ts';
-import { canonicalJson, issueReceipt, type ReceiptSigner, type StoredReceipt } from './receipts.ts';
+import { withdrawKey } from '../bank-contract/contract.ts';
+import { cancelCredit, creditChips, settleWithdrawal } from '../bank-contract/seat-calls.ts';
+import { issueReceipt, type ReceiptSigner, type StoredReceipt } from './receipts.ts';
 
 /**
  * How long a request may still be working on its own intent: a deposit makes at most two game
@@ -54,7 +54,7 @@ export async function failDeposit(db: Db, refId: string, code: string) {
 
 /** Funds the seat for an opened deposit; see the file comment for what each answer means. */
 export async function fundSeat(db: Db, game: ServiceClient, intent: DepositIntent): Promise<FundingOutcome> {
-  const answer = await game.post<{ status: 'credited' | 'replayed'; seatIndex: number; chipBalance: string; historyHash: string }>('/internal/credit-chips', {
+  const answer = await creditChips(game, {
     creditKey: intent.refId, tableId: intent.tableId, userId: intent.userId, seatIndex: intent.seatIndex, amount: intent.amount,
   });
   if (answer.ok) {
@@ -76,7 +76,7 @@ export async function fundSeat(db: Db, game: ServiceClient, intent: DepositInten
 
 /** Asks the game to cancel a funding whose fate is unknown, and settles the deposit by its answer. */
 export async function resolveUncertainDeposit(db: Db, game: ServiceClient, intent: DepositIntent): Promise<FundingOutcome> {
-  const answer = await game.post<{ status: 'cancelled' | 'reverted' | 'credited' }>('/internal/credit-chips/cancel', {
+  const answer = await cancelCredit(game, {
     creditKey: intent.refId, tableId: intent.tableId, userId: intent.userId, amount: intent.amount,
   });
   if (!answer.ok) return { outcome: 'unresolved' };
@@ -88,57 +88,11 @@ export async function resolveUncertainDeposit(db: Db, game: ServiceClient, inten
   return { outcome: 'failed', code: 'seat_funding_failed' };
 }
 
-const permitShape = z.object({
-  permit: z.object({
-    v: z.number().int().min(0).max(255),
-    r: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
-    s: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
-    deadline: z.union([z.string().regex(/^[0-9]{1,78}$/), z.number().int().nonnegative()]).transform(String),
-  }),
-  signerAddress: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
-});
-
-/**
- * The deposit key a client written for the chain bank brings: the bank's hash of the permit fields,
- * keccak256 over the canonical JSON of `{ wallet: signerAddress, amount, deadline, v, r, s }` (hex
- * lower-cased, amount and deadline as decimal strings), so the same signed permit is the same
- * deposit however often it is sent. Undefined when the body carries no permit.
- */
-export function depositKeyOf(permit: unknown, signerAddress: unknown, amount: bigint): `0x${string}` | undefined {
-  if (permit === undefined && signerAddress === undefined) return undefined;
-  const parsed = permitShape.safeParse({ permit, signerAddress });
-  if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
-  const { v, r, s, deadline } = parsed.data.permit;
-  return keccak256(toHex(canonicalJson({
-    wallet: parsed.data.signerAddress.toLowerCase(), amount: amount.toString(), deadline, v, r: r.toLowerCase(), s: s.toLowerCase(),
-  })));
-}
-
-/**
- * A position stood up on the game (POST /internal/stand-up), as either bank asks it. The request
- * carries its authority: the player's own grant (`sid`, 401 session_required without one), or a
- * bust or the sit-out timeout of a named user, which the game's SQL accepts only for a zero stack or
- * a player sat out for the house's idle time.
- */
-export async function standUpOnGame(
-  game: ServiceClient, tableId: string, who: { sid: string | null } | { userId: string; reason: 'bust' | 'idle' },
-) {
-  if ('sid' in who && !who.sid) throw new ApiError(401, 'session_required');
-  const up = await game.post<{ playerId: string; chipAmount: string; historyHash: string }>('/internal/stand-up', { tableId, ...who });
-  if ('unreachable' in up) throw new ApiError(503, 'game_unavailable');
-  return up;
-}
-
-/** The withdrawal key of the spec: keccak256 of `userId:tableId:historyHash:chipAmount`. */
-export function withdrawKey(userId: string, tableId: string, historyHash: string, chipAmount: bigint): `0x${string}` {
-  return keccak256(toHex(`${userId}:${tableId}:${historyHash}:${chipAmount}`));
-}
-
 /** Tells the game to zero a settled seat; true when it did (or had). */
 export async function deliverSettlement(
   db: Db, game: ServiceClient, s: { idempotencyKey: string; playerId: string; ledgerRefId: string; settlement: string },
 ): Promise<boolean> {
-  const answer = await game.post('/internal/settle-withdrawal', { playerId: s.playerId, ledgerRefId: s.ledgerRefId, settlement: s.settlement });
+  const answer = await settleWithdrawal(game, { playerId: s.playerId, ledgerRefId: s.ledgerRefId, settlement: s.settlement });
   if (!answer.ok) return false;
   await db.query('select cage.mark_withdrawal_settled($1)', [s.idempotencyKey]);
   return true;

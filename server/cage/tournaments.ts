@@ -12,11 +12,13 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import { secretMatches } from '../http/service-key.ts';
-import { idempotencyKey, tableId } from '../http/schemas.ts';
+import { idempotencyKey } from '../http/schemas.ts';
 import type { ServiceClient } from '../http/service-client.ts';
 import { playerSession, type JwtVerifier } from '../http/jwt.ts';
 import { RESERVE_TTL_SECONDS } from '../tournaments/lifecycle.ts';
 import { describeRoute } from '../http/openapi.ts';
+import { payoutWithdrawBody, unregisterBody } from '../bank-contract/contract.ts';
+import { payoutConfirmed } from '../bank-contract/seat-calls.ts';
 
 interface TournamentCageDeps {
   pool: pg.Pool;
@@ -65,13 +67,7 @@ export async function tournamentDeposit(
   };
 }
 
-const payoutBody = z.object({
-  tableId,
-  payoutIntent: z.object({
-    position: z.number().int().min(1).max(10),
-    amount: z.union([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), z.string().regex(/^[0-9]{1,19}$/)]).transform((v) => BigInt(v)),
-  }).strict(),
-});
+const payoutBody = payoutWithdrawBody;
 
 /**
  * The payoutIntent branch of the withdraw (service key only): pays the place to the payout row's
@@ -97,8 +93,8 @@ export async function payoutWithdraw(deps: TournamentCageDeps, req: Request, b: 
     }
     throw err;
   }
-  const settled = await deps.game.post('/internal/payout-confirmed', {
-    tableId: tid, position, userId: row.user_id, amount: row.amount.toString(), txHash: row.ref_id, state: row.tournament_state,
+  const settled = await payoutConfirmed(deps.game, {
+    tableId: tid, position, userId: row.user_id, amount: BigInt(row.amount), txHash: row.ref_id, state: row.tournament_state,
   });
   if (!settled.ok) deps.log.warn({ tableId: tid, position }, 'payout confirmed but not announced by the game');
   if (!row.replayed) deps.log.info({ tableId: tid, position, userId: row.user_id, amount: row.amount.toString() }, 'tournament payout paid');
@@ -108,7 +104,7 @@ export async function payoutWithdraw(deps: TournamentCageDeps, req: Request, b: 
   };
 }
 
-export const unregisterBody = z.object({ tableId });
+export { unregisterBody };
 
 export const tournamentCageRoutes = [
   describeRoute({

@@ -6,7 +6,7 @@
 // (server/bank/chain-audit.ts).
 import { decodeFunctionData, getAddress, TransactionReceiptNotFoundError, isAddressEqual, parseEventLogs, type Address, type Hex, type Log, type PublicClient } from 'viem';
 import { getTransaction, getTransactionReceipt } from 'viem/actions';
-import { depositKeyOf } from '../cage/seams.ts';
+import { depositKeyOf } from '../bank-contract/contract.ts';
 import { TABLE_VAULT } from './contracts.ts';
 import { BASE_UNITS_PER_CHIP } from './types.ts';
 

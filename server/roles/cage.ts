@@ -23,7 +23,7 @@ import { gasRoutes, installGasRoutes } from '../cage/gas.ts';
 import { cageReadRoutes, installCageReads } from '../cage/reads.ts';
 import { bettingPlayerRoutes, installBettingPlayerRoutes } from '../betting/player-routes.ts';
 import { loadReceiptSigner, RECEIPT_ALGORITHM } from '../cage/receipts.ts';
-import { installTableRoutes, tableCreateRoutes } from '../game/tables/create.ts';
+import { installTableRoutes, tableCreateRoutes } from '../bank-contract/tables.ts';
 import { describeRoute, type RouteContract } from '../http/openapi.ts';
 
 /** Every route the cage mounts, described (the test seed only while the test harness is permitted). */

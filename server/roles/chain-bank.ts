@@ -1,6 +1,6 @@
 // The chain-bank role (`--role chain-bank`, CHAIN_BANK_PORT): the bank interface on an EVM chain
-// (spec: "Chain bank"), the same HTTP interface as the cage, so BANK_URL switches the game role
-// between them. Its chain: EVM_RPC_URL with the deployed contracts (CHAIN_TOKEN_ADDRESS,
+// (spec: "Chain bank"), the bank contract the cage implements too (server/bank-contract/), for the
+// tables whose bank is 'chain': the game and web roles send those tables' calls here. Its chain: EVM_RPC_URL with the deployed contracts (CHAIN_TOKEN_ADDRESS,
 // CHAIN_VAULT_ADDRESS) and the operator key (CHAIN_OPERATOR_KEY); without EVM_RPC_URL a local anvil
 // is started with the contracts deployed (server/chain/local.ts) and printed with the roles. Its
 // intents are rows of the `bank` schema, moved only by the bank functions its login (poker_bank)
@@ -14,7 +14,7 @@ import { createRolePool } from '../db/pools.ts';
 import { lazyJwtVerifier } from '../http/jwt.ts';
 import { authIssuer, loginCredentials } from '../config/index.ts';
 import { createServiceClient } from '../http/service-client.ts';
-import { installTableRoutes, tableCreateRoutes } from '../game/tables/create.ts';
+import { installTableRoutes, tableCreateRoutes } from '../bank-contract/tables.ts';
 import { bankDepositRoutes, installBankDepositRoutes, type BankDeps } from '../bank/deposit.ts';
 import { bankWithdrawRoutes, installBankWithdrawRoutes } from '../bank/withdraw.ts';
 import { chainTournamentRoutes, installChainTournamentRoutes } from '../bank/tournaments.ts';

@@ -6,7 +6,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { createOwnerPool, createRolePool } from '../db/pools.ts';
 import { createApp, serveRole } from '../http/app.ts';
-import { createServiceClient } from '../http/service-client.ts';
+import { bankClients } from '../bank-contract/routing.ts';
 import { ownerUrlOf, type RoleContext, type StartedRole } from './types.ts';
 import { authIssuer, deploymentEnvironment, loginCredentials } from '../config/index.ts';
 import { lazyJwtVerifier } from '../http/jwt.ts';
@@ -40,13 +40,6 @@ export function gameRoutes(options: { environment: Environment; testAuthPermitte
 }
 
 
-/** The bank (the cage), reached through the roles' one client. */
-function peerClients(config: RoleContext['config'], peers: RoleContext['peers']) {
-  const client = (baseUrl: () => string) => createServiceClient({ baseUrl, serviceKey: config.SERVICE_KEY, timeoutMs: config.GAME_CALL_TIMEOUT_MS });
-  return {
-    bank: client(() => config.BANK_URL ?? peers?.get('cage') ?? peers?.get('chain-bank') ?? `http://${config.HOST}:${config.CAGE_PORT}`),
-  };
-}
 
 /**
  * Before any route answers: the database answers, the rooms it holds and the claim board this
@@ -111,7 +104,8 @@ export async function startGame(ctx: RoleContext): Promise<StartedRole> {
   const { config, databaseUrl, log, peers } = ctx, ownerUrl = ownerUrlOf(ctx);
   const roleLog = log.child({ role: 'game' });
   const pool = createRolePool(databaseUrl, 'poker_game', { max: 20, applicationName: 'game', ...loginCredentials(config, 'poker_game') });
-  const { bank } = peerClients(config, peers);
+  // both banks: a table's calls go to its own (game.tables.bank); the claim board's grants are the cage's
+  const banks = bankClients(config, peers), bank = banks.cage;
   const dealer = await pinnedDealer(config, pool, roleLog);
   // outside production (and not split: DB_LOGIN_ONLY has no owner) it lists its own URL as the owner
   const listsItself = config.NODE_ENV !== 'production' && ownerUrl !== null, gameProcess = await startPresence(config, { databaseUrl, ownerUrl }, pool, roleLog).catch(async (err: unknown) => {
@@ -129,7 +123,7 @@ export async function startGame(ctx: RoleContext): Promise<StartedRole> {
   const live = createLiveTables({
     pool, log: roleLog, jwt, hands, board, dealer,
     options: { handDelayMs: config.HAND_DELAY_MS, timeoutsBeforeSitOut: config.TIMEOUTS_BEFORE_SIT_OUT },
-    bank,
+    banks,
     process: gameProcess,
     limits: { maxBufferedBytes: config.WS_MAX_BUFFERED_BYTES, pingIntervalMs: config.WS_PING_INTERVAL_SECONDS * 1000, idleUnloadMs: config.ROOM_IDLE_UNLOAD_SECONDS * 1000 },
   });

@@ -2,8 +2,9 @@
 // tournament, claim board, wallets, hand histories) and the same-origin proxy it calls the other
 // roles through (server/web/proxy.ts), the game role's websocket included (server/web/ws.ts). It has
 // no database and no secret: every call it forwards carries the player's own access JWT.
-// Upstreams: AUTH_URL, GAME_URL and BANK_URL, else the roles of this process (the bank: the cage,
-// else the chain bank), else the default ports on HOST.
+// Upstreams: AUTH_URL and GAME_URL, else the roles of this process, else the default ports on HOST;
+// the banks as every caller reaches them (server/bank-contract/routing.ts: the cage BANK_URL or
+// CAGE_URL, the chain bank CHAIN_BANK_URL), each table's calls to its own bank (server/web/proxy.ts).
 import { stat } from 'node:fs/promises';
 import express, { type RequestHandler } from 'express';
 import { z } from 'zod';
@@ -16,6 +17,7 @@ import { requestLog } from '../http/request-log.ts';
 import { deploymentEnvironment, webIdentityProvider, type Config } from '../config/index.ts';
 import type { Peers, RoleContext, StartedRole } from './types.ts';
 import { ALLOWLIST, installProxyRoutes, type Upstream } from '../web/proxy.ts';
+import { bankUrls } from '../bank-contract/routing.ts';
 import { installStaticRoutes, WEB_DIR } from '../web/static.ts';
 import { relayWebsockets } from '../web/ws.ts';
 
@@ -85,13 +87,9 @@ export const webRoutes: readonly RouteContract[] = [
   }),
 ];
 
-export function webUpstreams(config: Config, peers: Peers | undefined): (role: Upstream) => string | undefined {
+export function webUpstreams(config: Config, peers: Peers | undefined): (role: Exclude<Upstream, 'bank'>) => string | undefined {
   const local = (port: number) => `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
-  return (role) => {
-    if (role === 'auth') return config.AUTH_URL ?? peers?.get('auth') ?? local(config.PORT);
-    if (role === 'game') return config.GAME_URL ?? peers?.get('game') ?? local(config.GAME_PORT);
-    return config.BANK_URL ?? peers?.get('cage') ?? peers?.get('chain-bank') ?? local(config.CAGE_PORT);
-  };
+  return (role) => (role === 'auth' ? config.AUTH_URL ?? peers?.get('auth') ?? local(config.PORT) : config.GAME_URL ?? peers?.get('game') ?? local(config.GAME_PORT));
 }
 
 export async function startWeb({ config, log, peers }: RoleContext): Promise<StartedRole> {
@@ -121,7 +119,13 @@ export async function startWeb({ config, log, peers }: RoleContext): Promise<Sta
     res.json({ testAuth: config.testAuthPermitted, environment: deploymentEnvironment(config), idp: webIdentityProvider(config) });
   });
   serveApiDocument(app, 'web', webRoutes);
-  installProxyRoutes(app, { upstream, timeoutMs: Math.max(config.GAME_CALL_TIMEOUT_MS * 2, 10_000) });
+  const banks = bankUrls(config, peers);
+  // the calls that name no table go to the cage; a deployment with the chain bank and no cage (no
+  // cage URL, no cage role in this process) sends them to the chain bank
+  const cageKnown = () => Boolean(config.BANK_URL ?? config.CAGE_URL ?? peers?.get('cage')) || !(config.CHAIN_BANK_URL ?? peers?.get('chain-bank'));
+  installProxyRoutes(app, {
+    upstream, bank: (bank) => banks[bank](), defaultBank: () => (cageKnown() ? 'cage' : 'chain'), timeoutMs: Math.max(config.GAME_CALL_TIMEOUT_MS * 2, 10_000),
+  });
   installStaticRoutes(app);
   app.use(notFound);
   app.use(errorHandler(roleLog));

@@ -8,7 +8,15 @@
 // upstream that cannot be reached, times out or fails uncoded is a coded 502/504 here.
 // `/api/gw/game/ws` and `/api/gw/game/ws/tables/<tableId>` are the game role's websocket, relayed
 // byte for byte (ws.ts).
+// `bank` is two banks behind one name (server/bank-contract/): a call naming a table (the deposit,
+// the withdraw, the tournament unregister) goes to that table's own bank, learnt from the game
+// role's table read (its `bank`) and remembered (a table's bank never changes); the deposit read
+// asks the cage, then the chain bank when the cage does not know the key; the chain's reads
+// (/api/chain...) go to the chain bank; the rest to the cage.
 import type { Express, Request, Response } from 'express';
+import { tableId as tableIdSchema } from '../http/schemas.ts';
+import type { BankName } from '../bank-contract/contract.ts';
+import { isBankName } from '../bank-contract/routing.ts';
 import { ApiError } from '../http/errors.ts';
 import { withSpan } from '../telemetry/index.ts';
 
@@ -37,6 +45,7 @@ export const ALLOWLIST: Record<Upstream, [string, string][]> = {
   bank: [
     ['GET', '/api/economy'],
     ['POST', '/api/deposit'],
+    ['GET', '/api/deposits/:idempotencyKey'],
     ['POST', '/api/withdraw'],
     ['POST', '/api/tournament/unregister'],
     ['GET', '/api/cage/balances'],
@@ -111,7 +120,75 @@ function send(res: Response, answer: Answer) {
   res.send(answer.body);
 }
 
-export function installProxyRoutes(app: Express, deps: { upstream: (role: Upstream) => string | undefined; timeoutMs: number }) {
+/** What the proxy forwards to: each role's base URL, and each bank's (the `bank` upstream is both). */
+export interface ProxyDeps {
+  upstream: (role: Exclude<Upstream, 'bank'>) => string | undefined;
+  bank: (bank: BankName) => string | undefined;
+  /** The bank of the calls that name no table: the cage, or the chain bank of a deployment without one. */
+  defaultBank: () => BankName;
+  timeoutMs: number;
+}
+
+/** The bank calls that name a table in their body: each goes to that table's own bank. */
+const BY_TABLE = new Set(['POST /api/deposit', 'POST /api/withdraw', 'POST /api/tournament/unregister']);
+/** Tables' banks as the game role read them (bounded: forgotten all at once when full). */
+const tableBanks = new Map<string, BankName>();
+const TABLE_BANKS_MAX = 10_000;
+
+/** A table's bank, read from the game role's table read; undefined for a table that does not exist. */
+async function bankOfTable(deps: ProxyDeps, tableId: string): Promise<BankName | undefined> {
+  const known = tableBanks.get(tableId);
+  if (known) return known;
+  const game = deps.upstream('game');
+  if (!game) throw new ApiError(503, 'upstream_not_configured');
+  let res: globalThis.Response;
+  try {
+    res = await fetch(`${game}/api/tables/${encodeURIComponent(tableId)}`, { signal: AbortSignal.timeout(deps.timeoutMs) });
+  } catch (err) {
+    throw new ApiError((err as Error).name === 'TimeoutError' ? 504 : 502, (err as Error).name === 'TimeoutError' ? 'upstream_timeout' : 'upstream_unavailable');
+  }
+  if (res.status === 404) return undefined;
+  const body = (await res.json().catch(() => undefined)) as { bank?: unknown } | undefined;
+  if (!res.ok || !isBankName(body?.bank)) throw new ApiError(502, 'upstream_error');
+  if (tableBanks.size >= TABLE_BANKS_MAX) tableBanks.clear();
+  tableBanks.set(tableId, body.bank);
+  return body.bank;
+}
+
+/**
+ * The bank a call goes to: the named table's own (a table that does not exist, or no table id:
+ * the default bank, which answers the refusal), the chain bank for its chain reads, else the
+ * default bank.
+ */
+async function bankFor(deps: ProxyDeps, req: Request, path: string): Promise<BankName> {
+  if (path === '/api/chain' || path.startsWith('/api/chain/')) return 'chain';
+  if (!BY_TABLE.has(`${req.method} ${path}`)) return deps.defaultBank();
+  const tableId = tableIdSchema.safeParse((req.body as { tableId?: unknown } | undefined)?.tableId);
+  return (tableId.success && (await bankOfTable(deps, tableId.data))) || deps.defaultBank();
+}
+
+/** The deposit read: the cage's answer, unless it does not know the key and the chain bank does. */
+async function depositRead(deps: ProxyDeps, req: Request, path: string): Promise<Answer> {
+  const cage = deps.defaultBank() === 'cage' ? deps.bank('cage') : undefined;
+  const fromCage = cage ? await forward(cage, req, path, deps.timeoutMs) : undefined;
+  if (fromCage && !(fromCage.status === 404 && codeOf(fromCage.body) === 'deposit_not_found')) return fromCage;
+  const chain = deps.bank('chain');
+  if (!chain) {
+    if (fromCage) return fromCage;
+    throw new ApiError(503, 'upstream_not_configured');
+  }
+  return forward(chain, req, path, deps.timeoutMs);
+}
+
+/** A bank route, forwarded to the bank it belongs to. */
+async function forwardToBank(deps: ProxyDeps, req: Request, raw: string, path: string): Promise<Answer> {
+  if (req.method === 'GET' && path.startsWith('/api/deposits/')) return depositRead(deps, req, raw);
+  const base = deps.bank(await bankFor(deps, req, path));
+  if (!base) throw new ApiError(503, 'upstream_not_configured');
+  return forward(base, req, raw, deps.timeoutMs);
+}
+
+export function installProxyRoutes(app: Express, deps: ProxyDeps) {
   app.all('/api/gw/:role/{*rest}', async (req, res) => {
     const role = req.params.role as string;
     // own keys only: 'valueOf', 'constructor' and the like are no upstream
@@ -126,7 +203,8 @@ export function installProxyRoutes(app: Express, deps: { upstream: (role: Upstre
     }
     if (decoded.some((s, i) => i > 0 && (s === '' || s.includes('/')))) throw new ApiError(404, 'not_proxied');
     if (!allowed(role as Upstream, req.method, decoded.join('/'))) throw new ApiError(404, 'not_proxied');
-    const base = deps.upstream(role as Upstream);
+    if (role === 'bank') return void send(res, await forwardToBank(deps, req, raw, decoded.join('/')));
+    const base = deps.upstream(role as Exclude<Upstream, 'bank'>);
     if (!base) throw new ApiError(503, 'upstream_not_configured');
     if (role === 'game' && raw === '/claim-board/claim') return void send(res, await submitClaim(base, req, deps.timeoutMs));
     send(res, await forward(base, req, raw, deps.timeoutMs));

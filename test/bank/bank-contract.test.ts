@@ -21,6 +21,10 @@ import { call, POKER_SETTINGS, startMoneyPlatform } from '../helpers/money.ts';
 import { TEST_SERVICE_KEY } from '../helpers/platform.ts';
 import { fundedWallet, permitDeposit, type LocalChain } from '../helpers/chain-bank.ts';
 import { SNG } from '../helpers/tournament.ts';
+import { connect } from '../helpers/ws-client.ts';
+import { BANK_ROUTES } from '../../server/bank-contract/contract.ts';
+import { openApiPath } from '../../server/http/openapi.ts';
+import { calmAction, latestState, liveClient, prng, resultsOf, until } from '../helpers/live.ts';
 
 let db: TestDatabase;
 let m: Awaited<ReturnType<typeof startMoneyPlatform>>;
@@ -30,7 +34,7 @@ let reader: ReturnType<typeof createChainBankChain>;
 beforeAll(async () => {
   db = await createTestDatabase();
   await db.owner.query("insert into cage.switches (name, enabled) values ('real_money', true) on conflict (name) do update set enabled = true");
-  m = await startMoneyPlatform(db, { alsoChainBank: true, env: { CHAIN_CONFIRM_WINDOW_MS: '10000' } });
+  m = await startMoneyPlatform(db, { alsoChainBank: true, alsoWeb: true, env: { CHAIN_CONFIRM_WINDOW_MS: '10000' } });
   local = (m.platform.role('chain-bank') as unknown as { chain: typeof local }).chain;
   reader = createChainBankChain({ rpcUrl: local.url, operatorKey: generatePrivateKey(), deployment: local.deployment });
 }, 60_000);
@@ -89,6 +93,14 @@ describe.each([['cage', cage], ['chain-bank', chain]] as const)('the bank interf
     return { d, r: await call(`${bank.url()}/api/deposit`, { headers: { ...p.auth, ...d.headers }, body: d.body }) };
   };
   const seats = async (tableId: string) => (await m.room(tableId)).body.seats;
+
+  test('the contract\'s every route is served (and described) by this bank', async () => {
+    const doc = await call(`${bank.url()}/openapi.json`);
+    expect(doc.status).toBe(200);
+    for (const [method, path] of BANK_ROUTES) {
+      expect(doc.body.paths[openApiPath(path)]?.[method.toLowerCase()]).toBeDefined();
+    }
+  });
 
   test('table creation: created active; a duplicate is 409 table_exists; missing fields are coded 400s', async () => {
     const p = await bank.player(0);
@@ -155,6 +167,110 @@ describe.each([['cage', cage], ['chain-bank', chain]] as const)('the bank interf
     expect(await bank.balance(p)).toBe(100);
   });
 
+  test('table creation refusals: invalid settings are 400 validation_failed with the issues; real money off is 403 real_money_disabled', async () => {
+    const p = await bank.player(0);
+    const bad = await call(`${bank.url()}/api/tables`, { headers: p.auth, body: { tableId: `bv-${randomUUID().slice(0, 8)}`, gameType: 'poker', settings: { ...POKER_SETTINGS, bigBlind: 1 } } });
+    expect(bad).toMatchObject({ status: 400, body: { error: 'validation_failed', issues: expect.any(Array) } });
+    await db.owner.query("update cage.switches set enabled = false where name = 'real_money'");
+    try {
+      const real = await call(`${bank.url()}/api/tables`, { headers: p.auth, body: { tableId: `br-${randomUUID().slice(0, 8)}`, gameType: 'poker', settings: POKER_SETTINGS, moneyKind: 'real' } });
+      expect(real).toEqual({ status: 403, body: { error: 'real_money_disabled' } });
+    } finally {
+      await db.owner.query("update cage.switches set enabled = true where name = 'real_money'");
+    }
+  });
+
+  test('GET /api/deposits/:key: the caller\'s own deposit as it stands; another player\'s, an unknown key: 404 deposit_not_found; a malformed key: 400', async () => {
+    const p = await bank.player(200);
+    const other = await bank.player(0);
+    const tableId = await table(p);
+    const { r } = await deposit(p, tableId, 4, 70);
+    expect(r.status).toBe(200);
+    const key = r.body.idempotencyKey as string;
+    const read = await call(`${bank.url()}/api/deposits/${encodeURIComponent(key)}`, { headers: p.auth });
+    expect(read).toMatchObject({ status: 200, body: { idempotencyKey: key, status: 'confirmed', txHash: r.body.txHash, tableId, seatIndex: 4, amount: '70', moneyKind: expect.any(String) } });
+    expect(await call(`${bank.url()}/api/deposits/${encodeURIComponent(key)}`, { headers: other.auth })).toEqual({ status: 404, body: { error: 'deposit_not_found' } });
+    expect(await call(`${bank.url()}/api/deposits/0x${'ab'.repeat(32)}`, { headers: p.auth })).toEqual({ status: 404, body: { error: 'deposit_not_found' } });
+    expect(await call(`${bank.url()}/api/deposits/${'k'.repeat(129)}`, { headers: p.auth })).toMatchObject({ status: 400, body: { error: 'bad_request' } });
+    expect((await call(`${bank.url()}/api/deposits/${encodeURIComponent(key)}`)).status).toBe(401);
+  });
+
+  test('a withdraw repeated after its seat was settled replays within the contract\'s window (one, in SQL), and is not_at_table after it', async () => {
+    const p = await bank.player(200);
+    const tableId = await table(p);
+    expect((await deposit(p, tableId, 1, 60)).r.status).toBe(200);
+    const out = await call(`${bank.url()}/api/withdraw`, { headers: p.auth, body: { tableId } });
+    expect(out.body).toMatchObject({ status: 'confirmed', amount: 60 });
+    const { rows: [{ secs }] } = await db.owner.query('select extract(epoch from cage.withdraw_replay_window())::int as secs');
+    expect(secs).toBeGreaterThan(60);
+    const intents = bank === chain ? 'bank.withdraw_intents' : 'cage.withdraw_intents';
+    const age = (seconds: number) => db.owner.query(`update ${intents} set created_at = now() - make_interval(secs => $2) where idempotency_key = $1`, [out.body.idempotencyKey, seconds]);
+    await age(secs - 60);
+    expect((await call(`${bank.url()}/api/withdraw`, { headers: p.auth, body: { tableId } })).body).toMatchObject({ status: 'confirmed', replay: true, idempotencyKey: out.body.idempotencyKey });
+    await age(secs + 60);
+    expect(await call(`${bank.url()}/api/withdraw`, { headers: p.auth, body: { tableId } })).toEqual({ status: 404, body: { error: 'not_at_table' } });
+    expect(await bank.balance(p)).toBe(200);
+  });
+
+  test('the websocket: sit and stand_up at a table of this bank go to this bank (one platform serves both)', async () => {
+    const p = await bank.player(300);
+    const tableId = await table(p);
+    const ws = await connect(`${m.game.replace(/^http/, 'ws')}/ws`, p.auth);
+    try {
+      await ws.next((x) => x.type === 'hello');
+      ws.send({ type: 'join', tableId, ref: 'j' });
+      expect(await ws.next((x) => x.ref === 'j')).toMatchObject({ type: 'joined' });
+      const d = await bank.depositBody(p, tableId, 2, 100);
+      const key = d.headers['idempotency-key'];
+      ws.send({ type: 'sit', ...d.body, ...(key ? { idempotencyKey: key } : {}), ref: 's' });
+      expect(await ws.next((x) => x.ref === 's', 30_000)).toMatchObject({ type: 'seated', tableId, seatIndex: 2, chipBalance: '100' });
+      expect(await seats(tableId)).toEqual([{ seatIndex: 2, userId: p.userId, chipBalance: '100', status: 'seated' }]);
+      expect(await bank.balance(p)).toBe(200);
+      ws.send({ type: 'stand_up', tableId, ref: 'u' });
+      expect(await ws.next((x) => x.ref === 'u', 30_000)).toMatchObject({ type: 'stood_up', tableId, amount: '100', txHash: expect.any(String) });
+      expect(await seats(tableId)).toEqual([]);
+      expect(await bank.balance(p)).toBe(300);
+    } finally {
+      await ws.close();
+    }
+  });
+
+  test('a table of the other bank: a withdraw (voluntary or forced) refused with the contract\'s code before the seat is stood up', async () => {
+    const other = bank === cage ? chain : cage;
+    const own = bank === cage ? 'not_a_cage_table' : 'not_a_chain_table';
+    const q = await other.player(200);
+    const tableId = `bo-${randomUUID().slice(0, 8)}`;
+    expect((await call(`${other.url()}/api/tables`, { headers: q.auth, body: { tableId, gameType: 'poker', settings: POKER_SETTINGS } })).status).toBe(200);
+    const d = await other.depositBody(q, tableId, 1, 50);
+    expect((await call(`${other.url()}/api/deposit`, { headers: { ...q.auth, ...d.headers }, body: d.body })).status).toBe(200);
+    const before = await seats(tableId);
+    expect(before).toEqual([{ seatIndex: 1, userId: q.userId, chipBalance: '50', status: 'seated' }]);
+    expect(await call(`${bank.url()}/api/withdraw`, { headers: q.auth, body: { tableId } })).toEqual({ status: 409, body: { error: own } });
+    expect(await call(`${bank.url()}/api/withdraw`, { headers: { 'x-service-key': TEST_SERVICE_KEY }, body: { tableId, forced: true, userId: q.userId } })).toEqual({ status: 409, body: { error: own } });
+    expect(await seats(tableId)).toEqual(before);
+    expect(await other.balance(q)).toBe(150);
+    expect((await call(`${other.url()}/api/withdraw`, { headers: q.auth, body: { tableId } })).body).toMatchObject({ status: 'confirmed', amount: 50 });
+    expect(await other.balance(q)).toBe(200);
+  });
+
+  test('through the web role\'s proxy: the deposit, its read and the withdraw reach the table\'s own bank', async () => {
+    const gw = `${m.platform.url('web')}/api/gw/bank`;
+    const p = await bank.player(200);
+    const tableId = await table(p);
+    const d = await bank.depositBody(p, tableId, 5, 40);
+    const r = await call(`${gw}/api/deposit`, { headers: { ...p.auth, ...d.headers }, body: d.body });
+    expect(r).toMatchObject({ status: 200, body: { status: 'confirmed', seatIndex: 5, chipBalance: '40' } });
+    expect(await bank.balance(p)).toBe(160);
+    const read = await call(`${gw}/api/deposits/${encodeURIComponent(r.body.idempotencyKey)}`, { headers: p.auth });
+    expect(read).toMatchObject({ status: 200, body: { idempotencyKey: r.body.idempotencyKey, status: 'confirmed', tableId, amount: '40' } });
+    expect(await call(`${gw}/api/deposits/never-used`, { headers: p.auth })).toEqual({ status: 404, body: { error: 'deposit_not_found' } });
+    const out = await call(`${gw}/api/withdraw`, { headers: p.auth, body: { tableId } });
+    expect(out).toMatchObject({ status: 200, body: { status: 'confirmed', amount: 40 } });
+    expect(await bank.balance(p)).toBe(200);
+    expect(await call(`${gw}/api/tournament/unregister`, { headers: p.auth, body: { tableId } })).toEqual({ status: 400, body: { error: 'not_a_tournament' } });
+    expect(await call(`${gw}/api/withdraw`, { headers: p.auth, body: { tableId: 'no-such-table' } })).toEqual({ status: 404, body: { error: 'table_not_found' } });
+  });
+
   describe('tournaments (sng)', () => {
     const sngTable = async (p: Player, over: Record<string, unknown> = {}) => {
       const tableId = `bs-${randomUUID().slice(0, 10)}`;
@@ -189,6 +305,35 @@ describe.each([['cage', cage], ['chain-bank', chain]] as const)('the bank interf
       const replay = await deposit(a, tableId, null, 100, paid.d);
       expect(replay.r).toMatchObject({ status: 200, body: { status: 'refunded', replay: true, txHash: paid.r.body.txHash, refundTxHash: expect.any(String) } });
       expect(await bank.balance(a)).toBe(300);
+    });
+
+    test('unregister refusals: no table id 400, not authenticated 401, a table that does not exist 404, a cash table 400 not_a_tournament; nothing moves', async () => {
+      const p = await bank.player(100);
+      const cashTable = await table(p);
+      expect((await call(`${bank.url()}/api/tournament/unregister`, { headers: p.auth, body: {} })).status).toBe(400);
+      expect((await call(`${bank.url()}/api/tournament/unregister`, { body: { tableId: cashTable } })).status).toBe(401);
+      expect(await unregister(p, 'no-such-table')).toEqual({ status: 404, body: { error: 'table_not_found' } });
+      expect(await unregister(p, cashTable)).toEqual({ status: 400, body: { error: 'not_a_tournament' } });
+      expect(await bank.balance(p)).toBe(100);
+    });
+
+    test('the websocket: stand_up while the tournament registers refunds the entry through this bank', async () => {
+      const host = await bank.player(0);
+      const tableId = await sngTable(host, { seats: 3 });
+      const a = await bank.player(300);
+      expect((await deposit(a, tableId, null, 100)).r.body).toMatchObject({ status: 'confirmed' });
+      expect(await bank.balance(a)).toBe(200);
+      const ws = await connect(`${m.game.replace(/^http/, 'ws')}/ws`, a.auth);
+      try {
+        await ws.next((x) => x.type === 'hello');
+        ws.send({ type: 'join', tableId, ref: 'j' });
+        expect(await ws.next((x) => x.ref === 'j')).toMatchObject({ type: 'joined' });
+        ws.send({ type: 'stand_up', tableId, ref: 'u' });
+        expect(await ws.next((x) => x.ref === 'u', 30_000)).toMatchObject({ type: 'tournament_unregistered', tableId, status: 'refunded', amount: '100' });
+        expect(await bank.balance(a)).toBe(300);
+      } finally {
+        await ws.close();
+      }
     });
 
     test('payouts: the service key only, the payout row\'s amount and place; paid once to the winner; the last one closes the tournament', async () => {
@@ -233,4 +378,49 @@ describe.each([['cage', cage], ['chain-bank', chain]] as const)('the bank interf
       await expectCleanAudit(db.pool('poker_cage', 1));
     });
   });
+});
+
+describe('both banks under one platform', () => {
+  test('a cage table and a chain table play side by side: websocket sits, hands dealt on both, stand-ups; each bank\'s money back where it came from', async () => {
+    const live = liveClient(m, db);
+    const settings = { ...POKER_SETTINGS, rakePercent: 0, rakeCap: 0 };
+    try {
+      const players = [await live.player(300), await live.player(300)];
+      const wallets = await Promise.all(players.map((p) => fundedWallet(db, local, p.userId, 300n)));
+      const tables = { cage: `sc-${randomUUID().slice(0, 8)}`, chain: `sb-${randomUUID().slice(0, 8)}` };
+      expect((await call(`${m.cage}/api/tables`, { headers: players[0]!.auth, body: { tableId: tables.cage, gameType: 'poker', settings } })).status).toBe(200);
+      expect((await call(`${m.platform.url('chain-bank')}/api/tables`, { headers: players[0]!.auth, body: { tableId: tables.chain, gameType: 'poker', settings } })).status).toBe(200);
+      for (const [i, p] of players.entries()) {
+        await live.join(p, tables.cage);
+        await live.join(p, tables.chain);
+        expect(await live.request(p.ws, { type: 'sit', tableId: tables.cage, seatIndex: i, amount: 100, idempotencyKey: randomUUID() }, 30_000)).toMatchObject({ type: 'seated', chipBalance: '100' });
+        const permit = await permitDeposit(local, wallets[i]!, tables.chain, 100n, { seatIndex: i });
+        expect(await live.request(p.ws, { type: 'sit', ...permit }, 30_000)).toMatchObject({ type: 'seated', chipBalance: '100' });
+      }
+      // both tables deal; the players check or call their way through a hand on each
+      const rng = prng(32);
+      const answered = new Set<string>();
+      await until(async () => {
+        for (const p of players) {
+          for (const tableId of Object.values(tables)) {
+            const s = latestState(p.ws, tableId);
+            const turn = s?.legal ? `${tableId}:${s.legal.handId}:${s.legal.seq}` : undefined;
+            if (turn && !answered.has(turn)) {
+              answered.add(turn);
+              await live.request(p.ws, { type: 'action', tableId, handId: s!.legal.handId, seq: s!.legal.seq, ...calmAction(rng, s!.legal) });
+            }
+          }
+        }
+        return Object.values(tables).every((tableId) => resultsOf(players[0]!.ws, tableId).length > 0);
+      }, 'a hand played on each table', 60_000, 20);
+      for (const tableId of Object.values(tables)) await live.standUpAll(players, tableId);
+      // no rake: every chip is back where it came from, on each bank
+      expect((await Promise.all(players.map((p) => m.balance(p.auth)))).reduce((a, b) => a + b)).toBe(600);
+      expect((await Promise.all(wallets.map(async (w) => (await reader.balanceOf(w.wallet)) / 1_000_000n))).reduce((a, b) => a + b)).toBe(600n);
+      expect(await reader.tableBalance(tables.chain)).toBe(0n);
+      await expectCleanAudit(db.pool('poker_cage', 1));
+    } finally {
+      await live.closeAll();
+    }
+  }, 120_000);
 });

@@ -88,7 +88,7 @@ test('a permit deposit seats the player; the chips are in the vault; a replay an
   expect(again.body).toEqual({ status: 'confirmed', txHash: r.body.txHash, idempotencyKey: r.body.idempotencyKey, replay: true });
   expect(await reader.balanceOf(p.wallet)).toBe(850n * C);
   const mine = await call(`${bank}/api/deposits/${r.body.idempotencyKey}`, { headers: p.auth });
-  expect(mine.body).toMatchObject({ status: 'confirmed', tableId, seatIndex: 2, amount: 150, txHash: r.body.txHash });
+  expect(mine.body).toMatchObject({ status: 'confirmed', tableId, seatIndex: 2, amount: '150', txHash: r.body.txHash });
 
   const out = await call(`${bank}/api/withdraw`, { headers: p.auth, body: { tableId } });
   expect(out.status).toBe(200);

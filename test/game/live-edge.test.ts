@@ -188,7 +188,7 @@ function fakeRoom(query: (sql: string) => unknown, turnTimeSec = 30) {
   const log = pino({ level: 'error' }, { write: (line: string) => void errors.push(JSON.parse(line).msg) });
   const record: TableRecord = {
     table_id: 'fake', game_type: 'poker', settings: { ...POKER_SETTINGS, turnTimeSec }, status: 'active', mode: 'cash',
-    kind: 'open', money_kind: 'play', current_hand_id: null,
+    kind: 'open', money_kind: 'play', current_hand_id: null, bank: 'cage',
   };
   const deps = {
     pool: { query: async (sql: string) => query(sql) },

@@ -590,6 +590,7 @@ const REVIEWED: Record<string, string> = {
   'cage.tournament_refund_ref(text)': 'pure: formats a ref',
   'cage.tournament_ref(text)': 'pure: formats a ref',
   'cage.is_tournament_refund_ref(text)': 'pure: reads a ref',
+  'cage.withdraw_replay_window()': 'pure: the bank contract\'s constant',
   'game_private.sng_clock_factor(jsonb)': 'pure: the settings given',
   'game_private.sng_level_ms(jsonb)': 'pure: the settings given',
   'game_private.sng_action_ms(jsonb)': 'pure: the settings given',

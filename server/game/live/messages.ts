@@ -1,6 +1,6 @@
 // The client's websocket messages, parsed by one zod discriminated union on `type` (docs/protocol.md).
 // Fields the server judges with their own codes stay open here and are judged where they are used:
-// a sit's `seatIndex` and `amount` by the bank, an action's `handId`, `action` and `amount` by the
+// a sit's `seatIndex`, `amount` and (a chain table's) `permit` and `signerAddress` by the bank, an action's `handId`, `action` and `amount` by the
 // room (illegal_amount, stale_sequence ...), a token by the verifier. A message that does not parse
 // answers one code: `unknown_message_type` for a missing or unknown `type`, `missing_seq` for an
 // action without a numeric `seq`, else `bad_request` naming the field. Like server-messages.ts, the
@@ -17,7 +17,11 @@ export const clientMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('auth'), ref, token: z.unknown().optional(), agentId: z.unknown().optional() }),
   z.object({ type: z.literal('join'), ...atTable, agentId: z.unknown().optional() }),
   z.object({ type: z.literal('leave'), ...atTable }),
-  z.object({ type: z.literal('sit'), ...atTable, seatIndex: z.unknown().optional(), amount: z.unknown().optional(), idempotencyKey: z.string().min(1).max(128).optional() }),
+  z.object({
+    type: z.literal('sit'), ...atTable, seatIndex: z.unknown().optional(), amount: z.unknown().optional(), idempotencyKey: z.string().min(1).max(128).optional(),
+    // a chain table's buy-in: the EIP-2612 permit the player's linked wallet signed, and that wallet (the chain bank's deposit)
+    permit: z.unknown().optional(), signerAddress: z.unknown().optional(),
+  }),
   z.object({ type: z.literal('action'), ...atTable, seq: z.number(), handId: z.unknown().optional(), action: z.unknown().optional(), amount: z.unknown().optional() }),
   z.object({ type: z.literal('sit_out'), ...atTable }),
   z.object({ type: z.literal('sit_in'), ...atTable }),

@@ -7,6 +7,7 @@
 // a hand's stacks are written at its end (game.end_hand, which closes its busts too), sits and
 // stand-ups go through the bank.
 import type pg from 'pg';
+import type { BankName } from '../../bank-contract/contract.ts';
 import type { Logger } from 'pino';
 import type { Ed25519Signer } from '../../crypto/signing.ts';
 import { inTransaction } from '../../db/transaction.ts';
@@ -47,6 +48,8 @@ export interface TableRecord {
   kind: 'open' | 'human_only' | 'agent' | 'copilot';
   money_kind: string;
   current_hand_id: string | null;
+  /** Whose money the table's is (game.tables.bank): every bank call of the table goes there. */
+  bank: BankName;
 }
 
 export interface RoomDeps {

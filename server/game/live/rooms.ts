@@ -5,7 +5,8 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { Ed25519Signer } from '../../crypto/signing.ts';
-import type { ServiceClient } from '../../http/service-client.ts';
+import type { BankName } from '../../bank-contract/contract.ts';
+import type { BankClients } from '../../bank-contract/routing.ts';
 import type { ClaimBoard } from '../../claims/board.ts';
 import type { createHands } from '../hands/hands.ts';
 import type { GameProcess } from './lease.ts';
@@ -21,8 +22,8 @@ export interface RoomRegistryDeps {
   log: Logger;
   hands: ReturnType<typeof createHands>;
   options: RoomOptions;
-  /** The bank (the cage), through the roles' one client (server/http/service-client.ts). */
-  bank: ServiceClient;
+  /** Both banks, one client each (server/bank-contract/routing.ts): a table's calls go to its own. */
+  banks: BankClients;
   /** This process's presence and table leases: a poker room runs only under its table's lease. */
   process: GameProcess;
   /** A cash room with nothing in it this long unloads (its lease released). */
@@ -111,20 +112,21 @@ export class RoomRegistry {
   };
 
   /**
-   * A call to the bank (the cage), through the roles' one client: the player's token forwarded, or
-   * the service key for the room's own calls. When the bank cannot answer (refused or reset, no
-   * answer within the call timeout, not JSON, a 5xx) the answer is the spec's 503
-   * `cage_unavailable`: the sit is refused within seconds, nothing is assumed.
+   * A call to the table's own bank (`bank`: game.tables.bank, the room's record), through that
+   * bank's client: the player's token forwarded, or the service key for the room's own calls. When
+   * the bank cannot answer (refused or reset, no answer within the call timeout, not JSON, a 5xx)
+   * the answer is a 503: the spec's `cage_unavailable` from the cage, `chain_bank_unavailable` from
+   * the chain bank. The sit is refused within seconds, nothing is assumed.
    */
-  bank = async (path: string, body: unknown, auth: { token?: string | null; service?: boolean }) => {
-    const answer = await this.deps.bank.post(path, body, auth.token ? { bearer: auth.token } : {});
-    if ('unreachable' in answer) return { status: 503, body: { error: 'cage_unavailable' } as Record<string, unknown> };
+  bank = async (bank: BankName, path: string, body: unknown, auth: { token?: string | null; service?: boolean }) => {
+    const answer = await this.deps.banks[bank].post(path, body, auth.token ? { bearer: auth.token } : {});
+    if ('unreachable' in answer) return { status: 503, body: { error: bank === 'cage' ? 'cage_unavailable' : 'chain_bank_unavailable' } as Record<string, unknown> };
     return { status: answer.status, body: answer.body as Record<string, unknown> };
   };
 
   private async readRecord(tableId: string): Promise<TableRecord | undefined> {
     const { rows } = await this.deps.pool.query<TableRecord>(
-      'select table_id, game_type, settings, status, mode, kind, money_kind, current_hand_id from game.table_records where table_id = $1',
+      'select table_id, game_type, settings, status, mode, kind, money_kind, current_hand_id, bank from game.table_records where table_id = $1',
       [tableId],
     );
     return rows[0];
@@ -147,7 +149,7 @@ export class RoomRegistry {
       await this.lease(tableId);
       record = (await this.readRecord(tableId))!;
     }
-    const room = new Room(record, this.roomDeps(tableId));
+    const room = new Room(record, this.roomDeps(tableId, record.bank));
     if (record.game_type === 'poker') {
       await room.open().catch(async (err) => {
         await this.deps.process.release(tableId).catch(() => undefined);
@@ -157,8 +159,8 @@ export class RoomRegistry {
     return room;
   }
 
-  /** What a room of this table calls out to: the claim board, the bank's withdrawals. */
-  private roomDeps(tableId: string): RoomDeps {
+  /** What a room of this table calls out to: the claim board, its bank's withdrawals. */
+  private roomDeps(tableId: string, bank: BankName): RoomDeps {
     const { pool, log, hands, options, board, dealer } = this.deps;
     return {
       pool, log, hands, options, dealer,
@@ -169,13 +171,13 @@ export class RoomRegistry {
         await board.markConditionMet(userId, 'agent_seated', `agent_seated:${agentId}:${tableId}`, client);
       },
       forcedWithdraw: async (userId) => {
-        const r = await this.bank('/api/withdraw', { tableId, forced: true, userId }, { service: true });
+        const r = await this.bank(bank, '/api/withdraw', { tableId, forced: true, userId }, { service: true });
         if (r.status >= 400 && r.body.error !== 'not_at_table') throw new Error(String(r.body.error ?? r.status));
       },
       standUp: async ({ userId, token }) => {
         const r = token
-          ? await this.bank('/api/withdraw', { tableId }, { token })
-          : await this.bank('/api/withdraw', { tableId, forced: true, userId }, { service: true });
+          ? await this.bank(bank, '/api/withdraw', { tableId }, { token })
+          : await this.bank(bank, '/api/withdraw', { tableId, forced: true, userId }, { service: true });
         if (r.status >= 400) log.warn({ tableId, userId, status: r.status, error: r.body.error }, 'stand-up refused by the bank');
         return r;
       },

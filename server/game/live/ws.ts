@@ -23,7 +23,7 @@ import { createRoomRegistry, every, type RoomRegistry } from './rooms.ts';
 import { reserveSeat } from '../../tournaments/registration.ts';
 import { REFUSALS } from '../../http/errors.ts';
 import { stoodUp, toJson, type ServerMessage } from './wire.ts';
-import type { ServiceClient } from '../../http/service-client.ts';
+import type { BankClients } from '../../bank-contract/routing.ts';
 import { parseClientMessage, type ClientMessage } from './messages.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -106,8 +106,8 @@ export interface LiveTablesDeps {
   hands: ReturnType<typeof createHands>;
   board: ClaimBoard;
   options: RoomOptions;
-  /** The bank (the cage), through the roles' one client. */
-  bank: ServiceClient;
+  /** Both banks, one client each: a table's sit, stand-up and unregister go to its own (game.tables.bank). */
+  banks: BankClients;
   /** This process's presence and table leases: a poker room runs only under its table's lease. */
   process: GameProcess;
   limits: LiveLimits;
@@ -366,20 +366,34 @@ export class LiveTables {
     // sent again after a lost answer replays the first); without one, this message is one intent
     // of its own: the game sends it exactly once, and a reconnecting client reads the outcome
     // from the table's state (docs/decisions.md, "Deposit keys").
-    const idempotencyKey = m.idempotencyKey ?? `ws-sit:${randomUUID()}`;
-    const body = { tableId: r.tableId, seatIndex: m.seatIndex, amount: m.amount, idempotencyKey };
-    const { pending, answer } = await r.requestSit(c.userId, c.agentId, c, () => this.registry.bank('/api/deposit', body, { token }));
+    // A chain table's deposit is keyed by its permit (the chain bank's body carries no other key).
+    const body = r.record.bank === 'chain'
+      ? { tableId: r.tableId, seatIndex: m.seatIndex, amount: m.amount, permit: m.permit, signerAddress: m.signerAddress }
+      : { tableId: r.tableId, seatIndex: m.seatIndex, amount: m.amount, idempotencyKey: m.idempotencyKey ?? `ws-sit:${randomUUID()}` };
+    const { pending, answer } = await r.requestSit(c.userId, c.agentId, c, () => this.registry.bank(r.record.bank, '/api/deposit', body, { token }));
     if (pending) send(c, { type: 'sit_pending', tableId: r.tableId, ref });
     const seated = async () => {
       const res = await answer;
       if (res.status !== 200) return refuse(c, String(res.body.error ?? 'sit_refused'), ref);
-      // the seat as the bank's deposit answered it (its contract: seatIndex, chipBalance a decimal string)
-      send(c, { type: 'seated', tableId: r.tableId, seatIndex: res.body.seatIndex as number, chipBalance: res.body.chipBalance as string, ref });
+      // a chain deposit not confirmed within its window: the seat is funded once it confirms (the table's state shows it)
+      if (res.body.status !== 'confirmed') return refuse(c, 'deposit_not_confirmed', ref);
+      // the seat as the bank's deposit answered it (the contract: seatIndex, chipBalance a decimal string), else as it stands (a replay)
+      const seat = typeof res.body.chipBalance === 'string' ? { seatIndex: res.body.seatIndex as number, chipBalance: res.body.chipBalance } : await this.seatNow(r.tableId, c.userId!);
+      if (!seat) return refuse(c, 'not_at_table', ref);
+      send(c, { type: 'seated', tableId: r.tableId, ...seat, ref });
       return r.broadcastState();
     };
     // a pending sit completes at the hand's end; the connection's other messages go on meanwhile
     if (pending) return void seated().catch((err) => this.deps.log.error({ err }, 'pending sit failed'));
     return seated();
+  }
+
+  /** A player's open seat at a table as it stands (a replayed deposit's answer carries none). */
+  private async seatNow(tableId: string, userId: string): Promise<{ seatIndex: number; chipBalance: string } | undefined> {
+    const { rows } = await this.deps.pool.query<{ seat_index: number; chip_balance: string }>(
+      "select seat_index, chip_balance::text as chip_balance from game.seats where table_id = $1 and user_id = $2 and status <> 'closed'", [tableId, userId],
+    );
+    return rows[0] ? { seatIndex: rows[0].seat_index, chipBalance: rows[0].chip_balance } : undefined;
   }
 
   private async onAction(c: Connection, m: Extract<ClientMessage, { type: 'action' }>) {
@@ -435,7 +449,7 @@ export class LiveTables {
    */
   private async leaveTournament(c: Connection, r: Room, ref: unknown) {
     if (r.tournamentPhase !== 'registering') return refuse(c, 'stand_up_not_allowed_in_tournament', ref);
-    const res = await this.registry.bank('/api/tournament/unregister', { tableId: r.tableId }, { token: c.token });
+    const res = await this.registry.bank(r.record.bank, '/api/tournament/unregister', { tableId: r.tableId }, { token: c.token });
     if (res.status !== 200) return refuse(c, String(res.body.error ?? 'unregister_refused'), ref);
     // a chain refund not confirmed yet carries its payment state and a note (the bank's reconciler pays it);
     // status, amount (a decimal string) and txHash as the bank's unregister answered them

@@ -6,14 +6,10 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { ApiError, zodIssues } from '../../http/errors.ts';
 import { describeRoute } from '../../http/openapi.ts';
+import { tableListQuery } from '../../bank-contract/contract.ts';
 
-export const tableListQuery = z.object({
-  mode: z.enum(['cash', 'sng']).optional(),
-  status: z.enum(['active', 'pending', 'frozen']).optional(),
-  moneyKind: z.enum(['play', 'real']).optional(),
-  after: z.string().min(1).max(128).optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-}).strict();
+export { tableListQuery };
+
 
 /** The contracts of installTableReadRoute (the cage serves the same two reads: server/cage/reads.ts). */
 export const tableReadRoutes = [
@@ -23,7 +19,7 @@ export const tableReadRoutes = [
   }),
   describeRoute({
     method: 'get', path: '/api/tables/:tableId', auth: 'none', summary: 'A table: its record and who sits where (never the deck seed)',
-    responses: { 200: '{ tableId, gameType, settings, moneyKind, status, mode, kind, tournamentState, currentLevel, levelStartedAt, handInProgress, abandonedDeals, seats }', 404: 'table_not_found' },
+    responses: { 200: '{ tableId, gameType, settings, moneyKind, bank, status, mode, kind, tournamentState, currentLevel, levelStartedAt, handInProgress, abandonedDeals, seats }', 404: 'table_not_found' },
   }),
 ];
 
@@ -60,7 +56,7 @@ export function installTableReadRoute(app: Express, deps: { pool: pg.Pool }) {
 
   app.get('/api/tables/:tableId', async (req, res) => {
     const { rows } = await pool.query(
-      `select t.table_id, t.game_type, t.public_settings as settings, t.money_kind, t.status, t.mode, t.kind,
+      `select t.table_id, t.game_type, t.public_settings as settings, t.money_kind, t.bank, t.status, t.mode, t.kind,
               t.tournament_state, t.current_level, t.level_started_at, t.hand_in_progress, t.abandoned_deals,
               coalesce((select jsonb_agg(jsonb_build_object('seatIndex', p.seat_index, 'userId', p.user_id,
                           'chipBalance', p.chip_balance::text, 'status', p.status) order by p.seat_index)
@@ -71,7 +67,8 @@ export function installTableReadRoute(app: Express, deps: { pool: pg.Pool }) {
     const t = rows[0];
     if (!t) throw new ApiError(404, 'table_not_found');
     res.json({
-      tableId: t.table_id, gameType: t.game_type, settings: t.settings, moneyKind: t.money_kind, status: t.status,
+      // bank: whose money the table's is ('cage' or 'chain': the web role's proxy routes its bank calls by it)
+      tableId: t.table_id, gameType: t.game_type, settings: t.settings, moneyKind: t.money_kind, bank: t.bank, status: t.status,
       mode: t.mode, kind: t.kind, tournamentState: t.tournament_state, currentLevel: t.current_level,
       levelStartedAt: t.level_started_at, handInProgress: t.hand_in_progress,
       // how many of the table's committed deals ended abandoned (each revealed in a signed record: docs/dealer.md)

@@ -1,4 +1,4 @@
-// POST /api/tables: table creation as the bank serves it (spec: "Table creation (bank)"). The
+// POST /api/tables: table creation as both banks serve it (spec: "Table creation (bank)"). The
 // settings are validated per game type (extra fields stripped, missing required fields refused,
 // cross-field rules), then game.create_table stores the record in the game schema: a duplicate
 // table id inserts nothing and answers 409 table_exists.
@@ -6,13 +6,13 @@ import type { Express, RequestHandler } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { MAX_TURN_TIME_SEC } from './rules.ts';
-import { ApiError, refusedWith, zodIssues } from '../../http/errors.ts';
-import { playerSession } from '../../http/jwt.ts';
-import { withSpan } from '../../telemetry/index.ts';
-import { resolvedSngSettingsSchema } from '../../tournaments/settings.ts';
-import { realMoneyOn } from '../../cage/switches.ts';
-import { describeRoute, type RouteContract } from '../../http/openapi.ts';
+import { MAX_TURN_TIME_SEC } from '../game/tables/rules.ts';
+import { ApiError, refusedWith, zodIssues } from '../http/errors.ts';
+import { playerSession } from '../http/jwt.ts';
+import { withSpan } from '../telemetry/index.ts';
+import { resolvedSngSettingsSchema } from '../tournaments/settings.ts';
+import { realMoneyOn } from './switches.ts';
+import { describeRoute, type RouteContract } from '../http/openapi.ts';
 
 const int = () => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const positive = () => int().min(1);
