@@ -500,6 +500,10 @@ const REVIEWED: Record<string, string> = {
   'cage.open_tournament_entry(uuid,text,text,integer,bigint,integer)': 'the player\'s token grant, the entry fee of the table',
   'cage.pay_tournament_payout(text,integer,bigint)': 'bound: the payout intent\'s place, user and amount',
   'cage.payouts_to_repost(integer,integer)': 'reads',
+  // the one intent model (issue 32): the reconcilers' due intents (keys only) and each step's outcome,
+  // recorded for the operators (an existing intent's only; no chip moves; a back-off of at most 5 minutes)
+  'cage.due_intents(text,integer,integer)': 'reads',
+  'cage.record_intent_attempt(text,text,text)': 'an existing intent\'s attempt record only: what operators read and when it is retried (at most 5 minutes on); no chip moves',
   'cage.reconcile_custody_hold(uuid,bigint,text,jsonb,text)': 'a live admin session; a split summing to the hold\'s pool',
   'cage.reconcile_rake(text)': 'bound: the game\'s house rows',
   'cage.refund_tournament_entry(uuid,text)': 'the player\'s token grant, while registering',

@@ -208,7 +208,7 @@ begin
   -- but confirmed (a failure is the bank's claim; the receipt wins)
   elsif p_status = 'confirmed' and v_row.status in ('pending', 'submitted', 'failed')
         and (v_row.tx_hash = p_tx_hash or p_tx_hash = any (v_row.prior_tx_hashes)) and p_block_number > 0
-        and lower(p_to) = lower(v_row.destination) and p_base_units = v_row.amount::numeric * 1000000 then
+        and lower(p_to) = lower(v_row.destination) and p_base_units = v_row.amount::numeric * cage_private.base_units() then
     update bank.tournament_payments t
        set status = 'confirmed', tx_hash = p_tx_hash, block_number = p_block_number, confirmed_at = now(), failed_at = null, error = null, updated_at = now()
      where t.payment_key = p_key returning * into v_row;
