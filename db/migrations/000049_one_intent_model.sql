@@ -20,3 +20,8 @@ create table cage.intent_attempts (
 alter table cage.intent_attempts enable row level security;
 comment on table cage.intent_attempts is
   'The reconcilers'' attempts at each pending money step (issue 32): count, last time and error, stuck since, next due. Written by cage.record_intent_attempt only; read through cage.intents.';
+
+-- The lists two reconcilers made of their own are the view's due intents now (cage.due_intents);
+-- the payout repost is one function for both banks (cage.repost_payout, db/functions/tournaments/20_money.sql).
+drop function if exists cage.stale_gas_withdrawals(integer, integer);
+drop function if exists cage.payouts_to_repost(integer, integer);

@@ -490,7 +490,6 @@ const REVIEWED: Record<string, string> = {
   'cage.reserve_gas_withdrawal(uuid,text,bigint,text)': 'the player\'s token grant; their own tank, never below zero',
   'cage.deliver_gas_withdrawal(text)': 'bound: the reservation\'s user, kind and chips',
   'cage.refund_gas_withdrawal(text,text)': 'bound: the reservation, back to the tank it came from',
-  'cage.stale_gas_withdrawals(integer,integer)': 'reads',
   'cage.play_gate_state()': 'reads',
   'cage.seed_test_chips(uuid,text,bigint)': 'the player\'s token grant, the test_seeds switch only the migrator sets',
   'cage.grant_play_chips(text,bigint,text,text,text)': 'bound: an open claim intent of this amount and recipient',
@@ -499,7 +498,7 @@ const REVIEWED: Record<string, string> = {
   'cage.open_deposit(uuid,text,text,integer,bigint)': 'the player\'s token grant, the real_money switch',
   'cage.open_tournament_entry(uuid,text,text,integer,bigint,integer)': 'the player\'s token grant, the entry fee of the table',
   'cage.pay_tournament_payout(text,integer,bigint)': 'bound: the payout intent\'s place, user and amount',
-  'cage.payouts_to_repost(integer,integer)': 'reads',
+  'cage.repost_payout(text)': 'an unconfirmed payout older than its grace marked submitted (failedAt cleared); no chip moves',
   // the one intent model (issue 32): the reconcilers' due intents (keys only) and each step's outcome,
   // recorded for the operators (an existing intent's only; no chip moves; a back-off of at most 5 minutes)
   'cage.due_intents(text,integer,integer)': 'reads',

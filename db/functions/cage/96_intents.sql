@@ -4,7 +4,7 @@
 --   kind                      table                        the table's own status words
 --   cage_deposit              cage.deposit_intents         pending confirmed failed
 --   cage_withdrawal           cage.withdraw_intents        (settled_at) unsettled settled
---   cage_payout               cage.payout_intents          (timestamps) pending submitted confirmed failed
+--   cage_payout               cage.payout_intents          (timestamps) pending submitted confirmed failed; key table:position
 --   gas_withdrawal            cage.gas_withdrawals         reserved delivered refunded
 --   bet_stake                 cage.bet_stakes              pending confirmed compensated unbet
 --   chain_deposit             bank.deposit_intents         pending submitted confirmed failed
@@ -77,7 +77,7 @@ create view cage_private.intent_rows as
          w.created_at, null, null, w.created_at
     from cage.withdraw_intents w
   union all
-  select 'cage_payout', p.ref_id,
+  select 'cage_payout', p.table_id || ':' || p.position,
          case when p.confirmed_at is not null then 'confirmed' when p.failed_at is not null then 'failed'
               when p.submitted_at is not null then 'submitted' else 'pending' end,
          p.amount, p.user_id, p.table_id,
