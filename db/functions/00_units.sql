@@ -17,9 +17,10 @@ create or replace function cage_private.token_decimals() returns integer
   set search_path = pg_catalog, pg_temp
 as $$ select 6 $$;
 
--- The constants above as one object, for TypeScript (the names are the generated file's).
+-- The constants above as one object, for TypeScript (the names are the generated file's) and for
+-- the readers of views that convert (security definer: they execute this, not the private parts).
 create or replace function cage.chip_units() returns jsonb
-  language sql immutable parallel safe
+  language sql immutable parallel safe security definer
   set search_path = pg_catalog, pg_temp
 as $$
   select jsonb_build_object('baseUnitsPerChip', cage_private.base_units(), 'tokenDecimals', cage_private.token_decimals())

@@ -5,4 +5,6 @@
 -- outcome. Neither function moves a chip: one reads keys, the other writes what operators read
 -- and when an intent is tried again (a back-off of at most 5 minutes).
 grant select on cage.intents to poker_admin;
+-- the pure functions the view calls (its reader executes them)
+grant execute on function cage.intent_statuses(), cage.intent_status(text, text), cage.intent_grace(text), cage.chip_units() to poker_admin;
 grant execute on function cage.due_intents(text, integer, integer), cage.record_intent_attempt(text, text, text) to poker_worker, poker_bank;

@@ -585,6 +585,11 @@ const REVIEWED: Record<string, string> = {
   'cage.tournament_refund_ref(text)': 'pure: formats a ref',
   'cage.tournament_ref(text)': 'pure: formats a ref',
   'cage.is_tournament_refund_ref(text)': 'pure: reads a ref',
+  // the one intent model's vocabulary and the chip units (issue 32): what the admin's view of the intents calls
+  'cage.intent_statuses()': 'pure: the vocabulary',
+  'cage.intent_status(text,text)': 'pure: maps a status word',
+  'cage.intent_grace(text)': 'pure: a kind\'s grace',
+  'cage.chip_units()': 'pure: the chip units',
   'game_private.sng_clock_factor(jsonb)': 'pure: the settings given',
   'game_private.sng_level_ms(jsonb)': 'pure: the settings given',
   'game_private.sng_action_ms(jsonb)': 'pure: the settings given',

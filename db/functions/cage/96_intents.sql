@@ -26,8 +26,9 @@ create or replace function cage.intent_statuses() returns text[]
 as $$ select array['pending', 'submitted', 'confirmed', 'failed', 'compensated'] $$;
 
 -- A table's own status word in the one vocabulary (null: a word this mapping does not know; the
--- test of the view fails on it).
-create or replace function cage_private.intent_status(p_kind text, p_raw text) returns text
+-- test of the view fails on it). Pure, as the other functions cage.intents calls (its readers
+-- execute them: the admin role).
+create or replace function cage.intent_status(p_kind text, p_raw text) returns text
   language sql immutable parallel safe
   set search_path = pg_catalog, pg_temp
 as $$
@@ -42,7 +43,7 @@ $$;
 
 -- How long an open intent is left to its request before a reconciler takes it up (the default; a
 -- reconciler may name its own, as the cash reconciler does from GAME_CALL_TIMEOUT_MS).
-create or replace function cage_private.intent_grace(p_kind text) returns interval
+create or replace function cage.intent_grace(p_kind text) returns interval
   language sql immutable parallel safe
   set search_path = pg_catalog, pg_temp
 as $$
@@ -111,7 +112,7 @@ create view cage_private.intent_rows as
          t.updated_at, t.error, t.failed_at, t.created_at
     from bank.tournament_payments t
   union all
-  select 'vault_refund', r.refund_key, r.status, (r.base_units / cage_private.base_units())::bigint, null, null,
+  select 'vault_refund', r.refund_key, r.status, (r.base_units / (cage.chip_units() ->> 'baseUnitsPerChip')::numeric)::bigint, null, null,
          case when r.status <> 'confirmed' then 'refund the deposit to the wallet it came from' end,
          r.updated_at, r.error, null, r.created_at
     from bank.vault_refunds r
@@ -126,9 +127,9 @@ create view cage_private.intent_rows as
 -- failure of an open intent (the reconcilers' last failure in a row, else the row's own). An operator
 -- only: a request without a live admin session reads no row.
 create view cage.intents with (security_barrier) as
-  select r.kind, r.intent_key, cage_private.intent_status(r.kind, r.raw_status) as status, r.raw_status,
+  select r.kind, r.intent_key, cage.intent_status(r.kind, r.raw_status) as status, r.raw_status,
          r.amount, r.user_id, r.table_id, r.next_step, r.next_step is not null as open,
-         r.since + cage_private.intent_grace(r.kind) as deadline,
+         r.since + cage.intent_grace(r.kind) as deadline,
          coalesce(a.attempts, 0) as attempts, a.last_attempt_at, a.next_attempt_at,
          case when r.next_step is null then null when a.stuck_since is not null then a.stuck_since else r.row_failed_at end as stuck_since,
          case when r.next_step is null then null when a.stuck_since is not null then a.last_error
@@ -146,11 +147,11 @@ create or replace function cage.due_intents(p_kind text, p_grace_seconds integer
   language sql stable security definer
   set search_path = pg_catalog, pg_temp
 as $$
-  select r.intent_key, cage_private.intent_status(r.kind, r.raw_status), coalesce(a.attempts, 0), r.table_id
+  select r.intent_key, cage.intent_status(r.kind, r.raw_status), coalesce(a.attempts, 0), r.table_id
     from cage_private.intent_rows r
     left join cage.intent_attempts a on a.kind = r.kind and a.intent_key = r.intent_key
    where r.kind = p_kind and r.next_step is not null
-     and r.since < now() - coalesce(make_interval(secs => greatest(p_grace_seconds, 0)), cage_private.intent_grace(p_kind))
+     and r.since < now() - coalesce(make_interval(secs => greatest(p_grace_seconds, 0)), cage.intent_grace(p_kind))
      and (a.next_attempt_at is null or a.next_attempt_at <= now())
    order by r.since
    limit least(greatest(coalesce(p_limit, 100), 1), 1000)

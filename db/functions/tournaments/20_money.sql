@@ -380,7 +380,7 @@ as $$
   update cage.payout_intents i set submitted_at = now(), failed_at = null
     from game.tables t
    where i.table_id || ':' || i.position = p_key and t.table_id = i.table_id and i.confirmed_at is null
-     and i.created_at < now() - cage_private.intent_grace('cage_payout')
+     and i.created_at < now() - cage.intent_grace('cage_payout')
   returning i.table_id, i.position, i.amount, t.bank
 $$;
 
