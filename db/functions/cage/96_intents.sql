@@ -151,7 +151,9 @@ as $$
     from cage_private.intent_rows r
     left join cage.intent_attempts a on a.kind = r.kind and a.intent_key = r.intent_key
    where r.kind = p_kind and r.next_step is not null
-     and r.since < now() - coalesce(make_interval(secs => greatest(p_grace_seconds, 0)), cage.intent_grace(p_kind))
+     -- (greatest() skips a null: the kind's default is taken for a null grace explicitly)
+     and r.since < now() - case when p_grace_seconds is null then cage.intent_grace(p_kind)
+                                else make_interval(secs => greatest(p_grace_seconds, 0)) end
      and (a.next_attempt_at is null or a.next_attempt_at <= now())
    order by r.since
    limit least(greatest(coalesce(p_limit, 100), 1), 1000)
