@@ -240,6 +240,38 @@ test('a payout that never reached the chain bank: the payout reconciler pays it 
   expect(await reader.tableBalance(tableId)).toBe(20n * C);
 }, 60_000);
 
+/** A payout intent as operators read it (cage.intents' parts: its row's next step, and the reconcilers' attempts). */
+async function payoutIntent(tableId: string) {
+  const { rows: [r] } = await db.owner.query(
+    `select r.next_step, a.attempts, a.stuck_since, a.last_error from cage_private.intent_rows r
+       left join cage.intent_attempts a on a.kind = r.kind and a.intent_key = r.intent_key
+      where r.kind = 'cage_payout' and r.intent_key = $1`, [`${tableId}:1`]);
+  return r as { next_step: string | null; attempts: number | null; stuck_since: Date | null; last_error: string | null };
+}
+
+test('a payout the chain does not mine is stuck, since when and why recorded (issue 32); mined, it is paid once and no longer stuck', async () => {
+  const host = await player(0n);
+  const tableId = await sngTable(host, { clockFactor: 1 });
+  const [a, b] = [await player(300n), await player(300n)];
+  await enter(a, tableId);
+  await enter(b, tableId);
+  await endedWithPayoutJobLost(tableId, a);
+  await db.owner.query("update cage.payout_intents set created_at = now() - interval '31 s' where table_id = $1", [tableId]);
+  await rpc('evm_setAutomine', [false]);
+  await repostPayouts(); // the chain bank sends it, and waits its confirm window for a block that never comes
+  const stuck = await payoutIntent(tableId);
+  expect(stuck).toMatchObject({
+    next_step: 'pay place 1 through its bank (chain)', attempts: 1, stuck_since: expect.any(Date), last_error: 'the chain bank: submitted, not confirmed yet',
+  });
+  await rpc('evm_setAutomine', [true]);
+  await rpc('evm_mine');
+  // the next reposts (after the back-off) find the payment mined: confirmed, the failure cleared
+  await until(async () => { await repostPayouts(); return (await payoutIntent(tableId)).next_step === null; }, 'the payout confirmed', 30_000, 200);
+  expect(await payoutIntent(tableId)).toMatchObject({ next_step: null, stuck_since: null, last_error: null });
+  expect(await balance(a)).toBe(200n + 180n);
+  expect((await db.owner.query('select tournament_state from game.tables where table_id = $1', [tableId])).rows[0].tournament_state).toBe('closed');
+}, 90_000);
+
 /** Registered over the websocket: the reserved seat, no entry paid yet. */
 async function reserve(p: ChainPlayer, tableId: string): Promise<number> {
   await live.join(p, tableId);
