@@ -66,16 +66,17 @@ drop view if exists cage.intents;
 drop view if exists cage_private.intent_rows;
 
 -- Every intent row in one shape (the owner's: cage.intents shows it to an operator, cage.due_intents
--- hands it to the reconcilers). `since`: when its current state began, what its deadline counts from.
+-- hands it to the reconcilers). `open`: a next step is left (the branch's plain predicate, the one its
+-- table's partial index is on); `since`: when its current state began, what its deadline counts from.
 create view cage_private.intent_rows as
   select 'cage_deposit'::text as kind, d.ref_id as intent_key, d.status as raw_status, d.amount, d.user_id, d.table_id,
          case when d.status = 'pending' then 'ask the game to cancel the credit; confirm or compensate' end as next_step,
-         d.updated_at as since, d.error as row_error, case when d.status = 'failed' then d.updated_at end as row_failed_at, d.created_at
+         d.status = 'pending' as open, d.updated_at as since, d.error as row_error, case when d.status = 'failed' then d.updated_at end as row_failed_at, d.created_at
     from cage.deposit_intents d
   union all
   select 'cage_withdrawal', w.ledger_ref_id, case when w.settled_at is null then 'unsettled' else 'settled' end, w.amount, w.user_id, w.table_id,
          case when w.settled_at is null then 'deliver the settlement to the game' end,
-         w.created_at, null, null, w.created_at
+         w.settled_at is null, w.created_at, null, null, w.created_at
     from cage.withdraw_intents w
   union all
   select 'cage_payout', p.table_id || ':' || p.position,
@@ -83,43 +84,43 @@ create view cage_private.intent_rows as
               when p.submitted_at is not null then 'submitted' else 'pending' end,
          p.amount, p.user_id, p.table_id,
          case when p.confirmed_at is null then format('pay place %s through its bank (%s)', p.position, t.bank) end,
-         p.created_at, p.error, p.failed_at, p.created_at
+         p.confirmed_at is null, p.created_at, p.error, p.failed_at, p.created_at
     from cage.payout_intents p join game.tables t on t.table_id = p.table_id
   union all
   select 'gas_withdrawal', g.ref_id, g.status, g.chips, g.user_id, null, case when g.status = 'reserved' then 'refund to its tank unless delivered' end,
-         g.created_at, g.error, null, g.created_at
+         g.status = 'reserved', g.created_at, g.error, null, g.created_at
     from cage.gas_withdrawals g
   union all
   select 'bet_stake', s.ref_id, s.status, s.amount, s.user_id, null,
          case when s.status = 'pending' then 'tell the betting service, or compensate' end,
-         s.updated_at, s.error, null, s.created_at
+         s.status = 'pending', s.updated_at, s.error, null, s.created_at
     from cage.bet_stakes s
   union all
   select 'chain_deposit', d.idempotency_key, d.status, d.amount, d.user_id, d.table_id,
          case when d.status in ('pending', 'submitted') then 'read its receipt (failed if the chain never took it)'
               when d.status = 'confirmed' and d.credited_at is null then 'credit the seat' end,
-         d.updated_at, d.error, case when d.status = 'failed' then d.updated_at end, d.created_at
+         d.status in ('pending', 'submitted') or (d.status = 'confirmed' and d.credited_at is null), d.updated_at, d.error, case when d.status = 'failed' then d.updated_at end, d.created_at
     from bank.deposit_intents d
   union all
   select 'chain_withdrawal', w.idempotency_key, w.status, w.amount, w.user_id, w.table_id,
          case when w.status in ('pending', 'submitted') then 'pay, or read its receipt'
               when w.status = 'confirmed' and w.settled_at is null then 'deliver the settlement to the game' end,
-         w.updated_at, w.error, case when w.status = 'failed' then w.updated_at end, w.created_at
+         w.status in ('pending', 'submitted') or (w.status = 'confirmed' and w.settled_at is null), w.updated_at, w.error, case when w.status = 'failed' then w.updated_at end, w.created_at
     from bank.withdraw_intents w
   union all
   select 'chain_tournament_payment', t.payment_key, t.status, t.amount, t.user_id, t.table_id,
          case when t.status <> 'confirmed' then format('pay the %s on chain', t.kind) end,
-         t.updated_at, t.error, t.failed_at, t.created_at
+         t.status <> 'confirmed', t.updated_at, t.error, t.failed_at, t.created_at
     from bank.tournament_payments t
   union all
   select 'vault_refund', r.refund_key, r.status, (r.base_units / (cage.chip_units() ->> 'baseUnitsPerChip')::numeric)::bigint, null, null,
          case when r.status <> 'confirmed' then 'refund the deposit to the wallet it came from' end,
-         r.updated_at, r.error, null, r.created_at
+         r.status <> 'confirmed', r.updated_at, r.error, null, r.created_at
     from bank.vault_refunds r
   union all
   select 'claim', c.claim_id, c.status, c.amount, c.user_id, null,
          case when c.status = 'open' then 'complete from its grant, or abandon' end,
-         c.opened_at, null, null, c.opened_at
+         c.status = 'open', c.opened_at, null, null, c.opened_at
     from claims.claim_intents c;
 
 -- The operators' reading (the admin GraphQL's allIntents, `npm run ops -- intents`): every intent in
@@ -128,11 +129,11 @@ create view cage_private.intent_rows as
 -- only: a request without a live admin session reads no row.
 create view cage.intents with (security_barrier) as
   select r.kind, r.intent_key, cage.intent_status(r.kind, r.raw_status) as status, r.raw_status,
-         r.amount, r.user_id, r.table_id, r.next_step, r.next_step is not null as open,
+         r.amount, r.user_id, r.table_id, r.next_step, r.open,
          r.since + cage.intent_grace(r.kind) as deadline,
          coalesce(a.attempts, 0) as attempts, a.last_attempt_at, a.next_attempt_at,
-         case when r.next_step is null then null when a.stuck_since is not null then a.stuck_since else r.row_failed_at end as stuck_since,
-         case when r.next_step is null then null when a.stuck_since is not null then a.last_error
+         case when not r.open then null when a.stuck_since is not null then a.stuck_since else r.row_failed_at end as stuck_since,
+         case when not r.open then null when a.stuck_since is not null then a.last_error
               when r.row_failed_at is not null then r.row_error end as stuck_reason,
          r.created_at
     from cage_private.intent_rows r
@@ -150,7 +151,7 @@ as $$
   select r.intent_key, cage.intent_status(r.kind, r.raw_status), coalesce(a.attempts, 0), r.table_id
     from cage_private.intent_rows r
     left join cage.intent_attempts a on a.kind = r.kind and a.intent_key = r.intent_key
-   where r.kind = p_kind and r.next_step is not null
+   where r.kind = p_kind and r.open
      -- (greatest() skips a null: the kind's default is taken for a null grace explicitly)
      and r.since < now() - case when p_grace_seconds is null then cage.intent_grace(p_kind)
                                 else make_interval(secs => greatest(p_grace_seconds, 0)) end
