@@ -34,6 +34,7 @@ import type { Deployment, PermitParts } from '../server/chain/types.ts';
 import { depositPhases } from '../server/bank/deposit.ts';
 import { benchDatabase, fmtRate, fmtRatio, median, flagsOrUsage, table, timed } from './lib/harness.ts';
 import { call, databaseLine, describeAnswer, Failures, interleavedRounds } from './lib/platform.ts';
+import { baseUnitsToChips, chipsToBaseUnits } from '../server/units.generated.ts';
 
 const USAGE = `usage: npm run bench -- chain-bank [--seconds N] [--rounds N] [--clients N]
   --seconds  measured seconds per case per round (default 3)
@@ -105,7 +106,7 @@ async function slotMaker(owner: pg.Pool, keys: KeyStore, local: Local, chain: Ch
       const key = generatePrivateKey();
       const wallet = privateKeyToAccount(key).address;
       lastMint = await writeContract(chain.admin, {
-        address: local.deployment.token, abi: CHIP_TOKEN.abi, functionName: 'mint', args: [wallet, CHIPS * 1_000_000n],
+        address: local.deployment.token, abi: CHIP_TOKEN.abi, functionName: 'mint', args: [wallet, chipsToBaseUnits(CHIPS)],
         account: chain.admin.account!, chain: chain.admin.chain, nonce: minterNonce++,
       });
       slots.push({ userId: '', key, wallet, auth: {}, tableId: `bench-${randomUUID().slice(0, 12)}`, seat: 0 });
@@ -191,9 +192,9 @@ async function checkBooks(owner: pg.Pool, local: Local, chain: Chain, confirmed:
   const { rows: credited } = await owner.query("select count(*)::int as n from bank.deposit_intents where status = 'confirmed' and credited_at is not null");
   if (credited[0].n !== confirmed.bank) failures.add('books', `${credited[0].n} credited deposits for ${confirmed.bank} confirmed answers`);
   const vaultTotal = (await chain.client.readContract({ address: local.deployment.token, abi: CHIP_TOKEN.abi, functionName: 'balanceOf', args: [local.deployment.vault] })) as bigint;
-  const expected = BigInt(confirmed.bank + confirmed.raw) * CHIPS * 1_000_000n;
+  const expected = BigInt(confirmed.bank + confirmed.raw) * chipsToBaseUnits(CHIPS);
   if (vaultTotal !== expected) failures.add('books', `vault holds ${vaultTotal} base units, expected ${expected}`);
-  log(`books: ${confirmed.bank} bank deposits credited once, vault holds ${vaultTotal / 1_000_000n} chips = ${confirmed.bank + confirmed.raw} deposits x ${CHIPS}`);
+  log(`books: ${confirmed.bank} bank deposits credited once, vault holds ${baseUnitsToChips(vaultTotal)} chips = ${confirmed.bank + confirmed.raw} deposits x ${CHIPS}`);
 }
 
 export default async function chainBankBench(args: string[]): Promise<number> {

@@ -3,10 +3,12 @@
 // (db/functions/claims/20_claims.sql, claims.complete_lost_claims): the row written, the section
 // marked claimed, when the claim was still due. An intent no grant backs is abandoned (nothing was
 // minted; the user may claim again). A grant whose claim is no longer due is left and logged at
-// error; a grant no intent backs is never touched (the audit names it at once).
+// error and recorded on its claim intent (cage.intents: stuck since when and why, `npm run ops --
+// intents`); a grant no intent backs is never touched (the audit names it at once).
 import type { Task } from 'graphile-worker';
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import { recordAttempt } from '../server/intents/framework.ts';
 
 const BATCH = 500;
 
@@ -14,11 +16,9 @@ export async function completeLostClaims(pool: pg.Pool) {
   const { rows } = await pool.query<{ claim_id: string; user_id: string; section_key: string; period: string; amount: bigint; outcome: string }>(
     'select claim_id, user_id, section_key, period, amount, outcome from claims.complete_lost_claims($1)', [BATCH],
   );
-  return {
-    completed: rows.filter((r) => r.outcome === 'completed'),
-    abandoned: rows.filter((r) => r.outcome === 'abandoned'),
-    undue: rows.filter((r) => r.outcome === 'not_due'),
-  };
+  const undue = rows.filter((r) => r.outcome === 'not_due');
+  for (const r of undue) await recordAttempt(pool, 'claim', r.claim_id, 'a grant whose claim is no longer due: left for an operator');
+  return { completed: rows.filter((r) => r.outcome === 'completed'), abandoned: rows.filter((r) => r.outcome === 'abandoned'), undue };
 }
 
 export function createClaimsCompleteLostTask(deps: { pool: pg.Pool; log: Logger }): Task {

@@ -8,9 +8,10 @@
 //   tournament_reserve_expiry  an unpaid reserve self-releases;
 //   tournament_settle          ended -> settling (payout rows, their payout jobs);
 //   tournament_payout          one place paid through its bank's withdraw (payoutIntent branch): the
-//                              cage's, or the chain bank's for a chain-bank table;
-//   tournament_payout_reconcile  every 30 s: the cage's payouts unconfirmed for more than 30 s are posted
-//                              again (a chain-bank table's: the chain bank's own reconciler);
+//                              cage's, or the chain bank's for a chain-bank table; its outcome recorded
+//                              on the payout's intent (cage.intents);
+//   tournament_payout_reconcile  periodic (server/intents/periodic.ts): payouts of either bank unconfirmed
+//                              for more than 30 s are posted again (the reconciler framework);
 //   tournament_rearm           at worker start: every live tournament's timers armed from the stored state.
 import type { Task } from 'graphile-worker';
 import type pg from 'pg';
@@ -18,6 +19,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ServiceClient } from '../server/http/service-client.ts';
 import { refusedWith } from '../server/http/errors.ts';
+import { recordAttempt, runReconcilers, type Reconciler } from '../server/intents/framework.ts';
 
 const tablePayload = z.object({ tableId: z.string().min(1).max(64) });
 
@@ -80,55 +82,73 @@ export function createTournamentSettleTask({ pool, log }: TimerDeps): Task {
   };
 }
 
+interface PayoutBanks { cage: ServiceClient; chainBank: ServiceClient }
+
 /**
- * One place paid through its bank's payoutIntent branch: the cage's, or the chain bank's for a
- * chain-bank table (`bank` in the payload, written by cage.settle_tournament from the table row;
- * each bank refuses a table that is not its own). A failure is retried by graphile-worker (and the
- * bank's reconciler: the worker's for the cage, the chain bank's own for the chain).
+ * One place paid through its bank's withdraw (payoutIntent branch): the cage's, or the chain bank's
+ * for a chain-bank table (each bank refuses a table that is not its own). Answers why it did not
+ * finish (the bank unreachable, an error status, a payment not confirmed in the window), or null.
  */
-export function createTournamentPayoutTask(deps: { cage: ServiceClient; chainBank: ServiceClient; log: Logger }): Task {
+export async function postPayout(
+  banks: PayoutBanks, p: { tableId: string; position: number; amount: string; bank: 'cage' | 'chain' },
+): Promise<{ failure: string | null; transient: boolean }> {
+  const name = p.bank === 'chain' ? 'the chain bank' : 'the cage';
+  const answer = await (p.bank === 'chain' ? banks.chainBank : banks.cage).post('/api/withdraw', { tableId: p.tableId, payoutIntent: { position: p.position, amount: p.amount } });
+  if ('unreachable' in answer) return { failure: `${name} did not answer (${answer.reason})`, transient: true };
+  if (!answer.ok) return { failure: `${name} answered ${answer.status} ${String(answer.body.error ?? '')}`.trim(), transient: answer.status >= 500 };
+  const status = (answer.body as { status?: unknown }).status;
+  return { failure: status === 'confirmed' ? null : `${name}: ${String(status)}, not confirmed yet`, transient: false };
+}
+
+/** The payout intent's key in cage.intents (kind `cage_payout`). */
+export const payoutIntentKey = (tableId: string, position: number) => `${tableId}:${position}`;
+
+/**
+ * The first attempt at a place's payout (queued by cage.settle_tournament, `bank` from the table
+ * row). Its outcome is recorded on the payout's intent; a bank unreachable or answering 5xx is
+ * retried by graphile-worker, any failure by the payout reconciler too (both banks: payoutReconciler).
+ */
+export function createTournamentPayoutTask(deps: PayoutBanks & { pool: pg.Pool; log: Logger }): Task {
   const payload = tablePayload.extend({
     position: z.number().int().min(1).max(10), amount: z.string().regex(/^[0-9]{1,19}$/), bank: z.enum(['cage', 'chain']).default('cage'),
   });
   return async (raw) => {
     const p = parsed(payload, raw, deps.log, 'tournament_payout');
     if (!p) return;
-    const bank = p.bank === 'chain' ? deps.chainBank : deps.cage;
-    const name = p.bank === 'chain' ? 'the chain bank' : 'the cage';
-    const answer = await bank.post('/api/withdraw', { tableId: p.tableId, payoutIntent: { position: p.position, amount: p.amount } });
-    if ('unreachable' in answer) throw new Error(`${name} did not answer (${answer.reason}); retried`);
-    if (!answer.ok) {
-      if (answer.status >= 500) throw new Error(`${name} answered ${answer.status}; retried`);
-      deps.log.error({ ...p, status: answer.status, error: answer.body.error }, `payout refused by ${name}; not retried`);
-      return;
-    }
-    deps.log.info({ tableId: p.tableId, position: p.position }, 'tournament payout confirmed');
+    const { failure, transient } = await postPayout(deps, p);
+    await recordAttempt(deps.pool, 'cage_payout', payoutIntentKey(p.tableId, p.position), failure, deps.log);
+    if (failure && transient) throw new Error(`${failure}; retried`);
+    if (failure) deps.log.warn({ ...p, reason: failure }, 'tournament payout not confirmed; the payout reconciler posts it again');
+    else deps.log.info({ tableId: p.tableId, position: p.position }, 'tournament payout confirmed');
   };
 }
 
-/** A place's payout job key, the one SQL queues it with (game_private.payout_job_key): a re-post replaces it. */
-export function tournamentPayoutJobKey(tableId: string, position: number): string {
-  return `payout:${tableId}:${position}`;
+/**
+ * The payout reconciler, the one for both banks (the spec's 30 s repost): each `cage_payout` intent
+ * unconfirmed 30 s after it was made is marked submitted (failedAt cleared: cage.repost_payout) and
+ * posted again to its table's bank; the framework records the outcome and backs a failing one off.
+ */
+export function payoutReconciler(deps: PayoutBanks & { pool: pg.Pool }): Reconciler {
+  return {
+    kind: 'cage_payout',
+    async step(intent) {
+      const { rows } = await deps.pool.query<{ table_id: string; position: number; amount: bigint; bank: 'cage' | 'chain' }>(
+        'select table_id, position, amount, bank from cage.repost_payout($1)', [intent.key],
+      );
+      const r = rows[0];
+      if (!r) return { done: true };
+      const { failure } = await postPayout(deps, { tableId: r.table_id, position: r.position, amount: r.amount.toString(), bank: r.bank });
+      return failure ? { failed: failure } : { done: true };
+    },
+  };
 }
 
-/** Every intervalSeconds (30 s): payouts unconfirmed for more than 30 s are posted again, failedAt cleared. */
-export function createTournamentPayoutReconcileTask(deps: TimerDeps & { intervalSeconds: number }): Task {
-  return async (_raw, helpers) => {
-    try {
-      const { rows } = await deps.pool.query<{ table_id: string; position: number; amount: bigint }>(
-        'select table_id, position, amount from cage.payouts_to_repost($1, $2)', [30, 200],
-      );
-      for (const r of rows) {
-        await helpers.addJob('tournament_payout', { tableId: r.table_id, position: r.position, amount: r.amount.toString() }, {
-          jobKey: tournamentPayoutJobKey(r.table_id, r.position), jobKeyMode: 'replace', maxAttempts: 1000,
-        });
-      }
-      if (rows.length) deps.log.warn({ payouts: rows.length }, 'unconfirmed tournament payouts posted again');
-    } finally {
-      await helpers.addJob('tournament_payout_reconcile', {}, {
-        jobKey: 'tournament_payout_reconcile', jobKeyMode: 'replace', runAt: new Date(Date.now() + deps.intervalSeconds * 1000),
-      });
-    }
+/** Job `tournament_payout_reconcile` (periodic: server/intents/periodic.ts): the payout reconciler's run. */
+export function createTournamentPayoutReconcileTask(deps: PayoutBanks & TimerDeps): Task {
+  return async () => {
+    const run = await runReconcilers(deps.pool, [payoutReconciler(deps)], deps.log);
+    const n = run.cage_payout;
+    if (n && n.done + n.failed > 0) deps.log.warn({ payouts: n }, 'unconfirmed tournament payouts posted again');
   };
 }
 

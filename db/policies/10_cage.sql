@@ -80,7 +80,7 @@ grant execute on function cage.unsigned_bust_receipts(integer) to poker_worker;
 -- ... and the rake reconciler (claims house rows; moves no chip)
 grant execute on function cage.reconcile_rake(text), cage.tables_with_unreconciled_rake() to poker_worker;
 -- ... and the gas reconciler: reservations a stopped cage never delivered go back to their tanks
-grant execute on function cage.stale_gas_withdrawals(integer, integer), cage.refund_gas_withdrawal(text, text) to poker_worker;
+grant execute on function cage.refund_gas_withdrawal(text, text) to poker_worker;
 
 -- admin GraphQL: reads the books under RLS. The anonymous role is granted the same SELECT so that
 -- row-level security, not a missing grant, is what shows it nothing.

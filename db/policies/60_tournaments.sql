@@ -27,7 +27,7 @@ grant execute on function
   game.tournament_release_reserve(text, uuid, bigint),
   game.tournament_rearm(),
   cage.settle_tournament(text),
-  cage.payouts_to_repost(integer, integer),
+  cage.repost_payout(text),
   cage.mark_payout_failed(text, integer, text)
   to poker_worker;
 

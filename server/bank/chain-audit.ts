@@ -167,10 +167,10 @@ async function paymentOnChain(client: PublicClient, vault: Address, txHash: Hex,
 }
 
 const PAYMENTS_SQL = `
-  select 'withdrawal' as kind, idempotency_key as key, status, tx_hash, table_id, null as table_key, destination, amount * 1000000 as units from bank.withdraw_intents
+  select 'withdrawal' as kind, idempotency_key as key, status, tx_hash, table_id, null as table_key, destination, amount * $3::numeric as units from bank.withdraw_intents
    where deployment_id = $1 and settlement = 'cash_out' and tx_hash is not null and ($2::timestamptz is null or updated_at >= $2)
   union all
-  select 'payment', payment_key, status, tx_hash, table_id, null, destination, amount * 1000000 from bank.tournament_payments
+  select 'payment', payment_key, status, tx_hash, table_id, null, destination, amount * $3::numeric from bank.tournament_payments
    where deployment_id = $1 and tx_hash is not null and ($2::timestamptz is null or updated_at >= $2)
   union all
   select 'refund', refund_key, status, tx_hash, null, table_key, destination, base_units from bank.vault_refunds
@@ -185,7 +185,7 @@ const PAYMENT_OF_TX = `
 
 /** Vault payments against the withdrawals and tournament payments that record them. */
 async function judgePayments(db: Db, client: PublicClient, dep: DeploymentRow, logs: Log[], since: Date | undefined, out: ChainAudit) {
-  const { rows } = await db.query<{ kind: string; key: string; status: string; tx_hash: string; table_id: string | null; table_key: Hex | null; destination: string; units: string }>(PAYMENTS_SQL, [dep.id, since ?? null]);
+  const { rows } = await db.query<{ kind: string; key: string; status: string; tx_hash: string; table_id: string | null; table_key: Hex | null; destination: string; units: string }>(PAYMENTS_SQL, [dep.id, since ?? null, BASE_UNITS_PER_CHIP.toString()]);
   const byTx = new Map(rows.map((r) => [r.tx_hash, r]));
   const paid = new Set<string>();
   for (const log of logs) {

@@ -26,6 +26,7 @@ import { chips, tableId } from '../http/schemas.ts';
 import { requireServiceKey } from '../http/service-key.ts';
 import { describeRoute } from '../http/openapi.ts';
 import { pinnedKeys } from '../crypto/pins.ts';
+import { baseUnitsToChips } from '../units.generated.ts';
 
 export interface CustodyDeps {
   pool: pg.Pool;
@@ -275,7 +276,7 @@ interface OwnEntry {
 }
 
 const entryJson = (r: OwnEntry) => ({
-  entryId: r.id.toString(), tableId: r.table_id, moneyKind: r.money_kind, amount: Number(r.amount / 1_000_000n), baseUnits: r.amount.toString(),
+  entryId: r.id.toString(), tableId: r.table_id, moneyKind: r.money_kind, amount: Number(baseUnitsToChips(r.amount)), baseUnits: r.amount.toString(),
   status: r.status, claimable: r.status === 'free',
   source: r.hold_id !== null ? 'reconciliation' : r.escape_id !== null ? 'escape' : 'forced_withdrawal',
   positionId: r.player_id?.toString() ?? null, createdAt: r.created_at, claimedAt: r.claimed_at, txHash: r.claim_ref_id,
@@ -307,7 +308,7 @@ function installPlayerCustodyRoute(app: Express, deps: CustodyDeps) {
       next: nextBefore(entries.rows.map((r) => r.id), q.limit),
       holds: holds.rows.map((h) => ({
         holdId: h.id.toString(), tableId: h.table_id, moneyKind: h.money_kind, status: 'needs_reconciliation',
-        pool: Number(h.amount / 1_000_000n), positionId: h.line.positionId, stack: h.line.stack, chainStack: h.line.chainStack,
+        pool: Number(baseUnitsToChips(h.amount)), positionId: h.line.positionId, stack: h.line.stack, chainStack: h.line.chainStack,
         weight: h.line.weight, createdAt: h.created_at,
       })),
     });

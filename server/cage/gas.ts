@@ -15,8 +15,10 @@ import { ApiError, zodIssues } from '../http/errors.ts';
 import { playerSession, type JwtVerifier } from '../http/jwt.ts';
 import { withSpan } from '../telemetry/index.ts';
 import { describeRoute } from '../http/openapi.ts';
+import { BASE_UNITS_PER_CHIP } from '../units.generated.ts';
 
-export const MICRO_PER_CHIP = 1_000_000n;
+/** Gas amounts are micro-units of a chip: its base units (server/units.generated.ts). */
+export const MICRO_PER_CHIP = BASE_UNITS_PER_CHIP;
 
 type GasDeps = { pool: pg.Pool; log: Logger; jwt: JwtVerifier };
 

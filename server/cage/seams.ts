@@ -19,6 +19,7 @@ import type { ServiceClient } from '../http/service-client.ts';
 import { withdrawKey } from '../bank-contract/contract.ts';
 import { cancelCredit, creditChips, settleWithdrawal } from '../bank-contract/seat-calls.ts';
 import { issueReceipt, type ReceiptSigner, type StoredReceipt } from './receipts.ts';
+import { chipsToBaseUnits } from '../units.generated.ts';
 
 /**
  * How long a request may still be working on its own intent: a deposit makes at most two game
@@ -114,7 +115,7 @@ export function settlementReceiptFields(userId: string, tableId: string, row: {
   return {
     v: 1, kind: row.settlement, ledgerRefId: row.ledger_ref_id, historyHash: row.history_hash, userId, tableId,
     position: row.player_id.toString(), chipAmount: row.amount, moneyKind: row.money_kind,
-    ...(row.custody_entry_id ? { custodyEntryId: row.custody_entry_id.toString(), custodyBaseUnits: row.amount * 1_000_000n } : {}),
+    ...(row.custody_entry_id ? { custodyEntryId: row.custody_entry_id.toString(), custodyBaseUnits: chipsToBaseUnits(row.amount) } : {}),
   };
 }
 

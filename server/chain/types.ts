@@ -1,11 +1,12 @@
 // The chain bank's view of the EVM (issue 20): what server/chain/ offers the chain-bank role. The
 // contracts are in contracts/ (a 6-decimal ERC-20 with ERC-2612 permit, the chip token; and the
-// table vault, keyed by keccak256(tableId)); chips x 10^6 = base units, converted only here.
+// table vault, keyed by keccak256(tableId)); chips x 10^6 = base units, the units defined once in SQL
+// (db/functions/00_units.sql) and generated into server/units.generated.ts.
 import type { Address, Hex, TypedDataDomain } from 'viem';
 import { refusalState } from '../http/errors.ts';
 
-/** 1 chip = 10^6 token base units (the token has 6 decimals). */
-export const BASE_UNITS_PER_CHIP = 1_000_000n;
+/** 1 chip = 10^6 token base units (the token has 6 decimals): the generated constant. */
+export { BASE_UNITS_PER_CHIP } from '../units.generated.ts';
 
 /** An ERC-2612 permit's signature parts, as the deposit body carries them. */
 export interface PermitParts {

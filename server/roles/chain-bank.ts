@@ -20,7 +20,7 @@ import { bankWithdrawRoutes, installBankWithdrawRoutes } from '../bank/withdraw.
 import { chainTournamentRoutes, installChainTournamentRoutes } from '../bank/tournaments.ts';
 import { chainInfoRoutes, installChainInfoRoutes } from '../bank/chain-info.ts';
 import { activateLocalDeployment, deploymentIsActive, deploymentRoutes, installDeploymentRoutes } from '../bank/deployment.ts';
-import { scheduleReconciler } from '../bank/reconcile.ts';
+import { chainBankReconciler, installReconcileRoute, reconcileRoutes } from '../bank/reconcile.ts';
 import { createChainBankChain } from '../chain/evm.ts';
 import { startLocalChain, type LocalChain } from '../chain/local.ts';
 import type { ChainBankChain } from '../chain/types.ts';
@@ -30,7 +30,7 @@ import { ownerUrlOf, type RoleContext, type StartedRole } from './types.ts';
 
 /** Every route the chain bank mounts, described. */
 export const chainBankRoutes = (testAuthPermitted: boolean) => [
-  ...tableCreateRoutes({ testAuthPermitted, bank: 'chain' }), ...bankDepositRoutes, ...bankWithdrawRoutes, ...chainTournamentRoutes, ...chainInfoRoutes, ...deploymentRoutes,
+  ...tableCreateRoutes({ testAuthPermitted, bank: 'chain' }), ...bankDepositRoutes, ...bankWithdrawRoutes, ...chainTournamentRoutes, ...chainInfoRoutes, ...deploymentRoutes, ...reconcileRoutes,
 ];
 
 /** The chain: configured (EVM_RPC_URL and the contracts), or a local anvil with the contracts deployed. */
@@ -70,7 +70,7 @@ async function chainHealth(chain: ChainBankChain | undefined) {
 }
 
 /** The chain bank's routes (chainBankRoutes describes them). */
-function installChainBankRoutes(app: Express, config: RoleContext['config'], deps: BankDeps) {
+function installChainBankRoutes(app: Express, config: RoleContext['config'], deps: BankDeps, reconciler: ReturnType<typeof chainBankReconciler>) {
   installTableRoutes(app, {
     pool: deps.pool, log: deps.log, requireJwt: deps.jwt.require, testAuthPermitted: config.testAuthPermitted, bank: 'chain',
     creationLimit: { tables: config.TABLE_CREATE_LIMIT, windowSeconds: config.TABLE_CREATE_WINDOW_SECONDS },
@@ -80,6 +80,7 @@ function installChainBankRoutes(app: Express, config: RoleContext['config'], dep
   installChainTournamentRoutes(app, deps);
   installChainInfoRoutes(app, deps);
   installDeploymentRoutes(app, deps);
+  installReconcileRoute(app, config.SERVICE_KEY, reconciler);
 }
 
 export async function startChainBank(ctx: RoleContext): Promise<StartedRole> {
@@ -113,7 +114,8 @@ export async function startChainBank(ctx: RoleContext): Promise<StartedRole> {
     throw err;
   }
 
-  let reconciler: ReturnType<typeof scheduleReconciler> | undefined;
+  // run once at startup, then whenever the worker's periodic job asks (server/intents/periodic.ts)
+  const reconciler = chainBankReconciler(deps, Math.ceil(config.CHAIN_CONFIRM_WINDOW_MS / 1000) + 5);
   const started = await serveRole({ role: 'chain-bank', pool, log: roleLog, host: config.HOST, port: config.CHAIN_BANK_PORT, build: async () => {
     const app = await createApp({
       log: roleLog,
@@ -121,16 +123,16 @@ export async function startChainBank(ctx: RoleContext): Promise<StartedRole> {
       pool,
       api: { role: 'chain-bank', routes: chainBankRoutes(config.testAuthPermitted) },
       health: () => chainHealth(chain),
-      routes: (app: Express) => installChainBankRoutes(app, config, deps),
+      routes: (app: Express) => installChainBankRoutes(app, config, deps, reconciler),
     });
     return {
       app,
       fields: { chain: local?.url ?? config.EVM_RPC_URL ?? null, ...(chain ? { vault: chain.deployment.vault, token: chain.deployment.token } : {}) },
       onListening: () => {
-        reconciler = scheduleReconciler(deps, config.CHAIN_RECONCILE_INTERVAL_SECONDS, Math.ceil(config.CHAIN_CONFIRM_WINDOW_MS / 1000) + 5);
+        void reconciler.runNow();
       },
       onStop: async () => {
-        await reconciler?.stop();
+        await reconciler.stop();
       },
     };
   } }).catch(async (err: unknown) => {
@@ -146,8 +148,8 @@ export async function startChainBank(ctx: RoleContext): Promise<StartedRole> {
         await local?.stop();
       }
     },
-    /** Runs the reconciler now (it also runs at startup and on its interval); resolves when it is done. */
-    reconcileNow: async () => { await reconciler?.runNow(); },
+    /** Runs the reconciler now (it also runs at startup and when the worker's periodic job asks); resolves when it is done. */
+    reconcileNow: async () => { await reconciler.runNow(); },
     /** The local chain of this role (npm start without EVM_RPC_URL), for the printout and the tests. */
     ...(local ? { chain: { url: local.url, deployment: local.deployment, minterKey: local.minterKey } } : {}),
   } as StartedRole;

@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { run, type Runner } from 'graphile-worker';
 import { createCageAuditTask } from '../../tasks/cage_audit.ts';
 import { createCageReconcileCashTask, graceSeconds } from '../../tasks/cage_reconcile_cash.ts';
+import { createChainBankReconcileTask } from '../../tasks/chain_bank_reconcile.ts';
 import { createCageReconcileRakeTask } from '../../tasks/cage_reconcile_rake.ts';
 import { createCageReconcileGasTask } from '../../tasks/cage_reconcile_gas.ts';
 import { createCageSignBustReceiptsTask } from '../../tasks/cage_sign_bust_receipts.ts';
@@ -21,21 +22,7 @@ import type { RoleContext, StartedRole } from './types.ts';
 import { workerLogger } from '../worker/logger.ts';
 import { loadMailKey } from '../worker/mail-key.ts';
 import { guardedWorkerEvents } from '../worker/notify-guard.ts';
-
-export function crontab(config: Config) {
-  return [
-    // the audit at startup and then on the configured schedule
-    `${config.CAGE_AUDIT_CRON} cage_audit ?id=cage_audit`,
-    // the house rows of the rake, claimed (no chip moves)
-    `${config.CAGE_RAKE_RECONCILE_CRON} cage_reconcile_rake ?id=cage_reconcile_rake`,
-    // claims whose grant minted but whose ledger row never came, completed from the grant
-    '* * * * * claims_complete_lost ?id=claims_complete_lost',
-    // gas withdrawals a stopped cage left reserved, refunded to their tanks
-    '* * * * * cage_reconcile_gas ?id=cage_reconcile_gas',
-    // busts the hands' ends closed, their receipts signed by the cage (the hand's end also queues it)
-    '* * * * * cage_sign_bust_receipts ?id=cage_sign_bust_receipts',
-  ].join('\n');
-}
+import { crontab, queueStartupRuns, withPeriods } from '../intents/periodic.ts';
 
 /** The banks the worker posts to: the cage (its reconcilers, a cage table's payouts) and the chain bank (a chain table's payouts). */
 function bankClients(config: Config, peers: RoleContext['peers']) {
@@ -99,7 +86,8 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
       logger: workerLogger(log),
       // a `worker:migrate` notice (any login may NOTIFY) stops the worker only when a migration bears it out
       events: guardedWorkerEvents(pool, log),
-      taskList: {
+      // the periodic tasks' periods and keys: server/intents/periodic.ts
+      taskList: withPeriods(config, {
         cage_audit: createCageAuditTask(log),
         cage_reconcile_rake: createCageReconcileRakeTask({ pool, log }),
         cage_reconcile_gas: createCageReconcileGasTask({ pool, log }),
@@ -111,13 +99,12 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
         tournament_blinds: createTournamentBlindsTask({ pool, log }),
         tournament_reserve_expiry: createTournamentReserveExpiryTask({ pool, log }),
         tournament_settle: createTournamentSettleTask({ pool, log }),
-        tournament_payout: createTournamentPayoutTask({ cage, chainBank, log }),
-        tournament_payout_reconcile: createTournamentPayoutReconcileTask({ pool, log, intervalSeconds: 30 }),
+        tournament_payout: createTournamentPayoutTask({ pool, cage, chainBank, log }),
+        tournament_payout_reconcile: createTournamentPayoutReconcileTask({ pool, cage, chainBank, log }),
+        chain_bank_reconcile: createChainBankReconcileTask({ pool, chainBank, log }),
         tournament_rearm: createTournamentRearmTask({ pool, log }),
-        cage_reconcile_cash: createCageReconcileCashTask({
-          pool, game, cage, log, intervalSeconds: config.CAGE_RECONCILE_INTERVAL_SECONDS, graceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS),
-        }),
-      },
+        cage_reconcile_cash: createCageReconcileCashTask({ pool, game, cage, log, graceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS) }),
+      }),
       crontab: crontab(config),
     });
   } catch (err) {
@@ -133,13 +120,10 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
     }
   };
   try {
-    // once at startup, not only on the schedule
-    await runner.addJob('cage_audit', {}, { jobKey: 'cage_audit:startup', jobKeyMode: 'replace' });
-    // the cash reconciler now, then every CAGE_RECONCILE_INTERVAL_SECONDS (it schedules its next run)
-    await runner.addJob('cage_reconcile_cash', {}, { jobKey: 'cage_reconcile_cash', jobKeyMode: 'replace' });
-    // tournaments: every live one's timers armed again from the stored state; the payout reconciler now, then every 30 s
+    // the periodic tasks' startup runs (the audit, the reconcilers: server/intents/periodic.ts)
+    await queueStartupRuns(runner, config);
+    // tournaments: every live one's timers armed again from the stored state
     await runner.addJob('tournament_rearm', {}, { jobKey: 'tournament_rearm', jobKeyMode: 'replace' });
-    await runner.addJob('tournament_payout_reconcile', {}, { jobKey: 'tournament_payout_reconcile', jobKeyMode: 'replace' });
   } catch (err) {
     await stop().catch(() => undefined);
     throw err;

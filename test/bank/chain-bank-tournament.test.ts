@@ -22,6 +22,9 @@ import { markHandsAudited } from '../helpers/tournament.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { liveClient, prng, until, type LiveClient, type LivePlayer, type Msg } from '../helpers/live.ts';
 import { call } from '../helpers/money.ts';
+import { createServiceClient } from '../../server/http/service-client.ts';
+import { runReconcilers } from '../../server/intents/framework.ts';
+import { payoutReconciler } from '../../tasks/tournament_timers.ts';
 import { startTestPlatform, TEST_SERVICE_KEY, type TestPlatform } from '../helpers/platform.ts';
 import { playBot, SNG, tableMessages } from '../helpers/tournament.ts';
 
@@ -204,7 +207,18 @@ test('stand_up while registering: the game asks the chain bank, which pays the e
   expect(await balance(b)).toBe(200n);
 }, 60_000);
 
-test('a payout that never reached the chain bank: its reconciler pays it once it is 30 s old, confirms it and closes the tournament', async () => {
+/** One run of the worker's payout reconciler (both banks' payouts: issue 32), as its periodic job runs it. */
+async function repostPayouts() {
+  const client = createServiceClient({ baseUrl: () => bank, serviceKey: TEST_SERVICE_KEY, timeoutMs: 30_000 });
+  const worker = db.pool('poker_worker', 1);
+  try {
+    await runReconcilers(worker, [payoutReconciler({ pool: worker, cage: client, chainBank: client })]);
+  } finally {
+    await worker.end();
+  }
+}
+
+test('a payout that never reached the chain bank: the payout reconciler pays it once it is 30 s old, confirms it and closes the tournament', async () => {
   const host = await player(0n);
   const tableId = await sngTable(host, { clockFactor: 1 });
   const [a, b] = [await player(300n), await player(300n)];
@@ -212,19 +226,51 @@ test('a payout that never reached the chain bank: its reconciler pays it once it
   await enter(b, tableId);
   await endedWithPayoutJobLost(tableId, a);
   // younger than 30 s: left alone
-  await reconcileNow();
+  await repostPayouts();
   expect((await db.owner.query('select confirmed_at from cage.payout_intents where table_id = $1', [tableId])).rows[0].confirmed_at).toBeNull();
   await db.owner.query("update cage.payout_intents set created_at = now() - interval '31 s', failed_at = now() where table_id = $1", [tableId]);
-  await reconcileNow();
+  await repostPayouts();
   const { rows: [i] } = await db.owner.query('select confirmed_at, failed_at, tx_hash from cage.payout_intents where table_id = $1', [tableId]);
   expect(i).toMatchObject({ confirmed_at: expect.any(Date), failed_at: null, tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
   expect((await db.owner.query('select tournament_state from game.tables where table_id = $1', [tableId])).rows[0].tournament_state).toBe('closed');
   expect(await balance(a)).toBe(200n + 180n);
   // once: a second run pays nothing more
-  await reconcileNow();
+  await repostPayouts();
   expect(await balance(a)).toBe(380n);
   expect(await reader.tableBalance(tableId)).toBe(20n * C);
 }, 60_000);
+
+/** A payout intent as operators read it (cage.intents' parts: its row's next step, and the reconcilers' attempts). */
+async function payoutIntent(tableId: string) {
+  const { rows: [r] } = await db.owner.query(
+    `select r.next_step, a.attempts, a.stuck_since, a.last_error from cage_private.intent_rows r
+       left join cage.intent_attempts a on a.kind = r.kind and a.intent_key = r.intent_key
+      where r.kind = 'cage_payout' and r.intent_key = $1`, [`${tableId}:1`]);
+  return r as { next_step: string | null; attempts: number | null; stuck_since: Date | null; last_error: string | null };
+}
+
+test('a payout the chain does not mine is stuck, since when and why recorded (issue 32); mined, it is paid once and no longer stuck', async () => {
+  const host = await player(0n);
+  const tableId = await sngTable(host, { clockFactor: 1 });
+  const [a, b] = [await player(300n), await player(300n)];
+  await enter(a, tableId);
+  await enter(b, tableId);
+  await endedWithPayoutJobLost(tableId, a);
+  await db.owner.query("update cage.payout_intents set created_at = now() - interval '31 s' where table_id = $1", [tableId]);
+  await rpc('evm_setAutomine', [false]);
+  await repostPayouts(); // the chain bank sends it, and waits its confirm window for a block that never comes
+  const stuck = await payoutIntent(tableId);
+  expect(stuck).toMatchObject({
+    next_step: 'pay place 1 through its bank (chain)', attempts: 1, stuck_since: expect.any(Date), last_error: 'the chain bank: submitted, not confirmed yet',
+  });
+  await rpc('evm_setAutomine', [true]);
+  await rpc('evm_mine');
+  // the next reposts (after the back-off) find the payment mined: confirmed, the failure cleared
+  await until(async () => { await repostPayouts(); return (await payoutIntent(tableId)).next_step === null; }, 'the payout confirmed', 30_000, 200);
+  expect(await payoutIntent(tableId)).toMatchObject({ next_step: null, stuck_since: null, last_error: null });
+  expect(await balance(a)).toBe(200n + 180n);
+  expect((await db.owner.query('select tournament_state from game.tables where table_id = $1', [tableId])).rows[0].tournament_state).toBe('closed');
+}, 90_000);
 
 /** Registered over the websocket: the reserved seat, no entry paid yet. */
 async function reserve(p: ChainPlayer, tableId: string): Promise<number> {

@@ -129,6 +129,9 @@ describe('grants and claims', () => {
     // a grant for an unlock that was never lit is not due: left incomplete, and named once old enough
     const undue = await lostGrant(wallet, userId, 'connect_wallet', 'once', 500, 10);
     expect((await completeLostClaims(worker)).undue.map((r) => r.claim_id)).toEqual([undue]);
+    // and recorded on its claim intent for the operators (cage.intents): stuck since now, and why (issue 32)
+    expect((await db.owner.query("select last_error, stuck_since is not null as stuck from cage.intent_attempts where kind = 'claim' and intent_key = $1", [undue])).rows)
+      .toEqual([{ last_error: 'a grant whose claim is no longer due: left for an operator', stuck: true }]);
     expect(await provenance()).toEqual([{
       invariant: 'provenance', subject: `entry:${await entryId(undue)}`, detail: { ref_id: undue, kind: 'grant', problem: 'grant without its claim' },
     }]);

@@ -149,6 +149,7 @@ const ROUTES: Record<string, { auth: Auth; fields?: string[]; query?: string[] }
   'chain-bank GET /api/economy': { auth: 'none' },
   'chain-bank GET /api/chain': { auth: 'none' },
   'chain-bank GET /api/chain/nonces/:address': { auth: 'none' },
+  'chain-bank POST /internal/reconcile': { auth: 'service' },
   'chain-bank POST /api/operator/chain/deployment': { auth: 'operator', fields: ['chainId', 'token', 'vault', 'fromBlock'] },
   // admin
   'admin GET /health': { auth: 'none' },

@@ -10,7 +10,7 @@ import { markHandsAudited } from '../helpers/tournament.ts';
 import { createTestDatabase, playerGrant, type TestDatabase } from '../helpers/db.ts';
 import { audit } from '../../server/cage/ledger.ts';
 import { resolveSngSettings } from '../../server/tournaments/settings.ts';
-import { tournamentPayoutJobKey } from '../../tasks/tournament_timers.ts';
+import { createTournamentPayoutReconcileTask, payoutIntentKey } from '../../tasks/tournament_timers.ts';
 
 let db: TestDatabase;
 let cage: pg.Pool;
@@ -278,7 +278,7 @@ describe('the blind deadline', () => {
 });
 
 describe('the payout reconciler', () => {
-  test('payouts unconfirmed for more than 30 s are handed out again (failedAt cleared, submittedAt set); the task re-queues each and its own next run', async () => {
+  test('payouts unconfirmed for more than 30 s are posted again to their bank (failedAt cleared, submittedAt set); each outcome recorded on its intent', async () => {
     const tableId = await sngTable({ seats: 2 });
     await fill(tableId, 2);
     await play(tableId);
@@ -287,20 +287,26 @@ describe('the payout reconciler', () => {
     await worker.query('select cage.settle_tournament($1)', [tableId]);
     const { rows: intents } = await db.owner.query('select position, amount from cage.payout_intents where table_id = $1 order by position', [tableId]);
     await cage.query("select cage.mark_payout_failed($1, $2, 'the chain said no')", [tableId, intents[0].position]);
-    const due = async () => (await worker.query('select * from cage.payouts_to_repost(30, 100)')).rows.filter((r) => r.table_id === tableId);
+    const due = async () => (await worker.query("select intent_key from cage.due_intents('cage_payout', null, 100)")).rows
+      .map((r) => r.intent_key).filter((k: string) => k.startsWith(`${tableId}:`)).sort();
     expect(await due()).toEqual([]); // younger than 30 s
     await db.owner.query("update cage.payout_intents set created_at = now() - interval '31 s' where table_id = $1", [tableId]);
-    const { createTournamentPayoutReconcileTask } = await import('../../tasks/tournament_timers.ts');
-    const queued: { task: string; payload: unknown; spec: Record<string, unknown> }[] = [];
-    const helpers = { addJob: async (task: string, payload: unknown, spec: Record<string, unknown>) => void queued.push({ task, payload, spec }) };
+    // the worker's key of a payout intent is the view's
+    expect(await due()).toEqual(intents.map((i) => payoutIntentKey(tableId, i.position)).sort());
+    const posted: { path: string; body: unknown }[] = [];
+    // the bank's transport, recorded: the cage answers each payout as refused (a bank that says no)
+    const bank = { post: async (path: string, body: unknown) => (posted.push({ path, body }), { ok: false, status: 409, body: { error: 'payout_refused_here' } }) };
     const silent = { warn: () => undefined, info: () => undefined, error: () => undefined } as never;
-    await createTournamentPayoutReconcileTask({ pool: worker, log: silent, intervalSeconds: 30 })({}, helpers as never);
-    expect(queued.filter((j) => j.task === 'tournament_payout' && (j.payload as { tableId: string }).tableId === tableId).map((j) => j.payload)
-      .sort((a, b) => (a as { position: number }).position - (b as { position: number }).position))
-      .toEqual(intents.map((i) => ({ tableId, position: i.position, amount: String(i.amount) })));
-    expect(queued.at(-1)).toMatchObject({ task: 'tournament_payout_reconcile', spec: { jobKey: 'tournament_payout_reconcile' } });
+    await createTournamentPayoutReconcileTask({ pool: worker, log: silent, cage: bank as never, chainBank: bank as never })({}, {} as never);
+    expect(posted.filter((p) => (p.body as { tableId: string }).tableId === tableId).map((p) => p.body)
+      .sort((a, b) => (a as { payoutIntent: { position: number } }).payoutIntent.position - (b as { payoutIntent: { position: number } }).payoutIntent.position))
+      .toEqual(intents.map((i) => ({ tableId, payoutIntent: { position: i.position, amount: String(i.amount) } })));
     const { rows: after } = await db.owner.query('select failed_at, submitted_at from cage.payout_intents where table_id = $1', [tableId]);
     expect(after.every((r) => r.failed_at === null && r.submitted_at !== null)).toBe(true);
+    // each refusal recorded: stuck since now, why, and backing off (not due again at once)
+    const { rows: attempts } = await db.owner.query('select intent_key, attempts, last_error, stuck_since, next_attempt_at > now() as backing_off from cage.intent_attempts where kind = $1 and intent_key like $2', ['cage_payout', `${tableId}:%`]);
+    expect(attempts.map((a) => [a.attempts, a.last_error, a.stuck_since instanceof Date, a.backing_off])).toEqual(intents.map(() => [1, 'the cage answered 409 payout_refused_here', true, true]));
+    expect(await due()).toEqual([]);
     for (const p of intents) await cage.query('select * from cage.pay_tournament_payout($1, $2, $3)', [tableId, p.position, p.amount]);
     expect(await due()).toEqual([]);
   });
@@ -323,9 +329,3 @@ describe('the audit', () => {
   });
 });
 
-test('the payout job key is spelled the same by SQL (which schedules the job) and the worker (which re-posts it)', async () => {
-  for (const [tableId, position] of [['t-1', 1], ['sng-with:colon', 10]] as const) {
-    const { rows } = await db.owner.query('select game_private.payout_job_key($1, $2) as key', [tableId, position]);
-    expect(rows[0].key).toBe(tournamentPayoutJobKey(tableId, position));
-  }
-});

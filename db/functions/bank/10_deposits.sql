@@ -242,7 +242,7 @@ begin
     perform bank_private.refuse('deposit_state_conflict', format('deposit is %s', v_row.status));
   end if;
   if p_block_number is null or p_block_number <= 0 or lower(p_owner) <> lower(v_row.wallet)
-     or p_base_units is distinct from v_row.amount::numeric * 1000000 then
+     or p_base_units is distinct from v_row.amount::numeric * cage_private.base_units() then
     perform bank_private.refuse('deposit_event_mismatch', 'the Deposited event is not this deposit''s wallet and amount');
   end if;
   update bank.deposit_intents d set status = 'confirmed', tx_hash = p_tx_hash, block_number = p_block_number, error = null, updated_at = now()

@@ -146,7 +146,7 @@ begin
   -- submitted, or from failed or pending again (a failure is the bank's claim; the receipt wins)
   elsif p_status = 'confirmed' and v_row.status in ('pending', 'submitted', 'failed')
         and (v_row.tx_hash = p_tx_hash or p_tx_hash = any (v_row.prior_tx_hashes)) and p_block_number > 0
-        and lower(p_to) = lower(v_row.destination) and p_base_units = v_row.amount::numeric * 1000000 then
+        and lower(p_to) = lower(v_row.destination) and p_base_units = v_row.amount::numeric * cage_private.base_units() then
     update bank.withdraw_intents w set status = 'confirmed', tx_hash = p_tx_hash, block_number = p_block_number, error = null, updated_at = now()
      where w.idempotency_key = p_key returning * into v_row;
   elsif p_status = 'failed' and v_row.status in ('pending', 'submitted') then

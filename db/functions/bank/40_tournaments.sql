@@ -208,7 +208,7 @@ begin
   -- but confirmed (a failure is the bank's claim; the receipt wins)
   elsif p_status = 'confirmed' and v_row.status in ('pending', 'submitted', 'failed')
         and (v_row.tx_hash = p_tx_hash or p_tx_hash = any (v_row.prior_tx_hashes)) and p_block_number > 0
-        and lower(p_to) = lower(v_row.destination) and p_base_units = v_row.amount::numeric * 1000000 then
+        and lower(p_to) = lower(v_row.destination) and p_base_units = v_row.amount::numeric * cage_private.base_units() then
     update bank.tournament_payments t
        set status = 'confirmed', tx_hash = p_tx_hash, block_number = p_block_number, confirmed_at = now(), failed_at = null, error = null, updated_at = now()
      where t.payment_key = p_key returning * into v_row;
@@ -265,33 +265,18 @@ begin
 end;
 $$;
 
--- The chain bank's reconciler: the chain tables' payouts with no confirmedAt older than p_seconds
--- (the game's payout rows, with or without a payment yet: the worker's job may never have reached
--- the bank), and refunds not confirmed after p_seconds. Their failedAt is cleared as they are handed out.
+-- The chain bank's reconciler: refunds not confirmed after p_seconds (30 when null). A chain table's
+-- payout unconfirmed after 30 s is the worker's payout reconciler's, as a cage table's is (issue 32:
+-- cage.repost_payout, posted again through POST /api/withdraw): one repost for both banks.
 create or replace function bank.tournament_payments_to_resume(p_seconds integer, p_limit integer)
   returns table (kind text, table_id text, "position" integer, amount bigint, payment_key text)
-  language plpgsql volatile security definer
+  language sql stable security definer
   set search_path = pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
-declare
-  v_seconds interval := make_interval(secs => greatest(coalesce(p_seconds, 30), 0));
-  v_limit integer := least(greatest(coalesce(p_limit, 100), 1), 1000);
-begin
-  return query
-  with payouts as (
-    update cage.payout_intents i set failed_at = null
-     where (i.table_id, i.position) in (
-       select q.table_id, q.position from cage.payout_intents q join game.tables t on t.table_id = q.table_id and t.bank = 'chain'
-        where q.confirmed_at is null and q.created_at < now() - v_seconds
-        order by q.created_at limit v_limit)
-    returning i.table_id, i.position, i.amount, i.ref_id
-  )
-  select 'payout'::text, p.table_id, p.position, p.amount, p.ref_id from payouts p
-  union all
   select 'refund'::text, r.table_id, null::integer, r.amount, r.payment_key
-    from (select * from bank.tournament_payments t
-           where t.kind = 'refund' and t.status <> 'confirmed' and t.updated_at < now() - v_seconds
-           order by t.updated_at limit v_limit) r;
-end;
+    from bank.tournament_payments r
+   where r.kind = 'refund' and r.status <> 'confirmed'
+     and r.updated_at < now() - make_interval(secs => greatest(coalesce(p_seconds, 30), 0))
+   order by r.updated_at
+   limit least(greatest(coalesce(p_limit, 100), 1), 1000)
 $$;

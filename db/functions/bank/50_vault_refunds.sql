@@ -24,7 +24,7 @@ begin
     return;
   end if;
   if p_intent.status <> 'confirmed' or p_intent.tx_hash is distinct from p_tx_hash or lower(p_intent.wallet) <> p_owner
-     or p_intent.amount::numeric * 1000000 <> p_base_units then
+     or p_intent.amount::numeric * cage_private.base_units() <> p_base_units then
     perform bank_private.refuse('refund_not_owed', 'not this confirmed deposit''s transaction, wallet and amount');
   end if;
   -- funded nothing: not credited (nor credited by the game with the answer lost, nor reverted:

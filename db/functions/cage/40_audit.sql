@@ -45,7 +45,7 @@ create or replace function cage_private.custody_violations()
   set search_path = pg_catalog, pg_temp
 as $$
   select 'table_escrow', 'escape:' || x.id,
-         jsonb_build_object('table_id', x.table_id, 'status', t.status, 'to_custody', x.to_custody, 'custody_entries', coalesce(s.total, 0) / 1000000,
+         jsonb_build_object('table_id', x.table_id, 'status', t.status, 'to_custody', x.to_custody, 'custody_entries', coalesce(s.total, 0) / cage_private.base_units(),
                             'entry', e.id is not null, 'operator_act', a.id is not null,
                             'problem', 'an escape is a frozen table, its journal entry, its operator act and the custody entries it wrote')
     from cage.table_escapes x
@@ -54,7 +54,7 @@ as $$
       on s.escape_id = x.id
     left join cage.cage_entries e on e.ref_id = x.ref_id and e.kind = 'table_escape'
     left join cage.operator_acts a on a.ref_id = x.ref_id and a.act = 'escape'
-   where t.status <> 'frozen' or coalesce(s.total, 0) <> x.to_custody * 1000000 or e.id is null or a.id is null
+   where t.status <> 'frozen' or coalesce(s.total, 0) <> x.to_custody * cage_private.base_units() or e.id is null or a.id is null
   union all
   select 'provenance', 'entry:' || e.id,
          jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'escape movement without its escape')
@@ -268,7 +268,7 @@ begin
   select 'custody', 'custody:' || coalesce(a.money_kind, c.money_kind),
          jsonb_build_object('account', coalesce(a.balance, 0), 'entries', coalesce(c.chips, 0))
     from (select * from cage.cage_accounts where account_type = 'custody') a
-    full join (select e.money_kind, sum(e.amount / 1000000) as chips from cage.custody_entries e
+    full join (select e.money_kind, sum(e.amount / cage_private.base_units()) as chips from cage.custody_entries e
                 where e.status in ('free', 'disputed', 'needs_reconciliation') group by e.money_kind) c on c.money_kind = a.money_kind
    where coalesce(a.balance, 0) <> coalesce(c.chips, 0)
   union all

@@ -319,7 +319,7 @@ begin
           array[v_escrow, v_custody], array[-p_amount, p_amount],
           jsonb_build_object('table_id', p_table_id, 'position', p_player_id, 'settlement', 'custody', 'user_id', p_user_id));
         insert into cage.custody_entries (ref_id, user_id, table_id, money_kind, amount, source_ref_id)
-        values ('custody:' || p_idempotency_key, p_user_id, p_table_id, v_table.money_kind, p_amount * 1000000, v_ref)
+        values ('custody:' || p_idempotency_key, p_user_id, p_table_id, v_table.money_kind, p_amount * cage_private.base_units(), v_ref)
         returning id into v_entry_id;
         update cage.withdraw_intents w set custody_entry_id = v_entry_id where w.idempotency_key = p_idempotency_key
         returning w.* into v_intent;

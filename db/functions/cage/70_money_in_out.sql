@@ -255,7 +255,7 @@ begin
   if v_entry.id is null or v_entry.user_id is distinct from v_user then
     perform cage_private.refuse('custody_entry_not_found');
   end if;
-  v_chips := v_entry.amount / 1000000;
+  v_chips := v_entry.amount / cage_private.base_units();
   if v_entry.status = 'claimed' then
     return query select v_entry.id, v_entry.claim_ref_id, v_chips, v_entry.money_kind::text, v_entry.table_id, true;
     return;

@@ -13,11 +13,7 @@
 --              to the open dispute it ends and records it once.
 -- Amounts of custody entries are base units (chips x 10^6); the answers give chips and base units.
 
--- The base units of one chip in custody (spec: custody entries carry base units; readers divide by 1e6).
-create or replace function cage_private.base_units() returns bigint
-  language sql immutable parallel safe
-  set search_path = pg_catalog, pg_temp
-as $$ select 1000000::bigint $$;
+-- The base units of one chip in custody: cage_private.base_units() (db/functions/00_units.sql).
 
 -- The per-player ledger of a table's open positions (the ones its escrow owes), for a hold: what
 -- each bought in, topped up, had reverted and won or lost in hands (its chain's links), its stack,

@@ -148,18 +148,8 @@ as $$
   select * from cage_private.finish_gas_withdrawal(p_ref_id, 'refund', p_error)
 $$;
 
--- Reservations older than the grace whose delivery never came (a cage that stopped mid-request):
--- the worker refunds them (cage_reconcile_gas).
-create or replace function cage.stale_gas_withdrawals(p_grace_seconds integer, p_limit integer)
-  returns setof text
-  language sql stable security definer
-  set search_path = pg_catalog, pg_temp
-as $$
-  select w.ref_id from cage.gas_withdrawals w
-   where w.status = 'reserved' and w.created_at < now() - make_interval(secs => greatest(coalesce(p_grace_seconds, 60), 10))
-   order by w.created_at
-   limit least(greatest(coalesce(p_limit, 100), 1), 1000)
-$$;
+-- Reservations older than their grace whose delivery never came (a cage that stopped mid-request)
+-- are `gas_withdrawal` intents (cage.intents, 96_intents.sql): the worker's reconciler refunds them.
 
 -- ---- the play-chip transfer gate --------------------------------------------------------------
 

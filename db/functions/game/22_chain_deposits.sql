@@ -35,7 +35,7 @@ begin
   select * into v_row from bank.deposit_intents d where d.idempotency_key = p_key for update;
   if v_row.idempotency_key is null or v_row.status <> 'confirmed' or v_row.tx_hash is distinct from p_tx_hash
      or p_block_number is null or p_block_number <= 0 or lower(p_owner) is distinct from lower(v_row.wallet)
-     or p_base_units is distinct from v_row.amount::numeric * 1000000 then
+     or p_base_units is distinct from v_row.amount::numeric * cage_private.base_units() then
     perform game_private.refuse('credit_not_backed', format('the chain does not bear out deposit %s as recorded', p_key));
   end if;
   if v_row.verified_at is null then

@@ -2,8 +2,8 @@
 -- the SQL: here, except the blind timer's task, which game_private.arm_blind_timer queues in
 -- 10_lifecycle.sql beside the level interval it reads. Every place that queues, re-arms or cancels a
 -- job calls these. A key names one job per table (per reserved seat, per paid place), so queueing it
--- again replaces it. The worker re-queues a payout with the same key (tournamentPayoutJobKey,
--- tasks/tournament_timers.ts).
+-- again replaces it. A payout unconfirmed after its first job is posted again by the payout
+-- reconciler (tasks/tournament_timers.ts, server/intents/), not queued again.
 
 -- The key of a table's lifecycle job: `tournament:{tableId}:{kind}`, kind start, blinds or settle.
 create or replace function game_private.tournament_job_key(p_table_id text, p_kind text) returns text
@@ -66,8 +66,7 @@ as $$
   select graphile_worker.remove_job(game_private.reserve_expiry_job_key(p_player_id));
 $$;
 
--- The key of a place's payout: its ledger ref, cage.payout_ref (the worker's reconciler spells the
--- same key with tournamentPayoutJobKey in tasks/tournament_timers.ts).
+-- The key of a place's payout job: its ledger ref, cage.payout_ref.
 create or replace function game_private.payout_job_key(p_table_id text, p_position integer) returns text
   language sql immutable parallel safe
   set search_path = pg_catalog, pg_temp

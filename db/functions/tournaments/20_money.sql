@@ -377,20 +377,20 @@ as $$
    where i.table_id = p_table_id and i.position = p_position and i.confirmed_at is null
 $$;
 
--- Payout intents with no confirmedAt older than p_seconds, for the payout reconciler; they are
--- marked submitted (and their failedAt cleared) as they are handed out.
-create or replace function cage.payouts_to_repost(p_seconds integer, p_limit integer)
-  returns table (table_id text, "position" integer, amount bigint)
+-- A payout posted again by the payout reconciler (the worker's, for both banks: server/intents/): an
+-- unconfirmed `cage_payout` intent older than its grace (30 s, spec: Limits) is marked submitted, its
+-- failedAt cleared, and returned with its table's bank; anything else returns no row. Its key is the
+-- intent's (`tableId:position`).
+create or replace function cage.repost_payout(p_key text)
+  returns table (table_id text, "position" integer, amount bigint, bank text)
   language sql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
   update cage.payout_intents i set submitted_at = now(), failed_at = null
-   where (i.table_id, i.position) in (
-     select q.table_id, q.position from cage.payout_intents q
-       join game.tables t on t.table_id = q.table_id and t.bank = 'cage' -- a chain table's: the chain bank's reconciler
-      where q.confirmed_at is null and q.created_at < now() - make_interval(secs => coalesce(p_seconds, 30))
-      order by q.created_at limit least(coalesce(p_limit, 100), 1000))
-  returning i.table_id, i.position, i.amount
+    from game.tables t
+   where i.table_id || ':' || i.position = p_key and t.table_id = i.table_id and i.confirmed_at is null
+     and i.created_at < now() - cage.intent_grace('cage_payout')
+  returning i.table_id, i.position, i.amount, t.bank
 $$;
 
 -- The payout rows of a tournament, for the game role's reads (game_state, the admin detail).

@@ -403,6 +403,43 @@ const balances: Command = {
   },
 };
 
+// ---- intents ------------------------------------------------------------------------------------
+
+const INTENT_FIELDS = 'kind intentKey status rawStatus amount userId tableId nextStep open deadline attempts lastAttemptAt nextAttemptAt stuckSince stuckReason createdAt';
+
+interface IntentNode {
+  kind: string; intentKey: string; status: string; rawStatus: string; amount: string | null; tableId: string | null; nextStep: string | null;
+  open: boolean; deadline: string; attempts: number; lastAttemptAt: string | null; nextAttemptAt: string | null; stuckSince: string | null; stuckReason: string | null;
+}
+
+function intentLine(i: IntentNode): string {
+  const head = `${i.kind}  ${i.intentKey}  ${i.status}${i.rawStatus !== i.status ? ` (${i.rawStatus})` : ''}${i.amount === null ? '' : `  ${i.amount} chips`}${i.tableId ? `  table ${i.tableId}` : ''}`;
+  if (!i.open) return head;
+  const stuck = i.stuckSince ? `\n    STUCK since ${i.stuckSince}: ${i.stuckReason ?? 'no reason recorded'}` : '';
+  const tries = i.attempts ? `; ${i.attempts} attempt${i.attempts === 1 ? '' : 's'}, last ${i.lastAttemptAt}${i.nextAttemptAt ? `, next ${i.nextAttemptAt}` : ''}` : '';
+  return `${head}\n    next: ${i.nextStep} (due ${i.deadline}${tries})${stuck}`;
+}
+
+const intents: Command = {
+  usage: 'intents [--kind KIND] [--stuck] [--all]',
+  help: 'every pending money step in one place (the admin GraphQL\'s allIntents over cage.intents): its kind, key, status, next step, deadline, attempts, and since when and why it is stuck; --all includes the finished ones',
+  credential: 'operator',
+  flags: ['kind', 'stuck', 'all'],
+  async run(ctx) {
+    positional(ctx, 0, 'no arguments');
+    const kind = flagString(ctx, 'kind');
+    const condition: Record<string, unknown> = { ...(ctx.flags.all === true ? {} : { open: true }), ...(kind ? { kind } : {}) };
+    const data = await graphql(ctx, 'intents',
+      `query ($condition: IntentCondition) { allIntents(condition: $condition, orderBy: [CREATED_AT_ASC]) { nodes { ${INTENT_FIELDS} } } }`, { condition });
+    const rows = (data.allIntents.nodes as IntentNode[]).filter((i) => ctx.flags.stuck !== true || i.stuckSince !== null);
+    ctx.json(rows);
+    const stuck = rows.filter((i) => i.stuckSince !== null).length;
+    ctx.say(`${rows.length} ${ctx.flags.all === true ? '' : 'open '}intent${rows.length === 1 ? '' : 's'}${stuck ? `, ${stuck} stuck` : ''}`);
+    for (const i of rows) ctx.say(intentLine(i));
+    return 0;
+  },
+};
+
 // ---- escape -------------------------------------------------------------------------------------
 
 const escape: Command = {
@@ -498,6 +535,7 @@ export const COMMANDS: Record<string, Command> = {
   audit,
   'dealer-key': dealerKey,
   balances,
+  intents,
   escape,
   keys,
 };

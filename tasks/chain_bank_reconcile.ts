@@ -1,0 +1,18 @@
+// Job `chain_bank_reconcile` (periodic: server/intents/periodic.ts, every CHAIN_RECONCILE_INTERVAL_SECONDS):
+// the chain bank's reconciler (server/bank/reconcile.ts) runs inside the chain-bank role, which holds
+// the chain client and the operator key; this job only asks it, over its service route POST
+// /internal/reconcile, as the cash reconciler asks the cage to settle lost stand-ups. With no active
+// chain deployment there is no chain intent to reconcile, and nothing is asked.
+import type { Task } from 'graphile-worker';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import type { ServiceClient } from '../server/http/service-client.ts';
+
+export function createChainBankReconcileTask(deps: { pool: pg.Pool; chainBank: ServiceClient; log: Logger }): Task {
+  return async () => {
+    const { rows } = await deps.pool.query('select 1 from bank.deployments where active limit 1');
+    if (rows.length === 0) return;
+    const answer = await deps.chainBank.post('/internal/reconcile', {});
+    if (!answer.ok) deps.log.warn({ status: answer.status, error: answer.body.error }, 'the chain bank did not reconcile; the next run asks again');
+  };
+}
