@@ -16,12 +16,11 @@ drop policy if exists bets_betting_read on betting.bets;
 drop policy if exists payouts_betting_read on betting.payouts;
 drop policy if exists bet_stakes_cage_read on cage.bet_stakes;
 
-grant usage on schema betting to poker_betting, poker_cage;
+grant usage on schema betting to poker_betting, poker_cage, poker_worker;
 grant select on betting.market_records, betting.runner_pools, betting.bet_records to poker_betting, poker_cage;
 grant select on betting.stakes to poker_cage;
 grant execute on function
   betting.sync_market(text),
-  betting.sweep_markets(integer),
   betting.record_bet(text),
   betting.remove_bet(uuid, text),
   betting.claim_quote(uuid, text)
@@ -35,3 +34,7 @@ grant execute on function
   cage.claim_bet_payout(uuid, text),
   betting.sync_market(text)
   to poker_cage;
+
+-- the markets nobody touches, moved along by the worker's periodic sweep (tasks/betting_sweep_markets.ts)
+revoke execute on function betting.sweep_markets(integer) from poker_betting;
+grant execute on function betting.sweep_markets(integer) to poker_worker;

@@ -146,7 +146,7 @@ const schema = z.object({
   CAGE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   // the chain-bank role's internal address, for the worker's payouts of chain-bank tournaments (default: this process's chain bank)
   CHAIN_BANK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
-  // how often the betting role's sweep moves the markets along with their tournaments
+  // how often the worker's betting sweep (betting_sweep_markets) moves the markets along with their tournaments
   BETTING_SWEEP_MS: z.coerce.number().int().min(100).max(600_000).default(2000),
   // the bank (cage) the game role reports busts to
   BANK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),

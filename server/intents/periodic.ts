@@ -5,7 +5,7 @@
 // job queued again by its own run under its one job key (`every` below, the only place that does).
 // No role runs a timer of its own: the chain bank's reconciler is this list's `chain_bank_reconcile`,
 // which asks the chain bank over its service route (the operator key stays in the chain-bank process).
-// The betting role's market sweep and the betting stakes' reconciler are the betting part's (issue 32).
+// The betting role's market sweep is this list's `betting_sweep_markets` (the betting role runs no timer).
 import type { JobHelpers, Runner, Task } from 'graphile-worker';
 import type { Config } from '../config/index.ts';
 
@@ -27,6 +27,14 @@ export const PERIODIC: readonly Periodic[] = [
   { task: 'cage_reconcile_rake', schedule: (c) => ({ cron: c.CAGE_RAKE_RECONCILE_CRON }), what: 'the house rows of the rake, claimed (no chip moves)' },
   { task: 'claims_complete_lost', schedule: () => ({ cron: '* * * * *' }), what: 'claims whose grant minted but whose ledger row never came' },
   { task: 'cage_reconcile_gas', schedule: () => ({ cron: '* * * * *' }), what: 'gas withdrawals a stopped cage left reserved, refunded' },
+  {
+    task: 'cage_sign_bust_receipts', schedule: () => ({ cron: '* * * * *' }),
+    what: 'the receipts of the busts the hands\' ends closed, signed by the cage (the hand\'s end also queues it)',
+  },
+  {
+    task: 'betting_sweep_markets', schedule: (c) => ({ seconds: c.BETTING_SWEEP_MS / 1000 }), atStartup: true,
+    what: 'every live betting market moved along with its tournament (BETTING_SWEEP_MS)',
+  },
   {
     task: 'cage_reconcile_cash', schedule: (c) => ({ seconds: c.CAGE_RECONCILE_INTERVAL_SECONDS }), atStartup: true,
     what: 'cash buy-ins and settlements left pending, lost stand-ups',

@@ -2,13 +2,13 @@
 // each Sit-and-Go (docs/architecture.md, "A bet"), on its own login (poker_betting) and its own schema
 // (db/functions/betting/). The cage calls it for nothing (issue 32: a stake, an unbet and a claim are
 // each one SQL transaction, server/betting/player-routes.ts); it serves its own reads and internal
-// routes. It learns of tournament state by a sweep on a timer and brings a market up to date on every
-// request that touches it (server/betting/sweep.ts).
+// routes. It brings a market up to date on every request that touches it (betting.sync_market); the
+// markets nobody touches are moved by the worker's periodic `betting_sweep_markets` (no timer here:
+// periodic work runs one way, server/intents/periodic.ts).
 import { createApp, serveRole } from '../http/app.ts';
 import { loginCredentials } from '../config/index.ts';
 import { createRolePool } from '../db/pools.ts';
 import { bettingRoutes, installBettingRoutes } from '../betting/routes.ts';
-import { startSweep } from '../betting/sweep.ts';
 import type { RoleContext, StartedRole } from './types.ts';
 
 export async function startBetting({ config, databaseUrl, log }: RoleContext): Promise<StartedRole> {
@@ -22,16 +22,6 @@ export async function startBetting({ config, databaseUrl, log }: RoleContext): P
       api: { role: 'betting', routes: bettingRoutes },
       routes: (app) => installBettingRoutes(app, { pool, log: roleLog, serviceKey: config.SERVICE_KEY }),
     });
-    // the sweep runs once the role listens (a failed start leaves no timer behind)
-    let sweep: ReturnType<typeof startSweep> | undefined;
-    return {
-      app,
-      onListening: () => {
-        sweep = startSweep(pool, roleLog, config.BETTING_SWEEP_MS);
-      },
-      onStop: async () => {
-        await sweep?.stop();
-      },
-    };
+    return { app };
   } });
 }
