@@ -16,6 +16,7 @@ import { requireServiceKey } from '../http/service-key.ts';
 import { tableId } from '../http/schemas.ts';
 import { reserveSeat } from './registration.ts';
 import { describeRoute } from '../http/openapi.ts';
+import { agentOwnerOf } from './queries.ts';
 
 export interface TournamentRouteDeps {
   pool: pg.Pool;
@@ -52,9 +53,9 @@ async function tournamentTable(pool: pg.Pool, id: string) {
 }
 
 async function agentOwner(pool: pg.Pool, agentId: string): Promise<string> {
-  const { rows } = await pool.query<{ owner_user_id: string }>('select owner_user_id from game.agents where id = $1', [agentId]);
-  if (!rows[0]) throw new ApiError(404, 'agent_not_found');
-  return rows[0].owner_user_id;
+  const owner = await agentOwnerOf(pool, agentId);
+  if (!owner) throw new ApiError(404, 'agent_not_found');
+  return owner;
 }
 
 /** The contracts of installTournamentRoutes. */
