@@ -146,3 +146,37 @@ test('the scan sees a base-table read in SQL and not in a comment or a function 
   const found = stringsOf('x.ts', src).flatMap((s) => [...s.matchAll(READ)].map((m) => `${m[1]}.${m[2]}`));
   expect(found).toEqual(['cage.cage_accounts', 'game.seats', 'auth.users']);
 });
+
+/**
+ * The views the services read run with their owner's rights only where they narrow what a login
+ * reads (db/functions/game/60_read_views.sql, reviewed in test/game/game-read-views.test.ts); every
+ * other view a login is granted is security_invoker, and is granted only to logins that hold the
+ * tables under it: no view widens what a login reads.
+ */
+const OWNER_VIEWS = ['game.seats', 'game.table_records', 'game.tournaments'];
+
+test('every view a login reads is security_invoker over tables that login holds, but the reviewed owner views', async () => {
+  const { rows } = await db.owner.query<{ view: string; invoker: boolean; login: string; under: string[]; missing: string[] }>(`
+    with views as (
+      select c.oid, n.nspname || '.' || c.relname as view, coalesce(c.reloptions @> array['security_invoker=true'], false) as invoker
+        from pg_class c join pg_namespace n on n.oid = c.relnamespace
+       where c.relkind = 'v' and n.nspname not in ('pg_catalog', 'information_schema') and n.nspname not like 'pg\\_%'),
+    under as (
+      select distinct v.oid, d.refobjid
+        from views v join pg_rewrite r on r.ev_class = v.oid
+        join pg_depend d on d.classid = 'pg_rewrite'::regclass and d.objid = r.oid and d.refclassid = 'pg_class'::regclass
+       where d.refobjid <> v.oid)
+    select v.view, v.invoker, l.rolname as login,
+           array(select u.refobjid::regclass::text from under u where u.oid = v.oid order by 1) as under,
+           array(select u.refobjid::regclass::text from under u
+                  where u.oid = v.oid and not has_table_privilege(l.oid, u.refobjid, 'select') order by 1) as missing
+      from views v cross join pg_roles l
+     where l.rolname like 'poker\\_%' and has_table_privilege(l.oid, v.oid, 'select')`);
+  expect(rows.length).toBeGreaterThan(20);
+  const unreviewed = rows.filter((r) => !r.invoker && !OWNER_VIEWS.includes(r.view)).map((r) => `${r.login} reads the owner's view ${r.view}`);
+  const widening = rows.filter((r) => r.invoker && r.missing.length > 0).map((r) => `${r.login} is granted ${r.view} without ${r.missing.join(', ')}`);
+  expect(unreviewed).toEqual([]);
+  expect(widening).toEqual([]);
+  // the checked views read real tables (the dependency query is not empty)
+  expect(rows.find((r) => r.view === 'cage.custody_release_records')?.under).toEqual(['cage.custody_release_verdicts', 'cage.custody_releases']);
+});
