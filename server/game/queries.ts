@@ -1,14 +1,49 @@
-// The game's reads of its registry and its hands (issue 32: reads through views): the rows
-// TypeScript reads of agents and hand histories, through game.agent_records and game.hand_records
-// (db/migrations/000051_reads_through_views.sql), typed here. A hand as a player may see it is
-// game.hand_for_player (the history redacted for them); the hand boundaries are hands/hands.ts; the
-// tables, tournaments and seats are the read views game.table_records, game.tournaments, game.seats.
+// The game's reads (issue 32: reads through views), typed here: the lobby and a table's room
+// (through game.table_records and game.seats: db/functions/game/60_read_views.sql), agents and hand
+// listings (through game.agent_records and game.hand_records: db/migrations/000051_reads_through_views.sql).
+// A hand as a player may see it is game.hand_for_player (the history redacted for them); the hand
+// boundaries are hands/hands.ts.
 import type pg from 'pg';
 
 type Db = Pick<pg.ClientBase, 'query'>;
 
 /** An agent with its latest published version (null: none yet). */
 export interface AgentRecord { id: string; name: string; version: number | null; created_at: Date }
+
+/** The lobby's filters: kind of play, status, money, and the page (after a table id, at most `limit`). */
+export interface LobbyFilter { mode?: string; status?: string; moneyKind?: string; after?: string; limit: number }
+
+/** The lobby: one summary per table (the public settings only), by table id. */
+export async function lobbyTables(db: Db, f: LobbyFilter) {
+  const { rows } = await db.query(
+    `select t.table_id, t.game_type, t.money_kind, t.status, t.mode, t.kind, t.tournament_state, t.current_level,
+            t.hand_in_progress,
+            coalesce((t.public_settings ->> 'maxPlayers')::int, (t.public_settings ->> 'seats')::int) as seats,
+            t.public_settings -> 'smallBlind' as small_blind, t.public_settings -> 'bigBlind' as big_blind,
+            t.public_settings -> 'entryFee' as entry_fee, t.seated_count as seated
+       from game.table_records t
+      where ($1::text is null or t.mode::text = $1) and ($2::text is null or t.status::text = $2)
+        and ($3::text is null or t.money_kind::text = $3) and ($4::text is null or t.table_id > $4)
+      order by t.table_id
+      limit $5`,
+    [f.mode ?? null, f.status ?? null, f.moneyKind ?? null, f.after ?? null, f.limit],
+  );
+  return rows;
+}
+
+/** A table's room: its record (the public settings, never the deck seed) and who sits where; undefined for no such table. */
+export async function tableRoom(db: Db, tableId: string) {
+  const { rows } = await db.query(
+    `select t.table_id, t.game_type, t.public_settings as settings, t.money_kind, t.status, t.mode, t.kind,
+            t.tournament_state, t.current_level, t.level_started_at, t.hand_in_progress, t.abandoned_deals,
+            coalesce((select jsonb_agg(jsonb_build_object('seatIndex', p.seat_index, 'userId', p.user_id,
+                        'chipBalance', p.chip_balance::text, 'status', p.status) order by p.seat_index)
+                        from game.seats p where p.table_id = t.table_id and p.status <> 'closed'), '[]') as seats
+       from game.table_records t where t.table_id = $1`,
+    [tableId],
+  );
+  return rows[0];
+}
 
 /** The user's agents, oldest first. */
 export async function agentsOf(db: Db, userId: string): Promise<AgentRecord[]> {
