@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
 import type { KeyStore } from './keys.ts';
 import { walletAddressClaim } from './token-claims.ts';
+import { userEmail } from './queries.ts';
 import { describeRoute } from '../http/openapi.ts';
 
 export const mintJwtBody = z.object({ userId: z.uuid() });
@@ -23,11 +24,11 @@ export const devRoutes = [
 export function installDevRoutes(app: Express, deps: { pool: pg.Pool; keys: KeyStore }) {
   app.post('/api/dev/mint-jwt', async (req, res) => {
     const { userId } = mintJwtBody.parse(req.body ?? {});
-    const { rows } = await deps.pool.query<{ email: string | null }>('select u.email from auth.users u where u.id = $1', [userId]);
-    if (!rows[0]) throw new ApiError(404, 'user_not_found');
+    const user = await userEmail(deps.pool, userId);
+    if (!user) throw new ApiError(404, 'user_not_found');
     // never an operator's token: no role claim, whatever the body asks
     const token = await deps.keys.sign({
-      sub: userId, email: rows[0].email ?? undefined, walletAddress: await walletAddressClaim(deps.pool, userId), authMethod: 'email',
+      sub: userId, email: user.email ?? undefined, walletAddress: await walletAddressClaim(deps.pool, userId), authMethod: 'email',
     });
     res.json({ token });
   });

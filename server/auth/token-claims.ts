@@ -5,10 +5,9 @@
 // that needs the Solana wallets reads them from the wallet routes).
 import { getAddress } from 'viem';
 import type pg from 'pg';
+import { primaryEvmAddress } from './queries.ts';
 
 export async function walletAddressClaim(pool: pg.Pool, userId: string): Promise<`0x${string}` | null> {
-  const { rows } = await pool.query<{ address: string }>(
-    "select address from auth.wallets where user_id = $1 and is_primary and chain = 'evm'", [userId],
-  );
-  return rows[0] ? getAddress(rows[0].address) : null;
+  const address = await primaryEvmAddress(pool, userId);
+  return address ? getAddress(address) : null;
 }

@@ -15,17 +15,12 @@ import type { AuthSettings } from './config.ts';
 import type { KeyStore } from './keys.ts';
 import { trustedOrigin, type SessionReader } from './sessions.ts';
 import { describeRoute } from '../http/openapi.ts';
+import { walletsOf, type WalletRecord } from './queries.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-interface WalletRow {
-  address: string;
-  chain_id: number;
-  is_primary: boolean;
-  created_at: Date;
-}
 
-const toWire = (w: WalletRow) => ({ address: w.address, chainId: w.chain_id, isPrimary: w.is_primary, createdAt: w.created_at });
+const toWire = (w: WalletRecord) => ({ address: w.address, chainId: w.chain_id, isPrimary: w.is_primary, createdAt: w.created_at });
 
 /**
  * The caller's user id from a session, or from this service's own access JWT as the Bearer;
@@ -86,10 +81,7 @@ export function installWalletRoutes(
 
   app.get('/api/wallets', async (req, res) => {
     const userId = await userOf(req);
-    const { rows } = await pool.query<WalletRow>(
-      'select address, chain_id, is_primary, created_at from auth.wallets where user_id = $1 order by created_at, id', [userId],
-    );
-    res.json({ wallets: rows.map(toWire) });
+    res.json({ wallets: (await walletsOf(pool, userId)).map(toWire) });
   });
 
   app.post('/api/wallets/set-primary', trustedOrigin(settings), async (req, res) => {
@@ -119,10 +111,7 @@ export function installWalletRoutes(
   const internalRead = (chain: 'evm' | 'solana') => async (req: Request, res: import('express').Response) => {
     const userId = String(req.params.publicUserId);
     if (!UUID.test(userId)) throw new ApiError(404, 'user_not_found');
-    const { rows } = await pool.query<WalletRow>(
-      "select address, chain_id, is_primary, created_at from auth.wallets where user_id = $1 and chain = $2 order by created_at, id",
-      [userId, chain],
-    );
+    const rows = await walletsOf(pool, userId, chain);
     res.json({ wallets: chain === 'evm' ? rows.map(toWire) : rows.map((w) => ({ address: w.address })) });
   };
   app.get('/api/internal/user-wallets/:publicUserId', serviceOnly, internalRead('evm'));

@@ -35,6 +35,8 @@ import { publicClientFor } from '../chain/client.ts';
 import { TABLE_VAULT, tableKey } from '../chain/contracts.ts';
 import { depositEvidence, evidenceOfLog, type DepositEvidence } from '../chain/evidence.ts';
 import { BASE_UNITS_PER_CHIP } from '../chain/types.ts';
+import * as reads from './queries.ts';
+import type { DeploymentRow, DepositRow } from './queries.ts';
 import type { DepositRefund } from './vault-refunds.ts';
 
 export interface ChainViolation { invariant: string; subject: string; detail: string }
@@ -44,8 +46,6 @@ export interface ChainAudit { violations: ChainViolation[]; repairs: DepositRepa
 export type { DepositRefund };
 
 type Db = Pick<pg.ClientBase, 'query'>;
-interface DeploymentRow { id: bigint; chain_id: bigint; vault: string; rpc_url: string | null; from_block: bigint }
-interface DepositRow { idempotency_key: string; status: string; tx_hash: string | null; table_id: string; wallet: string; amount: bigint }
 
 const VAULT_EVENTS = (TABLE_VAULT.abi as AbiEvent[]).filter((x) => x.type === 'event' && ['Deposited', 'Withdrawn', 'PaidOut'].includes(x.name));
 
@@ -55,27 +55,16 @@ const matches = (d: DepositRow, e: DepositEvidence) => e.tableKey === tableKey(d
 const refundOf = (e: DepositEvidence, depositKey: string | null): DepositRefund =>
   ({ txHash: e.txHash, logIndex: e.logIndex, tableKey: e.tableKey, owner: e.owner, amount: e.amount, depositKey });
 
-/** The refund opened for this Deposited event, if any (its status and the intent it refunds). */
-async function refundRow(db: Db, e: DepositEvidence) {
-  const { rows } = await db.query<{ status: string; deposit_key: string | null }>(
-    'select status, deposit_key from bank.vault_refunds where deposit_tx_hash = $1 and deposit_log_index = $2', [e.txHash.toLowerCase(), e.logIndex],
-  );
-  return rows[0];
-}
-
 /** One vault deposit judged against its intent; true while its intent (or its refund) is in flight. */
 async function judgeDeposit(db: Db, e: DepositEvidence, out: ChainAudit): Promise<boolean> {
-  const refund = await refundRow(db, e);
+  const refund = await reads.refundOfEvent(db, e.txHash, e.logIndex);
   if (refund) {
     // refunded: the tokens went back (chain_refund_without_deposit judges the row); in flight: refunded again
     if (refund.status === 'confirmed') return false;
     out.refunds.push(refundOf(e, refund.deposit_key));
     return true;
   }
-  const { rows } = await db.query<DepositRow>(
-    'select idempotency_key, status, tx_hash, table_id, wallet, amount from bank.deposit_intents where idempotency_key = any($1::text[])', [e.keys],
-  );
-  const d = rows[0];
+  const [d] = await reads.depositsOfKeys(db, e.keys);
   if (!d) {
     out.violations.push({ invariant: 'chain_deposit_without_intent', subject: e.txHash, detail: `${e.amount} base units from ${e.owner} into the vault with no deposit intent` });
     out.refunds.push(refundOf(e, null));
@@ -93,11 +82,7 @@ async function judgeDeposit(db: Db, e: DepositEvidence, out: ChainAudit): Promis
 
 /** Confirmed deposits nobody read back yet whose transaction carries no Deposited event of theirs. */
 async function unbackedConfirmations(db: Db, client: PublicClient, dep: DeploymentRow, seen: Map<string, DepositEvidence>, out: ChainAudit) {
-  const { rows } = await db.query<DepositRow>(
-    `select idempotency_key, status, tx_hash, table_id, wallet, amount from bank.deposit_intents
-      where deployment_id = $1 and status = 'confirmed' and verified_at is null`, [dep.id],
-  );
-  for (const d of rows) {
+  for (const d of await reads.unverifiedConfirmedDeposits(db, dep.id)) {
     const e = seen.get(d.tx_hash!) ?? await depositEvidence(client, dep.vault as Address, d.tx_hash as Hex);
     if (e && e.keys.includes(d.idempotency_key) && matches(d, e)) continue;
     out.violations.push({ invariant: 'chain_deposit_confirmed_without_event', subject: d.idempotency_key, detail: `confirmed with ${d.tx_hash}, which deposited nothing of it` });
@@ -113,15 +98,7 @@ export const UNCREDITED_GRACE_SECONDS = 600;
  * once their refund is confirmed, nor while it is in flight.
  */
 async function uncreditedDeposits(db: Db, client: PublicClient, dep: DeploymentRow, out: ChainAudit) {
-  const { rows } = await db.query<DepositRow & { mode: string; refund: string | null }>(
-    `select d.idempotency_key, d.status, d.tx_hash, d.table_id, d.wallet, d.amount, d.mode, r.status as refund
-       from bank.deposit_intents d left join bank.vault_refunds r on r.deposit_key = d.idempotency_key
-      where d.deployment_id = $1 and d.status = 'confirmed' and d.credited_at is null
-        and d.updated_at < now() - make_interval(secs => $2) and r.status is distinct from 'confirmed'
-        and not exists (select from bank.tournament_payments t where t.entry_key = d.idempotency_key and t.kind = 'refund')`,
-    [dep.id, UNCREDITED_GRACE_SECONDS],
-  );
-  for (const d of rows) {
+  for (const d of await reads.uncreditedDeposits(db, dep.id, UNCREDITED_GRACE_SECONDS)) {
     const e = await depositEvidence(client, dep.vault as Address, d.tx_hash as Hex);
     if (e && e.keys.includes(d.idempotency_key) && matches(d, e)) out.refunds.push(refundOf(e, d.idempotency_key));
     if (d.refund && e) continue;
@@ -142,11 +119,7 @@ async function depositAt(client: PublicClient, vault: Address, txHash: Hex, logI
 
 /** Refunds (changed since `since`, or not confirmed) whose Deposited event the chain does not show as recorded. */
 async function unbackedRefunds(db: Db, client: PublicClient, dep: DeploymentRow, since: Date | undefined, out: ChainAudit) {
-  const { rows } = await db.query<{ refund_key: string; deposit_tx_hash: Hex; deposit_log_index: number; table_key: string; destination: string; base_units: string }>(
-    `select refund_key, deposit_tx_hash, deposit_log_index, table_key, destination, base_units::text from bank.vault_refunds
-      where deployment_id = $1 and (status <> 'confirmed' or $2::timestamptz is null or updated_at >= $2)`, [dep.id, since ?? null],
-  );
-  for (const r of rows) {
+  for (const r of await reads.refundsToCheck(db, dep.id, since ?? null)) {
     const e = await depositAt(client, dep.vault as Address, r.deposit_tx_hash, r.deposit_log_index);
     if (e && e.tableKey.toLowerCase() === r.table_key && e.owner.toLowerCase() === r.destination && e.amount === BigInt(r.base_units)) continue;
     out.violations.push({ invariant: 'chain_refund_without_deposit', subject: r.refund_key, detail: `a refund to ${r.destination} of a deposit the chain does not show (${r.deposit_tx_hash}, log ${r.deposit_log_index})` });
@@ -166,32 +139,15 @@ async function paymentOnChain(client: PublicClient, vault: Address, txHash: Hex,
     && (e.args as { amount: bigint }).amount === amount);
 }
 
-const PAYMENTS_SQL = `
-  select 'withdrawal' as kind, idempotency_key as key, status, tx_hash, table_id, null as table_key, destination, amount * $3::numeric as units from bank.withdraw_intents
-   where deployment_id = $1 and settlement = 'cash_out' and tx_hash is not null and ($2::timestamptz is null or updated_at >= $2)
-  union all
-  select 'payment', payment_key, status, tx_hash, table_id, null, destination, amount * $3::numeric from bank.tournament_payments
-   where deployment_id = $1 and tx_hash is not null and ($2::timestamptz is null or updated_at >= $2)
-  union all
-  select 'refund', refund_key, status, tx_hash, null, table_key, destination, base_units from bank.vault_refunds
-   where deployment_id = $1 and tx_hash is not null and ($2::timestamptz is null or updated_at >= $2)`;
-
-const PAYMENT_OF_TX = `
-  select 'withdrawal' as kind, idempotency_key as key, status from bank.withdraw_intents where tx_hash = $1
-  union all
-  select 'payment', payment_key, status from bank.tournament_payments where tx_hash = $1
-  union all
-  select 'refund', refund_key, status from bank.vault_refunds where tx_hash = $1 or $1 = any (prior_tx_hashes)`;
-
 /** Vault payments against the withdrawals and tournament payments that record them. */
 async function judgePayments(db: Db, client: PublicClient, dep: DeploymentRow, logs: Log[], since: Date | undefined, out: ChainAudit) {
-  const { rows } = await db.query<{ kind: string; key: string; status: string; tx_hash: string; table_id: string | null; table_key: Hex | null; destination: string; units: string }>(PAYMENTS_SQL, [dep.id, since ?? null, BASE_UNITS_PER_CHIP.toString()]);
+  const rows = await reads.paymentsSince(db, dep.id, since ?? null);
   const byTx = new Map(rows.map((r) => [r.tx_hash, r]));
   const paid = new Set<string>();
   for (const log of logs) {
     const tx = log.transactionHash!;
     paid.add(tx);
-    const intent = byTx.get(tx) ?? (await db.query<{ kind: string; key: string; status: string }>(PAYMENT_OF_TX, [tx])).rows[0];
+    const intent = byTx.get(tx) ?? await reads.paymentOfTx(db, tx);
     if (!intent) out.violations.push({ invariant: 'chain_payment_without_intent', subject: tx, detail: 'tokens left the vault in a transaction no withdrawal, payment or refund records' });
     else if (intent.status === 'failed') out.violations.push({ invariant: 'chain_payment_intent_failed', subject: intent.key, detail: `${intent.kind} failed, but the chain paid it in ${tx}` });
   }
@@ -210,12 +166,11 @@ async function judgePayments(db: Db, client: PublicClient, dep: DeploymentRow, l
  */
 export async function chainIntentViolations(db: Db, chain: { rpcUrl?: string }, options: { fromBlock?: bigint; since?: Date } = {}): Promise<ChainAudit> {
   const out: ChainAudit = { violations: [], repairs: [], refunds: [], scannedTo: null };
-  const { rows: [dep] } = await db.query<DeploymentRow>('select id, chain_id, vault, rpc_url, from_block from bank.deployments where active');
+  const dep = await reads.activeDeployment(db);
   if (!dep) return out;
   const url = chain.rpcUrl ?? dep.rpc_url;
   if (!url) {
-    const { rows } = await db.query('select 1 from bank.deposit_intents where deployment_id = $1 limit 1', [dep.id]);
-    if (rows.length) out.violations.push({ invariant: 'chain_unreadable', subject: `deployment:${dep.id}`, detail: 'intents exist, and no EVM_RPC_URL to read them against' });
+    if (await reads.deploymentHasIntents(db, dep.id)) out.violations.push({ invariant: 'chain_unreadable', subject: `deployment:${dep.id}`, detail: 'intents exist, and no EVM_RPC_URL to read them against' });
     return out;
   }
   const client = publicClientFor(url, Number(dep.chain_id));

@@ -15,6 +15,7 @@ import { describeRoute } from '../http/openapi.ts';
 import { createOwnerPool } from '../db/pools.ts';
 import type { Deployment } from '../chain/types.ts';
 import type { BankDeps } from './deposit.ts';
+import { isActiveDeployment } from './queries.ts';
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 export const deploymentBody = z.object({
@@ -61,9 +62,5 @@ export async function activateLocalDeployment(ownerUrl: string, deployment: Depl
 
 /** Whether the active deployment is the one this process talks to (else an operator activates it). */
 export async function deploymentIsActive(deps: BankDeps, deployment: Deployment): Promise<boolean> {
-  const { rows } = await deps.pool.query<{ n: number }>(
-    'select count(*)::int as n from bank.deployments where active and chain_id = $1 and lower(token) = lower($2) and lower(vault) = lower($3)',
-    [deployment.chainId, deployment.token, deployment.vault],
-  );
-  return rows[0]!.n === 1;
+  return isActiveDeployment(deps.pool, deployment);
 }

@@ -7,26 +7,20 @@ import type { Hex } from 'viem';
 import { tableKey } from '../chain/contracts.ts';
 import { BASE_UNITS_PER_CHIP, type ChainBankChain } from '../chain/types.ts';
 import type { BankDeps } from './deposit.ts';
+import { priorTxHashes, type PaymentKind } from './queries.ts';
 
 export type EarlierPayment = { paid: { txHash: Hex; blockNumber: bigint } } | 'in_flight' | null;
-
-const PRIOR_SQL = {
-  withdrawal: 'select prior_tx_hashes from bank.withdraw_intents where idempotency_key = $1',
-  payment: 'select prior_tx_hashes from bank.tournament_payments where payment_key = $1',
-  refund: 'select prior_tx_hashes from bank.vault_refunds where refund_key = $1',
-} as const;
 
 /**
  * Whether an earlier transaction of payment `key` paid `to` `chips` from `tableId` (or `baseUnits`
  * from the table key `tableKey`), is still in flight, or neither.
  */
 export async function earlierPayment(
-  deps: BankDeps, chain: ChainBankChain, kind: keyof typeof PRIOR_SQL, key: string,
+  deps: BankDeps, chain: ChainBankChain, kind: PaymentKind, key: string,
   p: { tableId: string; to: string; chips: bigint } | { tableKey: Hex; to: string; baseUnits: bigint },
 ): Promise<EarlierPayment> {
   const [key32, units] = 'tableId' in p ? [tableKey(p.tableId), p.chips * BASE_UNITS_PER_CHIP] : [p.tableKey, p.baseUnits];
-  const { rows } = await deps.pool.query<{ prior_tx_hashes: string[] }>(PRIOR_SQL[kind], [key]);
-  for (const hash of (rows[0]?.prior_tx_hashes ?? []) as Hex[]) {
+  for (const hash of await priorTxHashes(deps.pool, kind, key)) {
     const outcome = await chain.waitForOutcome(hash, 0);
     if (outcome.status === 'pending') {
       if (await chain.isKnown(hash)) return 'in_flight';

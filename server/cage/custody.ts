@@ -27,6 +27,7 @@ import { requireServiceKey } from '../http/service-key.ts';
 import { describeRoute } from '../http/openapi.ts';
 import { pinnedKeys } from '../crypto/pins.ts';
 import { baseUnitsToChips } from '../units.generated.ts';
+import { custodyEntriesOf, disputesReleasedUnverified, holdsNaming, releasesWithVerdicts, unverifiedReleases, type OwnEntry, type ReleaseRow } from './queries.ts';
 
 export interface CustodyDeps {
   pool: pg.Pool;
@@ -178,11 +179,6 @@ export function signedBy(publicKey: Uint8Array, message: string, signature: Uint
   }
 }
 
-interface ReleaseRow { id: bigint; entry_id: bigint; dispute_id: bigint; message: string; signature: Buffer; public_key: Buffer; created_at: Date }
-
-const RELEASES = `select r.id, r.entry_id, r.dispute_id, r.message, r.signature, r.public_key, r.created_at
-                    from cage.custody_releases r`;
-
 /** True when the release's signature verifies under its own key and that key is a pinned arbiter key. */
 function releaseHolds(r: ReleaseRow, arbiterKeys: Set<string>): boolean {
   return arbiterKeys.has(r.public_key.toString('hex')) && signedBy(new Uint8Array(r.public_key), r.message, new Uint8Array(r.signature));
@@ -196,11 +192,8 @@ function releaseHolds(r: ReleaseRow, arbiterKeys: Set<string>): boolean {
  */
 export async function verifyPendingReleases(db: Pick<pg.Pool, 'query'>, log?: Logger) {
   const arbiterKeys = new Set((await pinnedKeys(db, 'arbiter')).map((k) => k.publicKey));
-  const { rows } = await db.query<ReleaseRow>(
-    `${RELEASES} where not exists (select from cage.custody_release_verdicts v where v.release_id = r.id) order by r.id`,
-  );
   const verdicts: { releaseId: string; entryId: string; valid: boolean }[] = [];
-  for (const r of rows) {
+  for (const r of await unverifiedReleases(db)) {
     const valid = releaseHolds(r, arbiterKeys);
     await db.query('select * from cage.verify_custody_release($1, $2)', [r.id, valid]);
     verdicts.push({ releaseId: r.id.toString(), entryId: r.entry_id.toString(), valid });
@@ -219,10 +212,7 @@ export async function verifyPendingReleases(db: Pick<pg.Pool, 'query'>, log?: Lo
  */
 export async function releaseViolations(db: Pick<pg.Pool, 'query'>) {
   const arbiterKeys = new Set((await pinnedKeys(db, 'arbiter')).map((k) => k.publicKey));
-  const { rows } = await db.query<ReleaseRow & { valid: boolean | null }>(
-    `select r.id, r.entry_id, r.dispute_id, r.message, r.signature, r.public_key, r.created_at, v.valid
-       from cage.custody_releases r left join cage.custody_release_verdicts v on v.release_id = r.id order by r.id`,
-  );
+  const rows = await releasesWithVerdicts(db);
   const violations: { invariant: string; subject: string; detail: Record<string, unknown> }[] = [];
   for (const r of rows) {
     if (r.valid === null || releaseHolds(r, arbiterKeys)) continue;
@@ -232,13 +222,7 @@ export async function releaseViolations(db: Pick<pg.Pool, 'query'>) {
         problem: arbiterKeys.has(r.public_key.toString('hex')) ? 'signature not by the arbiter\'s key' : 'its key is not a pinned arbiter key' },
     });
   }
-  const { rows: unreleased } = await db.query<{ id: bigint; entry_id: bigint }>(
-    `select d.id, d.entry_id from cage.custody_disputes d
-      where d.released_at is not null
-        and not exists (select from cage.custody_releases r join cage.custody_release_verdicts v on v.release_id = r.id
-                         where r.dispute_id = d.id and v.valid)`,
-  );
-  for (const d of unreleased) {
+  for (const d of await disputesReleasedUnverified(db)) {
     violations.push({ invariant: 'custody_release', subject: `dispute:${d.id}`, detail: { entryId: d.entry_id.toString(), problem: 'released without a verified release' } });
   }
   return violations;
@@ -270,11 +254,6 @@ function installReleaseRoute(app: Express, deps: CustodyDeps) {
   });
 }
 
-interface OwnEntry {
-  id: bigint; table_id: string | null; money_kind: string; amount: bigint; status: string; player_id: bigint | null;
-  escape_id: bigint | null; hold_id: bigint | null; created_at: Date; claimed_at: Date | null; claim_ref_id: string | null;
-}
-
 const entryJson = (r: OwnEntry) => ({
   entryId: r.id.toString(), tableId: r.table_id, moneyKind: r.money_kind, amount: Number(baseUnitsToChips(r.amount)), baseUnits: r.amount.toString(),
   status: r.status, claimable: r.status === 'free',
@@ -288,25 +267,14 @@ function installPlayerCustodyRoute(app: Express, deps: CustodyDeps) {
     const q = parse(playerQuery, req.query);
     const userId: string = res.locals.claims.sub;
     const [entries, holds] = await Promise.all([
-      deps.pool.query<OwnEntry>(
-        `select c.id, c.table_id, c.money_kind::text as money_kind, c.amount, c.status, c.escape_id, c.hold_id, c.created_at, c.claimed_at, c.claim_ref_id,
-                coalesce(c.player_id, (select w.player_id from cage.withdraw_intents w where w.custody_entry_id = c.id)) as player_id
-           from cage.custody_entries c where c.user_id = $1 and ($2::bigint is null or c.id < $2) order by c.id desc limit $3`,
-        [userId, q.before ?? null, q.limit],
-      ),
+      custodyEntriesOf(deps.pool, userId, q.before ?? null, q.limit),
       // a hold is no one's until it is split: shown with what the caller's line of its ledger says
-      deps.pool.query<{ id: bigint; table_id: string; money_kind: string; amount: bigint; created_at: Date; line: Record<string, unknown> }>(
-        `select h.id, h.table_id, h.money_kind::text as money_kind, h.amount, h.created_at, e as line
-           from cage.custody_entries h cross join lateral jsonb_array_elements(h.ledger) e
-          where h.user_id is null and h.status = 'needs_reconciliation' and e ->> 'userId' = $1
-          order by h.id desc`,
-        [userId],
-      ),
+      holdsNaming(deps.pool, userId),
     ]);
     res.json({
-      entries: entries.rows.map(entryJson),
-      next: nextBefore(entries.rows.map((r) => r.id), q.limit),
-      holds: holds.rows.map((h) => ({
+      entries: entries.map(entryJson),
+      next: nextBefore(entries.map((r) => r.id), q.limit),
+      holds: holds.map((h) => ({
         holdId: h.id.toString(), tableId: h.table_id, moneyKind: h.money_kind, status: 'needs_reconciliation',
         pool: Number(baseUnitsToChips(h.amount)), positionId: h.line.positionId, stack: h.line.stack, chainStack: h.line.chainStack,
         weight: h.line.weight, createdAt: h.created_at,

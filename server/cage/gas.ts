@@ -16,6 +16,7 @@ import { playerSession, type JwtVerifier } from '../http/jwt.ts';
 import { withSpan } from '../telemetry/index.ts';
 import { describeRoute } from '../http/openapi.ts';
 import { BASE_UNITS_PER_CHIP } from '../units.generated.ts';
+import { gasTanksOf, gasWithdrawalsOf } from './queries.ts';
 
 /** Gas amounts are micro-units of a chip: its base units (server/units.generated.ts). */
 export const MICRO_PER_CHIP = BASE_UNITS_PER_CHIP;
@@ -68,20 +69,15 @@ export function installGasRoutes(app: Express, deps: GasDeps) {
   app.get('/api/gas-tank', jwt.require, async (_req, res) => {
     const userId: string = res.locals.claims.sub;
     const [tanks, withdrawals] = await Promise.all([
-      pool.query<{ money_kind: string; balance: bigint }>(
-        "select money_kind, balance from cage.cage_accounts where account_type = 'gas_tank' and scope = $1 order by money_kind", [userId],
-      ),
-      pool.query<WithdrawalRow & { created_at: Date }>(
-        'select ref_id, status, chips, money_kind::text, error, false as replayed, created_at from cage.gas_withdrawals where user_id = $1 order by created_at desc limit 20',
-        [userId],
-      ),
+      gasTanksOf(pool, userId),
+      gasWithdrawalsOf(pool, userId),
     ]);
     const byKind: Record<string, string> = { play: '0', real: '0' };
-    for (const t of tanks.rows) byKind[t.money_kind] = asMicro(t.balance);
+    for (const t of tanks) byKind[t.money_kind] = asMicro(t.balance);
     res.json({
       unit: 'micro', microPerChip: Number(MICRO_PER_CHIP),
       tanks: Object.entries(byKind).map(([moneyKind, balanceMicro]) => ({ moneyKind, balanceMicro })),
-      withdrawals: withdrawals.rows.map((w) => ({ ...withdrawalJson(w), createdAt: w.created_at })),
+      withdrawals: withdrawals.map((w) => ({ ...withdrawalJson(w), createdAt: w.created_at })),
     });
   });
 

@@ -23,6 +23,7 @@ import { inTransaction } from '../db/transaction.ts';
 import { receiptJson } from './cash.ts';
 import { issueReceipt, type ReceiptSigner, type StoredReceipt } from './receipts.ts';
 import { describeRoute } from '../http/openapi.ts';
+import { grantOf, receiptsOf, userBalances } from './queries.ts';
 
 export const grantBody = z.object({
   recipient: z.string().min(1).max(128), amount: z.unknown(), claimId: z.string().min(1).max(200),
@@ -116,11 +117,7 @@ function installGrantRoute(app: Express, deps: MoneyDeps) {
       // caller retrying after a lost answer (with a since-changed wallet or amount) can recognise
       // its own earlier grant instead of minting again
       if (!refusedWith(err, 'cage', 'ref_id_conflict')) throw err;
-      const original = await pool.query(
-        "select memo ->> 'user_id' as user_id, memo ->> 'recipient' as recipient, amounts[2] as amount from cage.cage_entries where ref_id = $1 and kind = 'grant'",
-        [b.claimId],
-      );
-      const o = original.rows[0];
+      const o = await grantOf(pool, b.claimId);
       throw new ApiError(409, 'ref_id_conflict', undefined, o ? { original: { userId: o.user_id, recipient: o.recipient, amount: Number(o.amount), txHash: b.claimId } } : {});
     }
     const g = rows[0];
@@ -207,11 +204,7 @@ function installPlayerRoutes(app: Express, deps: MoneyDeps) {
   });
 
   app.get('/api/cage/receipts', deps.jwt.require, async (_req, res) => {
-    const { rows } = await pool.query(
-      `select id, ledger_ref_id, table_id, history_hash, payload, signature, public_key, created_at
-         from cage.receipts where user_id = $1 order by id desc limit 500`,
-      [res.locals.claims.sub],
-    );
+    const rows = await receiptsOf(pool, res.locals.claims.sub);
     res.json({
       receipts: rows.map((r) => receiptJson({
         id: r.id, ledgerRefId: r.ledger_ref_id, userId: res.locals.claims.sub, tableId: r.table_id, historyHash: r.history_hash,
@@ -221,10 +214,7 @@ function installPlayerRoutes(app: Express, deps: MoneyDeps) {
   });
 
   app.get('/api/cage/balances', deps.jwt.require, async (_req, res) => {
-    const { rows } = await pool.query<{ money_kind: string; balance: bigint }>(
-      "select money_kind, balance from cage.cage_accounts where account_type = 'user' and user_id = $1 order by money_kind",
-      [res.locals.claims.sub],
-    );
+    const rows = await userBalances(pool, res.locals.claims.sub);
     const balances: Record<string, number> = { play: 0, real: 0 };
     for (const r of rows) balances[r.money_kind] = Number(r.balance);
     res.json({ balances });

@@ -13,6 +13,7 @@ import { requireServiceKey } from '../http/service-key.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
 import { describeRoute } from '../http/openapi.ts';
+import { rakeChainOf } from './queries.ts';
 
 export interface RakeReconciliation {
   reconciliationId: string;
@@ -106,12 +107,7 @@ export function installRakeRoutes(app: Express, deps: { pool: pg.Pool; log: Logg
     );
     const t = tables[0];
     if (!t) throw new ApiError(404, 'table_not_found');
-    const { rows } = await deps.pool.query(
-      `select id, table_id, money_kind, amount, hands, rows_digest, prev_hash, hash, created_at,
-              sum(amount) over (order by id) as reconciled_rake
-         from cage.rake_reconciliations where table_id = $1 order by id`,
-      [tableId],
-    );
+    const rows = await rakeChainOf(deps.pool, tableId);
     res.json({
       tableId, moneyKind: t.money_kind, unreconciledRake: Number(t.unreconciled_rake), reconciledRake: Number(t.reconciled_rake),
       chain: rows.map(toJson),

@@ -20,6 +20,7 @@ import { tableId as tableIdParam } from '../http/schemas.ts';
 import { MICRO_PER_CHIP } from './gas.ts';
 import { PENDING_ROUTES } from './not-yet.ts';
 import { describeRoute } from '../http/openapi.ts';
+import { tableIntents } from './queries.ts';
 import { tableListQuery } from '../bank-contract/contract.ts';
 
 type ReadDeps = {
@@ -127,24 +128,15 @@ function installSettlementReads(app: Express, deps: ReadDeps) {
   app.get('/settlement/tables/:tableId', service, async (req, res) => {
     const id = tableIdParam.safeParse(req.params.tableId);
     if (!id.success) throw new ApiError(400, 'bad_request', zodIssues(id.error));
-    const [withdrawals, deposits] = await Promise.all([
-      pool.query(
-        `select idempotency_key, ledger_ref_id, user_id, player_id, amount, history_hash, settlement, forced, custody_entry_id, settled_at, created_at
-           from cage.withdraw_intents where table_id = $1 order by created_at desc limit 500`, [id.data],
-      ),
-      pool.query(
-        `select ref_id, user_id, seat_index, amount, money_kind::text, status, error, created_at, updated_at
-           from cage.deposit_intents where table_id = $1 order by created_at desc limit 500`, [id.data],
-      ),
-    ]);
+    const { withdrawals, deposits } = await tableIntents(pool, id.data);
     res.json({
       tableId: id.data,
-      withdrawals: withdrawals.rows.map((w) => ({
+      withdrawals: withdrawals.map((w) => ({
         idempotencyKey: w.idempotency_key, ledgerRefId: w.ledger_ref_id, userId: w.user_id, playerId: w.player_id.toString(),
         amount: Number(w.amount), historyHash: w.history_hash, settlement: w.settlement, forced: w.forced,
         custodyEntryId: w.custody_entry_id?.toString() ?? null, settledAt: w.settled_at, createdAt: w.created_at,
       })),
-      deposits: deposits.rows.map((d) => ({
+      deposits: deposits.map((d) => ({
         refId: d.ref_id, userId: d.user_id, seatIndex: d.seat_index, amount: Number(d.amount), moneyKind: d.money_kind,
         status: d.status, error: d.error, createdAt: d.created_at, updatedAt: d.updated_at,
       })),

@@ -3,6 +3,7 @@
 // settlement always produces the same bytes.
 import type pg from 'pg';
 import type { Config } from '../config/index.ts';
+import { receiptsAfter } from './queries.ts';
 import { pinnedKeys, requireActive, roleKey } from '../crypto/pins.ts';
 import { canonicalJson, signerFromPrivateKey, verifyEd25519, type Ed25519Signer } from '../crypto/signing.ts';
 
@@ -37,10 +38,7 @@ export async function loadReceiptSigner(pool: Pick<pg.Pool, 'query'>, config: Co
  */
 export async function receiptViolations(db: Pick<pg.Pool, 'query'>, options: { afterId?: bigint } = {}) {
   const pins = new Map((await pinnedKeys(db, 'receipt')).map((k) => [k.publicKey, k]));
-  const { rows } = await db.query<{ id: bigint; ledger_ref_id: string; payload: Buffer; signature: Buffer; public_key: Buffer; created_at: Date }>(
-    'select id, ledger_ref_id, payload, signature, public_key, created_at from cage.receipts where id > $1 order by id',
-    [(options.afterId ?? 0n).toString()],
-  );
+  const rows = await receiptsAfter(db, options.afterId ?? 0n);
   const violations: { invariant: string; subject: string; detail: Record<string, unknown> }[] = [];
   for (const r of rows) {
     const pin = pins.get(r.public_key.toString('hex'));

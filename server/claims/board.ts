@@ -21,6 +21,7 @@ import { operatorSession, playerSession, type JwtVerifier } from '../http/jwt.ts
 import type { ServiceClient } from '../http/service-client.ts';
 import { withSpan } from '../telemetry/index.ts';
 import { describeRoute } from '../http/openapi.ts';
+import { sectionRecords } from './queries.ts';
 
 export type Outcome = 'credited' | 'locked' | 'already_claimed' | 'forged';
 export type Environment = 'local' | 'staging' | 'production';
@@ -292,10 +293,10 @@ function installOperatorRoutes(app: Express, deps: ClaimRouteDeps) {
   });
   app.get('/admin/claim-sections', operator, async (_req, res) => {
     const [all, live] = await Promise.all([
-      deps.pool.query('select * from claims.claim_sections order by key, environment'),
+      sectionRecords(deps.pool),
       deps.pool.query('select * from claims.resolved_sections($1)', [deps.environment]),
     ]);
-    res.json({ environment: deps.environment, sections: all.rows.map(sectionJson), resolved: live.rows.map(sectionJson) });
+    res.json({ environment: deps.environment, sections: all.map((r) => sectionJson({ ...r })), resolved: live.rows.map(sectionJson) });
   });
 
   app.post('/admin/claim-sections', operator, async (req, res) => {

@@ -16,6 +16,7 @@ import { requireServiceKey } from '../http/service-key.ts';
 import { tableId } from '../http/schemas.ts';
 import { reserveSeat } from './registration.ts';
 import { describeRoute } from '../http/openapi.ts';
+import { agentOwnerOf, liveRegistration, tableMode, tournamentDetail, tournamentList } from './queries.ts';
 
 export interface TournamentRouteDeps {
   pool: pg.Pool;
@@ -45,16 +46,16 @@ function parse<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
 
 /** The table of a tournament route: 404 table_not_found, 400 not_a_tournament. */
 async function tournamentTable(pool: pg.Pool, id: string) {
-  const { rows } = await pool.query<{ mode: string; tournament_state: string | null }>('select mode, tournament_state from game.table_records where table_id = $1', [id]);
-  if (!rows[0]) throw new ApiError(404, 'table_not_found');
-  if (rows[0].mode !== 'sng') throw new ApiError(400, 'not_a_tournament');
-  return rows[0];
+  const t = await tableMode(pool, id);
+  if (!t) throw new ApiError(404, 'table_not_found');
+  if (t.mode !== 'sng') throw new ApiError(400, 'not_a_tournament');
+  return t;
 }
 
 async function agentOwner(pool: pg.Pool, agentId: string): Promise<string> {
-  const { rows } = await pool.query<{ owner_user_id: string }>('select owner_user_id from game.agents where id = $1', [agentId]);
-  if (!rows[0]) throw new ApiError(404, 'agent_not_found');
-  return rows[0].owner_user_id;
+  const owner = await agentOwnerOf(pool, agentId);
+  if (!owner) throw new ApiError(404, 'agent_not_found');
+  return owner;
 }
 
 /** The contracts of installTournamentRoutes. */
@@ -108,11 +109,9 @@ export function installTournamentRoutes(app: Express, deps: TournamentRouteDeps)
     await tournamentTable(pool, b.tableId);
     const ownerUserId = await agentOwner(pool, b.agentId);
     // a paid entry is refused before anything moves: its refund is the bank's (POST /api/tournament/unregister)
-    const { rows } = await pool.query<{ entry_state: string | null; agent_id: string | null }>(
-      "select entry_state, agent_id from game.seats where table_id = $1 and user_id = $2 and status <> 'closed'", [b.tableId, ownerUserId],
-    );
-    if (rows[0]?.entry_state === 'paid') throw new ApiError(409, 'paid_registration_use_refund_path');
-    if (rows[0] && rows[0].agent_id !== b.agentId) throw new ApiError(404, 'tournament_not_registered');
+    const registration = await liveRegistration(pool, b.tableId, ownerUserId);
+    if (registration?.entry_state === 'paid') throw new ApiError(409, 'paid_registration_use_refund_path');
+    if (registration && registration.agent_id !== b.agentId) throw new ApiError(404, 'tournament_not_registered');
     await pool.query('select game.tournament_release_reserve($1, $2, null)', [b.tableId, ownerUserId]);
     res.json({ ok: true, status: 'released', ownerUserId });
   });
@@ -146,25 +145,10 @@ export function installTournamentRoutes(app: Express, deps: TournamentRouteDeps)
   installAdminReads(app, deps);
 }
 
-/** The admin UI offers force-end for a tournament playing whose level is over 5 minutes old (spec: Limits). */
-const FORCE_END_AVAILABLE = "(t.tournament_state = 'playing' and t.level_started_at < now() - interval '5 minutes')";
-/**
- * The field's count: the live registrations while registering; from the start on, the entrants who
- * played (paid and not refunded), whatever their rows became after settlement.
- */
-const REGISTERED_COUNT = "(case when t.tournament_state = 'registering' then t.registered_count else t.played_count end)";
-
 function installAdminReads(app: Express, deps: TournamentRouteDeps) {
   const { pool } = deps;
   app.get('/admin/tournaments', deps.requireAdmin, async (_req, res) => {
-    const { rows } = await pool.query(
-      `select t.table_id as "tableId", t.kind, t.tournament_state as state, t.current_level as "currentLevel",
-              (t.settings ->> 'seats')::int as seats, t.settings ->> 'entryFee' as "entryFee",
-              ${REGISTERED_COUNT} as "registeredCount",
-              t.created_at as "createdAt", t.play_started_at as "playStartedAt", t.ended_at as "endedAt", t.closed_at as "closedAt",
-              ${FORCE_END_AVAILABLE} as "forceEndAvailable"
-         from game.tournaments t order by t.created_at desc limit 500`,
-    );
+    const rows = await tournamentList(pool);
     res.json({ tournaments: rows });
   });
 
@@ -172,24 +156,7 @@ function installAdminReads(app: Express, deps: TournamentRouteDeps) {
     const id = tableId.safeParse(req.params.tableId);
     if (!id.success) throw new ApiError(400, 'bad_request', zodIssues(id.error));
     await tournamentTable(pool, id.data);
-    const [{ rows: [t] }, { rows: entrants }, { rows: payouts }] = await Promise.all([
-      pool.query(
-        `select table_id as "tableId", kind, money_kind as "moneyKind", tournament_state as state, current_level as "currentLevel",
-                level_started_at as "levelStartedAt", starts_at as "startsAt", play_started_at as "playStartedAt",
-                ended_at as "endedAt", closed_at as "closedAt", auto_fold_count as "autoFoldCount", settings,
-                ${REGISTERED_COUNT} as "registeredCount", ${FORCE_END_AVAILABLE} as "forceEndAvailable"
-           from game.tournaments t where table_id = $1`, [id.data]),
-      pool.query(
-        `select p.user_id as "userId", p.agent_id as "agentId", p.seat_index as "seatIndex", p.entry_state as "entryState",
-                p.registration, p.status,
-                p.chip_balance::text as "entryClaim", p.tournament_stack::text as stack, p.elimination_order as position, p.tie_place as "tiedFrom",
-                p.reserved_until as "reservedUntil", p.closed_at as "closedAt"
-           from game.seats p where p.table_id = $1 and p.entry_state is not null
-          order by (p.registration in ('refunded', 'released', 'expired')), p.elimination_order nulls first, p.seat_index`, [id.data]),
-      pool.query(
-        `select position, user_id as "userId", amount::text, submitted_at as "submittedAt", confirmed_at as "confirmedAt",
-                failed_at as "failedAt", tx_hash as "txHash" from game.tournament_payouts($1)`, [id.data]),
-    ]);
+    const { t, entrants, payouts } = await tournamentDetail(pool, id.data);
     res.json({ ...t, entrants, payouts });
   });
 }

@@ -13,6 +13,7 @@ import { ApiError, zodIssues } from '../../http/errors.ts';
 import { playerSession, type JwtVerifier } from '../../http/jwt.ts';
 import type { ClaimBoard } from '../../claims/board.ts';
 import { describeRoute } from '../../http/openapi.ts';
+import { agentsOf } from '../queries.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -71,11 +72,7 @@ export function installAgentRoutes(app: Express, deps: { pool: pg.Pool; log: Log
   };
 
   app.get('/api/agents', jwt.require, async (_req, res) => {
-    const { rows } = await pool.query(
-      `select a.id, a.name, a.created_at, (select max(v.version) from game.agent_versions v where v.agent_id = a.id) as version
-         from game.agents a where a.owner_user_id = $1 order by a.created_at, a.id`,
-      [res.locals.claims.sub],
-    );
+    const rows = await agentsOf(pool, res.locals.claims.sub);
     res.json({ agents: rows.map((a) => ({ agentId: a.id, name: a.name, version: a.version, createdAt: a.created_at })) });
   });
 

@@ -100,9 +100,9 @@ function committedDeals(pool: pg.Pool, fencedQuery: FencedQuery) {
     /** The table's abandoned deals not revealed yet, in hand order, and its chain head (the room holds the table). */
     async pendingDeals(tableId: string): Promise<{ head: string | null; pending: PendingDeal[] }> {
       const { rows } = await pool.query<{ head: string | null; pending: PendingDeal[] }>(
-        `select (select h.record_hash from game.hand_histories h where h.table_id = $1 and h.record_hash is not null order by h.hand_number desc limit 1) as head,
+        `select (select h.record_hash from game.hand_records h where h.table_id = $1 and h.record_hash is not null order by h.hand_number desc limit 1) as head,
                 (select coalesce(jsonb_agg(jsonb_build_object('handId', h.hand_id, 'handNumber', h.hand_number, 'deal', h.sealed_deal) order by h.hand_number), '[]')
-                   from game.hand_histories h where h.table_id = $1 and h.sealed_deal is not null) as pending`,
+                   from game.hand_records h where h.table_id = $1 and h.sealed_deal is not null) as pending`,
         [tableId],
       );
       return rows[0]!;

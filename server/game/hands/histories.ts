@@ -16,6 +16,7 @@ import { ApiError, zodIssues } from '../../http/errors.ts';
 import type { JwtVerifier } from '../../http/jwt.ts';
 import { describeRoute } from '../../http/openapi.ts';
 import { handsToPhhs, handToPhh, type PhhHand } from './phh.ts';
+import { listedHands, listedHandsForPlayer, type HandFilter } from '../queries.ts';
 
 const FIRST_SQL_TIME = Date.parse('0001-01-01T00:00:00Z');
 const LAST_SQL_TIME = Date.parse('9999-12-31T23:59:59.999Z');
@@ -66,18 +67,8 @@ export const handHistoryRoutes = [
   }),
 ];
 
-/** The caller's hands the list filters select, newest first (the same filters for JSON and PHH). */
-const LISTED_HANDS = `
-  from game.hand_histories h
- where h.players @> array[$1::uuid]
-   and ($2::uuid is null or h.agents @> array[$2::uuid])
-   and ($3::text is null or h.table_id = $3)
-   and ($4::timestamptz is null or h.started_at < $4)
- order by h.started_at desc, h.hand_id desc
- limit $5`;
-
 type ListQuery = z.infer<typeof handListQuery>;
-const listParams = (userId: string, q: ListQuery) => [userId, q.agentId ?? null, q.tableId ?? null, q.before ?? null, q.limit];
+const filterOf = (userId: string, q: ListQuery): HandFilter => ({ userId, agentId: q.agentId ?? null, tableId: q.tableId ?? null, before: q.before ?? null, limit: q.limit });
 
 /** A stored hand's signed record, as its row holds it (null: none; `text` only where it was read). */
 const signedRecordOf = (h: Record<string, any>) =>
@@ -100,15 +91,7 @@ function sendPhh(res: Response, text: string, fileName: string) {
 }
 
 async function listAsPhh(pool: pg.Pool, res: Response, userId: string, q: ListQuery) {
-  const { rows } = await pool.query(
-    `select (x.hand).hand_id, (x.hand).table_id, (x.hand).hand_number, (x.hand).status, (x.hand).started_at,
-            (x.hand).history, (x.hand).result, x.seats,
-            (x.hand).deal, (x.hand).record_hash, (x.hand).record_signature, (x.hand).dealer_key
-       from (select h.hand_id, h.started_at ${LISTED_HANDS}) l
-       cross join lateral game.hand_for_player(l.hand_id, $1) x
-      order by l.started_at desc, l.hand_id desc`,
-    listParams(userId, q),
-  );
+  const rows = await listedHandsForPlayer(pool, filterOf(userId, q));
   sendPhh(res, handsToPhhs(rows.map(phhHand)), 'hands.phhs');
 }
 
@@ -121,13 +104,7 @@ export function installHandHistoryRoutes(app: Express, deps: { pool: pg.Pool; jw
     if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
     const q = parsed.data;
     if (q.format === 'phh') return listAsPhh(pool, res, userId, q);
-    const { rows } = await pool.query(
-      `select h.hand_id, h.table_id, h.hand_number, h.status, h.started_at, h.ended_at, h.agents,
-              (select sum((s ->> 'net')::numeric) from jsonb_array_elements(h.result -> 'stacks') s
-                where s ->> 'userId' = $1::text) as net
-       ${LISTED_HANDS}`,
-      listParams(userId, q),
-    );
+    const rows = await listedHands(pool, filterOf(userId, q));
     res.json({
       hands: rows.map((h) => ({
         handId: h.hand_id, tableId: h.table_id, handNumber: Number(h.hand_number), status: h.status,

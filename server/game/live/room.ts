@@ -22,6 +22,7 @@ import { CashTable } from './cash-table.ts';
 import { escapeNotices } from './escape-notices.ts';
 import { TournamentTable } from './tournament-table.ts';
 import type { Announcement, EndOutcome, Seat, SeatRow, TableKind } from './table-kind.ts';
+import { chainHeadOf } from '../queries.ts';
 
 export { MAX_TURN_TIME_SEC, turnTimeSec } from '../tables/rules.ts';
 
@@ -786,11 +787,7 @@ export class Room {
 
   /** The table's latest signed record (its chain head), as stored. */
   private async readChainHead(): Promise<void> {
-    const { rows } = await this.deps.pool.query<{ head: string | null }>(
-      'select record_hash as head from game.hand_histories where table_id = $1 and record_hash is not null order by hand_number desc limit 1',
-      [this.tableId],
-    );
-    this.seeds.setHead(rows[0]?.head ?? null);
+    this.seeds.setHead(await chainHeadOf(this.deps.pool, this.tableId));
   }
 
   /** A player steps away or comes back (comes back waiting for the big blind). */

@@ -9,6 +9,7 @@ import { describeRoute } from '../../http/openapi.ts';
 import { tableListQuery } from '../../bank-contract/contract.ts';
 
 export { tableListQuery };
+import { lobbyTables, tableRoom } from '../queries.ts';
 
 
 /** The contracts of installTableReadRoute (the cage serves the same two reads: server/cage/reads.ts). */
@@ -29,19 +30,7 @@ export function installTableReadRoute(app: Express, deps: { pool: pg.Pool }) {
     const parsed = tableListQuery.safeParse(req.query);
     if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
     const q = parsed.data;
-    const { rows } = await pool.query(
-      `select t.table_id, t.game_type, t.money_kind, t.status, t.mode, t.kind, t.tournament_state, t.current_level,
-              t.hand_in_progress,
-              coalesce((t.public_settings ->> 'maxPlayers')::int, (t.public_settings ->> 'seats')::int) as seats,
-              t.public_settings -> 'smallBlind' as small_blind, t.public_settings -> 'bigBlind' as big_blind,
-              t.public_settings -> 'entryFee' as entry_fee, t.seated_count as seated
-         from game.table_records t
-        where ($1::text is null or t.mode::text = $1) and ($2::text is null or t.status::text = $2)
-          and ($3::text is null or t.money_kind::text = $3) and ($4::text is null or t.table_id > $4)
-        order by t.table_id
-        limit $5`,
-      [q.mode ?? null, q.status ?? null, q.moneyKind ?? null, q.after ?? null, q.limit],
-    );
+    const rows = await lobbyTables(pool, q);
     res.json({
       tables: rows.map((t) => ({
         tableId: t.table_id, gameType: t.game_type, moneyKind: t.money_kind, status: t.status, mode: t.mode, kind: t.kind,
@@ -55,16 +44,7 @@ export function installTableReadRoute(app: Express, deps: { pool: pg.Pool }) {
   });
 
   app.get('/api/tables/:tableId', async (req, res) => {
-    const { rows } = await pool.query(
-      `select t.table_id, t.game_type, t.public_settings as settings, t.money_kind, t.bank, t.status, t.mode, t.kind,
-              t.tournament_state, t.current_level, t.level_started_at, t.hand_in_progress, t.abandoned_deals,
-              coalesce((select jsonb_agg(jsonb_build_object('seatIndex', p.seat_index, 'userId', p.user_id,
-                          'chipBalance', p.chip_balance::text, 'status', p.status) order by p.seat_index)
-                          from game.seats p where p.table_id = t.table_id and p.status <> 'closed'), '[]') as seats
-         from game.table_records t where t.table_id = $1`,
-      [req.params.tableId],
-    );
-    const t = rows[0];
+    const t = await tableRoom(pool, String(req.params.tableId));
     if (!t) throw new ApiError(404, 'table_not_found');
     res.json({
       // bank: whose money the table's is ('cage' or 'chain': the web role's proxy routes its bank calls by it)
