@@ -40,7 +40,7 @@ function depositReconciler(pool: pg.Pool, game: ServiceClient, graceSeconds: num
     graceSeconds,
     async step(intent) {
       const { rows: [d] } = await pool.query(
-        "select ref_id, user_id, table_id, seat_index, amount from cage.deposit_intents where ref_id = $1 and status = 'pending'", [intent.key],
+        "select ref_id, user_id, table_id, seat_index, amount from cage.deposit_records where ref_id = $1 and status = 'pending'", [intent.key],
       );
       if (!d) return { done: true };
       const outcome = await resolveUncertainDeposit(pool, game, { refId: d.ref_id, userId: d.user_id, tableId: d.table_id, seatIndex: d.seat_index, amount: d.amount });
@@ -62,7 +62,7 @@ function settlementReconciler(pool: pg.Pool, game: ServiceClient, graceSeconds: 
     graceSeconds,
     async step(intent) {
       const { rows: [s] } = await pool.query(
-        'select idempotency_key, player_id, ledger_ref_id, settlement from cage.withdraw_intents where ledger_ref_id = $1 and settled_at is null', [intent.key],
+        'select idempotency_key, player_id, ledger_ref_id, settlement from cage.withdrawal_records where ledger_ref_id = $1 and settled_at is null', [intent.key],
       );
       if (!s) return { done: true };
       const ok = await deliverSettlement(pool, game, {

@@ -10,7 +10,7 @@ import type { ServiceClient } from '../server/http/service-client.ts';
 
 export function createChainBankReconcileTask(deps: { pool: pg.Pool; chainBank: ServiceClient; log: Logger }): Task {
   return async () => {
-    const { rows } = await deps.pool.query('select 1 from bank.deployments where active limit 1');
+    const { rows } = await deps.pool.query('select 1 from bank.deployment_records where active limit 1');
     if (rows.length === 0) return;
     const answer = await deps.chainBank.post('/internal/reconcile', {});
     if (!answer.ok) deps.log.warn({ status: answer.status, error: answer.body.error }, 'the chain bank did not reconcile; the next run asks again');

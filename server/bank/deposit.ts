@@ -183,7 +183,7 @@ async function deposit(deps: BankDeps, req: Request, res: Response, span: Span) 
   // a permit already used answers its deposit as it stands (its signer no longer recovers: the
   // token's nonce moved on when it was spent); another player's permit is not theirs to replay
   const { rows: known } = await deps.pool.query<DepositRow>(
-    "select *, credited_at is not null as credited, true as replayed from bank.deposit_intents where idempotency_key = $1", [key],
+    "select *, credited_at is not null as credited, true as replayed from bank.deposit_records where idempotency_key = $1", [key],
   );
   if (known[0]) {
     if (known[0].user_id !== userId || known[0].table_id !== b.tableId || BigInt(known[0].amount) !== b.amount) throw new ApiError(409, 'idempotency_key_reused');

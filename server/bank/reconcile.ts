@@ -60,7 +60,7 @@ export interface ScanCheckpoint { fromBlock?: bigint; since?: Date }
 async function scanVault(deps: BankDeps, checkpoint: ScanCheckpoint, run: ReconcileRun) {
   const started = new Date();
   const { rows: [fresh] } = await deps.pool.query<{ n: number }>(
-    "select count(*)::int as n from bank.deposit_intents where status = 'failed' and updated_at >= coalesce($1, '-infinity'::timestamptz)", [checkpoint.since ?? null],
+    "select count(*)::int as n from bank.deposit_records where status = 'failed' and updated_at >= coalesce($1, '-infinity'::timestamptz)", [checkpoint.since ?? null],
   );
   const from = fresh!.n > 0 ? undefined : checkpoint.fromBlock;
   const audit = await chainIntentViolations(deps.pool, { rpcUrl: deps.rpcUrl }, { fromBlock: from, since: checkpoint.since });
@@ -151,7 +151,7 @@ async function creditConfirmedDeposits(deps: BankDeps, run: ReconcileRun) {
 /** Withdrawals pending or submitted: paid, or their receipt read; a payment the node dropped is sent again. */
 async function payOpenWithdrawals(deps: BankDeps, chain: ChainBankChain, graceSeconds: number, run: ReconcileRun) {
   const { rows: unpaid } = await deps.pool.query(
-    `select * from bank.withdraw_intents where status in ('pending', 'submitted') and updated_at < now() - make_interval(secs => $1)
+    `select * from bank.withdrawal_records where status in ('pending', 'submitted') and updated_at < now() - make_interval(secs => $1)
       order by updated_at limit 200`, [graceSeconds],
   );
   for (const w of unpaid) {
@@ -186,7 +186,7 @@ async function payOpenRefunds(deps: BankDeps, run: ReconcileRun) {
   );
   for (const p of payments) {
     await attempt(deps.pool, 'chain_tournament_payment', p.payment_key, async () => {
-      const { rows: [refund] } = await deps.pool.query<PaymentRow>('select * from bank.tournament_payments where payment_key = $1', [p.payment_key]);
+      const { rows: [refund] } = await deps.pool.query<PaymentRow>('select * from bank.tournament_payment_records where payment_key = $1', [p.payment_key]);
       const after = await payTournamentPayment(deps, refund!, 0);
       if (after.status === 'confirmed') run.paid++;
       else return { failed: after.error ?? `${after.status}, not confirmed yet` };

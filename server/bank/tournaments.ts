@@ -169,7 +169,7 @@ export function installChainTournamentRoutes(app: Express, deps: BankDeps) {
     let txHash: string | null = null;
     let payment: string | undefined;
     if (r.payment_key) {
-      const { rows: [opened] } = await deps.pool.query<PaymentRow>('select * from bank.tournament_payments where payment_key = $1', [r.payment_key]);
+      const { rows: [opened] } = await deps.pool.query<PaymentRow>('select * from bank.tournament_payment_records where payment_key = $1', [r.payment_key]);
       // the position is closed and the refund owed: paid now, or by the reconciler if the chain is away
       const paid = await payTournamentPayment(deps, opened!, deps.confirmWindowMs).catch((err: unknown) => {
         deps.log.warn({ tableId, userId, err: (err as Error).message }, 'tournament refund not paid yet; the reconciler pays it');

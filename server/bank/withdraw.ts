@@ -114,7 +114,7 @@ async function settleOut(deps: BankDeps, span: Span, a: { userId: string; tableI
       // a withdraw repeated after its seat was settled: the last settlement of this user here,
       // within the contract's replay window
       const { rows } = await deps.pool.query<WithdrawalRow>(
-        `select * from bank.withdraw_intents where user_id = $1 and table_id = $2 and settlement = 'cash_out'
+        `select * from bank.withdrawal_records where user_id = $1 and table_id = $2 and settlement = 'cash_out'
           and created_at > now() - ${WITHDRAW_REPLAY_WINDOW_SQL} order by created_at desc limit 1`, [a.userId, a.tableId],
       );
       if (rows[0]) return { row: { ...rows[0], replayed: true }, settled: rows[0].status === 'confirmed' };

@@ -235,8 +235,8 @@ async function recentSettlement(deps: CashDeps, userId: string, tid: string) {
     `select w.idempotency_key, w.ledger_ref_id, w.amount, w.settlement, w.custody_entry_id, w.history_hash,
             t.money_kind, w.player_id, true as replayed, w.settled_at is not null as zeroed,
             r.id as receipt_id, r.payload, r.signature, r.public_key, r.created_at as receipt_created_at
-       from cage.withdraw_intents w join game.table_records t on t.table_id = w.table_id
-       left join cage.receipts r on r.ledger_ref_id = w.ledger_ref_id
+       from cage.withdrawal_records w join game.table_records t on t.table_id = w.table_id
+       left join cage.receipt_records r on r.ledger_ref_id = w.ledger_ref_id
       where w.user_id = $1 and w.table_id = $2 and w.created_at > now() - ${WITHDRAW_REPLAY_WINDOW_SQL}
       order by w.created_at desc, w.player_id desc limit 1`,
     [userId, tid],

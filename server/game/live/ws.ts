@@ -259,7 +259,7 @@ export class LiveTables {
     }
     if (agentId !== undefined && agentId !== null) {
       if (typeof agentId !== 'string' || !UUID.test(agentId)) return 'agent_not_found';
-      const { rows } = await this.deps.pool.query('select 1 from game.agents where id = $1 and owner_user_id = $2', [agentId, c.userId]);
+      const { rows } = await this.deps.pool.query('select 1 from game.agent_records where id = $1 and owner_user_id = $2', [agentId, c.userId]);
       if (!rows[0]) return 'agent_not_found';
       c.agentId = agentId;
     }
