@@ -103,7 +103,7 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
         tournament_settle: createTournamentSettleTask({ pool, log }),
         tournament_payout: createTournamentPayoutTask({ pool, cage, chainBank, log }),
         tournament_payout_reconcile: createTournamentPayoutReconcileTask({ pool, cage, chainBank, log }),
-        chain_bank_reconcile: createChainBankReconcileTask({ pool, chainBank, log }),
+        chain_bank_reconcile: createChainBankReconcileTask({ pool, chainBank, log, serviceKeySet: config.SERVICE_KEY !== undefined }),
         tournament_rearm: createTournamentRearmTask({ pool, log }),
         cage_reconcile_cash: createCageReconcileCashTask({ pool, game, cage, log, graceSeconds: graceSeconds(config.GAME_CALL_TIMEOUT_MS) }),
       }),

@@ -21,9 +21,10 @@ const ALL = '*';
 /** role -> relation -> the columns it may select (ALL: every column). A relation not named: none. */
 const EXPECTED: Record<string, Record<string, string[]>> = {
   poker_game: { 'game.tables': [ALL], 'game.table_players': [ALL], 'game.table_records': [ALL], 'game.tournaments': [ALL], 'game.seats': [ALL] },
-  poker_cage: { 'game.table_records': ['mode', 'money_kind', 'reconciled_rake', 'status', 'table_id', 'unreconciled_rake'] },
+  // the bank contract's table check (issue 32): each bank reads a table's bank and money kind
+  poker_cage: { 'game.table_records': ['bank', 'mode', 'money_kind', 'reconciled_rake', 'status', 'table_id', 'unreconciled_rake'] },
   poker_bank: {
-    'game.table_records': ['bank', 'mode', 'status', 'table_id'],
+    'game.table_records': ['bank', 'mode', 'money_kind', 'status', 'table_id'],
     'game.tournaments': ['registered_count', 'table_id', 'tournament_state'],
     'game.seats': ['entry_ref_id', 'seat_index', 'table_id'],
   },

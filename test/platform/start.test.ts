@@ -121,9 +121,13 @@ async function expectHealthy(url: string) {
   expect(Number(new URL(url).port)).toBeGreaterThan(0);
   const res = await fetch(`${url}/health`);
   expect(res.status).toBe(200);
-  const body = await res.json() as { audit?: unknown };
-  // the admin role's also shows the audit's liveness (issue 31)
-  expect(body).toEqual({ ok: true, latency: expect.any(Number), ...(body.audit === undefined ? {} : { audit: expect.objectContaining({ stale: false }) }) });
+  const body = await res.json() as { audit?: unknown; chain?: unknown };
+  // the admin role's also shows the audit's liveness (issue 31), the chain bank's its chain (issue 32)
+  expect(body).toEqual({
+    ok: true, latency: expect.any(Number),
+    ...(body.audit === undefined ? {} : { audit: expect.objectContaining({ stale: false }) }),
+    ...(body.chain === undefined ? {} : { chain: expect.objectContaining({ reachable: true }) }),
+  });
 }
 
 async function postmasterPid(dataDir: string) {
@@ -383,10 +387,11 @@ describe('with DATABASE_URL', () => {
     const lines = await waitForLines(child, ['auth', 'game', 'cage', 'chain-bank', 'chain', 'admin', 'worker', 'betting', 'web']);
     await expectHealthy(lines.cage!);
     await expectHealthy(lines.admin!);
+    // the betting role runs no timer (its sweep is the worker's periodic job): its /health is its first work
+    await expectHealthy(lines.betting!);
     expect(Object.keys(printedLines(child)).sort()).toEqual(['admin', 'auth', 'betting', 'cage', 'chain', 'chain-bank', 'game', 'web', 'worker']);
     expect(existsSync(unusedDataDir)).toBe(false);
-    // each role's pool connects when it first works (the betting sweep on its first tick): waited for
-    // (the web role has no database connection)
+    // each role's pool connects when it first works: waited for (the web role has no database connection)
     const expected = ['admin', 'auth', 'betting', 'cage', 'chain-bank', 'game', 'worker'];
     await until('a connection of every role', async () => {
       const seen = await connectionsBy();

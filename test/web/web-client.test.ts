@@ -419,6 +419,8 @@ suite('the web client on the chain bank', () => {
     expect(info).toEqual({ status: 200, body: {
       bank: 'chain', chainId: local.deployment.chainId, token: local.deployment.token, vault: local.deployment.vault,
       tokenName: expect.any(String), tokenVersion: expect.any(String), chipUnits: '1000000',
+      // the chain as last probed (issue 32)
+      reachable: true, checkedAt: expect.any(String), blockNumber: expect.stringMatching(/^\d+$/),
     } });
     const someone = privateKeyToAccount(generatePrivateKey()).address;
     expect(await call(`${chainWeb}/api/gw/bank/api/chain/nonces/${someone.toLowerCase()}`)).toEqual({ status: 200, body: { owner: someone, nonce: '0' } });
