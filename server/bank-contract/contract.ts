@@ -97,6 +97,17 @@ export const payoutWithdrawBody = z.object({
 /** POST /api/tournament/unregister: the caller leaves a registering tournament. */
 export const unregisterBody = z.object({ tableId }).strict();
 
+/** A paid place as both banks answer it (the cage's hash is its ledger ref, the chain bank's the chain's). */
+export function payoutAnswer<H extends string | null>(p: {
+  txHash: H; destination: string; amount: bigint; key: string; position: number; userId: string;
+  tournamentState: string | undefined; replayed: boolean;
+}) {
+  return {
+    status: 'confirmed' as const, txHash: p.txHash, destination: p.destination, amount: Number(p.amount), idempotencyKey: p.key,
+    position: p.position, userId: p.userId, tournamentState: p.tournamentState, ...(p.replayed ? { replay: true } : {}),
+  };
+}
+
 // ---- keys ----------------------------------------------------------------------------------
 
 const permitKeyShape = z.object({

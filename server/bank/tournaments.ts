@@ -21,7 +21,7 @@ import { earlierPayment } from './earlier-payments.ts';
 import { asOneSender } from './one-sender.ts';
 import { requireChain, type BankDeps } from './deposit.ts';
 import { describeRoute } from '../http/openapi.ts';
-import { payoutWithdrawBody, unregisterBody } from '../bank-contract/contract.ts';
+import { payoutAnswer, payoutWithdrawBody, unregisterBody } from '../bank-contract/contract.ts';
 import { payoutConfirmed } from '../bank-contract/seat-calls.ts';
 
 export interface PaymentRow {
@@ -140,10 +140,10 @@ export async function chainPayoutWithdraw(deps: BankDeps, req: Request, b: Recor
   }
   if (!replayed) deps.log.info({ tableId, position, userId: row.user_id, amount: amount.toString(), txHash: row.tx_hash }, 'tournament payout paid on chain');
   const { rows } = await deps.pool.query<{ tournament_state: string }>('select tournament_state from game.tournaments where table_id = $1', [tableId]);
-  return {
-    status: 'confirmed', txHash: row.tx_hash, destination: row.destination, amount: Number(row.amount), idempotencyKey: row.payment_key,
-    position, userId: row.user_id, tournamentState: rows[0]?.tournament_state, ...(replayed ? { replay: true } : {}),
-  };
+  return payoutAnswer({
+    txHash: row.tx_hash, destination: row.destination, amount: row.amount, key: row.payment_key, position, userId: row.user_id,
+    tournamentState: rows[0]?.tournament_state, replayed,
+  });
 }
 
 export const chainUnregisterBody = unregisterBody;

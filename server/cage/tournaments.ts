@@ -17,7 +17,7 @@ import type { ServiceClient } from '../http/service-client.ts';
 import { playerSession, type JwtVerifier } from '../http/jwt.ts';
 import { RESERVE_TTL_SECONDS } from '../tournaments/lifecycle.ts';
 import { describeRoute } from '../http/openapi.ts';
-import { payoutWithdrawBody, unregisterBody } from '../bank-contract/contract.ts';
+import { payoutAnswer, payoutWithdrawBody, unregisterBody } from '../bank-contract/contract.ts';
 import { payoutConfirmed } from '../bank-contract/seat-calls.ts';
 
 interface TournamentCageDeps {
@@ -98,10 +98,9 @@ export async function payoutWithdraw(deps: TournamentCageDeps, req: Request, b: 
   });
   if (!settled.ok) deps.log.warn({ tableId: tid, position }, 'payout confirmed but not announced by the game');
   if (!row.replayed) deps.log.info({ tableId: tid, position, userId: row.user_id, amount: row.amount.toString() }, 'tournament payout paid');
-  return {
-    status: 'confirmed', txHash: row.ref_id, destination: 'cage', amount: Number(row.amount), idempotencyKey: row.ref_id,
-    position, userId: row.user_id, tournamentState: row.tournament_state, ...(row.replayed ? { replay: true } : {}),
-  };
+  return payoutAnswer({
+    txHash: row.ref_id, destination: 'cage', amount: row.amount, key: row.ref_id, position, userId: row.user_id, tournamentState: row.tournament_state, replayed: row.replayed,
+  });
 }
 
 export { unregisterBody };
