@@ -15,6 +15,7 @@
 import { keccak256, toHex } from 'viem';
 import { z } from 'zod';
 import { ApiError, zodIssues } from '../http/errors.ts';
+import { describeRoute } from '../http/openapi.ts';
 import { canonicalJson } from '../crypto/signing.ts';
 import { chips, idempotencyKey, tableId } from '../http/schemas.ts';
 
@@ -96,6 +97,12 @@ export const payoutWithdrawBody = z.object({
 
 /** POST /api/tournament/unregister: the caller leaves a registering tournament. */
 export const unregisterBody = z.object({ tableId }).strict();
+
+/** The route both banks serve for it (the refund's shape: docs/tournaments.md). */
+export const unregisterRoute = describeRoute({
+  method: 'post', path: '/api/tournament/unregister', auth: 'jwt', summary: 'Refunds the caller\'s paid registration while the tournament registers', body: unregisterBody,
+  responses: { 200: '{ status, tableId, amount, txHash, registeredCount }' },
+});
 
 /** A paid place as both banks answer it (the cage's hash is its ledger ref, the chain bank's the chain's). */
 export function payoutAnswer<H extends string | null>(p: {

@@ -13,7 +13,7 @@
 import type { Express, Request } from 'express';
 import type pg from 'pg';
 import { getAddress, type Address, type Hex } from 'viem';
-import { ApiError, zodIssues } from '../http/errors.ts';
+import { ApiError, parseInput, zodIssues } from '../http/errors.ts';
 import { secretMatches } from '../http/service-key.ts';
 import { playerSession } from '../http/jwt.ts';
 import { BASE_UNITS_PER_CHIP, ChainRevert, ChainUnavailable, type ChainBankChain } from '../chain/types.ts';
@@ -21,7 +21,7 @@ import { earlierPayment } from './earlier-payments.ts';
 import { asOneSender } from './one-sender.ts';
 import { requireChain, type BankDeps } from './deposit.ts';
 import { describeRoute } from '../http/openapi.ts';
-import { payoutAnswer, payoutWithdrawBody, unregisterBody } from '../bank-contract/contract.ts';
+import { payoutAnswer, payoutWithdrawBody, unregisterBody, unregisterRoute } from '../bank-contract/contract.ts';
 import { payoutConfirmed } from '../bank-contract/seat-calls.ts';
 
 export interface PaymentRow {
@@ -148,20 +148,13 @@ export async function chainPayoutWithdraw(deps: BankDeps, req: Request, b: Recor
 
 export const chainUnregisterBody = unregisterBody;
 
-export const chainTournamentRoutes = [
-  describeRoute({
-    method: 'post', path: '/api/tournament/unregister', auth: 'jwt', summary: 'Refunds the caller\'s paid registration on chain while the tournament registers', body: chainUnregisterBody,
-    responses: { 200: 'the refund' },
-  }),
-];
+export const chainTournamentRoutes = [unregisterRoute];
 
 export function installChainTournamentRoutes(app: Express, deps: BankDeps) {
   // The bank's refund of a registration (its shape is the cage's: docs/decisions.md, "Tournaments").
   app.post('/api/tournament/unregister', deps.jwt.require, async (req, res) => {
-    const parsed = chainUnregisterBody.safeParse(req.body ?? {});
-    if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+    const { tableId } = parseInput(unregisterBody, req.body);
     const userId: string = res.locals.claims.sub;
-    const { tableId } = parsed.data;
     const { rows } = await deps.pool.query<{ outcome: string; amount: bigint; payment_key: string | null; registered_count: number }>(
       'select outcome, amount, payment_key, registered_count from bank.refund_tournament_entry($1, $2)', [playerSession(res), tableId],
     );

@@ -20,7 +20,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { withRetry } from '../db/pools.ts';
-import { ApiError, zodIssues } from '../http/errors.ts';
+import { ApiError, parseInput } from '../http/errors.ts';
 import { operatorSession, type JwtVerifier } from '../http/jwt.ts';
 import { chips, tableId } from '../http/schemas.ts';
 import { requireServiceKey } from '../http/service-key.ts';
@@ -65,11 +65,7 @@ const holdsQuery = z.object({
 }).strict();
 const playerQuery = z.object(page).strict();
 
-function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
-  const parsed = schema.safeParse(value ?? {});
-  if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
-  return parsed.data;
-}
+const parse = parseInput;
 
 /** The cursor of the next page: the last id when the page is full. */
 const nextBefore = (ids: bigint[], limit: number) => (ids.length === limit ? ids[ids.length - 1]!.toString() : null);

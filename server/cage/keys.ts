@@ -7,7 +7,7 @@ import type { Express } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { ApiError, zodIssues } from '../http/errors.ts';
+import { ApiError, parseInput } from '../http/errors.ts';
 import { operatorSession, type JwtVerifier } from '../http/jwt.ts';
 import { describeRoute } from '../http/openapi.ts';
 import { KEY_PURPOSES, pinnedKeys } from '../crypto/pins.ts';
@@ -30,11 +30,7 @@ export const keyRoutes = [
   }),
 ];
 
-function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
-  const parsed = schema.safeParse(value ?? {});
-  if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
-  return parsed.data;
-}
+const parse = parseInput;
 
 export function installKeyRoutes(app: Express, deps: { pool: pg.Pool; log: Logger; jwt: JwtVerifier }) {
   app.get('/api/operator/keys', deps.jwt.requireAdmin, async (req, res) => {

@@ -16,7 +16,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { requireServiceKey } from '../http/service-key.ts';
-import { ApiError, refusedWith, zodIssues } from '../http/errors.ts';
+import { ApiError, parseInput, refusedWith } from '../http/errors.ts';
 import { operatorSession, playerSession, type JwtVerifier } from '../http/jwt.ts';
 import { chips } from '../http/schemas.ts';
 import { inTransaction } from '../db/transaction.ts';
@@ -45,11 +45,7 @@ export const exchangeBody = z.object({
   moneyKind: z.enum(['play', 'real']).default('real'),
 });
 
-function parse<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
-  const parsed = schema.safeParse(body ?? {});
-  if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
-  return parsed.data;
-}
+const parse = parseInput;
 function amountOf(value: unknown): bigint {
   const parsed = chips.safeParse(value);
   if (!parsed.success) throw new ApiError(400, 'invalid_amount');

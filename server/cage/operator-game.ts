@@ -9,7 +9,7 @@ import type { Express } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { ApiError, zodIssues } from '../http/errors.ts';
+import { ApiError, parseInput } from '../http/errors.ts';
 import { operatorSession, type JwtVerifier } from '../http/jwt.ts';
 import { describeRoute } from '../http/openapi.ts';
 
@@ -32,11 +32,7 @@ export const operatorGameRoutes = [
   }),
 ];
 
-function parse<T>(schema: z.ZodType<T>, body: unknown): T {
-  const parsed = schema.safeParse(body ?? {});
-  if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
-  return parsed.data;
-}
+const parse = parseInput;
 
 export function installOperatorGameRoutes(app: Express, deps: { pool: pg.Pool; log: Logger; jwt: JwtVerifier }) {
   const { pool, log } = deps;

@@ -10,14 +10,14 @@ import type { Express, Request } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { ApiError, zodIssues } from '../http/errors.ts';
+import { ApiError, parseInput, zodIssues } from '../http/errors.ts';
 import { secretMatches } from '../http/service-key.ts';
 import { idempotencyKey } from '../http/schemas.ts';
 import type { ServiceClient } from '../http/service-client.ts';
 import { playerSession, type JwtVerifier } from '../http/jwt.ts';
 import { RESERVE_TTL_SECONDS } from '../tournaments/lifecycle.ts';
 import { describeRoute } from '../http/openapi.ts';
-import { payoutAnswer, payoutWithdrawBody, unregisterBody } from '../bank-contract/contract.ts';
+import { payoutAnswer, payoutWithdrawBody, unregisterBody, unregisterRoute } from '../bank-contract/contract.ts';
 import { payoutConfirmed } from '../bank-contract/seat-calls.ts';
 
 interface TournamentCageDeps {
@@ -105,24 +105,18 @@ export async function payoutWithdraw(deps: TournamentCageDeps, req: Request, b: 
 
 export { unregisterBody };
 
-export const tournamentCageRoutes = [
-  describeRoute({
-    method: 'post', path: '/api/tournament/unregister', auth: 'jwt', summary: 'Refunds the caller\'s paid registration while the tournament registers', body: unregisterBody,
-    responses: { 200: '{ status, tableId, amount, txHash, registeredCount }' },
-  }),
-];
+export const tournamentCageRoutes = [unregisterRoute];
 
 export function installTournamentCageRoutes(app: Express, deps: TournamentCageDeps) {
   // The bank's refund of a paid registration (the spec leaves its shape open: docs/tournaments.md).
   app.post('/api/tournament/unregister', deps.jwt.require, async (req, res) => {
-    const parsed = unregisterBody.safeParse(req.body ?? {});
-    if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+    const { tableId: tid } = parseInput(unregisterBody, req.body);
     const userId: string = res.locals.claims.sub;
     const { rows } = await deps.pool.query<{ outcome: string; amount: bigint; ref_id: string | null; registered_count: number }>(
-      'select outcome, amount, ref_id, registered_count from cage.refund_tournament_entry($1, $2)', [playerSession(res), parsed.data.tableId],
+      'select outcome, amount, ref_id, registered_count from cage.refund_tournament_entry($1, $2)', [playerSession(res), tid],
     );
     const r = rows[0]!;
-    deps.log.info({ userId, tableId: parsed.data.tableId, outcome: r.outcome, amount: r.amount.toString() }, 'tournament registration withdrawn');
-    res.json({ status: r.outcome, tableId: parsed.data.tableId, amount: r.amount.toString(), txHash: r.ref_id, registeredCount: r.registered_count });
+    deps.log.info({ userId, tableId: tid, outcome: r.outcome, amount: r.amount.toString() }, 'tournament registration withdrawn');
+    res.json({ status: r.outcome, tableId: tid, amount: r.amount.toString(), txHash: r.ref_id, registeredCount: r.registered_count });
   });
 }

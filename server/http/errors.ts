@@ -116,6 +116,13 @@ export function zodIssues(error: z.ZodError) {
   return error.issues.map((i) => ({ path: i.path.map(String), message: i.message, code: i.code }));
 }
 
+/** A request's body, query or params judged by its schema: the parsed value, or 400 bad_request with the issues. */
+export function parseInput<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
+  const parsed = schema.safeParse(value ?? {});
+  if (!parsed.success) throw new ApiError(400, 'bad_request', zodIssues(parsed.error));
+  return parsed.data;
+}
+
 /**
  * The spec gives some refusals as sentences (`{ error: 'invalid signature' }`): the sentence stays
  * the `error`, as the spec shows it, and a code sits beside it (`code`), so every refusal carries one.
