@@ -20,7 +20,6 @@ import { BASE_UNITS_PER_CHIP, ChainRevert, ChainUnavailable, type ChainBankChain
 import { earlierPayment } from './earlier-payments.ts';
 import { asOneSender } from './one-sender.ts';
 import { requireChain, type BankDeps } from './deposit.ts';
-import { describeRoute } from '../http/openapi.ts';
 import { payoutAnswer, payoutWithdrawBody, unregisterBody, unregisterRoute } from '../bank-contract/contract.ts';
 import { payoutConfirmed } from '../bank-contract/seat-calls.ts';
 

@@ -16,7 +16,6 @@ import { getAddress, type Address, type Hex } from 'viem';
 import { z } from 'zod';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import { secretMatches } from '../http/service-key.ts';
-import { tableId as tableIdSchema } from '../http/schemas.ts';
 import { playerSession } from '../http/jwt.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
 import { forcedWithdrawBody, tableOfBank, voluntaryWithdrawBody, WITHDRAW_REPLAY_WINDOW_SQL, withdrawKey } from '../bank-contract/contract.ts';

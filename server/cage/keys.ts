@@ -7,7 +7,7 @@ import type { Express } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { ApiError, parseInput } from '../http/errors.ts';
+import { parseInput } from '../http/errors.ts';
 import { operatorSession, type JwtVerifier } from '../http/jwt.ts';
 import { describeRoute } from '../http/openapi.ts';
 import { KEY_PURPOSES, pinnedKeys } from '../crypto/pins.ts';

@@ -16,7 +16,6 @@ import { idempotencyKey } from '../http/schemas.ts';
 import type { ServiceClient } from '../http/service-client.ts';
 import { playerSession, type JwtVerifier } from '../http/jwt.ts';
 import { RESERVE_TTL_SECONDS } from '../tournaments/lifecycle.ts';
-import { describeRoute } from '../http/openapi.ts';
 import { payoutAnswer, payoutWithdrawBody, unregisterBody, unregisterRoute } from '../bank-contract/contract.ts';
 import { payoutConfirmed } from '../bank-contract/seat-calls.ts';
 

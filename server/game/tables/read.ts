@@ -3,7 +3,6 @@
 // who sits where. The deck seed is never shown.
 import type { Express } from 'express';
 import type pg from 'pg';
-import { z } from 'zod';
 import { ApiError, zodIssues } from '../../http/errors.ts';
 import { describeRoute } from '../../http/openapi.ts';
 import { tableListQuery } from '../../bank-contract/contract.ts';
