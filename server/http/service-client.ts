@@ -65,6 +65,22 @@ export function exchange(url: URL, init: { method: string; headers: Record<strin
 export interface Agents { http: http.Agent; https: https.Agent }
 
 /**
+ * Why a call got no answer, as an operator reads it (an intent's stuck reason, a log line): the
+ * socket's error code (ECONNREFUSED, ECONNRESET, ...) or the error's name (TimeoutError,
+ * AnswerTooLarge); never its message, which names addresses.
+ */
+function failureOf(err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  return typeof e?.code === 'string' && /^[A-Z_]{3,40}$/.test(e.code) ? e.code : (e?.name ?? 'Error');
+}
+
+/** A 5xx's own code, when it sent one (` chain_unavailable`), for the reason. */
+function codeOf(body: unknown): string {
+  const code = (body as { error?: unknown } | null)?.error;
+  return typeof code === 'string' && /^[a-z_]{1,64}$/.test(code) ? ` ${code}` : '';
+}
+
+/**
  * How long a kept-alive socket may idle before this side closes it. A server closes an idle socket
  * itself (node's default after 5 s, announced as `Keep-Alive: timeout=5`); a call that takes the
  * socket just as it does is reset, unanswered (`socket hang up`: cage_unavailable for a sit). node's
@@ -101,7 +117,7 @@ export function createServiceClient(options: {
         agents,
       });
     } catch (err) {
-      return { ok: false, status: 0, unreachable: true, reason: (err as Error).name, body: {} };
+      return { ok: false, status: 0, unreachable: true, reason: failureOf(err), body: {} };
     }
     let parsed: unknown;
     try {
@@ -109,7 +125,7 @@ export function createServiceClient(options: {
     } catch {
       return { ok: false, status: 0, unreachable: true, reason: `non-JSON ${res.status}`, body: {} };
     }
-    if (res.status >= 500) return { ok: false, status: 0, unreachable: true, reason: `status ${res.status}`, body: {} };
+    if (res.status >= 500) return { ok: false, status: 0, unreachable: true, reason: `status ${res.status}${codeOf(parsed)}`, body: {} };
     if (res.status >= 200 && res.status < 300) return { ok: true, status: res.status, body: parsed as never };
     return { ok: false, status: res.status, body: (parsed ?? {}) as { error?: string } };
   };
