@@ -30,7 +30,7 @@ import { creditDeposit, settleDepositOutcome, type BankDeps } from './deposit.ts
 import { deliverChainSettlement, payWithdrawal } from './withdraw.ts';
 import { payTournamentPayment, type PaymentRow } from './tournaments.ts';
 import { chainIntentViolations } from './chain-audit.ts';
-import { refundDeposit } from './vault-refunds.ts';
+import { refundDeposit, vaultRefundKey } from './vault-refunds.ts';
 
 export interface ReconcileRun {
   confirmed: number;
@@ -71,17 +71,18 @@ async function scanVault(deps: BankDeps, checkpoint: ScanCheckpoint, run: Reconc
     run.repaired++;
   }
   // each refund once per run (a deposit can be both a scanned event and an uncredited intent); one's
-  // failure is logged, the rest go on, and the next run takes it up (its event read again)
+  // failure is recorded on its intent (a vault_refund: cage.intents, `npm run ops -- intents`), the
+  // rest go on, and the next run takes it up (its event read again)
   const seen = new Set<string>();
   for (const r of audit.refunds) {
     const id = `${r.txHash}:${r.logIndex}`;
     if (seen.has(id)) continue;
     seen.add(id);
-    const status = await refundDeposit(deps, r, deps.confirmWindowMs).catch((err: unknown) => {
-      deps.log.error({ txHash: r.txHash, logIndex: r.logIndex, err: (err as Error).message }, 'vault deposit not refunded; the next run tries again');
-      return 'error';
-    });
-    if (status === 'confirmed') run.refunded++;
+    await attempt(deps.pool, 'vault_refund', vaultRefundKey(r), async () => {
+      const status = await refundDeposit(deps, r, deps.confirmWindowMs);
+      if (status === 'confirmed') run.refunded++;
+      else return { failed: `the vault refund is ${status}, not confirmed yet` };
+    }, deps.log);
   }
   if (audit.scannedTo !== null) Object.assign(checkpoint, { fromBlock: audit.scannedTo + 1n, since: started });
 }

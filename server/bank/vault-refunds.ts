@@ -16,6 +16,11 @@ import type { BankDeps } from './deposit.ts';
 /** A vault deposit to refund, as the chain logged it (base units); depositKey: the intent it refunds, or null. */
 export interface DepositRefund { txHash: Hex; logIndex: number; tableKey: Hex; owner: Address; amount: bigint; depositKey: string | null }
 
+/** The refund's key, as bank.open_vault_refund writes it: one per Deposited event. */
+export function vaultRefundKey(r: Pick<DepositRefund, 'txHash' | 'logIndex'>): string {
+  return `vault-refund:${r.txHash.toLowerCase()}:${r.logIndex}`;
+}
+
 interface RefundRow { refund_key: string; table_key: Hex; destination: string; base_units: string; status: string; tx_hash: Hex | null }
 
 const ADVANCE = 'select * from bank.advance_vault_refund($1, $2, $3, $4, $5, $6, $7)';

@@ -202,3 +202,38 @@ test('(5) the bank login records another refund\'s transaction as a pending refu
     .toEqual({ status: 'confirmed', prior_tx_hashes: [paid.tx_hash] });
   expect(await violationsNow()).toEqual([]);
 }, 60_000);
+
+/** An anvil JSON-RPC call (evm_setAutomine, evm_mine). */
+async function rpc(method: string, params: unknown[] = []) {
+  const res = await fetch(local.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result;
+}
+
+test('(6) a vault refund whose receipt does not come is an intent stuck with its reason, and paid once when the chain mines (issue 32)', async () => {
+  const owner = await player(100n);
+  const permit = await signPermit({ rpcUrl: local.url, deployment: local.deployment, ownerKey: owner.key, chips: 40n, deadline: inAnHour() });
+  const tx = await operator.submitDeposit({ tableId: `outside-${randomUUID()}`, owner: owner.wallet, chips: 40n, permit });
+  expect((await operator.waitForOutcome(tx, 10_000)).status).toBe('confirmed');
+  const attempts = async () => (await db.owner.query(
+    "select attempts, stuck_since is not null as stuck, last_error from cage.intent_attempts where kind = 'vault_refund' and intent_key like $1", [`vault-refund:${tx.toLowerCase()}:%`],
+  )).rows;
+  // the chain stops mining: the refund is sent, its receipt never comes within the window
+  await rpc('evm_setAutomine', [false]);
+  try {
+    await reconcileNow();
+    expect(await attempts()).toEqual([{ attempts: 1, stuck: true, last_error: 'the vault refund is submitted, not confirmed yet' }]);
+    expect(await reader.balanceOf(owner.wallet)).toBe(60n * C);
+  } finally {
+    await rpc('evm_mine');
+    await rpc('evm_setAutomine', [true]);
+  }
+  // mined: the next run confirms it, once, and the intent is stuck no more
+  await reconcileNow();
+  await reconcileNow();
+  expect(await reader.balanceOf(owner.wallet)).toBe(100n * C);
+  expect((await attempts())[0]).toMatchObject({ stuck: false, last_error: null });
+  expect((await db.owner.query("select count(*)::int as n from bank.vault_refunds where deposit_tx_hash = $1 and status = 'confirmed'", [tx])).rows[0].n).toBe(1);
+  expect(await violationsNow()).toEqual([]);
+}, 90_000);
