@@ -206,6 +206,14 @@ function contribute(t: Table, m: GameState) {
   void t.view.live.request({ type: 'deal_seed', tableId: t.tableId, commitment: t.contributedTo, seed });
 }
 
+/** An operator escaped the table: where this player's chips went (their custody entry, or the table's hold). */
+function escapedLine(m: ServerMessageOf<'table_escaped'>) {
+  const text = m.outcome === 'clean'
+    ? `An operator escaped this table: your ${m.entry.amount} chips are in custody entry #${m.entry.id} (${m.entry.status}), yours to claim.`
+    : `An operator escaped this table with books that disagree: its ${m.entry.amount} chips are held in custody entry #${m.entry.id} (${m.entry.status}) until an operator splits them.`;
+  return h('p', { class: 'error', id: 'escaped', 'data-entry': m.entry.id }, text);
+}
+
 /** Every message of this table: the state, the results, the stand-up's answer, then the extra handlers. */
 function onMessage(t: Table, m: ServerMessage, extra: ((m: ServerMessage) => void)[]) {
   if ('tableId' in m && m.tableId !== undefined && m.tableId !== t.tableId) return;
@@ -216,6 +224,7 @@ function onMessage(t: Table, m: ServerMessage, extra: ((m: ServerMessage) => voi
   } else if (m.type === 'hand_result') handResult(t, m);
   else if (m.type === 'stood_up') void stoodUp(t, m);
   else if (m.type === 'table_closed') say(t, errorLine(`The table closed (${m.reason}).`));
+  else if (m.type === 'table_escaped') say(t, escapedLine(m));
   for (const f of extra) f(m);
 }
 

@@ -328,6 +328,31 @@ suite('the web client in chromium', () => {
     await context.close();
   });
 
+  test('an escape: the seated player\'s page names the custody entry their chips went to (issue 32)', async () => {
+    const { context, page, errors } = await newPage();
+    const me = await signIn(page, 'escape');
+    await m.buy(me.userId, 500);
+    const host = await m.player();
+    const tableId = await m.table(host.auth);
+    await page.goto('/#/lobby');
+    await page.locator(`a[data-table="${tableId}"]`).click();
+    await page.locator('#sit-seat').selectOption('2');
+    await page.locator('#sit-amount').fill('150');
+    await page.locator('#sit-button').click();
+    await page.locator('#seated').waitFor();
+    const escape = await call(`${m.cage}/escape/${tableId}`, { headers: (await m.operator()).auth, body: { reason: 'the web client test' } });
+    expect(escape).toMatchObject({ status: 200, body: { outcome: 'clean' } });
+    await page.locator('#escaped').waitFor({ timeout: 30_000 });
+    const custody = (await call(`${m.cage}/api/custody`, { headers: me.auth })).body.entries as { tableId: string; entryId: string; amount: number }[];
+    const mine = custody.filter((e) => e.tableId === tableId);
+    expect(mine).toEqual([expect.objectContaining({ amount: 150 })]);
+    expect(await page.locator('#escaped').getAttribute('data-entry')).toBe(mine[0]!.entryId);
+    expect(await page.locator('#escaped').textContent()).toContain(`your 150 chips are in custody entry #${mine[0]!.entryId}`);
+    await screenshot(page, 'table-escaped');
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
   test('a 2-seat Sit-and-Go: register and pay the entry in the browser, a bot takes the other seat, the tournament closes with its payouts', async () => {
     const { context, page, errors } = await newPage();
     const me = await signIn(page, 'sng');
