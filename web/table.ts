@@ -4,7 +4,7 @@
 // and your receipts for this table with their signatures checked. Also the tournament view's table.
 // On the chain bank the sit is a deposit paid by a permit the browser wallet signs (chain.ts), and a
 // stand-up is paid back on chain to the wallet that signed it (its transaction is the receipt).
-import { idempotencyKey, Live, must, refusal, session, type Outgoing, type ServerMessage, type ServerMessageOf } from './api.ts';
+import { call, idempotencyKey, Live, must, refusal, session, type Outgoing, type ServerMessage, type ServerMessageOf } from './api.ts';
 import { bankOf, chainDeposit, depositOutcome, type Bank } from './chain.ts';
 import { receiptsCard } from './receipts.ts';
 import { errorLine, h, mount } from './ui.ts';
@@ -206,12 +206,32 @@ function contribute(t: Table, m: GameState) {
   void t.view.live.request({ type: 'deal_seed', tableId: t.tableId, commitment: t.contributedTo, seed });
 }
 
-/** An operator escaped the table: where this player's chips went (their custody entry, or the table's hold). */
+/** An operator escaped the table: where this player's chips went (their custody entry, or the table's hold), and a free entry's claim. */
 function escapedLine(m: ServerMessageOf<'table_escaped'>) {
   const text = m.outcome === 'clean'
     ? `An operator escaped this table: your ${m.entry.amount} chips are in custody entry #${m.entry.id} (${m.entry.status}), yours to claim.`
     : `An operator escaped this table with books that disagree: its ${m.entry.amount} chips are held in custody entry #${m.entry.id} (${m.entry.status}) until an operator splits them.`;
-  return h('p', { class: 'error', id: 'escaped', 'data-entry': m.entry.id }, text);
+  const line = h('div', { id: 'escaped', 'data-entry': m.entry.id }, h('p', { class: 'error' }, text));
+  if (m.outcome === 'clean' && m.entry.status === 'free') line.append(claimButton(line, m.entry.id));
+  return line;
+}
+
+/** Claims a FREE custody entry back to the cage balance (POST /api/custody/claim), once. */
+function claimButton(into: HTMLElement, entryId: string) {
+  const button = h('button', {
+    id: 'claim-custody',
+    onclick: () => {
+      button.disabled = true;
+      void call<{ amount?: number; error?: string }>('bank', '/api/custody/claim', { method: 'POST', body: { entryId } }).then((r) => {
+        if (r.ok) into.append(h('p', { class: 'ok', id: 'custody-claimed' }, `Claimed: ${r.body.amount} chips are back in your cage balance.`));
+        else {
+          button.disabled = false;
+          into.append(errorLine(`Claim refused: ${r.body.error ?? r.status}`));
+        }
+      });
+    },
+  }, 'Claim them back');
+  return button;
 }
 
 /** Every message of this table: the state, the results, the stand-up's answer, then the extra handlers. */

@@ -51,6 +51,9 @@ export const ALLOWLIST: Record<Upstream, [string, string][]> = {
     ['GET', '/api/cage/balances'],
     ['GET', '/api/cage/receipts'],
     ['GET', '/api/cage/receipt-key'],
+    // a player's custody (an escaped table's chips): read, and claimed back to the cage balance
+    ['GET', '/api/custody'],
+    ['POST', '/api/custody/claim'],
     ['GET', '/api/chain'],
     ['GET', '/api/chain/nonces/:address'],
   ],

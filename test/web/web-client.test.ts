@@ -349,6 +349,14 @@ suite('the web client in chromium', () => {
     expect(await page.locator('#escaped').getAttribute('data-entry')).toBe(mine[0]!.entryId);
     expect(await page.locator('#escaped').textContent()).toContain(`your 150 chips are in custody entry #${mine[0]!.entryId}`);
     await screenshot(page, 'table-escaped');
+    // claimed back from the page: the cage balance has the 150 again, the entry claimed
+    const before = await m.balance(me.auth);
+    await page.locator('#claim-custody').click();
+    await page.locator('#custody-claimed').waitFor();
+    expect(await page.locator('#custody-claimed').textContent()).toContain('Claimed: 150 chips');
+    expect(await m.balance(me.auth)).toBe(before + 150);
+    const after = (await call(`${m.cage}/api/custody`, { headers: me.auth })).body.entries as { entryId: string; status: string }[];
+    expect(after.find((e) => e.entryId === mine[0]!.entryId)?.status).toBe('claimed');
     expect(errors).toEqual([]);
     await context.close();
   });
