@@ -23,7 +23,8 @@ grant execute on function
   claims.board(text, uuid, timestamptz),
   claims.mark_condition_met(text, uuid, text, text),
   claims.open_claim(text, uuid, text, timestamptz, jsonb),
-  claims.finish_claim(uuid, text, text, bigint, text, text)
+  claims.finish_claim(uuid, text, text, bigint, text, text),
+  claims.credit_claim(text, uuid, text, timestamptz, jsonb)
   to poker_game;
 
 do $$

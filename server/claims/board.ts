@@ -1,7 +1,6 @@
 // The claim board (spec: "Claim board"): the caller's board, the claim, conditions met, and the
-// operator's catalog and settings. The rules are SQL (db/functions/claims); this file makes the
-// claim's calls in order (open the claim intent, which reads the recipient wallet; ask the cage
-// for the grant over HTTP; finish the claim), holding no transaction across them.
+// operator's catalog and settings. The rules are SQL (db/functions/claims); a claim is one call,
+// one transaction (claims.credit_claim: the grant is the cage's journal movement, posted in it).
 //
 // The operator's routes (/admin/claim-sections, /admin/claim-settings) take an operator's access
 // JWT (the spec's "operator" auth), never the service key.
@@ -9,7 +8,7 @@
 // Outcomes and their HTTP statuses (the spec shows only the outcome values):
 //   credited 200 · already_claimed 409 · locked 409 · forged 403 (a body naming another user, or a
 //   section that is not live here) · board off 503 claim_board_disabled · no linked Solana wallet
-//   409 wallet_not_linked · grant failed 502 grant_failed (nothing claimed: retry).
+//   409 wallet_not_linked.
 import type { Express, Request } from 'express';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -18,7 +17,6 @@ import { z } from 'zod';
 import { requireServiceKey } from '../http/service-key.ts';
 import { ApiError, zodIssues } from '../http/errors.ts';
 import { operatorSession, playerSession, type JwtVerifier } from '../http/jwt.ts';
-import type { ServiceClient } from '../http/service-client.ts';
 import { withSpan } from '../telemetry/index.ts';
 import { describeRoute } from '../http/openapi.ts';
 import { sectionRecords } from './queries.ts';
@@ -32,7 +30,6 @@ export interface ClaimBoardDeps {
   environment: Environment;
   /** The process clock; tests inject another (the harness also takes `x-test-clock`). */
   clock: () => Date;
-  bank: ServiceClient;
 }
 
 /** keccak256 over the text `userId:sectionKey:period` (spec: claim_id). */
@@ -52,29 +49,6 @@ export function isoWeekOf(at: Date): string {
 export function claimIdsAt(userId: string, sectionKey: string, now: Date): Record<string, string> {
   const week = isoWeekOf(now);
   return { once: claimId(userId, sectionKey, 'once'), [week]: claimId(userId, sectionKey, week) };
-}
-
-/**
- * The claim's grant from the cage (nothing for a zero-amount section). The grant names its claim, so
- * the cage's entry and the claim's ledger row can be paired. A grant of this claim that minted on an
- * earlier attempt whose answer was lost (before the wallet or the amount changed) is credited as
- * minted: nothing more is minted.
- */
-async function grantFor(
-  deps: ClaimBoardDeps,
-  c: { userId: string; sectionKey: string; period: string; amount: bigint; id: string; recipient: string },
-): Promise<{ amount: bigint; grantTx: string | null; replayedGrant: boolean }> {
-  if (c.amount <= 0n) return { amount: c.amount, grantTx: null, replayedGrant: false };
-  const grant = await deps.bank.post<{ txHash?: string; idempotent?: boolean }>('/api/grant', {
-    recipient: c.recipient, amount: c.amount, claimId: c.id, sectionKey: c.sectionKey, period: c.period,
-  });
-  if (grant.ok) return { amount: c.amount, grantTx: grant.body.txHash ?? c.id, replayedGrant: grant.body.idempotent === true };
-  const original = (grant.body as { original?: { userId: string; amount: number; txHash: string } }).original;
-  if (grant.status === 409 && grant.body.error === 'ref_id_conflict' && original?.userId === c.userId) {
-    return { amount: BigInt(original.amount), grantTx: original.txHash, replayedGrant: true };
-  }
-  deps.log.warn({ userId: c.userId, sectionKey: c.sectionKey, status: grant.status, error: grant.body.error }, 'claim: the grant failed; nothing committed');
-  throw new ApiError(502, 'grant_failed');
 }
 
 export function createClaimBoard(deps: ClaimBoardDeps) {
@@ -122,29 +96,23 @@ export function createClaimBoard(deps: ClaimBoardDeps) {
   }
 
   /**
-   * The six-step claim (db/functions/claims/20_claims.sql), no transaction held across the calls:
-   * the claim intent opened with its recipient wallet (steps 1-4 and the wallet read), the grant (5,
-   * which the cage makes only for that open intent and recipient), the ledger row written and the
-   * intent closed (6). A failure between leaves the intent open: a retry takes it up again, and the
-   * worker finishes it from its grant or abandons it when none came.
+   * The six-step claim in ONE SQL transaction (claims.credit_claim, db/functions/claims/20_claims.sql):
+   * the section judged claimable for the user of the access JWT's grant, the recipient wallet read,
+   * the cage's grant movement posted, the ledger row written and the claim intent closed, together or
+   * not at all. No call to the cage: a failure rolls the whole claim back and a retry claims afresh.
    */
   async function claim(userId: string, sid: string | null, sectionKey: string, now: Date) {
-    const { rows } = await pool.query<{ outcome: string; amount: bigint | null; period: string | null; claim_id: string | null; recipient: string | null }>(
-      'select outcome, amount, period, claim_id, recipient from claims.open_claim($1, $2, $3, $4, $5)',
+    const { rows } = await pool.query<{ outcome: string; amount: bigint | null; period: string | null; claim_id: string | null; grant_tx: string | null }>(
+      'select outcome, amount, period, claim_id, grant_tx from claims.credit_claim($1, $2, $3, $4, $5)',
       [environment, sid, sectionKey, now, JSON.stringify(claimIdsAt(userId, sectionKey, now))],
     );
     const step = rows[0]!;
     if (step.outcome === 'disabled') throw new ApiError(503, 'claim_board_disabled');
     if (step.outcome === 'no_wallet') throw new ApiError(409, 'wallet_not_linked');
-    if (step.outcome !== 'proceed') return { outcome: step.outcome as Outcome, sectionKey, ...(step.period ? { period: step.period } : {}) };
-    const id = step.claim_id!;
-    // 5. the grant to the recipient the intent names (the user's linked Solana wallet, read with the
-    //    claim); a failure leaves the intent open
-    const { amount, grantTx, replayedGrant } = await grantFor(deps, { userId, sectionKey, period: step.period!, amount: step.amount!, id, recipient: step.recipient! });
-    // 6. the ledger row, the claimed state, the intent closed (a zero-amount section: nothing minted)
-    await pool.query('select claims.finish_claim($1, $2, $3, $4, $5, $6)', [userId, sectionKey, step.period, amount.toString(), id, grantTx]);
-    log.info({ userId, sectionKey, amount: amount.toString(), period: step.period, replayedGrant }, 'claim credited');
-    return { outcome: 'credited' as Outcome, sectionKey, amount: Number(amount), period: step.period!, claimId: id, grantTx };
+    if (step.outcome !== 'credited') return { outcome: step.outcome as Outcome, sectionKey, ...(step.period ? { period: step.period } : {}) };
+    const amount = step.amount!;
+    log.info({ userId, sectionKey, amount: amount.toString(), period: step.period }, 'claim credited');
+    return { outcome: 'credited' as Outcome, sectionKey, amount: Number(amount), period: step.period!, claimId: step.claim_id!, grantTx: step.grant_tx };
   }
 
   return { enabled, markConditionMet, board, claim };

@@ -104,8 +104,8 @@ export async function startGame(ctx: RoleContext): Promise<StartedRole> {
   const { config, databaseUrl, log, peers } = ctx, ownerUrl = ownerUrlOf(ctx);
   const roleLog = log.child({ role: 'game' });
   const pool = createRolePool(databaseUrl, 'poker_game', { max: 20, applicationName: 'game', ...loginCredentials(config, 'poker_game') });
-  // both banks: a table's calls go to its own (game.tables.bank); the claim board's grants are the cage's
-  const banks = bankClients(config, peers), bank = banks.cage;
+  // both banks: a table's calls go to its own (game.tables.bank); a claim's grant is posted in SQL (claims.credit_claim)
+  const banks = bankClients(config, peers);
   const dealer = await pinnedDealer(config, pool, roleLog);
   // outside production (and not split: DB_LOGIN_ONLY has no owner) it lists its own URL as the owner
   const listsItself = config.NODE_ENV !== 'production' && ownerUrl !== null, gameProcess = await startPresence(config, { databaseUrl, ownerUrl }, pool, roleLog).catch(async (err: unknown) => {
@@ -119,7 +119,7 @@ export async function startGame(ctx: RoleContext): Promise<StartedRole> {
   const jwt = lazyJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, issuer: authIssuer(config), peerAuthUrl: () => peers?.get('auth') });
   const environment = deploymentEnvironment(config);
   const clock = () => new Date();
-  const board = createClaimBoard({ pool, log: roleLog, environment, clock, bank });
+  const board = createClaimBoard({ pool, log: roleLog, environment, clock });
   const live = createLiveTables({
     pool, log: roleLog, jwt, hands, board, dealer,
     options: { handDelayMs: config.HAND_DELAY_MS, timeoutsBeforeSitOut: config.TIMEOUTS_BEFORE_SIT_OUT },

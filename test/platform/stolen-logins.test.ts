@@ -205,6 +205,7 @@ describe('the attacks found from outside', () => {
       // ... and the game login's: a claim, the agent registry
       for (const [sql, args] of [
         ["select * from claims.open_claim('local', $1, 'weekly_baseline', now(), '{}')", [forged]],
+        ["select * from claims.credit_claim('local', $1, 'weekly_baseline', now(), '{}')", [forged]],
         ["select * from game.create_agent($1, 'forged')", [forged]],
         ['select * from game.publish_agent_version($1, $2, null)', [forged, randomUUID()]],
         ["select * from game.flag_agent_decision($1, $2, 'h', null)", [forged, randomUUID()]],
@@ -531,6 +532,7 @@ const REVIEWED: Record<string, string> = {
   'claims.board_settings(text)': 'reads',
   'claims.complete_lost_claims(integer)': 'bound: only intents whose grant it finds',
   'claims.create_section(uuid,text,jsonb)': 'a live admin session',
+  'claims.credit_claim(text,uuid,text,timestamp with time zone,jsonb)': 'the player\'s token grant; the catalog\'s amount; claimable as the SQL judges it (posts the cage grant)',
   'claims.delete_section(uuid,text,text)': 'a live admin session',
   'claims.finish_claim(uuid,text,text,bigint,text,text)': 'bound: the open intent and its grant',
   'claims.iso_week(timestamp with time zone)': 'pure',

@@ -279,6 +279,174 @@ begin
 end;
 $$;
 
+-- Whether user p_user may claim section p_section in period p_period as the rows stand (the spec's
+-- steps 3 and 4): null when it may, else the outcome ('already_claimed' or 'locked'). An unlock pays
+-- once ever (any ledger row of the key blocks it, even after a delete-and-recreate that changed its
+-- cadence); the baseline once per period.
+create or replace function claims_private.claim_refusal(p_user uuid, p_section claims.claim_sections, p_period text)
+  returns text
+  language sql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+  select case
+    when exists (select from claims.claim_ledger l
+                  where l.user_id = p_user and l.section_key = p_section.key
+                    and (p_section.kind = 'unlock' or l.period = p_period)) then 'already_claimed'
+    when p_section.kind = 'unlock' and (select u.state from claims.user_claim_sections u
+                                          where u.user_id = p_user and u.section_key = p_section.key) is distinct from 'lit' then 'locked'
+    when p_section.kind = 'baseline' and exists (select from claims.user_claim_sections u
+                                                  where u.user_id = p_user and u.section_key = p_section.key and u.period = p_period) then 'already_claimed'
+  end
+$$;
+
+-- The grant of a claim (issue 33): the cage's `grant` movement, replay-once on the claim id, with the
+-- memo the cage's own grant writes (recipient, section_key, period, user_id: cage.grant_records and
+-- the audit read it). A grant already under this claim id (a three-step claim's, whose ledger row
+-- never came) is this claim's when it is to this user for this section and period: nothing more is
+-- minted, and the claim pays what it minted. Returns the amount paid.
+create or replace function claims_private.post_claim_grant(p_intent claims.claim_intents) returns bigint
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_grant cage.cage_entries;
+begin
+  if p_intent.amount <= 0 then
+    return p_intent.amount;
+  end if;
+  select * into v_grant from cage.cage_entries e where e.ref_id = p_intent.claim_id;
+  if v_grant.id is null then
+    perform cage.post_movement(p_intent.claim_id, 'grant', 'play',
+      array[cage.ensure_account('grant_source', null, null, 'play'), cage.ensure_account('user', p_intent.user_id, null, 'play')],
+      array[-p_intent.amount, p_intent.amount],
+      jsonb_build_object('recipient', p_intent.recipient, 'section_key', p_intent.section_key, 'period', p_intent.period, 'user_id', p_intent.user_id));
+    return p_intent.amount;
+  end if;
+  if v_grant.kind <> 'grant' or (v_grant.memo ->> 'user_id') is distinct from p_intent.user_id::text
+     or coalesce(v_grant.memo ->> 'section_key', p_intent.section_key) <> p_intent.section_key
+     or coalesce(v_grant.memo ->> 'period', p_intent.period) <> p_intent.period then
+    perform claims_private.refuse('grant_not_found', format('entry %s is not this claim''s grant', p_intent.claim_id));
+  end if;
+  update claims.claim_intents i set amount = v_grant.amounts[2], recipient = coalesce(v_grant.memo ->> 'recipient', i.recipient)
+   where i.claim_id = p_intent.claim_id;
+  return v_grant.amounts[2];
+end;
+$$;
+
+-- A claim, credited in ONE transaction (issue 33; the spec's claim transaction order, all six steps):
+-- the player is the user of the access JWT's live grant p_sid (never an id the caller names);
+-- 1 the kill switch and the live section, 2 the period and its claim id (p_claim_ids as for
+-- open_claim), 3-4 claimable (judged first without a lock, so a refusal writes nothing, then again
+-- under the user's row lock, or the intent's unique key for a first claim), 5 the recipient (the
+-- user's first linked Solana wallet) and the cage's grant movement, 6 the ledger row, the section
+-- claimed, the claim intent written closed. A twin waits on the user's row or on the intent's
+-- unique key and then answers already_claimed. Nothing is ever left half-done: the game makes no
+-- call to the cage, and a failure rolls the whole claim back (retryable).
+-- outcome: 'disabled', 'forged' (no such live section), 'already_claimed', 'locked', 'no_wallet',
+-- or 'credited' with the amount paid, the period, the claim id and the grant's transaction (the
+-- journal entry's ref id, the claim id; null for a zero-amount section).
+create or replace function claims.credit_claim(p_environment text, p_sid uuid, p_section_key text, p_now timestamptz, p_claim_ids jsonb)
+  returns table (outcome text, amount bigint, period text, claim_id text, grant_tx text)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+  v_user uuid := auth_private.user_of_sid(p_sid);
+  v_section claims.claim_sections;
+  v_period text;
+  v_refusal text;
+  v_recipient text;
+  v_id text;
+  v_intent claims.claim_intents;
+  v_amount bigint;
+begin
+  if p_now is null then
+    perform claims_private.refuse('invalid_claim', 'a user and a clock');
+  end if;
+  if not (select b.claim_board_enabled from claims.board_settings(p_environment) b) then
+    return query select 'disabled'::text, null::bigint, null::text, null::text, null::text;
+    return;
+  end if;
+  select * into v_section from claims.resolved_sections(p_environment) s where s.key = p_section_key;
+  if v_section.id is null then
+    return query select 'forged'::text, null::bigint, null::text, null::text, null::text;
+    return;
+  end if;
+  v_period := claims_private.period_of(v_section.cadence, p_now);
+  v_refusal := claims_private.claim_refusal(v_user, v_section, v_period);
+  if v_refusal is null then
+    select w.address into v_recipient from auth.wallets w
+     where w.user_id = v_user and w.chain = 'solana' order by w.created_at, w.id limit 1;
+    v_refusal := case when v_recipient is null then 'no_wallet' end;
+  end if;
+  if v_refusal is null then
+    -- claimable as read: now under the user's row lock (when the row exists), judged again
+    perform from claims.user_claim_sections u where u.user_id = v_user and u.section_key = v_section.key for update;
+    v_refusal := claims_private.claim_refusal(v_user, v_section, v_period);
+  end if;
+  if v_refusal is not null then
+    return query select v_refusal, v_section.amount, v_period, null::text, null::text;
+    return;
+  end if;
+  v_id := case when jsonb_typeof(p_claim_ids) = 'object' then p_claim_ids ->> v_period end;
+  if v_id is null or v_id !~ '^0x[0-9a-f]{64}$' then
+    perform claims_private.refuse('invalid_claim', format('a claim id (0x + 64 hex) for period %s', v_period));
+  end if;
+  v_intent := claims_private.take_claim_intent(v_id, v_user, v_section, v_period, v_recipient);
+  if v_intent.status = 'claimed' then
+    return query select 'already_claimed'::text, v_intent.amount, v_period, null::text, null::text;
+    return;
+  end if;
+  v_amount := claims_private.post_claim_grant(v_intent);
+  insert into claims.claim_ledger (user_id, section_key, period, amount, claim_id, grant_tx)
+  values (v_user, v_section.key, v_period, v_amount, v_intent.claim_id, case when v_amount > 0 then v_intent.claim_id end);
+  insert into claims.user_claim_sections as u (user_id, section_key, state, claimed_at, period, claim_id)
+  values (v_user, v_section.key, 'claimed', now(), v_period, v_intent.claim_id)
+  on conflict (user_id, section_key) do update set state = 'claimed', claimed_at = now(), period = excluded.period, claim_id = excluded.claim_id;
+  update claims.claim_intents i set status = 'claimed', closed_at = now() where i.claim_id = v_intent.claim_id;
+  return query select 'credited'::text, v_amount, v_period, v_intent.claim_id, case when v_amount > 0 then v_intent.claim_id end;
+end;
+$$;
+
+-- The claim intent of a claim being credited (claims.credit_claim): written here, in the claim's
+-- transaction, and closed by it. Returns it with status 'claimed' when a twin already credited this
+-- claim (the insert waited on the intent's unique key until the twin committed), else with status
+-- 'open' for the caller to close: a new one, or one a three-step claim (claims.open_claim) left open
+-- or the reconciler abandoned, taken up (its amount and recipient the claim's now, unless its grant
+-- minted: claims_private.post_claim_grant then pays what it minted).
+create or replace function claims_private.take_claim_intent(
+  p_claim_id text, p_user uuid, p_section claims.claim_sections, p_period text, p_recipient text
+) returns claims.claim_intents
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_intent claims.claim_intents;
+begin
+  insert into claims.claim_intents (claim_id, user_id, section_key, period, amount, kind, recipient)
+  values (p_claim_id, p_user, p_section.key, p_period, p_section.amount, p_section.kind, p_recipient)
+  on conflict do nothing
+  returning * into v_intent;
+  if v_intent.claim_id is not null then
+    return v_intent;
+  end if;
+  select * into v_intent from claims.claim_intents i
+   where i.user_id = p_user and i.section_key = p_section.key and i.period = p_period for update;
+  if v_intent.claim_id is null then
+    perform claims_private.refuse('invalid_claim', format('claim id %s belongs to another claim', p_claim_id));
+  end if;
+  if v_intent.status = 'claimed' then
+    return v_intent;
+  end if;
+  update claims.claim_intents i
+     set status = 'open', opened_at = now(), closed_at = null, amount = p_section.amount, kind = p_section.kind, recipient = p_recipient
+   where i.claim_id = v_intent.claim_id
+  returning i.* into v_intent;
+  return v_intent;
+end;
+$$;
+
 -- Step 6: the grant minted (or had minted: a replay); the ledger row, the claimed state, and the
 -- intent closed. Claim-once is this function's alone, whatever its caller sends. It refuses unless:
 --   * an open claim intent names this claim id, user, section and period (claim_not_begun);
