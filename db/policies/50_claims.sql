@@ -22,8 +22,6 @@ grant execute on function
   claims.delete_section(uuid, text, text),
   claims.board(text, uuid, timestamptz),
   claims.mark_condition_met(text, uuid, text, text),
-  claims.open_claim(text, uuid, text, timestamptz, jsonb),
-  claims.finish_claim(uuid, text, text, bigint, text, text),
   claims.credit_claim(text, uuid, text, timestamptz, jsonb)
   to poker_game;
 
@@ -55,4 +53,3 @@ create policy agent_flags_read on game.agent_flags for select to poker_game, pok
 
 -- the worker completes claims whose grant minted but whose ledger row never came
 grant usage on schema claims to poker_worker;
-grant execute on function claims.complete_lost_claims(integer) to poker_worker;

@@ -25,7 +25,6 @@ export const PAYOUT_REPOST_SECONDS = 30;
 export const PERIODIC: readonly Periodic[] = [
   { task: 'cage_audit', schedule: (c) => ({ cron: c.CAGE_AUDIT_CRON }), atStartup: true, what: 'the audit (CAGE_AUDIT_CRON)' },
   { task: 'cage_reconcile_rake', schedule: (c) => ({ cron: c.CAGE_RAKE_RECONCILE_CRON }), what: 'the house rows of the rake, claimed (no chip moves)' },
-  { task: 'claims_complete_lost', schedule: () => ({ cron: '* * * * *' }), what: 'claims whose grant minted but whose ledger row never came' },
   { task: 'cage_reconcile_gas', schedule: () => ({ cron: '* * * * *' }), what: 'gas withdrawals a stopped cage left reserved, refunded' },
   {
     task: 'cage_sign_bust_receipts', schedule: () => ({ cron: '* * * * *' }),

@@ -8,7 +8,6 @@ import { createCageReconcileRakeTask } from '../../tasks/cage_reconcile_rake.ts'
 import { createCageReconcileGasTask } from '../../tasks/cage_reconcile_gas.ts';
 import { createCageSignBustReceiptsTask } from '../../tasks/cage_sign_bust_receipts.ts';
 import { createBettingSweepMarketsTask } from '../../tasks/betting_sweep_markets.ts';
-import { createClaimsCompleteLostTask } from '../../tasks/claims_complete_lost.ts';
 import { createDeliverConditionTask } from '../../tasks/deliver_condition.ts';
 import { createSendPasswordResetTask } from '../../tasks/send_password_reset.ts';
 import {
@@ -94,7 +93,6 @@ export async function startWorker({ config, databaseUrl, log, peers }: RoleConte
         cage_reconcile_gas: createCageReconcileGasTask({ pool, log }),
         cage_sign_bust_receipts: createCageSignBustReceiptsTask({ pool, cage, log }),
         betting_sweep_markets: createBettingSweepMarketsTask({ pool, log }),
-        claims_complete_lost: createClaimsCompleteLostTask({ pool, log }),
         deliver_condition: createDeliverConditionTask({ game, log }),
         send_password_reset: createSendPasswordResetTask({ mailWebhook: config.AUTH_MAIL_WEBHOOK_URL, mailKey, log }),
         tournament_start: createTournamentStartTask({ pool, log }),

@@ -7,16 +7,14 @@ import { audit, auditSinceCheckpoint } from '../../server/cage/ledger.ts';
 import { signerFromPrivateKey } from '../../server/cage/receipts.ts';
 import { TEST_RECEIPT_SEED } from '../helpers/keys.ts';
 import { settlePosition } from '../../server/cage/seams.ts';
-import { completeLostClaims } from '../../tasks/claims_complete_lost.ts';
 import { expectCleanAudit, fixtureOperatorSession } from '../helpers/cage.ts';
 import { isoWeek, solanaAddress, specClaimId } from '../helpers/claims.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createTestDatabase, playerGrant, type TestDatabase } from '../helpers/db.ts';
 import { authUser, newKey, newTableId, openDeposit, POKER_SETTINGS, standUp, withdrawKey } from '../helpers/game.ts';
 
 let db: TestDatabase;
 let cage: pg.Pool;
 let game: pg.Pool;
-let worker: pg.Pool;
 let admin: string;
 let adminId: string;
 
@@ -24,7 +22,6 @@ beforeAll(async () => {
   db = await createTestDatabase();
   cage = db.pool('poker_cage', 2);
   game = db.pool('poker_game', 2);
-  worker = db.pool('poker_worker', 2);
   ({ adminId, sid: admin } = await fixtureOperatorSession(db.owner));
   await db.owner.query("select claims.set_board_settings($1, 'local', true, null)", [admin]);
 });
@@ -108,36 +105,42 @@ describe('grants and claims', () => {
     await db.owner.query('update claims.claim_intents set opened_at = now() - make_interval(mins => $2) where claim_id = $1', [id, minutes]);
   };
 
-  test('a claim whose ledger row never came is completed from its grant; named only if it stays incomplete', async () => {
+  /** The user's claim of a section now, as the game makes it (claims.credit_claim, one transaction). */
+  async function creditClaim(userId: string, section: string) {
+    const now = new Date();
+    const ids = { once: specClaimId(userId, section, 'once'), [isoWeek(now)]: specClaimId(userId, section, isoWeek(now)) };
+    const { rows } = await game.query('select * from claims.credit_claim($1, $2, $3, $4, $5)', ['local', await playerGrant(db.owner, userId), section, now, JSON.stringify(ids)]);
+    return rows[0] as { outcome: string; amount: bigint; claim_id: string };
+  }
+
+  test('a grant whose claim row never came (a claim of before issue 33) is named once due; the next claim of it pays what it minted', async () => {
     const { userId, wallet } = await claimant();
     const period = isoWeek(new Date());
-    // young: the claim may still be finishing; neither completed nor named
+    // young: the claim may still be finishing; not named
     const young = await lostGrant(wallet, userId, 'weekly_baseline', period, 500, 0);
-    expect((await completeLostClaims(worker)).completed).toEqual([]);
     expect(await provenance()).toEqual([]);
-    // past the claim's timeout: the reconciler writes the row from the grant
-    await age(young, 2);
-    const run = await completeLostClaims(worker);
-    expect(run.completed.map((r) => [r.claim_id, r.section_key, r.period, r.amount])).toEqual([[young, 'weekly_baseline', period, 500n]]);
+    // past the window: named
+    await age(young, 10);
+    expect(await provenance()).toEqual([{
+      invariant: 'provenance', subject: `entry:${await entryId(young)}`, detail: { ref_id: young, kind: 'grant', problem: 'grant without its claim' },
+    }]);
+    // the user's claim takes its intent up: the grant is this claim's, nothing more is minted
+    expect(await creditClaim(userId, 'weekly_baseline')).toMatchObject({ outcome: 'credited', amount: 500n, claim_id: young });
+    expect((await db.owner.query('select count(*)::int as n from cage.cage_entries where ref_id = $1', [young])).rows[0].n).toBe(1);
     const row = await db.owner.query('select user_id, section_key, period, amount from claims.claim_ledger where claim_id = $1', [young]);
     expect(row.rows).toEqual([{ user_id: userId, section_key: 'weekly_baseline', period, amount: 500n }]);
-    expect((await db.owner.query('select state, period from claims.user_claim_sections where user_id = $1 and section_key = $2', [userId, 'weekly_baseline'])).rows[0])
-      .toEqual({ state: 'claimed', period });
     expect((await db.owner.query('select status from claims.claim_intents where claim_id = $1', [young])).rows[0].status).toBe('claimed');
     await expectCleanAudit(cage);
 
-    // a grant for an unlock that was never lit is not due: left incomplete, and named once old enough
+    // a grant for an unlock that was never lit: named; lit after all, the claim pays it (no second mint)
     const undue = await lostGrant(wallet, userId, 'connect_wallet', 'once', 500, 10);
-    expect((await completeLostClaims(worker)).undue.map((r) => r.claim_id)).toEqual([undue]);
-    // and recorded on its claim intent for the operators (cage.intents): stuck since now, and why (issue 32)
-    expect((await db.owner.query("select last_error, stuck_since is not null as stuck from cage.intent_attempts where kind = 'claim' and intent_key = $1", [undue])).rows)
-      .toEqual([{ last_error: 'a grant whose claim is no longer due: left for an operator', stuck: true }]);
     expect(await provenance()).toEqual([{
       invariant: 'provenance', subject: `entry:${await entryId(undue)}`, detail: { ref_id: undue, kind: 'grant', problem: 'grant without its claim' },
     }]);
-    // lit after all (the condition's delivery was late): the next run completes it
+    expect(await creditClaim(userId, 'connect_wallet')).toMatchObject({ outcome: 'locked' });
     await game.query("select * from claims.mark_condition_met('local', $1, 'wallet_linked', null)", [userId]);
-    expect((await completeLostClaims(worker)).completed.map((r) => r.claim_id)).toEqual([undue]);
+    expect(await creditClaim(userId, 'connect_wallet')).toMatchObject({ outcome: 'credited', amount: 500n, claim_id: undue });
+    expect((await db.owner.query('select count(*)::int as n from cage.cage_entries where ref_id = $1', [undue])).rows[0].n).toBe(1);
     await expectCleanAudit(cage);
   });
 
@@ -160,22 +163,25 @@ describe('grants and claims', () => {
     expect(await auditSinceCheckpoint(db.owner)).toEqual([named]);
     expect(await provenance()).toEqual([named]);
     expect((await checkpoint()).young).toContain(String(entry));
-    // completed from its grant: clean, and no longer carried
-    expect((await completeLostClaims(worker)).completed.map((r) => r.claim_id)).toEqual([grant]);
+    // its claim made (it takes the grant up): clean, and no longer carried
+    expect(await creditClaim(userId, 'weekly_baseline')).toMatchObject({ outcome: 'credited', claim_id: grant });
     expect(await auditSinceCheckpoint(db.owner)).toEqual([]);
     expect((await checkpoint()).young).not.toContain(String(entry));
     await expectCleanAudit(cage);
   });
 
-  test('a claim no grant came for is abandoned (the user may claim again); a grant no claim backs is named at once and never completed', async () => {
+  test('a grant no claim backs is named at once and never made a claim; an abandoned intent is claimed afresh', async () => {
     const { userId } = await claimant();
-    const id = specClaimId(userId, 'weekly_baseline', '2021-W01');
+    // an intent abandoned before issue 33 (no grant came): the claim of its period takes it up and mints once
+    const period = isoWeek(new Date());
+    const id = specClaimId(userId, 'weekly_baseline', period);
     await db.owner.query(
-      "insert into claims.claim_intents (claim_id, user_id, section_key, period, amount, kind, opened_at) values ($1, $2, 'weekly_baseline', '2021-W01', 500, 'baseline', now() - interval '2 minutes')",
-      [id, userId],
+      "insert into claims.claim_intents (claim_id, user_id, section_key, period, amount, kind, status, closed_at) values ($1, $2, 'weekly_baseline', $3, 500, 'baseline', 'abandoned', now())",
+      [id, userId, period],
     );
-    expect((await completeLostClaims(worker)).abandoned.map((r) => r.claim_id)).toContain(id);
-    expect((await db.owner.query('select status from claims.claim_intents where claim_id = $1', [id])).rows[0].status).toBe('abandoned');
+    expect(await creditClaim(userId, 'weekly_baseline')).toMatchObject({ outcome: 'credited', amount: 500n, claim_id: id });
+    expect((await db.owner.query('select count(*)::int as n from cage.cage_entries where ref_id = $1', [id])).rows[0].n).toBe(1);
+    await expectCleanAudit(cage);
     // the owner's own grant (what a stolen key minted before intents): named at once, never made a claim
     const forged = `0x${'e'.repeat(64)}`;
     await db.owner.query(
@@ -187,9 +193,6 @@ describe('grants and claims', () => {
     expect(await provenance()).toEqual([{
       invariant: 'provenance', subject: `entry:${await entryId(forged)}`, detail: { ref_id: forged, kind: 'grant', problem: 'grant without its claim intent' },
     }]);
-    await age(forged, 10);
-    const run = await completeLostClaims(worker);
-    expect([...run.completed, ...run.undue].map((r) => r.claim_id)).not.toContain(forged);
     expect((await db.owner.query('select count(*)::int as n from claims.claim_ledger where claim_id = $1', [forged])).rows[0].n).toBe(0);
     // (the owner writes the claim that would back it, so the books are clean for the file's other tests)
     await db.owner.query('insert into claims.claim_intents (claim_id, user_id, section_key, period, amount, kind, status) values ($1, $2, \'weekly_baseline\', \'2021-W02\', 500, \'baseline\', \'claimed\')', [forged, userId]);

@@ -204,7 +204,6 @@ describe('the attacks found from outside', () => {
       }
       // ... and the game login's: a claim, the agent registry
       for (const [sql, args] of [
-        ["select * from claims.open_claim('local', $1, 'weekly_baseline', now(), '{}')", [forged]],
         ["select * from claims.credit_claim('local', $1, 'weekly_baseline', now(), '{}')", [forged]],
         ["select * from game.create_agent($1, 'forged')", [forged]],
         ['select * from game.publish_agent_version($1, $2, null)', [forged, randomUUID()]],
@@ -530,14 +529,11 @@ const REVIEWED: Record<string, string> = {
   // claims
   'claims.board(text,uuid,timestamp with time zone)': 'reads what the login may select anyway',
   'claims.board_settings(text)': 'reads',
-  'claims.complete_lost_claims(integer)': 'bound: only intents whose grant it finds',
   'claims.create_section(uuid,text,jsonb)': 'a live admin session',
   'claims.credit_claim(text,uuid,text,timestamp with time zone,jsonb)': 'the player\'s token grant; the catalog\'s amount; claimable as the SQL judges it (posts the cage grant)',
   'claims.delete_section(uuid,text,text)': 'a live admin session',
-  'claims.finish_claim(uuid,text,text,bigint,text,text)': 'bound: the open intent and its grant',
   'claims.iso_week(timestamp with time zone)': 'pure',
   'claims.mark_condition_met(text,uuid,text,text)': 'state: a known condition must hold',
-  'claims.open_claim(text,uuid,text,timestamp with time zone,jsonb)': 'the player\'s token grant; the catalog\'s amount',
   'claims.patch_section(uuid,text,text,jsonb)': 'a live admin session',
   'claims.resolved_sections(text)': 'reads',
   'claims.set_board_settings(uuid,text,boolean,boolean)': 'a live admin session',

@@ -153,8 +153,8 @@ begin
      and not exists (select from cage.test_seeds s
                       where s.ref_id = e.ref_id and s.user_id::text = e.memo ->> 'user_id' and s.amount = e.amounts[2])
   union all
-  --    ... and its claim-ledger row (same claim id, user and amount), once the claim's process had
-  --    its time to write it and the reconciler its time to complete it (claims.complete_lost_claims).
+  --    ... and its claim-ledger row (same claim id, user and amount): written in the grant's own
+  --    transaction since issue 33 (claims.credit_claim); judged past claims_private.claim_report_after.
   select 'provenance', 'entry:' || e.id,
          jsonb_build_object('ref_id', e.ref_id, 'kind', e.kind, 'problem', 'grant without its claim')
     from scope e

@@ -23,12 +23,13 @@ $$;
 
 -- Play chips to the owner of the linked Solana wallet p_recipient; ref id = the claim id. A replay
 -- returns status 'replayed' (the route answers { idempotent: true }) and mints nothing. A new grant
--- is made only for the claim that backs it: an open claim intent (claims.open_claim) of this claim
--- id, of this amount, whose user owns the recipient wallet, and of the section and period named
--- when they are (grant_not_backed otherwise): the service key alone mints nothing. The claim's
--- section and period are kept in the entry's memo, so the claim's ledger row can be checked against
--- its grant (claims.finish_claim, the audit) and completed from it when the claim's process died
--- between the two (claims.complete_lost_claims).
+-- is made only for the claim that backs it: an open claim intent of this claim id, of this amount,
+-- whose user owns the recipient wallet, and of the section and period named when they are
+-- (grant_not_backed otherwise): the service key alone mints nothing. Since issue 33 a claim posts
+-- its own grant in its one transaction (claims.credit_claim, the same kind and memo as here) and
+-- leaves no intent open, so this route answers replays and refuses the rest. The claim's section
+-- and period are kept in the entry's memo, so the claim's ledger row can be checked against its
+-- grant (the audit).
 create or replace function cage.grant_play_chips(
   p_recipient text, p_amount bigint, p_claim_id text, p_section_key text default null, p_period text default null
 ) returns table (user_id uuid, amount bigint, ref_id text, status text)

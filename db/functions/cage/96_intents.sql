@@ -11,7 +11,8 @@
 --   chain_withdrawal          bank.withdraw_intents        pending submitted confirmed failed
 --   chain_tournament_payment  bank.tournament_payments     pending submitted confirmed failed
 --   vault_refund              bank.vault_refunds           pending submitted confirmed
---   claim                     claims.claim_intents         open claimed abandoned (a claim's grant is its step)
+--   claim                     claims.claim_intents         open claimed abandoned (written and closed in the claim's one
+--                                                          transaction since issue 33; an open one is a pre-33 claim's)
 -- Each row says its next step (null once nothing is left to do), its deadline (when a reconciler
 -- takes it up), and, from cage.intent_attempts (migration 000049), the reconcilers' attempts: how
 -- many, the last one, when it is due again, and since when and why it is stuck (the last failure).
@@ -119,7 +120,7 @@ create view cage_private.intent_rows as
     from bank.vault_refunds r
   union all
   select 'claim', c.claim_id, c.status, c.amount, c.user_id, null,
-         case when c.status = 'open' then 'complete from its grant, or abandon' end,
+         case when c.status = 'open' then 'an operator: its grant minted, its claim no longer due (the next claim of it takes it up)' end,
          c.status = 'open', c.opened_at, null, null, c.opened_at
     from claims.claim_intents c;
 

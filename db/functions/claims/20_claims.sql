@@ -1,14 +1,10 @@
--- The claim board of a user, conditions met, and the claim itself (spec: Claim transaction order),
--- in short transactions, none held across the HTTP calls:
---   claims.open_claim    1 re-read the kill switch and the live section, 2 the period,
---                        3 lock the user's row and look for a ledger row, 4 re-verify claimability,
---                        and open the claim intent (claim id, user, section, period, amount);
---   (the role)           5 resolve the wallet and POST the grant, which the cage makes only for an
---                        open intent of that claim id, amount and recipient (grant_not_backed);
---   claims.finish_claim  6 write the ledger row, mark the section claimed, close the intent.
--- One intent per claim and the ledger's unique claim_id (and unique user/section/period) make a
--- second credit impossible whatever the caller does; the bank's replay-once on the claim id and
--- its intent check make a second mint impossible.
+-- The claim board of a user, conditions met, and the claim itself (spec: Claim transaction order).
+-- A claim is ONE transaction (issue 33), claims.credit_claim: 1 re-read the kill switch and the live
+-- section, 2 the period, 3-4 the ledger and claimability (judged again under the user's row lock),
+-- 5 the recipient wallet and the cage's `grant` movement (replay-once on the claim id), 6 the ledger
+-- row, the section claimed, the claim intent closed. One intent per claim and the ledger's unique
+-- claim_id (and unique user/section/period) make a second credit impossible whatever the caller
+-- does; the journal's replay-once on the claim id makes a second mint impossible.
 
 -- The period a claim of this section falls in at p_now.
 create or replace function claims_private.period_of(p_cadence text, p_now timestamptz) returns text
@@ -180,105 +176,6 @@ begin
 end;
 $$;
 
--- Steps 1 to 4 of a claim, in a short transaction of their own, and the claim intent they open.
--- outcome: 'disabled' (kill switch off), 'forged' (no such live section), 'already_claimed',
--- 'locked', 'no_wallet' (no linked Solana wallet), or 'proceed' with the amount, the period, the
--- claim id to grant under and the recipient wallet. The user's row
--- (when it exists) is locked while the claim is judged; nothing but the intent is written.
--- p_claim_ids maps a period to its claim id (keccak256 of `userId:sectionKey:period`, which the game
--- computes for each period the claim could fall in); the one of the period computed here is taken.
--- One intent per claim (user, section, period): a claim already in flight (a retry, a twin) answers
--- with the open intent, whatever claim id it names, so no second grant can be backed; an intent the
--- reconciler abandoned (no grant came) is opened again.
-create or replace function claims.open_claim(p_environment text, p_sid uuid, p_section_key text, p_now timestamptz, p_claim_ids jsonb)
-  returns table (outcome text, amount bigint, period text, kind text, claim_id text, recipient text)
-  language plpgsql volatile security definer
-  set search_path = pg_catalog, pg_temp
-as $$
-#variable_conflict use_column
-declare
-  -- the player: the user of the access JWT's live grant (never an id the caller names)
-  v_user uuid := auth_private.user_of_sid(p_sid);
-  v_section claims.claim_sections;
-  v_period text;
-  v_row claims.user_claim_sections;
-  v_id text;
-  v_intent claims.claim_intents;
-  v_recipient text;
-begin
-  if v_user is null or p_now is null then
-    perform claims_private.refuse('invalid_claim', 'a user and a clock');
-  end if;
-  -- 1. the kill switch and the live section, read now
-  if not (select b.claim_board_enabled from claims.board_settings(p_environment) b) then
-    return query select 'disabled'::text, null::bigint, null::text, null::text, null::text, null::text;
-    return;
-  end if;
-  select * into v_section from claims.resolved_sections(p_environment) s where s.key = p_section_key;
-  if v_section.id is null then
-    return query select 'forged'::text, null::bigint, null::text, null::text, null::text, null::text;
-    return;
-  end if;
-  -- 2. the period, and the claim id of it
-  v_period := claims_private.period_of(v_section.cadence, p_now);
-  -- 3. the user's row, locked when it exists (a claim writes nothing until it proceeds: a missing
-  --    row is a locked unlock or an unclaimed baseline, and the one intent per claim below is what
-  --    makes two first claims one), then the ledger: the claim of this period, or for an unlock any
-  --    claim of the key ever (it pays once, even after a delete-and-recreate that changed its cadence)
-  select * into v_row from claims.user_claim_sections u
-   where u.user_id = v_user and u.section_key = v_section.key for update;
-  if exists (select from claims.claim_ledger l
-              where l.user_id = v_user and l.section_key = v_section.key
-                and (v_section.kind = 'unlock' or l.period = v_period)) then
-    return query select 'already_claimed'::text, v_section.amount, v_period, v_section.kind, null::text, null::text;
-    return;
-  end if;
-  -- 4. claimable: an unlock must be lit; the baseline unclaimed in this period
-  if v_section.kind = 'unlock' and v_row.state is distinct from 'lit' then
-    return query select 'locked'::text, v_section.amount, v_period, v_section.kind, null::text, null::text;
-    return;
-  end if;
-  if v_section.kind = 'baseline' and v_row.period is not distinct from v_period then
-    return query select 'already_claimed'::text, v_section.amount, v_period, v_section.kind, null::text, null::text;
-    return;
-  end if;
-  -- 5a. the recipient: the user's first linked Solana wallet (read here, with the claim, from the
-  --     identity tables this definer function may read; no wallet: nothing is opened)
-  select w.address into v_recipient from auth.wallets w
-   where w.user_id = v_user and w.chain = 'solana' order by w.created_at, w.id limit 1;
-  if v_recipient is null then
-    return query select 'no_wallet'::text, v_section.amount, v_period, v_section.kind, null::text, null::text;
-    return;
-  end if;
-  -- the intent: this claim's, once
-  v_id := case when jsonb_typeof(p_claim_ids) = 'object' then p_claim_ids ->> v_period end;
-  if v_id is null or v_id !~ '^0x[0-9a-f]{64}$' then
-    perform claims_private.refuse('invalid_claim', format('a claim id (0x + 64 hex) for period %s', v_period));
-  end if;
-  insert into claims.claim_intents (claim_id, user_id, section_key, period, amount, kind, recipient)
-  values (v_id, v_user, v_section.key, v_period, v_section.amount, v_section.kind, v_recipient)
-  on conflict do nothing;
-  select * into v_intent from claims.claim_intents i
-   where i.user_id = v_user and i.section_key = v_section.key and i.period = v_period;
-  if v_intent.claim_id is null then
-    perform claims_private.refuse('invalid_claim', format('claim id %s belongs to another claim', v_id));
-  end if;
-  if v_intent.status = 'abandoned' then
-    update claims.claim_intents i
-       set status = 'open', opened_at = now(), closed_at = null, amount = v_section.amount, kind = v_section.kind, recipient = v_recipient
-     where i.claim_id = v_intent.claim_id returning i.* into v_intent;
-  elsif v_intent.status = 'open' and v_intent.recipient is distinct from v_recipient
-        and not exists (select from cage.cage_entries e where e.ref_id = v_intent.claim_id) then
-    -- the wallet changed before any grant: the intent pays the wallet linked now
-    update claims.claim_intents i set recipient = v_recipient where i.claim_id = v_intent.claim_id returning i.* into v_intent;
-  elsif v_intent.status = 'claimed' then
-    return query select 'already_claimed'::text, v_intent.amount, v_period, v_intent.kind, v_intent.claim_id, v_intent.recipient;
-    return;
-  end if;
-  return query select 'proceed'::text, v_intent.amount, v_period, v_intent.kind, v_intent.claim_id, v_intent.recipient;
-end;
-$$;
-
 -- Whether user p_user may claim section p_section in period p_period as the rows stand (the spec's
 -- steps 3 and 4): null when it may, else the outcome ('already_claimed' or 'locked'). An unlock pays
 -- once ever (any ledger row of the key blocks it, even after a delete-and-recreate that changed its
@@ -447,90 +344,9 @@ begin
 end;
 $$;
 
--- Step 6: the grant minted (or had minted: a replay); the ledger row, the claimed state, and the
--- intent closed. Claim-once is this function's alone, whatever its caller sends. It refuses unless:
---   * an open claim intent names this claim id, user, section and period (claim_not_begun);
---   * the section is still claimable: an unlock lit and never paid, a baseline unpaid in this
---     period (already_claimed, section_not_lit);
---   * the amount is the intent's, or, when the cage has already minted a grant for this claim id,
---     the amount that grant minted (claim_amount_mismatch);
---   * a non-zero amount has its grant: a cage grant under this claim id to this user, for this
---     section and period, of this amount (grant_not_found).
--- The intent's row lock serialises twins: the second finds it claimed (already_claimed).
-create or replace function claims.finish_claim(
-  p_user_id uuid, p_section_key text, p_period text, p_amount bigint, p_claim_id text, p_grant_tx text
-) returns claims.claim_ledger
-  language plpgsql volatile security definer
-  set search_path = pg_catalog, pg_temp
-as $$
-declare
-  v_intent claims.claim_intents;
-  v_row claims.user_claim_sections;
-  v_grant cage.cage_entries;
-  v_entry claims.claim_ledger;
-begin
-  if p_claim_id is null or p_claim_id !~ '^0x[0-9a-f]{64}$' or p_amount is null or p_amount < 0 or p_period is null then
-    perform claims_private.refuse('invalid_claim', 'claim id 0x + 64 hex, amount, period');
-  end if;
-  select * into v_intent from claims.claim_intents i where i.claim_id = p_claim_id for update;
-  if v_intent.claim_id is null or v_intent.user_id is distinct from p_user_id
-     or v_intent.section_key is distinct from p_section_key or v_intent.period is distinct from p_period then
-    perform claims_private.refuse('claim_not_begun', 'no claim intent of this claim id for this user, section and period (claims.open_claim)');
-  end if;
-  if v_intent.status = 'claimed' then
-    perform claims_private.refuse('already_claimed');
-  end if;
-  if v_intent.status <> 'open' then
-    perform claims_private.refuse('claim_not_begun', format('the claim intent is %s', v_intent.status));
-  end if;
-  insert into claims.user_claim_sections (user_id, section_key) values (p_user_id, p_section_key)
-  on conflict (user_id, section_key) do nothing;
-  select * into v_row from claims.user_claim_sections u where u.user_id = p_user_id and u.section_key = p_section_key for update;
-  if exists (select from claims.claim_ledger l
-              where l.user_id = p_user_id and l.section_key = p_section_key
-                and (v_intent.kind = 'unlock' or l.period = p_period)) then
-    perform claims_private.refuse('already_claimed');
-  end if;
-  if v_intent.kind = 'unlock' and v_row.state is distinct from 'lit' then
-    perform claims_private.refuse('section_not_lit');
-  end if;
-  if v_intent.kind = 'baseline' and v_row.period is not distinct from p_period then
-    perform claims_private.refuse('already_claimed');
-  end if;
-
-  select * into v_grant from cage.cage_entries e where e.ref_id = p_claim_id and e.kind = 'grant';
-  if v_grant.id is not null then
-    if (v_grant.memo ->> 'user_id') is distinct from p_user_id::text
-       or coalesce(v_grant.memo ->> 'section_key', p_section_key) <> p_section_key
-       or coalesce(v_grant.memo ->> 'period', p_period) <> p_period then
-      perform claims_private.refuse('grant_not_found', format('grant %s is not this claim''s', p_claim_id));
-    end if;
-    if v_grant.amounts[2] <> p_amount then
-      perform claims_private.refuse('claim_amount_mismatch', format('grant %s minted %s', p_claim_id, v_grant.amounts[2]));
-    end if;
-  else
-    if p_amount <> v_intent.amount then
-      perform claims_private.refuse('claim_amount_mismatch', format('the claim pays %s', v_intent.amount));
-    end if;
-    if p_amount > 0 then
-      perform claims_private.refuse('grant_not_found', format('no grant under %s', p_claim_id));
-    end if;
-  end if;
-
-  insert into claims.claim_ledger (user_id, section_key, period, amount, claim_id, grant_tx)
-  values (p_user_id, p_section_key, p_period, p_amount, p_claim_id, left(p_grant_tx, 200))
-  returning * into v_entry;
-  update claims.user_claim_sections u
-     set state = 'claimed', claimed_at = now(), period = p_period, claim_id = p_claim_id
-   where u.user_id = p_user_id and u.section_key = p_section_key;
-  update claims.claim_intents i set status = 'claimed', closed_at = now() where i.claim_id = p_claim_id;
-  return v_entry;
-end;
-$$;
-
--- How long a claim may take from its intent to its ledger row (the wallet read and the grant between
--- them are each bounded by the game's call timeout). An intent open longer than this lost its
--- claim's process; the reconciler then completes it from its grant, or abandons it when none came.
+-- How long a claim may take from its intent to its ledger row. Since issue 33 both commit in one
+-- transaction, so no grant of a new claim is ever without its row; the window stays for the audit's
+-- young grants (cage_private.audit_checkpoint) and for grants made before it.
 create or replace function claims_private.claim_timeout() returns interval
   language sql immutable parallel safe
   set search_path = pg_catalog, pg_temp
@@ -539,65 +355,10 @@ as $$
 $$;
 
 -- When the audit names a grant whose claim never completed: past the claim's timeout and four
--- reconciler runs (the worker completes lost claims every minute).
+-- minutes (the margin the lost-claim reconciler had before issue 33).
 create or replace function claims_private.claim_report_after() returns interval
   language sql immutable parallel safe
   set search_path = pg_catalog, pg_temp
 as $$
   select claims_private.claim_timeout() + interval '4 minutes'
-$$;
-
--- Finishes claims whose process died between the grant and the ledger row: for each claim intent
--- open longer than the claim timeout, the grant under its claim id (to its user, of its amount)
--- completes it (the ledger row, the claimed state, the intent closed) when the claim is still due;
--- an intent with no grant is abandoned (nothing was minted; the user may claim again). Only grants
--- an intent backs are completed: a grant the reconciler cannot match is never turned into a claim,
--- and the audit names it at once. Returns what it did.
-create or replace function claims.complete_lost_claims(p_limit integer)
-  returns table (claim_id text, user_id uuid, section_key text, period text, amount bigint, completed boolean, outcome text)
-  language plpgsql volatile security definer
-  set search_path = pg_catalog, pg_temp
-as $$
-#variable_conflict use_column
-declare
-  v_intent claims.claim_intents;
-  v_grant cage.cage_entries;
-  v_row claims.user_claim_sections;
-  v_due boolean;
-begin
-  for v_intent in
-    select * from claims.claim_intents i
-     where i.status = 'open' and i.opened_at < now() - claims_private.claim_timeout()
-     order by i.opened_at
-     limit greatest(coalesce(p_limit, 0), 0)
-     for update skip locked
-  loop
-    select * into v_grant from cage.cage_entries e
-     where e.ref_id = v_intent.claim_id and e.kind = 'grant'
-       and e.memo ->> 'user_id' = v_intent.user_id::text and e.amounts[2] = v_intent.amount;
-    if v_grant.id is null then
-      update claims.claim_intents i set status = 'abandoned', closed_at = now() where i.claim_id = v_intent.claim_id;
-      return query select v_intent.claim_id, v_intent.user_id, v_intent.section_key, v_intent.period, v_intent.amount, false, 'abandoned'::text;
-      continue;
-    end if;
-    insert into claims.user_claim_sections (user_id, section_key) values (v_intent.user_id, v_intent.section_key)
-    on conflict (user_id, section_key) do nothing;
-    select * into v_row from claims.user_claim_sections u
-     where u.user_id = v_intent.user_id and u.section_key = v_intent.section_key for update;
-    v_due := not exists (select from claims.claim_ledger l
-                          where l.user_id = v_intent.user_id and l.section_key = v_intent.section_key
-                            and (v_intent.kind = 'unlock' or l.period = v_intent.period))
-      and case v_intent.kind when 'unlock' then v_row.state = 'lit' else v_row.period is distinct from v_intent.period end;
-    if v_due then
-      insert into claims.claim_ledger (user_id, section_key, period, amount, claim_id, grant_tx)
-      values (v_intent.user_id, v_intent.section_key, v_intent.period, v_intent.amount, v_intent.claim_id, v_intent.claim_id);
-      update claims.user_claim_sections u
-         set state = 'claimed', claimed_at = now(), period = v_intent.period, claim_id = v_intent.claim_id
-       where u.user_id = v_intent.user_id and u.section_key = v_intent.section_key;
-      update claims.claim_intents i set status = 'claimed', closed_at = now() where i.claim_id = v_intent.claim_id;
-    end if;
-    return query select v_intent.claim_id, v_intent.user_id, v_intent.section_key, v_intent.period, v_intent.amount, v_due,
-                        case when v_due then 'completed' else 'not_due' end;
-  end loop;
-end;
 $$;
