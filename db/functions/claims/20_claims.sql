@@ -243,7 +243,7 @@ $$;
 -- or 'credited' with the amount paid, the period, the claim id and the grant's transaction (the
 -- journal entry's ref id, the claim id; null for a zero-amount section).
 create or replace function claims.credit_claim(p_environment text, p_sid uuid, p_section_key text, p_now timestamptz, p_claim_ids jsonb)
-  returns table (outcome text, amount bigint, period text, claim_id text, grant_tx text)
+  returns table (outcome text, amount bigint, period text, kind text, claim_id text, grant_tx text)
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
@@ -262,12 +262,12 @@ begin
     perform claims_private.refuse('invalid_claim', 'a user and a clock');
   end if;
   if not (select b.claim_board_enabled from claims.board_settings(p_environment) b) then
-    return query select 'disabled'::text, null::bigint, null::text, null::text, null::text;
+    return query select 'disabled'::text, null::bigint, null::text, null::text, null::text, null::text;
     return;
   end if;
   select * into v_section from claims.resolved_sections(p_environment) s where s.key = p_section_key;
   if v_section.id is null then
-    return query select 'forged'::text, null::bigint, null::text, null::text, null::text;
+    return query select 'forged'::text, null::bigint, null::text, null::text, null::text, null::text;
     return;
   end if;
   v_period := claims_private.period_of(v_section.cadence, p_now);
@@ -283,7 +283,7 @@ begin
     v_refusal := claims_private.claim_refusal(v_user, v_section, v_period);
   end if;
   if v_refusal is not null then
-    return query select v_refusal, v_section.amount, v_period, null::text, null::text;
+    return query select v_refusal, v_section.amount, v_period, v_section.kind, null::text, null::text;
     return;
   end if;
   v_id := case when jsonb_typeof(p_claim_ids) = 'object' then p_claim_ids ->> v_period end;
@@ -292,7 +292,7 @@ begin
   end if;
   v_intent := claims_private.take_claim_intent(v_id, v_user, v_section, v_period, v_recipient);
   if v_intent.status = 'claimed' then
-    return query select 'already_claimed'::text, v_intent.amount, v_period, null::text, null::text;
+    return query select 'already_claimed'::text, v_intent.amount, v_period, v_section.kind, null::text, null::text;
     return;
   end if;
   v_amount := claims_private.post_claim_grant(v_intent);
@@ -302,7 +302,7 @@ begin
   values (v_user, v_section.key, 'claimed', now(), v_period, v_intent.claim_id)
   on conflict (user_id, section_key) do update set state = 'claimed', claimed_at = now(), period = excluded.period, claim_id = excluded.claim_id;
   update claims.claim_intents i set status = 'claimed', closed_at = now() where i.claim_id = v_intent.claim_id;
-  return query select 'credited'::text, v_amount, v_period, v_intent.claim_id, case when v_amount > 0 then v_intent.claim_id end;
+  return query select 'credited'::text, v_amount, v_period, v_section.kind, v_intent.claim_id, case when v_amount > 0 then v_intent.claim_id end;
 end;
 $$;
 
