@@ -2,7 +2,7 @@
 // with that role's pool as a compromised service would. Chips move only along the pairs the cage
 // and the game agreed on: a seat credit names a live deposit, a seat settlement names the cage's
 // terminal entry, the cage posts only through its business functions, claim-once holds in
-// finish_claim whatever the game role sends, and a settlement is written with its receipt.
+// credit_claim whatever the game role sends, and a settlement is written with its receipt.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { signerFromPrivateKey, type ReceiptSigner } from '../../server/cage/receipts.ts';
@@ -148,7 +148,7 @@ describe('the cage role', () => {
   });
 });
 
-describe('claim-once in claims.finish_claim', () => {
+describe('claim-once in claims.credit_claim', () => {
   async function claimant(lit: boolean) {
     const userId = await player(0);
     const wallet = solanaAddress();
@@ -157,81 +157,39 @@ describe('claim-once in claims.finish_claim', () => {
     return { userId, wallet };
   }
   const now = new Date('2026-11-23T12:00:00Z');
+  const idsOf = (userId: string, section: string) => ({ once: specClaimId(userId, section, 'once'), '2026-W48': specClaimId(userId, section, '2026-W48') });
+  /** The claim as the game login makes it: the player's token grant, the claim ids it names. */
+  const credit = async (userId: string, section: string, ids: unknown = idsOf(userId, section)) =>
+    game.query('select * from claims.credit_claim($1, $2, $3, $4, $5)', ['local', await playerGrant(db.owner, userId), section, now, JSON.stringify(ids)]);
+  const grants = async (userId: string) =>
+    (await db.owner.query("select count(*)::int as n from cage.cage_entries where kind = 'grant' and memo ->> 'user_id' = $1", [userId])).rows[0].n;
+  const ledger = async (userId: string) => (await db.owner.query('select count(*)::int as n from claims.claim_ledger where user_id = $1', [userId])).rows[0].n;
 
-  const openSql = 'select * from claims.open_claim($1, $2, $3, $4, $5)';
-  const open = async (userId: string, section: string) =>
-    game.query(openSql, ['local', await playerGrant(db.owner, userId), section, now, JSON.stringify({ once: specClaimId(userId, section, 'once'), '2026-W48': specClaimId(userId, section, '2026-W48') })]);
-
-  /** The claim board's steps: the intent opened, the grant as the cage makes it, then `finish` as given. */
-  async function claimWith(userId: string, wallet: string, section: string, finish: (step: { period: string; amount: bigint; id: string }) => Promise<unknown>) {
-    const { rows } = await open(userId, section);
-    const step = rows[0];
-    const id = step.claim_id ?? specClaimId(userId, section, step.period ?? 'once');
-    if (step.outcome === 'proceed') {
-      await cage.query('select * from cage.grant_play_chips($1, $2, $3, $4, $5)', [wallet, String(step.amount), id, section, step.period]);
-    }
-    const result = await code(finish({ period: step.period, amount: step.amount, id }));
-    return { outcome: step.outcome as string, result, id };
-  }
-  const finishSql = 'select claims.finish_claim($1, $2, $3, $4, $5, $6)';
-
-  test('refuses a finish without its open intent, for another period or amount, or twice', async () => {
-    const { userId, wallet } = await claimant(true);
-    // no intent at all
-    expect(await code(game.query(finishSql, [userId, 'connect_wallet', 'once', 500, specClaimId(userId, 'connect_wallet', 'once'), null])))
-      .toBe('CLNBG claim_not_begun');
-    // opened, finished for another period, another amount, another section
-    const wrong = [
-      (s: { id: string }) => game.query(finishSql, [userId, 'connect_wallet', '2026-W48', 500, s.id, null]),
-      (s: { id: string }) => game.query(finishSql, [userId, 'connect_wallet', 'once', 5000, s.id, null]),
-      (s: { id: string }) => game.query(finishSql, [userId, 'weekly_baseline', '2026-W48', 500, s.id, null]),
-    ];
-    const results = [];
-    for (const finish of wrong) results.push((await claimWith(userId, wallet, 'connect_wallet', finish)).result);
-    expect(results).toEqual(['CLNBG claim_not_begun', 'CLAMM claim_amount_mismatch', 'CLNBG claim_not_begun']);
-    // the right finish
-    const ok = await claimWith(userId, wallet, 'connect_wallet', (s) => game.query(finishSql, [userId, 'connect_wallet', s.period, String(s.amount), s.id, s.id]));
-    expect(ok.result).toBe('no error');
-    // paid once: a later claim does not proceed, a second finish of the same claim is already_claimed,
-    // and a finish under another claim id is not begun
-    expect(await code(game.query(finishSql, [userId, 'connect_wallet', 'once', 500, ok.id, ok.id]))).toBe('CLACL already_claimed');
-    const again = await claimWith(userId, wallet, 'connect_wallet', () => game.query(finishSql, [userId, 'connect_wallet', 'once', 500, specClaimId(userId, 'connect_wallet', 'x'), null]));
-    expect(again).toMatchObject({ outcome: 'already_claimed', result: 'CLNBG claim_not_begun' });
-    const ledger = await db.owner.query('select count(*)::int as n from claims.claim_ledger where user_id = $1', [userId]);
-    expect(ledger.rows[0].n).toBe(1);
+  test('pays once: a locked unlock nothing, a second claim already_claimed, another claim\'s id refused; the catalog\'s amount', async () => {
+    const { userId } = await claimant(false);
+    expect((await credit(userId, 'connect_wallet')).rows[0]).toMatchObject({ outcome: 'locked', claim_id: null });
+    expect(await grants(userId)).toBe(0);
+    await game.query("select * from claims.mark_condition_met('local', $1, 'wallet_linked', null)", [userId]);
+    expect((await credit(userId, 'connect_wallet')).rows[0]).toMatchObject({ outcome: 'credited', amount: 500n, claim_id: specClaimId(userId, 'connect_wallet', 'once') });
+    expect((await credit(userId, 'connect_wallet')).rows[0]).toMatchObject({ outcome: 'already_claimed' });
+    // another user's claim: its claim id is theirs (refused), and paid under their own it is theirs, not this user's
+    const other = await claimant(true);
+    expect(await code(credit(other.userId, 'connect_wallet', { once: specClaimId(userId, 'connect_wallet', 'once') }))).toBe('CLCLM invalid_claim');
+    expect([await ledger(userId), await grants(userId), await ledger(other.userId), await grants(other.userId)]).toEqual([1, 1, 0, 0]);
     await expectCleanAudit(cage);
   });
 
-  test("on a retry after a lost grant, the amount is the open intent's (the grant's); a grant of another claim is not this one's", async () => {
+  test("a claim whose grant an earlier version minted pays what it minted, once (the open intent's amount)", async () => {
     const { userId, wallet } = await claimant(true);
-    // an earlier attempt opened its claim when the catalog said 450, was granted, and lost its answer
-    const first = (await open(userId, 'connect_wallet')).rows[0];
-    await db.owner.query('update claims.claim_intents set amount = 450 where claim_id = $1', [first.claim_id]);
-    const id = first.claim_id as string;
+    // an earlier version opened the claim when the catalog said 450, was granted, and lost its answer
+    const id = specClaimId(userId, 'connect_wallet', 'once');
+    await db.owner.query("insert into claims.claim_intents (claim_id, user_id, section_key, period, amount, kind, recipient) values ($1, $2, 'connect_wallet', 'once', 450, 'unlock', $3)", [id, userId, wallet]);
     await cage.query('select * from cage.grant_play_chips($1, 450, $2, $3, $4)', [wallet, id, 'connect_wallet', 'once']);
-    // the retry takes the open intent up: its amount, its claim id
-    expect((await open(userId, 'connect_wallet')).rows[0]).toMatchObject({ outcome: 'proceed', amount: 450n, claim_id: id });
-    expect(await code(game.query(finishSql, [userId, 'connect_wallet', 'once', 500, id, id]))).toBe('CLAMM claim_amount_mismatch');
-    // the baseline's claim names another claim: not this one's
-    const baseline = (await open(userId, 'weekly_baseline')).rows[0];
-    await cage.query('select * from cage.grant_play_chips($1, 500, $2, $3, $4)', [wallet, baseline.claim_id, 'weekly_baseline', baseline.period]);
-    expect(await code(game.query(finishSql, [userId, 'connect_wallet', 'once', 500, baseline.claim_id, baseline.claim_id]))).toBe('CLNBG claim_not_begun');
-    await game.query(finishSql, [userId, 'connect_wallet', 'once', 450, id, id]);
-    await game.query(finishSql, [userId, 'weekly_baseline', baseline.period, 500, baseline.claim_id, baseline.claim_id]);
+    expect((await credit(userId, 'connect_wallet')).rows[0]).toMatchObject({ outcome: 'credited', amount: 450n, claim_id: id });
     const { rows } = await db.owner.query("select amount, claim_id from claims.claim_ledger where user_id = $1 and section_key = 'connect_wallet'", [userId]);
     expect(rows).toEqual([{ amount: 450n, claim_id: id }]);
+    expect(await grants(userId)).toBe(1);
     await expectCleanAudit(cage);
-  });
-
-  test('refuses a locked unlock and a paid claim without its grant', async () => {
-    const { userId, wallet } = await claimant(false);
-    const locked = await claimWith(userId, wallet, 'connect_wallet', () => game.query(finishSql, [userId, 'connect_wallet', 'once', 500, specClaimId(userId, 'connect_wallet', 'once'), null]));
-    expect(locked).toMatchObject({ outcome: 'locked', result: 'CLNBG claim_not_begun' });
-    // the baseline, opened, finished with no grant behind it
-    const { rows } = await open(userId, 'weekly_baseline');
-    expect(rows[0].outcome).toBe('proceed');
-    expect(await code(game.query(finishSql, [userId, 'weekly_baseline', rows[0].period, 500, rows[0].claim_id, null]))).toBe('CLGNF grant_not_found');
-    expect((await db.owner.query('select count(*)::int as n from claims.claim_ledger where user_id = $1', [userId])).rows[0].n).toBe(0);
   });
 
   test('the service key alone mints nothing: a grant with no open claim, another amount or another recipient is refused (grant_not_backed)', async () => {
@@ -239,11 +197,15 @@ describe('claim-once in claims.finish_claim', () => {
     for (const id of [`0x${randomUUID().replace(/-/g, '').padEnd(64, '0')}`, specClaimId(userId, 'connect_wallet', 'once')]) {
       expect(await code(cage.query('select * from cage.grant_play_chips($1, 500, $2, null, null)', [wallet, id]))).toBe('CGGNB grant_not_backed');
     }
-    const step = (await open(userId, 'connect_wallet')).rows[0];
-    expect(await code(cage.query('select * from cage.grant_play_chips($1, 499, $2, null, null)', [wallet, step.claim_id]))).toBe('CGGNB grant_not_backed');
+    // an open intent (what an earlier version's claim left; the owner writes it here): only its amount and recipient
+    const id = specClaimId(userId, 'connect_wallet', 'once');
+    await db.owner.query("insert into claims.claim_intents (claim_id, user_id, section_key, period, amount, kind, recipient) values ($1, $2, 'connect_wallet', 'once', 500, 'unlock', $3)", [id, userId, wallet]);
+    expect(await code(cage.query('select * from cage.grant_play_chips($1, 499, $2, null, null)', [wallet, id]))).toBe('CGGNB grant_not_backed');
     const other = await claimant(true);
-    expect(await code(cage.query('select * from cage.grant_play_chips($1, 500, $2, null, null)', [other.wallet, step.claim_id]))).toBe('CGGNB grant_not_backed');
-    expect((await db.owner.query("select count(*)::int as n from cage.cage_entries where kind = 'grant' and ref_id = $1", [step.claim_id])).rows[0].n).toBe(0);
+    expect(await code(cage.query('select * from cage.grant_play_chips($1, 500, $2, null, null)', [other.wallet, id]))).toBe('CGGNB grant_not_backed');
+    expect(await grants(userId)).toBe(0);
+    // the claim takes the intent up and pays it
+    expect((await credit(userId, 'connect_wallet')).rows[0]).toMatchObject({ outcome: 'credited', amount: 500n, claim_id: id });
     await expectCleanAudit(cage);
   });
 });
