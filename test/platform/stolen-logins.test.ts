@@ -16,6 +16,7 @@ import { resolveSngSettings } from '../../server/tournaments/settings.ts';
 import { fixtureOperatorSession, fund, userAccount } from '../helpers/cage.ts';
 import { createTestDatabase, playerGrant, type TestDatabase } from '../helpers/db.ts';
 import { authUser, createTable, creditSeat, openDeposit, solanaAddress } from '../helpers/game.ts';
+import { isoWeek, linkSolana, specClaimId } from '../helpers/claims.ts';
 
 const LOGINS = ['poker_cage', 'poker_auth', 'poker_game', 'poker_worker', 'poker_betting', 'poker_bank', 'poker_graphql'] as const;
 type Login = (typeof LOGINS)[number];
@@ -214,6 +215,40 @@ describe('the attacks found from outside', () => {
       }
     }
     expect(await books()).toBe(before);
+  });
+
+  test('game: a claim (claims.credit_claim posts the cage grant) pays only what the SQL judges claimable for the session\'s own user', async () => {
+    await db.owner.query("select claims.set_board_settings($1, 'local', true, null)", [operator.sid]);
+    try {
+      const now = new Date();
+      const ids = (userId: string, section: string) => JSON.stringify({ once: specClaimId(userId, section, 'once'), [isoWeek(now)]: specClaimId(userId, section, isoWeek(now)) });
+      const claim = (sid: string | null, section: string, claimIds: string) =>
+        as('poker_game').query('select outcome, amount::int from claims.credit_claim($1, $2, $3, $4, $5)', ['local', sid, section, now, claimIds]);
+      const victim = await authUser(db.owner);
+      await linkSolana(db, victim);
+      const before = await books();
+      // the victim's claim in their name: a user id, a made-up or expired handle is no session
+      const expired = await playerGrant(db.owner, victim);
+      await db.owner.query("update auth_private.access_grants set expires_at = now() - interval '1 s' where sid = $1", [expired]);
+      for (const forged of [victim, randomUUID(), expired, null]) {
+        expect(await outcome(claim(forged, 'weekly_baseline', ids(victim, 'weekly_baseline')))).toBe('AUSES session_required');
+      }
+      expect(await books()).toBe(before);
+      // the thief's own live session (an account of theirs): what the SQL judges claimable for that user, at the catalog's amount, once
+      const thief = { userId: await authUser(db.owner) };
+      const sid = await playerGrant(db.owner, thief.userId);
+      expect((await claim(sid, 'tune_republish', ids(thief.userId, 'tune_republish'))).rows).toEqual([{ outcome: 'locked', amount: 2500 }]);
+      expect((await claim(sid, 'weekly_baseline', ids(thief.userId, 'weekly_baseline'))).rows).toEqual([{ outcome: 'no_wallet', amount: 500 }]);
+      expect(await books()).toBe(before);
+      await linkSolana(db, thief.userId);
+      expect((await claim(sid, 'weekly_baseline', ids(thief.userId, 'weekly_baseline'))).rows).toEqual([{ outcome: 'credited', amount: 500 }]);
+      expect((await claim(sid, 'weekly_baseline', ids(thief.userId, 'weekly_baseline'))).rows).toEqual([{ outcome: 'already_claimed', amount: 500 }]);
+      const { rows } = await db.owner.query("select memo ->> 'user_id' as user_id, amounts[2]::int as amount from cage.cage_entries where kind = 'grant' and memo ->> 'user_id' in ($1, $2)", [thief.userId, victim]);
+      expect(rows).toEqual([{ user_id: thief.userId, amount: 500 }]);
+      expect(await violations()).toEqual([]);
+    } finally {
+      await db.owner.query("select claims.set_board_settings($1, 'local', false, null)", [operator.sid]);
+    }
   });
 
   test('game: a reserve held for a day is refused (120 s at most, while registering)', async () => {
