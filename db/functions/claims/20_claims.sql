@@ -291,8 +291,8 @@ begin
     perform claims_private.refuse('invalid_claim', format('a claim id (0x + 64 hex) for period %s', v_period));
   end if;
   v_intent := claims_private.take_claim_intent(v_id, v_user, v_section, v_period, v_recipient);
-  if v_intent.status = 'claimed' then
-    return query select 'already_claimed'::text, v_intent.amount, v_period, v_section.kind, null::text, null::text;
+  if v_intent.claim_id is null then
+    return query select 'already_claimed'::text, v_section.amount, v_period, v_section.kind, null::text, null::text;
     return;
   end if;
   v_amount := claims_private.post_claim_grant(v_intent);
@@ -301,17 +301,15 @@ begin
   insert into claims.user_claim_sections as u (user_id, section_key, state, claimed_at, period, claim_id)
   values (v_user, v_section.key, 'claimed', now(), v_period, v_intent.claim_id)
   on conflict (user_id, section_key) do update set state = 'claimed', claimed_at = now(), period = excluded.period, claim_id = excluded.claim_id;
-  update claims.claim_intents i set status = 'claimed', closed_at = now() where i.claim_id = v_intent.claim_id;
   return query select 'credited'::text, v_amount, v_period, v_section.kind, v_intent.claim_id, case when v_amount > 0 then v_intent.claim_id end;
 end;
 $$;
 
--- The claim intent of a claim being credited (claims.credit_claim): written here, in the claim's
--- transaction, and closed by it. Returns it with status 'claimed' when a twin already credited this
--- claim (the insert waited on the intent's unique key until the twin committed), else with status
--- 'open' for the caller to close: a new one, or one a three-step claim (claims.open_claim) left open
--- or the reconciler abandoned, taken up (its amount and recipient the claim's now, unless its grant
--- minted: claims_private.post_claim_grant then pays what it minted).
+-- The claim intent of a claim being credited (claims.credit_claim), written closed ('claimed') in
+-- the claim's transaction: a new one, or one an earlier version's three-step claim left open or
+-- abandoned, taken up (its amount and recipient the claim's now, unless its grant minted:
+-- claims_private.post_claim_grant then pays what it minted). Returns nulls when a twin already
+-- credited this claim (the insert waited on the intent's unique key until the twin committed).
 create or replace function claims_private.take_claim_intent(
   p_claim_id text, p_user uuid, p_section claims.claim_sections, p_period text, p_recipient text
 ) returns claims.claim_intents
@@ -321,8 +319,8 @@ as $$
 declare
   v_intent claims.claim_intents;
 begin
-  insert into claims.claim_intents (claim_id, user_id, section_key, period, amount, kind, recipient)
-  values (p_claim_id, p_user, p_section.key, p_period, p_section.amount, p_section.kind, p_recipient)
+  insert into claims.claim_intents (claim_id, user_id, section_key, period, amount, kind, recipient, status, closed_at)
+  values (p_claim_id, p_user, p_section.key, p_period, p_section.amount, p_section.kind, p_recipient, 'claimed', now())
   on conflict do nothing
   returning * into v_intent;
   if v_intent.claim_id is not null then
@@ -334,10 +332,10 @@ begin
     perform claims_private.refuse('invalid_claim', format('claim id %s belongs to another claim', p_claim_id));
   end if;
   if v_intent.status = 'claimed' then
-    return v_intent;
+    return null;
   end if;
   update claims.claim_intents i
-     set status = 'open', opened_at = now(), closed_at = null, amount = p_section.amount, kind = p_section.kind, recipient = p_recipient
+     set status = 'claimed', opened_at = now(), closed_at = now(), amount = p_section.amount, kind = p_section.kind, recipient = p_recipient
    where i.claim_id = v_intent.claim_id
   returning i.* into v_intent;
   return v_intent;
