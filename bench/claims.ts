@@ -6,9 +6,9 @@
 //            this week's baseline); a unit is a credited claim (200);
 //   bare@N   N clients looping GET {game}/api/agents with a user's JWT: the same middleware stack,
 //            JWT verification and one trivial indexed query.
-// Their ratio is the price of the claim itself: the claim intent opened (with the recipient wallet,
-// read in SQL), the grant to the cage (a journal transaction that the intent backs), then the
-// ledger row, each in its own short transaction. The
+// Their ratio is the price of the claim itself: since issue 33 one SQL transaction
+// (claims.credit_claim: the claim judged, the recipient wallet read, the cage's grant movement, the
+// ledger row, the claim intent written closed), no call between roles. The
 // composition of one claim and one bare request is measured (not assumed) on a probe before the
 // rounds. Client and roles share this one process and event loop. Rounds are interleaved and
 // medians quoted, as everywhere in bench/. Any answer other than 200 is a bug, not noise: failures
