@@ -557,21 +557,29 @@ function processCpuPerHand(c: LiveConfig, i: number): number | null {
   return values.length ? median(values) : null;
 }
 
+/** The hands one Postgres core carries at a placement's measured cost (its CPU ms per hand); '-' for the floor, which writes nothing. */
+function perPostgresCore(c: LiveConfig, pgCpuMsPerHand: number | null): string {
+  if (isFloor(c.placement) || pgCpuMsPerHand === null || pgCpuMsPerHand <= 0) return '-';
+  return fmtRate(1000 / pgCpuMsPerHand);
+}
+
 function printLive(configs: LiveConfig[], profiles: Map<Placement, ProfileResult>, plan: Plan) {
   const rates = plan.rates!;
   const has = (p: Placement) => configs.some((c) => c.placement === p);
   log('\nlive, by placement of the roles: medians over rounds; CPU ms per hand from /proc over each measured window (2 cores in all)');
   log(table(
-    ['placement', 'hands/s', 'p99 ms', 'roles CPU', 'postgres CPU', 'bots CPU', 'sum', 'db writes/hand', 'WAL KB/hand'],
+    ['placement', 'hands/s', 'p99 ms', 'roles CPU', 'postgres CPU', 'bots CPU', 'sum', 'db writes/hand', 'WAL KB/hand', 'hands/s per pg core'],
     configs.map((c) => {
       const [roles, pgCpu, bots] = [cpuPerHand(c, 'roles'), cpuPerHand(c, 'postgres'), cpuPerHand(c, 'bots')];
       const perHand = (of: 'writes' | 'walBytes') => median(c.windows.filter((w) => w.hands > 0).map((w) => w[of] / w.hands));
       return [
         c.label, fmtRate(median(rates(liveCase(c.placement)))), ms(median(c.roundP99), 1), ms(roles), ms(pgCpu), ms(bots),
         ms((roles ?? NaN) + (pgCpu ?? 0) + (bots ?? 0)), ms(perHand('writes'), 1), ms(perHand('walBytes') / 1024, 1),
+        perPostgresCore(c, pgCpu),
       ];
     }),
   ));
+  log('(hands/s per pg core: the hands one core of Postgres carries at this placement\'s cost, 1000 / its postgres CPU ms per hand: the platform\'s ceiling per database core, whatever the number of game machines)');
   if (has('floor')) log('(the floor\'s "roles CPU" is its bare server\'s process; it writes nothing, so its db writes and postgres CPU are the other placements\' lease renewals and the database\'s own background work)');
   log('(db writes: transactions that wrote, i.e. that were given a transaction id, each one commit waiting for its WAL flush; both counted over the whole database, so a paused placement\'s lease renewals are in them, a few per 10 s)');
   const pairs: [Placement, Placement, string][] = [
