@@ -8,6 +8,7 @@ import pg from 'pg';
 import type { Config, Role } from '../config/index.ts';
 import { refusedWith } from '../http/errors.ts';
 import { loadPrivateKey } from './key-files.ts';
+import { oneClient } from '../db/pools.ts';
 
 export const KEY_PURPOSES = ['receipt', 'jwt', 'arbiter'] as const;
 export type KeyPurpose = (typeof KEY_PURPOSES)[number];
@@ -94,7 +95,7 @@ export function roleKey(config: Config, role: 'cage' | 'auth') {
 export async function pinDevelopmentKeys(ownerUrl: string, config: Config, roles: Role[]) {
   const pinned: { purpose: KeyPurpose; publicKey: string; source: string; added: boolean }[] = [];
   if (config.NODE_ENV === 'production') return pinned;
-  const owner = new pg.Client({ connectionString: ownerUrl });
+  const owner = oneClient({ connectionString: ownerUrl });
   await owner.connect();
   try {
     for (const role of ['cage', 'auth'] as const) {

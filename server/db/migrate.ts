@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { Logger as WorkerLogger, runMigrations as runWorkerMigrations } from 'graphile-worker';
 import { ensureRoleLogins } from './roles.ts';
+import { oneClient } from './pools.ts';
 
 export const DB_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../db');
 const MIGRATION_NAME = /^(\d{6})_[a-z0-9_]+\.sql$/;
@@ -98,7 +99,7 @@ export async function migrate(
   const log = options.log ?? (() => {});
   const migrations = await readMigrations(root);
   const repeatables = await readRepeatables(root);
-  const client = new pg.Client({ connectionString });
+  const client = oneClient({ connectionString });
   await client.connect();
   const applied: string[] = [];
   let repeatablesApplied = false;

@@ -49,6 +49,17 @@ function quietErrors(pool: pg.Pool) {
   pool.on('connect', (client) => client.on('error', () => {}));
 }
 
+/**
+ * A single connection for one short job (a pin at start, the migrations, a probe): a connection the
+ * server ends while it is idle (a terminated backend, a dropped database) is an error of its next
+ * query, never an unhandled 'error' event that ends the process.
+ */
+export function oneClient(config: pg.ClientConfig): pg.Client {
+  const client = new pg.Client(config);
+  client.on('error', () => {});
+  return client;
+}
+
 /** A pool as the owner (the migrator, test setup and fixtures, benchmarks' raw postings); never a service's. */
 export function createOwnerPool(connectionString: string, max = 10) {
   const pool = new pg.Pool({ connectionString, max, types });

@@ -14,6 +14,7 @@
 // DB_PASSWORD_<LOGIN> (passwordVariable), with DB_LOGIN_ONLY=true (docs/operations.md).
 import { createHash, createHmac, pbkdf2Sync } from 'node:crypto';
 import pg from 'pg';
+import { oneClient } from './pools.ts';
 
 export type DbRole = 'poker_cage' | 'poker_auth' | 'poker_game' | 'poker_worker' | 'poker_betting' | 'poker_bank' | 'poker_admin' | 'poker_anonymous';
 
@@ -115,7 +116,7 @@ async function inPlace(client: pg.ClientBase, ownerUrl: string, login: ServiceLo
     if ((err as { code?: string }).code !== '42501') throw err;
   }
   // an owner that may not read pg_authid (a managed database): try the login itself
-  const probe = new pg.Client({ connectionString: loginUrl(ownerUrl, login, secret) });
+  const probe = oneClient({ connectionString: loginUrl(ownerUrl, login, secret) });
   try {
     await probe.connect();
     return true;

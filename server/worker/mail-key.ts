@@ -8,8 +8,8 @@
 import { constants, createPrivateKey, createPublicKey, generateKeyPairSync, privateDecrypt, type KeyObject } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import pg from 'pg';
 import { developmentKeyDir } from '../crypto/key-files.ts';
+import { oneClient } from '../db/pools.ts';
 
 export interface MailKey {
   privateKey: KeyObject;
@@ -54,7 +54,7 @@ export async function loadMailKey(options: { configuredPem?: string; nodeEnv: st
 
 /** Pins the key's public half as the live mail key, connected as the owner. True when it changed. */
 export async function pinMailKey(ownerUrl: string, key: MailKey): Promise<boolean> {
-  const client = new pg.Client({ connectionString: ownerUrl });
+  const client = oneClient({ connectionString: ownerUrl });
   await client.connect();
   try {
     const { rows } = await client.query<{ changed: boolean }>('select auth_private.pin_mail_key($1, $2) as changed', [key.modulus, key.exponent]);

@@ -11,6 +11,7 @@ import pg from 'pg';
 import { loadPrivateKey } from '../../crypto/key-files.ts';
 import { signerFromPrivateKey, type Ed25519Signer } from '../../crypto/signing.ts';
 import { describeRoute } from '../../http/openapi.ts';
+import { oneClient } from '../../db/pools.ts';
 
 export const DEALER_KEY_ALGORITHM = 'ed25519';
 
@@ -56,7 +57,7 @@ export async function requirePinned(pool: Pick<pg.Pool, 'query'>, publicKey: str
 export async function pinDevelopmentDealerKey(ownerUrl: string, config: DealerKeyConfig): Promise<{ publicKey: string; source: string } | null> {
   if (config.NODE_ENV === 'production') return null;
   const { signer, source } = await loadDealerSigner(config);
-  const client = new pg.Client({ connectionString: ownerUrl });
+  const client = oneClient({ connectionString: ownerUrl });
   await client.connect();
   try {
     await client.query("select game_private.pin_dealer_key($1, 'owner')", [signer.publicKeyHex]);
