@@ -10,7 +10,7 @@ import { finishedSpans, installTelemetry, resetSpans, shutdownTelemetry } from '
 import { expectCleanAudit } from '../helpers/cage.ts';
 import { startChaosProxy, type ChaosProxy } from '../helpers/chaos-proxy.ts';
 import { claimRecords, claimsClient, eventually, isoWeek, linkSolana, specClaimId } from '../helpers/claims.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createTestDatabase, harnessSwitchOn, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger, type LogLine } from '../helpers/logs.ts';
 import { AUTH_SECRET, call, ISSUER, startMoneyPlatform } from '../helpers/money.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
@@ -31,6 +31,8 @@ let rec: ReturnType<typeof claimRecords>;
 beforeAll(async () => {
   await installTelemetry({ serviceName: 'test', memory: true });
   db = await createTestDatabase();
+  // the claims here are judged at the clocks the tests name: the test harness's
+  await harnessSwitchOn(db);
   cagePool = db.pool('poker_cage');
   let cageUrl = '';
   bankProxy = await startChaosProxy(() => cageUrl, 20260304);

@@ -4,7 +4,7 @@
 import type pg from 'pg';
 import { expectCleanAudit } from '../helpers/cage.ts';
 import { claimRecords, claimsClient, linkSolana, specClaimId } from '../helpers/claims.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createTestDatabase, harnessSwitchOn, type TestDatabase } from '../helpers/db.ts';
 import { startMoneyPlatform } from '../helpers/money.ts';
 
 let db: TestDatabase;
@@ -14,6 +14,8 @@ let c: ReturnType<typeof claimsClient>;
 let rec: ReturnType<typeof claimRecords>;
 beforeAll(async () => {
   db = await createTestDatabase();
+  // the claims here are judged at the clocks the tests name: the test harness's
+  await harnessSwitchOn(db);
   cagePool = db.pool('poker_cage');
   m = await startMoneyPlatform(db);
   c = claimsClient(m);

@@ -10,7 +10,7 @@ import type pg from 'pg';
 import { expectCleanAudit } from '../helpers/cage.ts';
 import { startChaosProxy, type ChaosProxy } from '../helpers/chaos-proxy.ts';
 import { claimRecords, claimsClient, linkSolana, specClaimId } from '../helpers/claims.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createTestDatabase, harnessSwitchOn, type TestDatabase } from '../helpers/db.ts';
 import { startMoneyPlatform } from '../helpers/money.ts';
 
 const NOW = '2026-03-04T12:00:00.000Z'; // a Wednesday
@@ -25,6 +25,8 @@ let rec: ReturnType<typeof claimRecords>;
 
 beforeAll(async () => {
   db = await createTestDatabase();
+  // the claims here are judged at the clocks the tests name: the test harness's
+  await harnessSwitchOn(db);
   cagePool = db.pool('poker_cage');
   let cageUrl = '';
   // the game's bank (BANK_URL) is this proxy in front of the cage: every request the game makes to it is counted
@@ -52,14 +54,33 @@ async function writesDuring(act: () => Promise<unknown>): Promise<bigint> {
   return (await nextXid()) - before - 1n;
 }
 
+/**
+ * The fewest writes any of up to five runs took. The transaction-id counter is the whole server's:
+ * another test file's database on it takes ids too, so a run can only count more than its own
+ * writes, never fewer; the minimum over runs is its own (stopping at the first run that shows
+ * `expected`). A change that writes more than `expected` fails every run.
+ */
+async function fewestWrites(run: () => Promise<bigint>, expected: bigint): Promise<bigint> {
+  let fewest: bigint | null = null;
+  for (let i = 0; i < 5 && fewest !== expected; i++) {
+    const n = await run();
+    if (fewest === null || n < fewest) fewest = n;
+  }
+  return fewest!;
+}
+
 test('a credited claim commits exactly one write transaction and makes no call to the cage', async () => {
-  const p = await m.player();
-  await linkSolana(db, p.userId);
   const bankBefore = requestsToTheBank();
   // the observer itself counts: two observations with nothing between are no write at all
-  expect(await writesDuring(async () => undefined)).toBe(0n);
+  expect(await fewestWrites(() => writesDuring(async () => undefined), 0n)).toBe(0n);
+  // a credited claim (each run a fresh player with a linked wallet, set up outside the count)
+  let p!: Awaited<ReturnType<typeof m.player>>;
   let answer!: Awaited<ReturnType<typeof c.claim>>;
-  const writes = await writesDuring(async () => { answer = await c.claim(p.auth, { sectionKey: 'weekly_baseline' }, NOW); });
+  const writes = await fewestWrites(async () => {
+    p = await m.player();
+    await linkSolana(db, p.userId);
+    return writesDuring(async () => { answer = await c.claim(p.auth, { sectionKey: 'weekly_baseline' }, NOW); });
+  }, 1n);
   const id = specClaimId(p.userId, 'weekly_baseline', PERIOD);
   expect(answer).toMatchObject({ status: 200, body: { outcome: 'credited', amount: 500, period: PERIOD, claimId: id } });
   expect(writes).toBe(1n);
@@ -95,7 +116,7 @@ test('a refused claim writes nothing: already claimed, locked, no wallet', async
     [bare.auth, 'weekly_baseline', 409, 'wallet_not_linked'],
   ] as const) {
     let answer!: Awaited<ReturnType<typeof c.claim>>;
-    expect(await writesDuring(async () => { answer = await c.claim(auth, { sectionKey: section }, NOW); })).toBe(0n);
+    expect(await fewestWrites(() => writesDuring(async () => { answer = await c.claim(auth, { sectionKey: section }, NOW); }), 0n)).toBe(0n);
     expect(answer).toMatchObject({ status, body: { error } });
   }
   expect(requestsToTheBank()).toBe(bankBefore);

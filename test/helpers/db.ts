@@ -132,3 +132,13 @@ export async function waitForLockWait(owner: pg.Pool, role: string, options: { a
   }
   if (!options.settled) throw new Error(`fewer than ${atLeast} ${role} queries waited on a lock`);
 }
+
+/**
+ * The test harness's switch (test_seeds), as the platform's migrator sets it under ENABLE_TEST_AUTH:
+ * with it on, a claim is judged at the clock the harness names (x-test-clock, an injected clock);
+ * off, at the database's own (claims_private.claim_clock). A test database is not made by the
+ * platform's migrator, so a test of another week's claim turns it on.
+ */
+export async function harnessSwitchOn(db: Pick<TestDatabase, 'owner'>): Promise<void> {
+  await db.owner.query("insert into cage.switches (name, enabled) values ('test_seeds', true) on conflict (name) do update set enabled = true");
+}

@@ -243,6 +243,13 @@ describe('the attacks found from outside', () => {
       await linkSolana(db, thief.userId);
       expect((await claim(sid, 'weekly_baseline', ids(thief.userId, 'weekly_baseline'))).rows).toEqual([{ outcome: 'credited', amount: 500 }]);
       expect((await claim(sid, 'weekly_baseline', ids(thief.userId, 'weekly_baseline'))).rows).toEqual([{ outcome: 'already_claimed', amount: 500 }]);
+      // next week's baseline claimed now, the game login naming the clock: outside the test harness
+      // (the test_seeds switch off) the SQL's own clock decides the period, so it is this week's, claimed
+      expect((await db.owner.query("select enabled from cage.switches where name = 'test_seeds'")).rows).not.toEqual([{ enabled: true }]);
+      const nextWeek = new Date(now.getTime() + 7 * 86400_000);
+      const later = JSON.stringify({ once: specClaimId(thief.userId, 'weekly_baseline', 'once'), [isoWeek(nextWeek)]: specClaimId(thief.userId, 'weekly_baseline', isoWeek(nextWeek)) });
+      expect((await as('poker_game').query('select outcome, amount::int from claims.credit_claim($1, $2, $3, $4, $5)', ['local', sid, 'weekly_baseline', nextWeek, later])).rows)
+        .toEqual([{ outcome: 'already_claimed', amount: 500 }]);
       const { rows } = await db.owner.query("select memo ->> 'user_id' as user_id, amounts[2]::int as amount from cage.cage_entries where kind = 'grant' and memo ->> 'user_id' in ($1, $2)", [thief.userId, victim]);
       expect(rows).toEqual([{ user_id: thief.userId, amount: 500 }]);
       expect(await violations()).toEqual([]);

@@ -242,6 +242,17 @@ $$;
 -- outcome: 'disabled', 'forged' (no such live section), 'already_claimed', 'locked', 'no_wallet',
 -- or 'credited' with the amount paid, the period, the claim id and the grant's transaction (the
 -- journal entry's ref id, the claim id; null for a zero-amount section).
+-- The clock a claim is judged at: the database's own, except under the test harness (the
+-- test_seeds switch, which the migrator turns on only when ENABLE_TEST_AUTH is permitted, in
+-- development or test), where the harness's x-test-clock may name another instant. The game login
+-- never chooses the period of a claim in production: next week's baseline is not claimable now.
+create or replace function claims_private.claim_clock(p_now timestamptz) returns timestamptz
+  language sql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+  select case when p_now is not null and cage_private.switch_on('test_seeds') then p_now else now() end
+$$;
+
 create or replace function claims.credit_claim(p_environment text, p_sid uuid, p_section_key text, p_now timestamptz, p_claim_ids jsonb)
   returns table (outcome text, amount bigint, period text, kind text, claim_id text, grant_tx text)
   language plpgsql volatile security definer
@@ -250,6 +261,7 @@ as $$
 #variable_conflict use_column
 declare
   v_user uuid := auth_private.user_of_sid(p_sid);
+  v_now timestamptz := claims_private.claim_clock(p_now);
   v_section claims.claim_sections;
   v_period text;
   v_refusal text;
@@ -270,7 +282,7 @@ begin
     return query select 'forged'::text, null::bigint, null::text, null::text, null::text, null::text;
     return;
   end if;
-  v_period := claims_private.period_of(v_section.cadence, p_now);
+  v_period := claims_private.period_of(v_section.cadence, v_now);
   v_refusal := claims_private.claim_refusal(v_user, v_section, v_period);
   if v_refusal is null then
     select w.address into v_recipient from auth.wallets w

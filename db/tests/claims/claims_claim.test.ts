@@ -7,7 +7,7 @@ import type pg from 'pg';
 import { keccak256, toHex } from 'viem';
 import { fixtureOperator } from '../../../test/helpers/cage.ts';
 import { ensureClaimant, holdCondition, isoWeek } from '../../../test/helpers/claims.ts';
-import { createTestDatabase, playerGrant, type TestDatabase } from '../../../test/helpers/db.ts';
+import { createTestDatabase, harnessSwitchOn, playerGrant, type TestDatabase } from '../../../test/helpers/db.ts';
 import { createTable } from '../../../test/helpers/game.ts';
 
 let db: TestDatabase;
@@ -15,6 +15,8 @@ let admin: string;
 let game: pg.Pool;
 beforeAll(async () => {
   db = await createTestDatabase();
+  // the claims here are judged at the clocks the tests name: the test harness's
+  await harnessSwitchOn(db);
   admin = await fixtureOperator(db.owner);
   game = db.pool('poker_game');
   await game.query('select * from claims.set_board_settings($1, $2, $3, $4)', [admin, 'local', true, null]);
