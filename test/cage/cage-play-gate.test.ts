@@ -3,7 +3,7 @@
 // (one atomic thaw, grant, freeze); the lever flipped records PlayGateSet; OFF freezes nothing more
 // and thaws a frozen account the next time a move touches it. The cage audit ends empty.
 import type pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createTestDatabase, harnessSwitchOn, type TestDatabase } from '../helpers/db.ts';
 import { expectCleanAudit } from '../helpers/cage.ts';
 import { claimsClient, linkSolana } from '../helpers/claims.ts';
 import { call, startMoneyPlatform } from '../helpers/money.ts';
@@ -14,6 +14,8 @@ let m: Awaited<ReturnType<typeof startMoneyPlatform>>;
 let claims: ReturnType<typeof claimsClient>;
 beforeAll(async () => {
   db = await createTestDatabase();
+  // the claims here are judged at the clocks the tests name: the test harness's
+  await harnessSwitchOn(db);
   cagePool = db.pool('poker_cage');
   m = await startMoneyPlatform(db);
   claims = claimsClient(m);
