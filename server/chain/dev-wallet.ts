@@ -10,8 +10,26 @@ import { onChain } from './errors.ts';
 import { permitDomain, permitMessage, permitNonce, permitParts, PERMIT_TYPES, toBaseUnits } from './permit.ts';
 import type { Deployment, PermitParts } from './types.ts';
 
+/**
+ * The mints of one minter on one chain, one at a time: each takes the account's next nonce when it
+ * sends, so two sent at once from this process would take the same one ("replacement transaction
+ * underpriced"). Each waits for the one before it (whatever became of it).
+ */
+const minting = new Map<string, Promise<unknown>>();
+
 /** Mints `chips` to `to`, signed by the token's owner; resolves once mined. */
 export async function mintChips(args: { rpcUrl: string; deployment: Deployment; minterKey: Hex; to: Address; chips: bigint }): Promise<void> {
+  const key = `${args.rpcUrl} ${privateKeyToAccount(args.minterKey).address}`;
+  const mine = (minting.get(key) ?? Promise.resolve()).catch(() => undefined).then(() => mintNow(args));
+  minting.set(key, mine);
+  try {
+    await mine;
+  } finally {
+    if (minting.get(key) === mine) minting.delete(key);
+  }
+}
+
+async function mintNow(args: { rpcUrl: string; deployment: Deployment; minterKey: Hex; to: Address; chips: bigint }): Promise<void> {
   await onChain(async () => {
     const chainId = await getChainId(publicClientFor(args.rpcUrl));
     const client = publicClientFor(args.rpcUrl, chainId);

@@ -1,6 +1,7 @@
 // What the bank reads back from the chain after it sent: a receipt confirmed, reverted (with its
 // reason) or still pending (anvil's automine off), the operator's nonce after the key was used
 // elsewhere, and ChainUnavailable once the node is gone. Also the local chain `npm start` runs.
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createPublicClient, createWalletClient, http, parseEther, parseGwei } from 'viem';
@@ -13,7 +14,8 @@ import { mintChips, signPermit } from '../../server/chain/dev-wallet.ts';
 import { createChainBankChain, type EvmChainBankChain } from '../../server/chain/evm.ts';
 import { startLocalChain } from '../../server/chain/local.ts';
 import { ChainUnavailable } from '../../server/chain/types.ts';
-import { anvilRpc, newPlayer, OPERATOR_KEY, startTestChain, STRANGER_KEY, type TestChain } from '../helpers/chain.ts';
+import { chipsToBaseUnits } from '../../server/units.generated.ts';
+import { anvilRpc, MINTER_KEY, newPlayer, OPERATOR_KEY, startTestChain, STRANGER_KEY, type TestChain } from '../helpers/chain.ts';
 
 const C = 1_000_000n;
 let chain: TestChain;
@@ -172,4 +174,10 @@ test('the local chain of npm start: anvil with the contracts deployed, a deposit
   } finally {
     if (!stopped) await local.stop();
   }
+});
+
+test('mints sent at once by one minter are each mined (one nonce each: dev-wallet mints one at a time per minter)', async () => {
+  const to = Array.from({ length: 8 }, () => privateKeyToAccount(`0x${randomBytes(32).toString('hex')}`).address);
+  await Promise.all(to.map((address, i) => mintChips({ rpcUrl: chain.anvil.url, deployment: chain.deployment, minterKey: MINTER_KEY, to: address, chips: BigInt(10 + i) })));
+  expect(await Promise.all(to.map((address) => bank.balanceOf(address)))).toEqual(to.map((_, i) => chipsToBaseUnits(BigInt(10 + i))));
 });
