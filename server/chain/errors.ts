@@ -19,7 +19,7 @@ function isUnreachable(e: unknown): boolean {
   return e instanceof HttpRequestError || e instanceof TimeoutError || e instanceof SocketClosedError || isNetworkError(e);
 }
 
-/** A socket-level failure outside viem's wrapping (a refused or reset connection, undici's socket errors). */
+/** A socket-level failure outside viem's wrapping (a refused or reset connection, undici's socket errors): Node's errno names, not SQLSTATEs. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 function isNetworkError(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;

@@ -16,6 +16,7 @@ import { createChainBankChain } from '../../server/chain/evm.ts';
 import { loginUrl } from '../../server/db/roles.ts';
 import { chainIntentViolations } from '../../server/bank/chain-audit.ts';
 import { bridgedUser } from '../helpers/auth.ts';
+import { anvilRpc } from '../helpers/chain.ts';
 import { fundedWallet, inAnHour, permitDeposit, type LocalChain } from '../helpers/chain-bank.ts';
 import { expectCleanAudit } from '../helpers/cage.ts';
 import { markHandsAudited } from '../helpers/tournament.ts';
@@ -96,13 +97,8 @@ const balance = async (p: ChainPlayer) => (await reader.balanceOf(p.wallet)) / C
 
 const reconcileNow = () => (platform.role('chain-bank') as unknown as { reconcileNow(): Promise<void> }).reconcileNow();
 
-/** An anvil JSON-RPC call (evm_setAutomine, evm_mine, anvil_dropAllTransactions). */
-async function rpc(method: string, params: unknown[] = []) {
-  const res = await fetch(local.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
-  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
+/** An anvil JSON-RPC call on this file's chain (evm_setAutomine, evm_mine, anvil_dropAllTransactions). */
+const rpc = (method: string, params: unknown[] = []) => anvilRpc(local.url, method, params);
 
 /**
  * A full field's tournament played (as the worker's start job would begin it) and ended with

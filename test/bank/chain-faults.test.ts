@@ -19,6 +19,7 @@ import { CHAIN_ISSUER, fundedWallet, permitDeposit } from '../helpers/chain-bank
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { call, POKER_SETTINGS } from '../helpers/money.ts';
 import { startTestPlatform, TEST_SERVICE_KEY, type TestPlatform } from '../helpers/platform.ts';
+import { anvilRpc } from '../helpers/chain.ts';
 
 const C = 1_000_000n;
 
@@ -30,12 +31,8 @@ let bank: string;
 let reader: ReturnType<typeof createChainBankChain>;
 let dumped: unknown;
 
-async function rpc(method: string, params: unknown[] = []) {
-  const res = await fetch(local.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
-  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
+/** An anvil JSON-RPC call on this file's chain. */
+const rpc = (method: string, params: unknown[] = []) => anvilRpc(local.url, method, params);
 
 /** The chain stops: its state kept (as a node's disk would), the process gone. */
 async function dropChain() {

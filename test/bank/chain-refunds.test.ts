@@ -19,6 +19,7 @@ import { chainIntentViolations } from '../../server/bank/chain-audit.ts';
 import { refundDeposit } from '../../server/bank/vault-refunds.ts';
 import type { BankDeps } from '../../server/bank/deposit.ts';
 import { bridgedUser } from '../helpers/auth.ts';
+import { anvilRpc } from '../helpers/chain.ts';
 import { CHAIN_ISSUER, fundedWallet, inAnHour, permitDeposit, type LocalChain, startChainBank } from '../helpers/chain-bank.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { call, POKER_SETTINGS } from '../helpers/money.ts';
@@ -203,13 +204,8 @@ test('(5) the bank login records another refund\'s transaction as a pending refu
   expect(await violationsNow()).toEqual([]);
 }, 60_000);
 
-/** An anvil JSON-RPC call (evm_setAutomine, evm_mine). */
-async function rpc(method: string, params: unknown[] = []) {
-  const res = await fetch(local.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
-  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
+/** An anvil JSON-RPC call on this file's chain (evm_setAutomine, evm_mine, anvil_dropAllTransactions). */
+const rpc = (method: string, params: unknown[] = []) => anvilRpc(local.url, method, params);
 
 test('(6) a vault refund whose receipt does not come is an intent stuck with its reason, and paid once when the chain mines (issue 32)', async () => {
   const owner = await player(100n);

@@ -48,8 +48,8 @@ export async function vaultEvents(chain: TestChain, txHash: Hex): Promise<{ even
 }
 
 /** An anvil JSON-RPC call (evm_setAutomine, evm_mine, ...). */
-export async function anvilRpc(chain: TestChain, method: string, params: unknown[] = []): Promise<unknown> {
-  const res = await fetch(chain.anvil.url, {
+export async function anvilRpc(chain: TestChain | string, method: string, params: unknown[] = []): Promise<unknown> {
+  const res = await fetch(typeof chain === 'string' ? chain : chain.anvil.url, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
