@@ -154,10 +154,11 @@ begin
   -- 5. the projection, then the postings in leg order. The rows are locked, so the balances and
   --    versions computed above from the locked read are the ones the update produces.
   if v_bounded > 0 then
+    -- by key (`= any`): joined to unnest(), the generic plan hashed a scan of every account, a
+    -- cost that grew with the users (issue 33); v_ids are distinct (one locked row each)
     update cage.cage_accounts a
-       set balance = a.balance + u.delta, version = a.version + 1
-      from unnest(v_ids, v_delta) as u (id, delta)
-     where a.id = u.id;
+       set balance = a.balance + v_delta[array_position(v_ids, a.id)], version = a.version + 1
+     where a.id = any(v_ids);
   end if;
   insert into cage.cage_ledger (entry_id, account_id, money_kind, kind, ref_id, amount, balance_after, account_version, created_at)
   select v_entry.id, u.id, v_entry.money_kind, v_entry.kind, p_ref_id, u.amount, u.balance_after, u.version, v_entry.created_at

@@ -11,6 +11,7 @@ import { isLeaseLost } from '../live/lease.ts';
 import type { DealReveal } from '../poker/fair-deal.ts';
 import type { SignedRecord } from './hand-record.ts';
 import type { PendingDeal, SealedDeal } from '../live/deal-seeds.ts';
+import { createGroupCommit, type BoundaryQuery } from './group-commit.ts';
 
 export interface HandEnd {
   /** The positions the hand left with no chips, closed in its transaction. */
@@ -70,20 +71,22 @@ export interface HandLeases {
 
 /** A boundary query run under the table's current tenure (createHands's fencedQuery). */
 type FencedQuery = <R extends pg.QueryResultRow>(tableId: string, sql: string, params: (epoch: string | null) => unknown[], name?: string) => Promise<pg.QueryResult<R>>;
+/** A hand boundary (a deal or an end) run under the table's current tenure, group-committed with the process's others. */
+type BoundaryWrite = <R extends pg.QueryResultRow>(kind: BoundaryQuery['kind'], tableId: string, sql: string, params: (epoch: string | null) => unknown[], name: string) => Promise<pg.QueryResult<R>>;
 
 /**
  * The committed deals a table keeps (issue 31; docs/dealer.md, "Every commitment is revealed"): what
  * a room that opens finds and reveals, the next deal it commits, the reveal of an abandoned one.
  */
-function committedDeals(pool: pg.Pool, fencedQuery: FencedQuery) {
+function committedDeals(pool: pg.Pool, fencedQuery: FencedQuery, boundary: BoundaryWrite) {
   return {
     /**
      * Begins a hand and answers the seats it is dealt from (read under the table's lock); the hand's
      * committed deal and the next hand's, sealed, ride the same write (game.deal_hand).
      */
     async deal(tableId: string, handId: string, deals: { deal: SealedDeal; next: SealedDeal }): Promise<SeatRow[]> {
-      return (await fencedQuery<SeatRow>(
-        tableId, 'select * from game.deal_hand($1, $2, $3, $4::jsonb, $5::jsonb)',
+      return (await boundary<SeatRow>(
+        'deal', tableId, 'select * from game.deal_hand($1, $2, $3, $4::jsonb, $5::jsonb)',
         (epoch) => [tableId, handId, epoch, JSON.stringify(deals.deal), JSON.stringify(deals.next)], 'game.deal_hand',
       )).rows;
     },
@@ -144,8 +147,15 @@ export function createHands(deps: {
     const sentUnder = tenure(tableId);
     return via.query<R>({ name, text: sql, values: params(sentUnder?.toString() ?? null) }).catch(fenced(tableId, sentUnder));
   };
+  // the deals and ends of every table of the process, written together while a commit is in flight
+  const groupCommit = createGroupCommit(pool);
+  const boundary: BoundaryWrite = <R extends pg.QueryResultRow>(kind: BoundaryQuery['kind'], tableId: string, sql: string, params: (epoch: string | null) => unknown[], name: string) => {
+    const sentUnder = tenure(tableId);
+    return groupCommit.query<R>({ tableId, kind, name, text: sql, values: params(sentUnder?.toString() ?? null) }).catch(fenced(tableId, sentUnder));
+  };
   return {
-    ...committedDeals(pool, fencedQuery),
+    groupCommit: groupCommit.stats,
+    ...committedDeals(pool, fencedQuery, boundary),
     async begin(tableId: string, handId: string): Promise<void> {
       await fencedQuery(tableId, 'select game.begin_hand($1, $2, $3)', (epoch) => [tableId, handId, epoch], undefined, deps.harness);
     },
@@ -159,8 +169,8 @@ export function createHands(deps: {
      * failure may be tried again, and a retry of an end that did commit answers what it committed.
      */
     async end(h: EndingHand): Promise<HandEndAnswer> {
-      const { rows } = await fencedQuery<{ answer: HandEndAnswer }>(
-        h.tableId, 'select game.end_hand($1, $2, $3, $4::jsonb, $5, $6, $7::jsonb, $8::jsonb, $9::uuid[], $10::timestamptz, $11, $12::jsonb, $13, $14, $15) as answer',
+      const { rows } = await boundary<{ answer: HandEndAnswer }>(
+        'end', h.tableId, 'select game.end_hand($1, $2, $3, $4::jsonb, $5, $6, $7::jsonb, $8::jsonb, $9::uuid[], $10::timestamptz, $11, $12::jsonb, $13, $14, $15) as answer',
         (epoch) => [
           h.tableId, h.handId, h.handNumber, stacksJson(h.stacks), h.rake.toString(), h.autoFolds, h.history, h.result, h.agents, h.startedAt.toISOString(), epoch,
           JSON.stringify(h.deal), h.record.text, h.record.signature, h.record.publicKey,

@@ -1,0 +1,133 @@
+// Group commit of hand boundaries (issue 33): every deal and hand end the process's rooms ask for
+// while another batch is being written waits for it, then all of them are written in ONE
+// transaction: one commit (one WAL flush, one transaction id) for every hand any table of the
+// process finished meanwhile, instead of one each. Nothing waits on a timer: a boundary asked for
+// while nothing is in flight is written at once, alone; under load the batch is whatever came during
+// the previous commit, so the busier the process, the more hands share a commit.
+//
+// Each boundary keeps its own answer. The batch's statements run one after another in its
+// transaction, hand ends first, then deals (a deal alone commits without waiting for its flush:
+// game.deal_hand turns synchronous_commit off only in a transaction that has not written yet, so
+// after an end has written, the batch's commit waits for its flush as the end's answer needs:
+// a hand_result goes out only after its end is durable). A boundary a statement refuses (a lost
+// lease, an abandoned hand, a chain record that lost a race) rolls the batch back, and every
+// boundary of it is then written alone, in its own transaction, as it would have been without
+// batching: each gets its own answer or refusal, and nothing of the batch is half-written. A batch
+// whose connection failed answers that failure to all of its boundaries (whether it committed is
+// unknown, as for a single statement; a hand end's retry answers what it committed).
+import type pg from 'pg';
+
+/** A statement as the boundary's caller would have sent it alone. */
+export interface BoundaryQuery {
+  /** Which table's boundary it is: the batch takes the tables' locks in this order. */
+  tableId: string;
+  /** A hand end (the batch's commit waits for its flush) or a deal. */
+  kind: 'end' | 'deal';
+  text: string;
+  values: unknown[];
+  /** A prepared statement's name (each connection plans it once). */
+  name?: string;
+}
+
+interface Pending {
+  query: BoundaryQuery;
+  resolve: (result: pg.QueryResult) => void;
+  reject: (err: unknown) => void;
+}
+
+/** How many boundaries the process wrote and in how many commits (the benchmark reads them). */
+export interface GroupCommitStats {
+  boundaries: number;
+  commits: number;
+  /** Batches rolled back by a refusal and written again one boundary at a time. */
+  split: number;
+}
+
+/** A SQL error raised by a statement: the transaction did not commit (a connection's failure has no SQLSTATE). */
+const raisedBySql = (err: unknown): boolean =>
+  typeof err === 'object' && err !== null && typeof (err as { code?: unknown }).code === 'string' && /^[0-9A-Z]{5}$/.test((err as { code: string }).code);
+
+const order = (a: Pending, b: Pending) =>
+  (a.query.kind === b.query.kind ? 0 : a.query.kind === 'end' ? -1 : 1) || (a.query.tableId < b.query.tableId ? -1 : a.query.tableId > b.query.tableId ? 1 : 0);
+
+export function createGroupCommit(pool: pg.Pool) {
+  let queue: Pending[] = [];
+  let inFlight = false;
+  const stats: GroupCommitStats = { boundaries: 0, commits: 0, split: 0 };
+
+  const alone = (p: Pending) => pool.query({ name: p.query.name, text: p.query.text, values: p.query.values }).then(p.resolve, p.reject);
+
+  /** The batch in one transaction; true when it committed, false when a statement refused (rolled back). */
+  async function together(batch: Pending[]): Promise<boolean> {
+    const client = await pool.connect();
+    const results: pg.QueryResult[] = [];
+    let broken: unknown;
+    try {
+      await client.query('begin');
+      try {
+        for (const p of batch) results.push(await client.query({ name: p.query.name, text: p.query.text, values: p.query.values }));
+      } catch (err) {
+        if (!raisedBySql(err)) throw err;
+        await client.query('rollback');
+        return false;
+      }
+      await client.query('commit');
+    } catch (err) {
+      broken = err;
+      throw err;
+    } finally {
+      // a connection that failed mid-batch is not given back to the pool's idle list
+      client.release(broken instanceof Error ? broken : undefined);
+    }
+    batch.forEach((p, i) => p.resolve(results[i]!));
+    return true;
+  }
+
+  async function write(batch: Pending[]): Promise<void> {
+    stats.boundaries += batch.length;
+    if (batch.length === 1) {
+      stats.commits += 1;
+      await alone(batch[0]!);
+      return;
+    }
+    batch.sort(order);
+    try {
+      if (await together(batch)) {
+        stats.commits += 1;
+        return;
+      }
+    } catch (err) {
+      for (const p of batch) p.reject(err);
+      return;
+    }
+    stats.split += 1;
+    stats.commits += batch.length;
+    await Promise.all(batch.map(alone));
+  }
+
+  async function drain(): Promise<void> {
+    inFlight = true;
+    try {
+      while (queue.length > 0) {
+        const batch = queue;
+        queue = [];
+        await write(batch);
+      }
+    } finally {
+      inFlight = false;
+    }
+  }
+
+  return {
+    stats,
+    /** Writes the boundary with whatever else is waiting; answers its own result, once its commit is durable. */
+    query<R extends pg.QueryResultRow>(query: BoundaryQuery): Promise<pg.QueryResult<R>> {
+      return new Promise<pg.QueryResult<R>>((resolve, reject) => {
+        queue.push({ query, resolve: resolve as (r: pg.QueryResult) => void, reject });
+        if (!inFlight) void drain();
+      });
+    },
+  };
+}
+
+export type GroupCommit = ReturnType<typeof createGroupCommit>;
