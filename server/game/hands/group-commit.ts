@@ -50,38 +50,38 @@ const raisedBySql = (err: unknown): boolean =>
 const order = (a: Pending, b: Pending) =>
   (a.query.kind === b.query.kind ? 0 : a.query.kind === 'end' ? -1 : 1) || (a.query.tableId < b.query.tableId ? -1 : a.query.tableId > b.query.tableId ? 1 : 0);
 
+/** The batch in one transaction; true when it committed, false when a statement refused (rolled back). */
+async function together(pool: pg.Pool, batch: Pending[]): Promise<boolean> {
+  const client = await pool.connect();
+  const results: pg.QueryResult[] = [];
+  let broken: unknown;
+  try {
+    await client.query('begin');
+    try {
+      for (const p of batch) results.push(await client.query({ name: p.query.name, text: p.query.text, values: p.query.values }));
+    } catch (err) {
+      if (!raisedBySql(err)) throw err;
+      await client.query('rollback');
+      return false;
+    }
+    await client.query('commit');
+  } catch (err) {
+    broken = err;
+    throw err;
+  } finally {
+    // a connection that failed mid-batch is not given back to the pool's idle list
+    client.release(broken instanceof Error ? broken : undefined);
+  }
+  batch.forEach((p, i) => p.resolve(results[i]!));
+  return true;
+}
+
 export function createGroupCommit(pool: pg.Pool) {
   let queue: Pending[] = [];
   let inFlight = false;
   const stats: GroupCommitStats = { boundaries: 0, commits: 0, split: 0 };
 
   const alone = (p: Pending) => pool.query({ name: p.query.name, text: p.query.text, values: p.query.values }).then(p.resolve, p.reject);
-
-  /** The batch in one transaction; true when it committed, false when a statement refused (rolled back). */
-  async function together(batch: Pending[]): Promise<boolean> {
-    const client = await pool.connect();
-    const results: pg.QueryResult[] = [];
-    let broken: unknown;
-    try {
-      await client.query('begin');
-      try {
-        for (const p of batch) results.push(await client.query({ name: p.query.name, text: p.query.text, values: p.query.values }));
-      } catch (err) {
-        if (!raisedBySql(err)) throw err;
-        await client.query('rollback');
-        return false;
-      }
-      await client.query('commit');
-    } catch (err) {
-      broken = err;
-      throw err;
-    } finally {
-      // a connection that failed mid-batch is not given back to the pool's idle list
-      client.release(broken instanceof Error ? broken : undefined);
-    }
-    batch.forEach((p, i) => p.resolve(results[i]!));
-    return true;
-  }
 
   async function write(batch: Pending[]): Promise<void> {
     stats.boundaries += batch.length;
@@ -92,7 +92,7 @@ export function createGroupCommit(pool: pg.Pool) {
     }
     batch.sort(order);
     try {
-      if (await together(batch)) {
+      if (await together(pool, batch)) {
         stats.commits += 1;
         return;
       }
