@@ -8,6 +8,7 @@
 // blinds, timeouts); the last ones play real hands over websockets and read them over HTTP (and
 // through the web role's proxy).
 import type pg from 'pg';
+import { storedHand } from '../../server/game/hands/compact.ts';
 import { handToPhh } from '../../server/game/hands/phh.ts';
 import { redactHistory } from '../../server/game/hands/histories.ts';
 import { parseCard, type Card } from '../../server/game/poker/cards.ts';
@@ -288,9 +289,11 @@ describe('live hands over HTTP', () => {
   };
   async function storedHands(tableId: string): Promise<Stored[]> {
     const { rows } = await db.owner.query(
-      "select hand_id, table_id, hand_number, started_at, history, result from game.hand_histories where table_id = $1 and status = 'finished' order by hand_number",
+      "select hand_id, table_id, hand_number, started_at, history, result, compact from game.hand_histories where table_id = $1 and status = 'finished' order by hand_number",
       [tableId]);
-    return rows.map((r) => ({ handId: r.hand_id, tableId: r.table_id, handNumber: Number(r.hand_number), startedAt: r.started_at, history: r.history, result: r.result }));
+    // a hand ended since issue 33 holds its history and result in its compact value
+    return rows.map((r) => ({ handId: r.hand_id, tableId: r.table_id, handNumber: Number(r.hand_number), startedAt: r.started_at, ...storedHand(r) }))
+      .map(({ readable: _, ...s }) => s as unknown as Stored);
   }
 
   /** Plays until `hands` results reached the observer: each player asked to act answers with `policy`. */
