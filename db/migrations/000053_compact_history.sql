@@ -30,7 +30,7 @@ alter table game.hand_histories alter column compact set storage external;
 alter table game.hand_histories set (toast_tuple_target = 8160);
 
 comment on column game.hand_histories.compact is
-  E'@behavior -*\nA finished hand''s history and result (the hand_result as sent), compressed by the game process (server/game/hands/compact.ts): byte 0 the format (1), bytes 1-4 the inflated length (big-endian), then raw deflate of {"history":[...],"result":{...}}. Null for a hand stored before issue 33 (history and result hold it) and for an abandoned hand. Read it through GET /api/hands/:handId or `npm run ops -- hand <handId>`.';
+  E'@behavior -*\nA finished hand''s history and result (the hand_result as sent), compressed by the game process (server/game/hands/compact.ts): byte 0 the format (1), bytes 1-4 the inflated length (big-endian), then raw deflate of {"history":[...],"result":{...}}. Null for a hand stored before issue 33 (history and result hold it) and for an abandoned hand. Read it through GET /api/hands/:handId (a player dealt in) or the admin GraphQL''s `stored` field (server/admin/hand-history.ts), never raw.';
 comment on column game.hand_histories.started is
   'The hand''s hand_started event (button, blinds, ante, seats with their position ids), written by the process beside the compact history: what SQL reads of a hand (game.hand_for_player''s seats, the audit of causes). Null for a hand stored before issue 33 (its history holds it).';
 comment on column game.hand_histories.history is
