@@ -40,7 +40,6 @@ export interface StoredHand {
   readable: boolean;
 }
 
-// eslint-disable-next-line no-control-regex
 const ASCII = /^[\x00-\x7f]*$/;
 /** jsonb's order of keys: by length in bytes, then bytewise (the events' keys are ASCII: compared as strings). */
 const jsonbKeyOrder = (a: string, b: string) => (ASCII.test(a) && ASCII.test(b)
