@@ -18,7 +18,7 @@ alter table game.hand_histories
   add constraint hand_histories_one_form check (status <> 'finished' or (history is null) <> (compact is null)),
   -- what end_hand checks, on the row too (format 1: 5-byte header; 64 KiB at most)
   add constraint hand_histories_compact_shape check (
-    compact is null or (octet_length(compact) between 6 and 65536 and get_byte(compact, 0) = 1)),
+    case when compact is null then true when octet_length(compact) not between 6 and 65536 then false else get_byte(compact, 0) = 1 end),
   add constraint hand_histories_started_shape check (
     started is null or (jsonb_typeof(started) = 'object' and started ->> 'type' = 'hand_started'));
 

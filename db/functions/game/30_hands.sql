@@ -407,10 +407,12 @@ create or replace function game_private.compact_valid(p_compact bytea) returns b
   language sql immutable parallel safe
   set search_path = pg_catalog, pg_temp
 as $$
-  select p_compact is not null and octet_length(p_compact) between 6 and 65536 and get_byte(p_compact, 0) = 1
-     -- (parenthesised: << and | share one precedence in SQL)
-     and ((get_byte(p_compact, 1)::bigint << 24) | (get_byte(p_compact, 2) << 16) | (get_byte(p_compact, 3) << 8) | get_byte(p_compact, 4))
-         between 2 and 1048576
+  -- a case, not an `and`: SQL does not promise to test the length before reading the bytes
+  select case when p_compact is null or octet_length(p_compact) not between 6 and 65536 then false
+              else get_byte(p_compact, 0) = 1
+                   -- (parenthesised: << and | share one precedence in SQL)
+                   and ((get_byte(p_compact, 1)::bigint << 24) | (get_byte(p_compact, 2) << 16) | (get_byte(p_compact, 3) << 8) | get_byte(p_compact, 4))
+                       between 2 and 1048576 end
 $$;
 
 -- A history's hand_started event (a hand stored before issue 33 keeps it in its jsonb history; one
