@@ -23,11 +23,14 @@ alter table game.hand_histories
     started is null or (jsonb_typeof(started) = 'object' and started ->> 'type' = 'hand_started'));
 
 -- Stored as compressed by the process: never compressed again by pglz (`external`: moved out of
--- line only if the row would not fit), and the row is not toasted below 8160 bytes, so a hand's row
--- (its compact history, its signed record, its deal and started event: about 4 KB) stays inline in
--- one heap tuple: no TOAST chunk, no TOAST index insert, no pglz.
+-- line only if the row would not fit). A row is not toasted below 4096 bytes (the default, about
+-- 2 KB, moved the history out of line): a hand's row (its compact history, signed record, deal and
+-- started event) stays one inline heap tuple, no TOAST chunk and no TOAST index insert; a row over
+-- 4096 bytes (a six-handed hand's 2 KB record) has its record pglz-compressed inline, about 2.2 KB
+-- to 0.8 KB, which is what brings it back under (docs/decisions.md, "Issue 33: a compact hand
+-- history", has the measurements of 8160, 4096 and 3500).
 alter table game.hand_histories alter column compact set storage external;
-alter table game.hand_histories set (toast_tuple_target = 8160);
+alter table game.hand_histories set (toast_tuple_target = 4096);
 
 comment on column game.hand_histories.compact is
   E'@behavior -*\nA finished hand''s history and result (the hand_result as sent), compressed by the game process (server/game/hands/compact.ts): byte 0 the format (1), bytes 1-4 the inflated length (big-endian), then raw deflate of {"history":[...],"result":{...}}. Null for a hand stored before issue 33 (history and result hold it) and for an abandoned hand. Read it through GET /api/hands/:handId (a player dealt in) or the admin GraphQL''s `stored` field (server/admin/hand-history.ts), never raw.';
