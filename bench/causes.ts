@@ -16,7 +16,8 @@ import { signerFromPrivateKey, verifyEd25519 } from '../server/crypto/signing.ts
 import { applyAction, isRefusal, legalActions, startHand, type Action, type RakeRule } from '../server/game/poker/engine.ts';
 import { DEAL_ALGORITHM, deckOf, fromHex, handCommitmentOf, toHex, type DealReveal } from '../server/game/poker/fair-deal.ts';
 import { GENESIS, recordOf, signRecord } from '../server/game/hands/hand-record.ts';
-import { historyJson } from '../server/game/live/wire.ts';
+import { eventJson, historyJson } from '../server/game/live/wire.ts';
+import { compactHand } from '../server/game/hands/compact.ts';
 import { auditOnce } from '../server/audit/run.ts';
 import { handCauses } from '../server/audit/hands.ts';
 import { stackLinks } from '../server/audit/links.ts';
@@ -70,9 +71,9 @@ async function playHand(owner: pg.Client, t: Table, signer: ReturnType<typeof si
   const stacks: Record<string, number> = {};
   for (const p of state.result!.stacks) stacks[p.playerId] = Number(p.stack);
   await owner.query('select game.begin_hand($1, $2, $3)', [t.tableId, handId, t.epoch]);
-  await owner.query(`select game.end_hand($1, $2, $3, $4, $5, 0, $6::jsonb, null, '{}', null, $7, $8, $9, $10, $11)`, [
-    t.tableId, handId, t.handNumber, JSON.stringify(stacks), state.rake.toString(), historyJson(state.history), t.epoch,
-    JSON.stringify(deal), signed.text, signed.signature, signed.publicKey,
+  await owner.query(`select game.end_hand($1, $2, $3, $4, $5, 0, $6, $12::jsonb, '{}', null, $7, $8, $9, $10, $11)`, [
+    t.tableId, handId, t.handNumber, JSON.stringify(stacks), state.rake.toString(), compactHand(historyJson(state.history), null), t.epoch,
+    JSON.stringify(deal), signed.text, signed.signature, signed.publicKey, eventJson(state.history[0]!),
   ]);
   for (const p of t.positions) p.stack = stacks[p.id] === undefined ? p.stack : BigInt(stacks[p.id]!);
   t.prev = signed.hash;

@@ -32,6 +32,7 @@ import { loadConfig } from '../server/config/index.ts';
 import { migrate } from '../server/db/migrate.ts';
 import { createOwnerPool, createRolePool } from '../server/db/pools.ts';
 import { shuffledDeck } from '../server/game/poker/deck.ts';
+import { storedHand } from '../server/game/hands/compact.ts';
 import { replay, type RecordedAction, type SeatInput } from '../server/game/poker/engine.ts';
 import type { Platform } from '../server/platform.ts';
 import { createLogger } from '../server/telemetry/index.ts';
@@ -270,11 +271,13 @@ function cpuByCategory(profile: Profile) {
 
 /** The tournaments' hands, as stored, replayed by the pure engine (the seeded deck of each hand). */
 async function replayHands(owner: pg.Pool, tours: Tour[]) {
-  const { rows } = await owner.query<{ hand_id: string; table_id: string; hand_number: string; history: any[] }>(
-    "select hand_id, table_id, hand_number::text, history from game.hand_histories where table_id = any($1) and status = 'finished' order by table_id, hand_number",
+  const { rows } = await owner.query<{ hand_id: string; table_id: string; hand_number: string; history: any[] | null; compact: Buffer | null }>(
+    "select hand_id, table_id, hand_number::text, history, compact from game.hand_histories where table_id = any($1) and status = 'finished' order by table_id, hand_number",
     [tours.map((t) => t.tableId)],
   );
-  const inputs = rows.map((r) => {
+  const inputs = rows.map((row) => {
+    // the history as stored: compact since issue 33 (server/game/hands/compact.ts)
+    const r = { ...row, history: storedHand(row).history as any[] };
     const started = r.history.find((e) => e.type === 'hand_started');
     const seats: SeatInput[] = started.seats.map((s: any) => ({ seat: s.seat, playerId: s.playerId, stack: BigInt(s.stack) }));
     const actions: RecordedAction[] = r.history.filter((e) => e.type === 'action').map((e) => ({

@@ -25,7 +25,7 @@ grant execute on function
   game.commit_deal(text, bigint, jsonb),
   game.reveal_abandoned(text, text, bigint, jsonb, text, text, text),
   game.seats_of(text),
-  game.end_hand(text, text, bigint, jsonb, bigint, integer, jsonb, jsonb, uuid[], timestamptz, bigint, jsonb, text, text, text),
+  game.end_hand(text, text, bigint, jsonb, bigint, integer, bytea, jsonb, uuid[], timestamptz, bigint, jsonb, text, text, text),
   game.hand_for_player(text, uuid),
   game.abandon_hand(text, bigint),
   game.release_hand(text, text, bigint),

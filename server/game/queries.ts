@@ -4,6 +4,7 @@
 // A hand as a player may see it is game.hand_for_player (the history redacted for them); the hand
 // boundaries are hands/hands.ts.
 import type pg from 'pg';
+import { storedHand } from './hands/compact.ts';
 
 type Db = Pick<pg.ClientBase, 'query'>;
 
@@ -76,15 +77,30 @@ const LISTED_HANDS = `
  limit $5`;
 const filterParams = (f: HandFilter) => [f.userId, f.agentId, f.tableId, f.before, f.limit];
 
-/** The listed hands with the caller's net over each (null: none of their seats ended it). */
+/** The caller's net over a hand's result: the sum of their seats' (null: none of their seats ended it). */
+function netOf(result: Record<string, unknown> | null, userId: string): string | null {
+  const stacks = Array.isArray(result?.stacks) ? (result.stacks as { userId?: unknown; net?: unknown }[]) : [];
+  let net: bigint | null = null;
+  for (const s of stacks) if (s.userId === userId && typeof s.net === 'string' && /^-?[0-9]{1,30}$/.test(s.net)) net = (net ?? 0n) + BigInt(s.net);
+  return net === null ? null : net.toString();
+}
+
+/**
+ * The listed hands with the caller's net over each (null: none of their seats ended it): summed in
+ * SQL from a hand's jsonb result (stored before issue 33), here from its compact value's.
+ */
 export async function listedHands(db: Db, f: HandFilter) {
   const { rows } = await db.query(
-    `select h.hand_id, h.table_id, h.hand_number, h.status, h.started_at, h.ended_at, h.agents,
+    `select h.hand_id, h.table_id, h.hand_number, h.status, h.started_at, h.ended_at, h.agents, h.compact,
             (select sum((s ->> 'net')::numeric) from jsonb_array_elements(h.result -> 'stacks') s
               where s ->> 'userId' = $1::text) as net
      ${LISTED_HANDS}`,
     filterParams(f),
   );
+  for (const r of rows) {
+    if (r.compact) r.net = netOf(storedHand(r).result, f.userId);
+    delete r.compact;
+  }
   return rows;
 }
 
@@ -92,7 +108,7 @@ export async function listedHands(db: Db, f: HandFilter) {
 export async function listedHandsForPlayer(db: Db, f: HandFilter) {
   const { rows } = await db.query(
     `select (x.hand).hand_id, (x.hand).table_id, (x.hand).hand_number, (x.hand).status, (x.hand).started_at,
-            (x.hand).history, (x.hand).result, x.seats,
+            (x.hand).history, (x.hand).result, (x.hand).compact, x.seats,
             (x.hand).deal, (x.hand).record_hash, (x.hand).record_signature, (x.hand).dealer_key
        from (select h.hand_id, h.started_at ${LISTED_HANDS}) l
        cross join lateral game.hand_for_player(l.hand_id, $1) x

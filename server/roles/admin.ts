@@ -25,6 +25,7 @@ import { createRolePool } from '../db/pools.ts';
 import type { Config } from '../config/index.ts';
 import type { RoleContext, StartedRole } from './types.ts';
 import { judge, type QueryLimits } from '../admin/limits.ts';
+import { HandHistoryStoredPlugin } from '../admin/hand-history.ts';
 import { describeRoute } from '../http/openapi.ts';
 import { auditLiveness, auditRoutes, cronPeriodSeconds, installAuditRoutes } from '../audit/routes.ts';
 
@@ -157,7 +158,7 @@ function maskErrorWith(log: Logger) {
 function adminPreset(config: Config, pool: pg.Pool, roleLog: Logger): GraphileConfig.Preset {
   return {
     extends: [PostGraphileAmberPreset],
-    plugins: [AdminValidationPlugin],
+    plugins: [AdminValidationPlugin, HandHistoryStoredPlugin],
     disablePlugins: ['PgMutationCreatePlugin', 'PgMutationUpdateDeletePlugin'],
     pgServices: [
       makePgService({

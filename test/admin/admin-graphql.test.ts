@@ -11,6 +11,7 @@ import { bridgedUser } from '../helpers/auth.ts';
 import { AUTH_SECRET, ISSUER } from '../helpers/money.ts';
 import { signInOperator } from '../helpers/operator.ts';
 import { captureLogger, LEVEL } from '../helpers/logs.ts';
+import { compactHand } from '../../server/game/hands/compact.ts';
 
 let db: TestDatabase;
 let platform: TestPlatform | undefined;
@@ -132,6 +133,26 @@ test('the game schema: tables and seats are readable by an operator, hidden with
   // the game functions that write are not in the admin schema
   const mutation = await graphql('mutation { createTable(input: {}) { clientMutationId } }', { token: operator });
   expect(mutation.body.errors).toBeDefined();
+});
+
+test('a hand\'s events: `stored` inflates a compact hand and reads an older jsonb one alike; the raw compact value is not in the schema', async () => {
+  await db.owner.query("select game.create_table('admin-hands', 'poker', '{\"maxPlayers\": 6}', 'play', null)");
+  const history = [{ type: 'hand_started', seats: [{ seat: 0, playerId: '1', stack: '100' }] }, { type: 'hand_ended', rake: '0' }];
+  const result = { type: 'hand_result', rake: '0' };
+  await db.owner.query(`insert into game.hand_histories (hand_id, table_id, hand_number, status, compact, started, ended_at)
+                        values ('admin-compact', 'admin-hands', 1, 'finished', $1, $2, now())`, [compactHand(JSON.stringify(history), JSON.stringify(result)), JSON.stringify(history[0])]);
+  await db.owner.query(`insert into game.hand_histories (hand_id, table_id, hand_number, status, history, result, ended_at)
+                        values ('admin-jsonb', 'admin-hands', 2, 'finished', $1, $2, now())`, [JSON.stringify(history), JSON.stringify(result)]);
+  const query = '{ allGameHandHistories(condition: { tableId: "admin-hands" }, orderBy: HAND_NUMBER_ASC) { nodes { handId history result stored } } }';
+  const admin = await graphql(query, { token: operator });
+  expect(admin.body.errors).toBeUndefined();
+  expect(admin.body.data!.allGameHandHistories.nodes).toEqual([
+    { handId: 'admin-compact', history: null, result: null, stored: { history, result, readable: true } },
+    { handId: 'admin-jsonb', history, result, stored: { history, result, readable: true } },
+  ]);
+  expect((await graphql(query, {})).body.data!.allGameHandHistories.nodes).toEqual([]);
+  const raw = await graphql('{ allGameHandHistories { nodes { compact } } }', { token: operator });
+  expect(raw.body.errors?.[0]?.message).toMatch(/Cannot query field "compact"/);
 });
 
 describe('reads without a live operator session', () => {

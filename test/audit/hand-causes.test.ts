@@ -14,7 +14,7 @@ import { dealCommitmentOf, deckOf, toHex, DEAL_ALGORITHM, type DealReveal } from
 import { GENESIS, recordOf, signRecord, type HandRecord } from '../../server/game/hands/hand-record.ts';
 import { historyJson } from '../../server/game/live/wire.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { createTable, creditSeat, newKey, openDepositsAs } from '../helpers/game.ts';
+import { createTable, creditSeat, newKey, handEnding, openDepositsAs } from '../helpers/game.ts';
 
 let db: TestDatabase;
 const signer = signerFromPrivateKey(ed25519.utils.randomSecretKey());
@@ -74,8 +74,9 @@ async function end(t: Table, handId: string, record: HandRecord, stacks: Record<
   // the hand begins as the owner (game.begin_hand, the harness's route: no longer the game login's):
   // what is checked here is the hand's end, which the game login writes as the game role does
   await db.owner.query('select game.begin_hand($1, $2, $3)', [t.tableId, handId, t.epoch]);
-  await db.pool('poker_game', 1).query(`select game.end_hand($1, $2, $3, $4, $5, 0, $6::jsonb, null, '{}', null, $7, $8, $9, $10, $11)`, [
-    t.tableId, handId, record.handNumber, JSON.stringify(stacks), rake.toString(), history, t.epoch, JSON.stringify(record.deal), signed.text, signed.signature, signed.publicKey,
+  const ending = handEnding(history);
+  await db.pool('poker_game', 1).query(`select game.end_hand($1, $2, $3, $4, $5, 0, $6, $7::jsonb, '{}', null, $8, $9, $10, $11, $12)`, [
+    t.tableId, handId, record.handNumber, JSON.stringify(stacks), rake.toString(), ending.compact, ending.started, t.epoch, JSON.stringify(record.deal), signed.text, signed.signature, signed.publicKey,
   ]);
   t.prev = signed.hash;
 }

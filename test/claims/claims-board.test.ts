@@ -434,7 +434,7 @@ test('agents: a first version lights build_agent, a flag lights inspect_decision
   expect(await api(p.auth, `/${agentId}/flags`, { handId, note: 'folded the nuts' })).toEqual({ status: 404, body: { error: 'hand_not_found' } });
   const tableId = await m.table(p.auth);
   const played = async (id: string, agents: string[]) => db.owner.query(
-    "insert into game.hand_histories (hand_id, table_id, hand_number, status, agents) values ($1, $2, 1, 'finished', $3::uuid[])", [id, tableId, agents],
+    "insert into game.hand_histories (hand_id, table_id, hand_number, status, agents, history) values ($1, $2, 1, 'finished', $3::uuid[], '[]')", [id, tableId, agents],
   );
   await played(`${handId}-other`, [randomUUID()]);
   expect(await api(p.auth, `/${agentId}/flags`, { handId: `${handId}-other` })).toEqual({ status: 404, body: { error: 'hand_not_found' } });

@@ -8,6 +8,7 @@
 // blinds, timeouts); the last ones play real hands over websockets and read them over HTTP (and
 // through the web role's proxy).
 import type pg from 'pg';
+import { storedHand } from '../../server/game/hands/compact.ts';
 import { handToPhh } from '../../server/game/hands/phh.ts';
 import { redactHistory } from '../../server/game/hands/histories.ts';
 import { parseCard, type Card } from '../../server/game/poker/cards.ts';
@@ -288,9 +289,11 @@ describe('live hands over HTTP', () => {
   };
   async function storedHands(tableId: string): Promise<Stored[]> {
     const { rows } = await db.owner.query(
-      "select hand_id, table_id, hand_number, started_at, history, result from game.hand_histories where table_id = $1 and status = 'finished' order by hand_number",
+      "select hand_id, table_id, hand_number, started_at, history, result, compact from game.hand_histories where table_id = $1 and status = 'finished' order by hand_number",
       [tableId]);
-    return rows.map((r) => ({ handId: r.hand_id, tableId: r.table_id, handNumber: Number(r.hand_number), startedAt: r.started_at, history: r.history, result: r.result }));
+    // a hand ended since issue 33 holds its history and result in its compact value
+    return rows.map((r) => ({ handId: r.hand_id, tableId: r.table_id, handNumber: Number(r.hand_number), startedAt: r.started_at, ...storedHand(r) }))
+      .map(({ readable: _, ...s }) => s as unknown as Stored);
   }
 
   /** Plays until `hands` results reached the observer: each player asked to act answers with `policy`. */
@@ -426,4 +429,41 @@ describe('live hands over HTTP', () => {
     expect(stored.some((s) => s.result!.pots.length > 1 || s.history.some((e) => e.type === 'action' && e.allIn))).toBe(true);
     expect(stored.some((s) => !started(s).seats.some((x: Event) => x.seat === awaySeat))).toBe(true);
   }, 90_000);
+
+  it('a compact hand reads byte for byte as the same hand stored as jsonb (before issue 33); one that does not inflate reads as no history', async () => {
+    const players = [await live.player(500), await live.player(500)];
+    const tableId = await m.table(players[0]!.auth, { ...POKER_SETTINGS, deckSeed: 'phh-compact' });
+    await live.seatBeforeRoom(players, tableId, [100, 100]);
+    await playHands(players, tableId, 2, (legal) => ({ action: legal.actions.includes('check') ? 'check' : 'call' }), new Set());
+    await live.standUpAll(players, tableId);
+    const [hand] = (await db.owner.query('select hand_id, compact from game.hand_histories where table_id = $1 and status = \'finished\' order by hand_number', [tableId])).rows;
+    expect(hand.compact).toBeInstanceOf(Buffer);
+    const answers = async () => {
+      const out: string[] = [];
+      for (const p of players) {
+        for (const url of [`/api/hands/${hand.hand_id}`, `/api/hands/${hand.hand_id}?format=phh`, `/api/hands?tableId=${tableId}`, `/api/hands?tableId=${tableId}&format=phh`]) {
+          const r = await get(`${m.game}${url}`, p.auth);
+          out.push(`${r.status} ${r.type} ${r.text}`);
+        }
+      }
+      return out;
+    };
+    const compact = await answers();
+    // the same hand as a hand ended before issue 33 stored it: history and result as jsonb, no compact value
+    const read = storedHand(hand);
+    await db.owner.query('update game.hand_histories set compact = null, started = null, history = $2::jsonb, result = $3::jsonb where hand_id = $1',
+      [hand.hand_id, JSON.stringify(read.history), JSON.stringify(read.result)]);
+    expect(await answers()).toEqual(compact);
+    // a compact value with a good header that does not inflate (SQL cannot tell): the hand reads with no
+    // history and no result, its PHH as not found (nothing dealt), its net as none; never a 500
+    await db.owner.query('update game.hand_histories set history = null, result = null, compact = $2 where hand_id = $1',
+      [hand.hand_id, Buffer.concat([Buffer.from([1, 0, 0, 1, 0]), Buffer.alloc(40, 0xff)])]);
+    const [json, phh, list] = (await answers()).slice(0, 3);
+    expect(json!.startsWith('200 application/json')).toBe(true);
+    expect(JSON.parse(json!.slice(json!.indexOf('{')))).toMatchObject({ handId: hand.hand_id, history: [], result: null });
+    expect(JSON.parse(phh!.slice(phh!.indexOf('{')))).toEqual({ error: 'hand_not_found' });
+    expect(JSON.parse(list!.slice(list!.indexOf('{'))).hands.find((h: Msg) => h.handId === hand.hand_id)).toMatchObject({ net: null });
+    // put back as it was, for the audit at the end
+    await db.owner.query('update game.hand_histories set compact = $2 where hand_id = $1', [hand.hand_id, hand.compact]);
+  }, 60_000);
 });

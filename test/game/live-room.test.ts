@@ -132,8 +132,8 @@ test('hand histories carry the deal time; no hand is recorded that was never dea
   await Promise.all([a, b].map((p) => live.request(p.ws, { type: 'stand_up', tableId })));
   await until(async () => (await live.books(tableId)).stacks === 0n, 'the table empty');
   await sleep(400);
-  const { rows } = await db.owner.query<{ hand_id: string; status: string; started_at: Date; ended_at: Date; history: unknown[] }>(
-    'select hand_id, status, started_at, ended_at, history from game.hand_histories where table_id = $1 order by started_at', [tableId]);
+  const { rows } = await db.owner.query<{ hand_id: string; status: string; started_at: Date; ended_at: Date }>(
+    'select hand_id, status, started_at, ended_at from game.hand_histories where table_id = $1 order by started_at', [tableId]);
   expect(rows.map((r) => [r.hand_id, r.status])).toEqual([[turn.handId, 'finished']]);
   expect(rows[0]!.started_at.getTime()).toBeLessThanOrEqual(seen);
   expect(rows[0]!.ended_at.getTime()).toBeGreaterThan(rows[0]!.started_at.getTime());

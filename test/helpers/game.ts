@@ -9,6 +9,7 @@ import { settlePosition as settleWithReceipt } from '../../server/cage/seams.ts'
 import { inTransaction } from '../../server/db/transaction.ts';
 import { keccak256, stringToBytes } from 'viem';
 import { playerGrant } from './db.ts';
+import { compactHand } from '../../server/game/hands/compact.ts';
 
 export type MoneyKind = 'play' | 'real';
 
@@ -258,3 +259,14 @@ export function solanaAddress() {
   return Array.from(randomBytes(44), (b) => alphabet[b % alphabet.length]).join('');
 }
 
+
+/**
+ * A hand's history as game.end_hand takes it (issue 33): the compact value (history and result, as the
+ * game process compresses them) and the hand_started event stored beside it. A history with no
+ * hand_started event gets a bare one, the least a caller of game.end_hand must send.
+ */
+export function handEnding(history: string, result: string | null = null): { compact: Buffer; started: string } {
+  const events = JSON.parse(history) as { type?: string }[];
+  const started = events.find((e) => e.type === 'hand_started') ?? { type: 'hand_started' };
+  return { compact: compactHand(history, result), started: JSON.stringify(started) };
+}

@@ -29,7 +29,7 @@ import { fund, userAccount } from '../helpers/cage.ts';
 import { playerGrant } from '../helpers/db.ts';
 import { resolveSngSettings } from '../../server/tournaments/settings.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { createTable, creditSeat, openDeposit } from '../helpers/game.ts';
+import { createTable, creditSeat, handEnding, openDeposit } from '../helpers/game.ts';
 
 let db: TestDatabase;
 let game: pg.Client;
@@ -125,9 +125,9 @@ async function beginHand(tableId: string, epoch: string): Promise<AttackerDeal> 
 const endHand = (tableId: string, handId: string, handNumber: number, stacks: Record<string, number>, epoch: string,
   signed?: { deal: unknown; text: string; signature: string; publicKey: string }) =>
   game.query(
-    `select game.end_hand($1, $2, $3, $4, 0, 0, '[]'::jsonb, null, '{}', null, $5, $6, $7, $8, $9)`,
+    `select game.end_hand($1, $2, $3, $4, 0, 0, $10, $11::jsonb, '{}', null, $5, $6, $7, $8, $9)`,
     [tableId, handId, handNumber, JSON.stringify(stacks), epoch, signed ? JSON.stringify(signed.deal) : null,
-      signed?.text ?? null, signed?.signature ?? null, signed?.publicKey ?? null],
+      signed?.text ?? null, signed?.signature ?? null, signed?.publicKey ?? null, handEnding('[]').compact, handEnding('[]').started],
   );
 
 test('class 1: the game login reads no dealer signing key (the function and its table are gone)', async () => {
@@ -197,9 +197,9 @@ test('class 2: a played hand of the attacker\'s own deal, its record giving the 
   record.stacks = [{ seat: 0, stack: '0' }, { seat: 1, stack: total.toString() }];
   const signed = signRecord(record, attackerKey);
   await game.query(
-    `select game.end_hand($1, $2, $3, $4, $5, 0, $6::jsonb, null, '{}', null, $7, $8, $9, $10, $11)`,
+    `select game.end_hand($1, $2, $3, $4, $5, 0, $6, $12::jsonb, '{}', null, $7, $8, $9, $10, $11)`,
     [t.tableId, hand.handId, hand.handNumber, JSON.stringify({ [t.victim.playerId]: 0, [t.accomplice.playerId]: Number(total) }), state.rake.toString(),
-      historyJson(state.history), epoch, JSON.stringify(hand.reveal), signed.text, signed.signature, signed.publicKey],
+      handEnding(historyJson(state.history)).compact, epoch, JSON.stringify(hand.reveal), signed.text, signed.signature, signed.publicKey, handEnding(historyJson(state.history)).started],
   );
   const named = (await verdict()).violations.filter((v) => v.subject === `hand:${hand.handId}`);
   expect(named).toEqual(expect.arrayContaining([

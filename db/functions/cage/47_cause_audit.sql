@@ -7,7 +7,7 @@
 
 -- The hands after each table's mark (every hand with p_from_start), oldest first per table, at most
 -- p_limit in all: the record and deal, what the stored history says the hand was dealt with (its
--- hand_started event: blinds, ante, blind seats), the table's settings and mode, the `hand` links the
+-- hand_started event, stored beside the compact history since issue 33: blinds, ante, blind seats), the table's settings and mode, the `hand` links the
 -- end wrote (per position: delta and stack), and each of the record's positions' stack before the
 -- hand (its last link before the hand ended). `latest`: the table's last finished hand, for which the
 -- positions' stacks now are given (`now_stacks`: tournament stacks at a tournament table).
@@ -32,7 +32,7 @@ as $$
     select k.*, h.*
       from marked k
       cross join lateral (
-        select h.hand_id, h.hand_number, h.status, h.ended_at, h.deal, h.record, h.record_hash, h.record_signature, h.dealer_key, h.history,
+        select h.hand_id, h.hand_number, h.status, h.ended_at, h.deal, h.record, h.record_hash, h.record_signature, h.dealer_key, h.history, h.started,
                row_number() over (order by h.hand_number, h.hand_id) as turn
           from game.hand_histories h
          where h.table_id = k.table_id and h.hand_number > coalesce(k.mark_number, -1)
@@ -45,9 +45,10 @@ as $$
          p.hand_id, p.hand_number, p.status, p.ended_at,
          p.ended_at < (select s.records_since from cage_private.cause_audit_settings s),
          p.deal, p.record, p.record_hash, p.record_signature, p.dealer_key,
-         -- the engine's first event (read without unpacking the whole history)
-         case when p.history -> 0 ->> 'type' = 'hand_started' then p.history -> 0
-              else (select e from jsonb_array_elements(p.history) e where e ->> 'type' = 'hand_started' limit 1) end,
+         -- the engine's first event: written beside a compact history (issue 33), else read from the
+         -- jsonb history of a hand stored before
+         coalesce(p.started, case when p.history -> 0 ->> 'type' = 'hand_started' then p.history -> 0
+                                  else (select e from jsonb_array_elements(p.history) e where e ->> 'type' = 'hand_started' limit 1) end),
          (select coalesce(jsonb_object_agg(l.player_id::text, jsonb_build_object('delta', l.delta::text, 'stack', l.stack::text)), '{}')
             from game.position_links l where l.ref_id = p.hand_id and l.event = 'hand'),
          case when p.record is not null and p.mode = 'cash' then

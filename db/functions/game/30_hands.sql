@@ -335,7 +335,9 @@ end;
 $$;
 
 -- The one hand end the dealer calls, cash or tournament: the stacks (and a cash hand's rake, a
--- tournament hand's auto-folds and places), the history and the result, in one transaction under
+-- tournament hand's auto-folds and places), the history and the result as one compact value the
+-- process compressed (p_compact: game_private.compact_valid; never parsed here) with the hand's
+-- hand_started event beside it (p_started: what SQL reads of a hand), in one transaction under
 -- the table's lease. The hand the table holds is ended; an end already committed for this hand (an
 -- earlier attempt whose answer was lost) is answered again from what it committed ("replayed");
 -- a hand abandoned meanwhile (a force-end, a lost tenure) is refused hand_abandoned (its start
@@ -346,7 +348,7 @@ $$;
 -- and planning them again at every end cost more than executing them.
 create or replace function game.end_hand(
   p_table_id text, p_hand_id text, p_hand_number bigint, p_stacks jsonb, p_rake bigint, p_auto_folds integer,
-  p_history jsonb, p_result jsonb, p_agents uuid[], p_started_at timestamptz, p_epoch bigint,
+  p_compact bytea, p_started jsonb, p_agents uuid[], p_started_at timestamptz, p_epoch bigint,
   p_deal jsonb, p_record text, p_record_signature text, p_dealer_key text
 ) returns jsonb
   language plpgsql volatile security definer
@@ -370,15 +372,19 @@ begin
     end if;
     perform game_private.refuse('no_hand_in_progress', format('hand %s is not in progress', p_hand_id));
   end if;
-  if p_history is null or jsonb_typeof(p_history) <> 'array' then
-    perform game_private.refuse('invalid_hand', 'history: an array of events');
+  if not game_private.compact_valid(p_compact) then
+    perform game_private.refuse('invalid_hand', 'history: a compact history (format 1, 6 bytes to 64 KiB, inflating to 2 bytes to 1 MiB)');
+  end if;
+  if p_started is null or jsonb_typeof(p_started) <> 'object' or p_started ->> 'type' is distinct from 'hand_started'
+     or pg_column_size(p_started) > 8192 then
+    perform game_private.refuse('invalid_hand', 'started: the hand''s hand_started event');
   end if;
   v_record_hash := game_private.chained_record_hash(p_table_id, p_hand_id, p_deal, p_record, p_record_signature, p_dealer_key);
   v_busted := case when v_table.mode = 'sng' then game_private.write_tournament_end(v_table, p_stacks, p_auto_folds)
                    else game_private.write_cash_end(p_table_id, p_hand_id, p_stacks, p_rake) end;
-  insert into game.hand_histories (hand_id, table_id, hand_number, status, history, result, agents, players, started_at, ended_at, busted,
+  insert into game.hand_histories (hand_id, table_id, hand_number, status, compact, started, agents, players, started_at, ended_at, busted,
                                    deal, record, record_hash, record_signature, dealer_key)
-  values (p_hand_id, p_table_id, coalesce(p_hand_number, 0), 'finished', p_history, p_result,
+  values (p_hand_id, p_table_id, coalesce(p_hand_number, 0), 'finished', p_compact, p_started,
           coalesce((select array_agg(distinct a order by a) from unnest(p_agents) a where a is not null), '{}'),
           -- the owners of the positions the hand dealt in (every one of them has a stack at its end)
           coalesce((select array_agg(distinct p.user_id order by p.user_id)
@@ -393,30 +399,58 @@ begin
 end;
 $$;
 
+-- A compact history as game.end_hand takes it (server/game/hands/compact.ts): format byte 1, the
+-- inflated length (4 bytes, big-endian: 2 bytes to 1 MiB, so no reader is asked to inflate more),
+-- then the deflated bytes; 6 bytes to 64 KiB in all. SQL cannot inflate: what it checks is the
+-- shape; a reader that cannot inflate it answers the hand as having no readable history.
+create or replace function game_private.compact_valid(p_compact bytea) returns boolean
+  language sql immutable parallel safe
+  set search_path = pg_catalog, pg_temp
+as $$
+  -- a case, not an `and`: SQL does not promise to test the length before reading the bytes
+  select case when p_compact is null or octet_length(p_compact) not between 6 and 65536 then false
+              else get_byte(p_compact, 0) = 1
+                   -- (parenthesised: << and | share one precedence in SQL)
+                   and ((get_byte(p_compact, 1)::bigint << 24) | (get_byte(p_compact, 2) << 16) | (get_byte(p_compact, 3) << 8) | get_byte(p_compact, 4))
+                       between 2 and 1048576 end
+$$;
+
+-- A history's hand_started event (a hand stored before issue 33 keeps it in its jsonb history; one
+-- stored since has it in `started`): the engine's first event, read without unpacking the history.
+create or replace function game_private.started_event(p_history jsonb) returns jsonb
+  language sql immutable parallel safe
+  set search_path = pg_catalog, pg_temp
+as $$
+  select case when jsonb_typeof(p_history) <> 'array' then null
+              when p_history -> 0 ->> 'type' = 'hand_started' then p_history -> 0
+              else (select e from jsonb_array_elements(p_history) e where e ->> 'type' = 'hand_started' limit 1) end
+$$;
+
 -- The seats a hand dealt in and the users who own them, read from its hand_started event (which
 -- names each seat's position id).
-create or replace function game_private.hand_positions(p_table_id text, p_history jsonb)
+create or replace function game_private.hand_positions(p_table_id text, p_started jsonb)
   returns table (seat_index integer, user_id uuid)
   language sql stable
   set search_path = pg_catalog, pg_temp
 as $$
   select (st ->> 'seat')::integer, p.user_id
-    from jsonb_array_elements(p_history) e
-    cross join jsonb_array_elements(e -> 'seats') st
+    from jsonb_array_elements(case when jsonb_typeof(p_started -> 'seats') = 'array' then p_started -> 'seats' else '[]' end) st
     join game.table_players p on p.table_id = p_table_id
      and p.id = case when st ->> 'playerId' ~ '^[0-9]{1,18}$' then (st ->> 'playerId')::bigint end
-   where e ->> 'type' = 'hand_started'
+   where p_started ->> 'type' = 'hand_started'
 $$;
 
 -- A hand as one of the users dealt into it reads it (GET /api/hands/:handId): the row and that
--- user's seats in it; no row for a hand the user did not play.
+-- user's seats in it; no row for a hand the user did not play. The row's compact history is
+-- inflated by the reader (server/game/hands/compact.ts).
 create or replace function game.hand_for_player(p_hand_id text, p_user_id uuid)
   returns table (hand game.hand_histories, seats integer[])
   language sql stable security definer
   set search_path = pg_catalog, pg_temp
 as $$
   select h, coalesce((select array_agg(d.seat_index order by d.seat_index)
-                        from game_private.hand_positions(h.table_id, h.history) d where d.user_id = p_user_id), '{}')
+                        from game_private.hand_positions(h.table_id, coalesce(h.started, game_private.started_event(h.history))) d
+                       where d.user_id = p_user_id), '{}')
     from game.hand_histories h
    where h.hand_id = p_hand_id and h.players @> array[p_user_id]
 $$;
@@ -443,7 +477,7 @@ begin
           coalesce((select array_agg(distinct a order by a) from unnest(p_agents) a where a is not null), '{}'),
           -- the owners of the positions the hand dealt in
           coalesce((select array_agg(distinct d.user_id order by d.user_id)
-                      from game_private.hand_positions(p_table_id, p_history) d), '{}'),
+                      from game_private.hand_positions(p_table_id, game_private.started_event(p_history)) d), '{}'),
           least(coalesce(p_started_at, now()), now()), now())
   on conflict (hand_id) do nothing
   returning h.* into v_row;

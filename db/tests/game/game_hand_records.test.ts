@@ -7,7 +7,9 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { signerFromPrivateKey } from '../../../server/crypto/signing.ts';
 import { GENESIS, hashOf, recordText, type HandRecord } from '../../../server/game/hands/hand-record.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/helpers/db.ts';
-import { createTable, creditSeat, newKey, openDepositsAs, type TableRow } from '../../../test/helpers/game.ts';
+import { createTable, creditSeat, handEnding, newKey, openDepositsAs, type TableRow } from '../../../test/helpers/game.ts';
+
+const ENDING = handEnding('[{"type":"hand_started"}]');
 
 let db: TestDatabase;
 let cage: pg.Pool;
@@ -45,9 +47,10 @@ async function endWith(handId: string, handNumber: number, r: HandRecord | null,
   const text = r ? recordText(r) : null;
   const signature = options.signature !== undefined ? options.signature : text ? Buffer.from(signer.sign(new TextEncoder().encode(text))).toString('hex') : null;
   return game.query(
-    `select game.end_hand($1, $2, $3, $4::jsonb, 0, 0, '[{"type":"hand_started"}]'::jsonb, null, '{}'::uuid[], now(), $5, $6::jsonb, $7, $8, $9) as answer`,
+    `select game.end_hand($1, $2, $3, $4::jsonb, 0, 0, $10, $11::jsonb, '{}'::uuid[], now(), $5, $6::jsonb, $7, $8, $9) as answer`,
     [t.table_id, handId, handNumber, JSON.stringify({ [String(a)]: 100, [String(b)]: 100 }), await db.leaseEpoch(t.table_id),
-      options.dealOf !== undefined ? JSON.stringify(options.dealOf) : r ? JSON.stringify(r.deal) : null, text, signature, text ? signer.publicKeyHex : null],
+      options.dealOf !== undefined ? JSON.stringify(options.dealOf) : r ? JSON.stringify(r.deal) : null, text, signature, text ? signer.publicKeyHex : null,
+      ENDING.compact, ENDING.started],
   );
 }
 

@@ -7,8 +7,9 @@ import type pg from 'pg';
 import { fixtureOperator, setRealMoney, setTableStatus } from '../../../test/helpers/cage.ts';
 import { createTestDatabase, playerGrant, type TestDatabase } from '../../../test/helpers/db.ts';
 import {
-  POKER_SETTINGS, asUnkeptCredit, createTable, creditSeat, openDepositsAs, newKey, newTableId, standUp, verifyChain, type TableRow,
+  POKER_SETTINGS, asUnkeptCredit, createTable, creditSeat, handEnding, openDepositsAs, newKey, newTableId, standUp, verifyChain, type TableRow,
 } from '../../../test/helpers/game.ts';
+import { readCompact } from '../../../server/game/hands/compact.ts';
 
 let db: TestDatabase;
 let cage: pg.Pool;
@@ -622,6 +623,8 @@ describe('grants', () => {
 });
 
 describe('end_hand (the one hand end the dealer calls)', () => {
+  // a history and result as the game process compresses them (issue 33), and the started event beside them
+  const ENDING = handEnding(JSON.stringify([{ type: 'hand_started' }]), JSON.stringify({ type: 'hand_result' }));
   let t: TableRow;
   let a: bigint;
   let b: bigint;
@@ -634,8 +637,8 @@ describe('end_hand (the one hand end the dealer calls)', () => {
     b = (await creditSeat(game, newKey(), t.table_id, userB, 1, 100n)).player_id;
   });
   const endHand = async (handId: string, stacks: Record<string, number>, rake: number) => (await game.query(
-    'select game.end_hand($1, $2, $3, $4::jsonb, $5, 0, $6::jsonb, $7::jsonb, $8::uuid[], now(), $9, null, null, null, null) as answer',
-    [t.table_id, handId, 1, JSON.stringify(stacks), rake, JSON.stringify([{ type: 'hand_started' }]), JSON.stringify({ type: 'hand_result' }), [], await db.leaseEpoch(t.table_id)],
+    'select game.end_hand($1, $2, $3, $4::jsonb, $5, 0, $6, $7::jsonb, $8::uuid[], now(), $9, null, null, null, null) as answer',
+    [t.table_id, handId, 1, JSON.stringify(stacks), rake, ENDING.compact, ENDING.started, [], await db.leaseEpoch(t.table_id)],
   )).rows[0].answer;
   const written = async (handId: string) => (await db.owner.query(
     `select (select count(*)::int from game.position_links where ref_id = $1) as links,
@@ -647,8 +650,11 @@ describe('end_hand (the one hand end the dealer calls)', () => {
     const answer = await endHand('end-1', { [String(a)]: 0, [String(b)]: 195 }, 5);
     expect(answer).toEqual({ replayed: false, state: null, busted: [{ playerId: String(a), userId: userA, seat: 0, place: null, tiePlace: null }] });
     expect(await written('end-1')).toEqual({ links: 2, rakes: 1, histories: 1 });
-    const { rows: [h] } = await db.owner.query('select status, players, busted, result from game.hand_histories where hand_id = $1', ['end-1']);
-    expect(h).toEqual({ status: 'finished', players: [userA, userB].sort(), busted: [String(a)], result: { type: 'hand_result' } });
+    const { rows: [h] } = await db.owner.query('select status, players, busted, history, result, compact from game.hand_histories where hand_id = $1', ['end-1']);
+    expect({ ...h, compact: readCompact(h.compact) }).toEqual({
+      status: 'finished', players: [userA, userB].sort(), busted: [String(a)], history: null, result: null,
+      compact: { history: [{ type: 'hand_started' }], result: { type: 'hand_result' } },
+    });
     for (const id of [a, b]) expect((await verifyChain(db.owner, id)).ok).toBe(true);
     expect((await tableRow(t.table_id)).current_hand_id).toBeNull();
   });
@@ -668,8 +674,8 @@ describe('end_hand (the one hand end the dealer calls)', () => {
     const epoch = await db.leaseEpoch(other.table_id);
     await beginHand(other.table_id, 'end-quiet');
     const end = async () => (await game.query(
-      'select game.end_hand($1, $2, 1, $3::jsonb, 2, 0, $4::jsonb, null, $5::uuid[], now(), $6, null, null, null, null) as answer',
-      [other.table_id, 'end-quiet', JSON.stringify({ [String(c)]: 90, [String(d)]: 108 }), '[]', [], epoch],
+      'select game.end_hand($1, $2, 1, $3::jsonb, 2, 0, $4, $7::jsonb, $5::uuid[], now(), $6, null, null, null, null) as answer',
+      [other.table_id, 'end-quiet', JSON.stringify({ [String(c)]: 90, [String(d)]: 108 }), ENDING.compact, [], epoch, ENDING.started],
     )).rows[0].answer;
     expect(await end()).toEqual({ replayed: false, state: null, busted: [] });
     expect(await end()).toEqual({ replayed: true, state: null, busted: [] });
@@ -705,8 +711,8 @@ describe('end_hand (the one hand end the dealer calls)', () => {
       // a transaction given its id has written (or is about to): as good as a write before the deal
       expect(await commitMode('select pg_current_xact_id()', 'select * from game.deal_hand($1, $2, $3, $4, $5)', [other.table_id, 'deal-async', epoch, ...deals])).toBe('on');
       await beginHand(other.table_id, 'end-sync');
-      expect(await commitMode(null, 'select game.end_hand($1, $2, 1, $3::jsonb, 0, 0, $4::jsonb, null, $5::uuid[], now(), $6, null, null, null, null)',
-        [other.table_id, 'end-sync', '{}', '[]', [], epoch])).toBe('on');
+      expect(await commitMode(null, 'select game.end_hand($1, $2, 1, $3::jsonb, 0, 0, $4, $7::jsonb, $5::uuid[], now(), $6, null, null, null, null)',
+        [other.table_id, 'end-sync', '{}', ENDING.compact, [], epoch, ENDING.started])).toBe('on');
     } finally {
       await client.query('reset synchronous_commit');
       client.release();
@@ -726,8 +732,8 @@ describe('end_hand (the one hand end the dealer calls)', () => {
     const other = await createTable(cage);
     await creditSeat(game, newKey(), other.table_id, user(), 0, 100n);
     await expect(game.query(
-      'select game.end_hand($1, $2, 1, $3::jsonb, 0, 0, $4::jsonb, null, $5::uuid[], now(), $6, null, null, null, null)',
-      [other.table_id, 'end-1', '{}', '[]', [], await db.leaseEpoch(other.table_id)],
+      'select game.end_hand($1, $2, 1, $3::jsonb, 0, 0, $4, $7::jsonb, $5::uuid[], now(), $6, null, null, null, null)',
+      [other.table_id, 'end-1', '{}', ENDING.compact, [], await db.leaseEpoch(other.table_id), ENDING.started],
     )).rejects.toMatchObject({ code: 'GMNHP' });
   });
 });

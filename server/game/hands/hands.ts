@@ -48,10 +48,10 @@ export interface EndingHand {
   stacks: Record<string, bigint>;
   rake: bigint;
   autoFolds: number;
-  /** The events as JSON (wire.ts historyJson). */
-  history: string;
-  /** hand_result as sent. */
-  result: string;
+  /** The events (wire.ts historyJson) and the hand_result as sent, compressed as one value (compact.ts). */
+  compact: Buffer;
+  /** The hand_started event as JSON (wire.ts eventJson): what SQL reads of the hand. */
+  started: string;
   agents: string[];
   startedAt: Date;
   /** What the hand's end reveals of its deal, and the hand's signed record (hand-record.ts). */
@@ -170,9 +170,9 @@ export function createHands(deps: {
      */
     async end(h: EndingHand): Promise<HandEndAnswer> {
       const { rows } = await boundary<{ answer: HandEndAnswer }>(
-        'end', h.tableId, 'select game.end_hand($1, $2, $3, $4::jsonb, $5, $6, $7::jsonb, $8::jsonb, $9::uuid[], $10::timestamptz, $11, $12::jsonb, $13, $14, $15) as answer',
+        'end', h.tableId, 'select game.end_hand($1, $2, $3, $4::jsonb, $5, $6, $7::bytea, $8::jsonb, $9::uuid[], $10::timestamptz, $11, $12::jsonb, $13, $14, $15) as answer',
         (epoch) => [
-          h.tableId, h.handId, h.handNumber, stacksJson(h.stacks), h.rake.toString(), h.autoFolds, h.history, h.result, h.agents, h.startedAt.toISOString(), epoch,
+          h.tableId, h.handId, h.handNumber, stacksJson(h.stacks), h.rake.toString(), h.autoFolds, h.compact, h.started, h.agents, h.startedAt.toISOString(), epoch,
           JSON.stringify(h.deal), h.record.text, h.record.signature, h.record.publicKey,
         ],
         'game.end_hand',

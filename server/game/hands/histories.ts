@@ -15,6 +15,7 @@ import { z } from 'zod';
 import { ApiError, zodIssues } from '../../http/errors.ts';
 import type { JwtVerifier } from '../../http/jwt.ts';
 import { describeRoute } from '../../http/openapi.ts';
+import { storedHand } from './compact.ts';
 import { handsToPhhs, handToPhh, type PhhHand } from './phh.ts';
 import { listedHands, listedHandsForPlayer, type HandFilter } from '../queries.ts';
 
@@ -74,11 +75,12 @@ const filterOf = (userId: string, q: ListQuery): HandFilter => ({ userId, agentI
 const signedRecordOf = (h: Record<string, any>) =>
   (h.record_hash ? { text: h.record as string | undefined, hash: h.record_hash as string, signature: h.record_signature as string, publicKey: h.dealer_key as string } : null);
 
-/** A hand_for_player row as phh.ts reads it: the stored history redacted for the caller's seats. */
+/** A hand_for_player row as phh.ts reads it: the stored history (compact.ts) redacted for the caller's seats. */
 function phhHand(h: Record<string, any>): PhhHand {
+  const stored = storedHand(h);
   return {
     handId: h.hand_id, tableId: h.table_id, handNumber: Number(h.hand_number), status: h.status, startedAt: h.started_at,
-    history: redactHistory(h.history, h.seats), result: h.result, viewerSeats: h.seats,
+    history: redactHistory(stored.history as HistoryEvent[], h.seats), result: stored.result as PhhHand['result'], viewerSeats: h.seats,
     deal: h.deal ?? null,
     record: signedRecordOf(h),
   };
@@ -122,7 +124,7 @@ export function installHandHistoryRoutes(app: Express, deps: { pool: pg.Pool; jw
     if (handId.length > 128) throw new ApiError(404, 'hand_not_found');
     const { rows } = await pool.query(
       `select (x.hand).hand_id, (x.hand).table_id, (x.hand).hand_number, (x.hand).status, (x.hand).started_at,
-              (x.hand).ended_at, (x.hand).agents, (x.hand).history, (x.hand).result, x.seats,
+              (x.hand).ended_at, (x.hand).agents, (x.hand).history, (x.hand).result, (x.hand).compact, x.seats,
               (x.hand).deal, (x.hand).record, (x.hand).record_hash, (x.hand).record_signature, (x.hand).dealer_key
          from game.hand_for_player($1, $2) x`,
       [handId, userId],
@@ -135,10 +137,11 @@ export function installHandHistoryRoutes(app: Express, deps: { pool: pg.Pool; jw
       if (text === null) throw new ApiError(404, 'hand_not_found');
       return sendPhh(res, text, phhFileName(h.hand_id, 'phh'));
     }
+    const stored = storedHand(h);
     res.json({
       handId: h.hand_id, tableId: h.table_id, handNumber: Number(h.hand_number), status: h.status,
       startedAt: h.started_at.toISOString(), endedAt: h.ended_at?.toISOString() ?? null, agents: h.agents,
-      yourSeats: h.seats, history: redactHistory(h.history, h.seats), result: h.result,
+      yourSeats: h.seats, history: redactHistory(stored.history as HistoryEvent[], h.seats), result: stored.result,
       // what the hand's end revealed of its deal and its signed record (docs/dealer.md): npm run verify:hand checks them
       deal: h.deal ?? null,
       record: signedRecordOf(h),

@@ -213,7 +213,12 @@ export function handResult(
  * events hold cards only under `cards` and `best`).
  */
 export function historyJson(events: readonly HandEvent[]): string {
-  return JSON.stringify(events, (key, v: unknown) => (
-    typeof v === 'bigint' ? v.toString() : (key === 'cards' || key === 'best') && Array.isArray(v) && typeof v[0] === 'number' ? cards(v as Card[]) : v
-  ));
+  return JSON.stringify(events, storedValue);
+}
+
+/** One event as historyJson writes it (the hand_started event game.end_hand stores beside the compact history). */
+export const eventJson = (event: HandEvent): string => JSON.stringify(event, storedValue);
+
+function storedValue(key: string, v: unknown): unknown {
+  return typeof v === 'bigint' ? v.toString() : (key === 'cards' || key === 'best') && Array.isArray(v) && typeof v[0] === 'number' ? cards(v as Card[]) : v;
 }
