@@ -63,7 +63,7 @@ declare
   v_user_account bigint;
   v_escrow bigint;
 begin
-  if v_user is null or p_idempotency_key is null or p_idempotency_key !~ '^[\x21-\x7e]{1,128}$'
+  if v_user is null or p_idempotency_key is null or length(p_idempotency_key) not between 1 and 128 or p_idempotency_key ~ '[^\x21-\x7e]'
      or p_seat_index is null or p_seat_index not between 0 and 9 then
     perform cage_private.refuse('bad_request', 'idempotency key: 1..128 printable characters; seat index 0..9');
   end if;
@@ -248,8 +248,8 @@ declare
   v_entry_id bigint;
   v_kind text;
 begin
-  if p_user_id is null or p_player_id is null or p_history_hash is null or p_history_hash !~ '^[0-9a-f]{64}$'
-     or p_idempotency_key is null or p_idempotency_key !~ '^0x[0-9a-f]{64}$'
+  if p_user_id is null or p_player_id is null or p_history_hash is null or length(p_history_hash) <> 64 or p_history_hash ~ '[^0-9a-f]'
+     or p_idempotency_key is null or length(p_idempotency_key) <> 66 or p_idempotency_key !~ '^0x' or substr(p_idempotency_key, 3) ~ '[^0-9a-f]'
      or p_settlement is null or p_settlement not in ('cash_out', 'custody', 'bust') or p_amount is null
      or p_amount < 0 or p_amount > cage_private.max_amount() then
     perform cage_private.refuse('bad_request', 'user, position, chain head, key, settlement and a non-negative amount');
