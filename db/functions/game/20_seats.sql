@@ -491,6 +491,7 @@ create or replace function game.deal_hand(p_table_id text, p_hand_id text, p_epo
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
   set plan_cache_mode = force_generic_plan
+  set enable_seqscan = off -- by key only, as game.end_hand
 as $$
 declare
   v_table game.tables;

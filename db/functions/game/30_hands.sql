@@ -351,6 +351,10 @@ $$;
 -- plan_cache_mode: every statement of a hand end (and of the functions it calls) runs on its generic
 -- plan, planned once per connection. Their custom plans were no better (each reads a few rows by key)
 -- and planning them again at every end cost more than executing them.
+-- enable_seqscan off: every read and write of a hand end is by key, and a generic plan is made once
+-- per connection; made on a fresh database, whose tables the planner judged too small for an index,
+-- it kept scanning them as they grew (issue 33: the positions' join read every position at every
+-- hand end on a connection opened early).
 create or replace function game.end_hand(
   p_table_id text, p_hand_id text, p_hand_number bigint, p_stacks jsonb, p_rake bigint, p_auto_folds integer,
   p_compact bytea, p_started jsonb, p_agents uuid[], p_started_at timestamptz, p_epoch bigint,
@@ -359,6 +363,7 @@ create or replace function game.end_hand(
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
   set plan_cache_mode = force_generic_plan
+  set enable_seqscan = off
 as $$
 declare
   v_table game.tables;
