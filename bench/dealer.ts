@@ -83,6 +83,8 @@ const USAGE = `usage: npm run bench -- dealer [--seconds N] [--rounds N] [--hand
   --tables   live cases: tables, each with its own bots (default 20)
   --bots     live cases: bot clients (and seats) per table, 2..9 (default 6)
   --delay    live cases: HAND_DELAY_MS, the pause between hands (default 5)
+  --audit    live cases: 1 runs the worker role beside the \`npm start\` placements' roles, its periodic
+             audit (both halves: the sums and the audit of causes) every minute (default 0)
   --cases    a comma-separated subset of ${CASE_GROUPS.join(',')} (default all)
   --live     the live cases' placements of the roles, a comma-separated subset of
              ${PLACEMENTS.join(',')} (default all)
@@ -146,6 +148,8 @@ interface Flags {
   tables: number;
   bots: number;
   delay: number;
+  /** 1: the `npm start` placements also run the worker, its periodic audit every minute (a soak's check that the audit keeps pace). */
+  audit: number;
 }
 
 /** A comma-separated list flag (`--name a,b` or `--name=a,b`), taken out of `args`. */
@@ -172,7 +176,7 @@ function parseArgs(args: string[]): { flags: Flags; groups: Set<CaseGroup>; plac
   try {
     const cases = listFlag(args, 'cases');
     const live = listFlag(cases.rest, 'live');
-    const flags = numericFlags(live.rest, { seconds: 2, rounds: 5, hands: 1 << 20, tables: 20, bots: 6, delay: 5 }, USAGE);
+    const flags = numericFlags(live.rest, { seconds: 2, rounds: 5, hands: 1 << 20, tables: 20, bots: 6, delay: 5, audit: 0 }, USAGE);
     if (flags.bots < 2 || flags.bots > 9) throw new UsageError(`--bots must be 2..9\n${USAGE}`);
     return { flags, groups: new Set(listOf(cases.value, CASE_GROUPS, 'cases')), placements: listOf(live.value, PLACEMENTS, 'live') };
   } catch (err) {
@@ -457,7 +461,7 @@ async function startPlacements(plan: Plan, flags: Flags, placements: Placement[]
     for (const r of running) await r.stop().catch((err) => console.error(`stopping ${r.placement} failed:`, err));
   };
   plan.cleanups.unshift(stopRoles);
-  const settings = { databaseUrl: base.db.url, secret: SECRET, issuer: ISSUER, serviceKey: SERVICE_KEY, handDelayMs: Math.round(flags.delay) };
+  const settings = { databaseUrl: base.db.url, secret: SECRET, issuer: ISSUER, serviceKey: SERVICE_KEY, handDelayMs: Math.round(flags.delay), audit: flags.audit > 0 };
   // every placement at once: on this machine the start of a child is mostly waiting (imports, the migrator's lock)
   const t0 = performance.now();
   const up = await Promise.allSettled(placements.map(async (p) => {
@@ -482,6 +486,7 @@ async function addLive(plan: Plan, flags: Flags, placements: Placement[]) {
   const { configs, stopRoles, tables } = await startPlacements(plan, flags, placements, base);
   const sessions = async () => Number((await base.owner.query<{ n: string }>('select sessions::text as n from pg_stat_database where datname = current_database()')).rows[0]?.n ?? NaN);
   const sessionsBefore = await sessions();
+  const startedAt = new Date();
   for (const c of configs) plan.cases.push({ name: liveCase(c.placement), unit: 'hands', run: (s, record) => c.measure(s, record) });
   plan.goals.push(...liveGoals(configs, tables));
   const profiles = new Map<Placement, ProfileResult>();
@@ -492,6 +497,7 @@ async function addLive(plan: Plan, flags: Flags, placements: Placement[]) {
   plan.checks.push(async () => {
     printLive(configs, profiles, plan);
     log(`PostgreSQL sessions opened while the bots played: ${(await sessions()) - sessionsBefore} (node-postgres's pools close a connection idle for 10 s, as the paused placements' are, and drop one whose query raised)`);
+    if (flags.audit > 0) await reportPeriodicAudits(base.owner, startedAt);
     return finishLive(configs, stopRoles, base.cagePool);
   });
 }
@@ -521,6 +527,16 @@ function liveGoals(configs: LiveConfig[], tables: number): Goal[] {
     goals.push({ label: `${liveCase('floor')} (${tables} tables): the target reachable here at all?`, subject: liveCase('floor'), target: LIVE_HANDS_TARGET });
   }
   return goals;
+}
+
+/** With --audit: the worker's periodic audits while the bots played (both halves; each run records what it read). */
+async function reportPeriodicAudits(owner: pg.Pool, since: Date): Promise<void> {
+  const { rows } = await owner.query<{ runs: number; clean: number; hands: number; links: number }>(
+    `select count(*)::int as runs, count(*) filter (where clean)::int as clean, coalesce(sum(hands_read), 0)::int as hands,
+            coalesce(sum(links_read), 0)::int as links
+       from cage_private.audit_runs where periodic and ran_at >= $1`, [since]);
+  const r = rows[0]!;
+  log(`periodic audits while the bots played (the worker's, every minute): ${r.runs} runs, ${r.clean} clean; the audit of causes read ${r.hands.toLocaleString('en-US')} hands and ${r.links.toLocaleString('en-US')} position links`);
 }
 
 /** Every placement's stand-up and money checks, then every role stops, then the audit and the roles' logs. */

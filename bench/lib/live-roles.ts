@@ -41,6 +41,8 @@ export interface RoleSettings {
   issuer: string;
   serviceKey: string;
   handDelayMs: number;
+  /** The worker role runs beside the `npm start` placements' roles, its periodic audit every minute. */
+  audit?: boolean;
 }
 
 export interface RunningProcess {
@@ -81,7 +83,7 @@ function countLogLine(log: Failures, line: string) {
 
 const roleEnv = (s: RoleSettings) => ({
   NODE_ENV: 'test', LOG_LEVEL: 'warn', SERVICE_KEY: s.serviceKey, AUTH_SECRET: s.secret, AUTH_BASE_URL: s.issuer,
-  ENABLE_TEST_AUTH: 'true', CAGE_AUDIT_CRON: '0 0 1 1 *', CAGE_RAKE_RECONCILE_CRON: '0 0 1 1 *', HAND_DELAY_MS: String(s.handDelayMs),
+  ENABLE_TEST_AUTH: 'true', CAGE_AUDIT_CRON: s.audit ? '* * * * *' : '0 0 1 1 *', CAGE_RAKE_RECONCILE_CRON: '0 0 1 1 *', HAND_DELAY_MS: String(s.handDelayMs),
 });
 
 /** The roles in this process's main thread (as bench/cage.ts starts them), their log lines counted. */
@@ -126,7 +128,8 @@ interface ChildScript {
   hook: boolean;
 }
 
-const rolesScript = (roles: string[], hook: boolean): ChildScript => ({ script: ['server/main.ts', ...roles.flatMap((r) => ['--role', r])], ready: roles, hook });
+// the worker serves no URL (it prints none): the roles that do are the child's readiness
+const rolesScript = (roles: string[], hook: boolean): ChildScript => ({ script: ['server/main.ts', ...roles.flatMap((r) => ['--role', r])], ready: roles.filter((r) => r !== 'worker'), hook });
 
 /**
  * One child (an `npm start`-like one, or the floor's), its log lines counted; resolves once it
@@ -204,7 +207,7 @@ async function children(placement: Exclude<Placement, 'in-process' | 'floor'>, s
     GAME_PORT: String(gamePorts[0]), GAME_URL: games[0]!, GAME_PUBLIC_URL: games[0]!,
   };
   const specs: { name: string; roles: string[]; env: Record<string, string> }[] = together
-    ? [{ name: 'auth+game+cage', roles: ['auth', 'game', 'cage'], env: base }]
+    ? [s.audit ? { name: 'auth+game+cage+worker', roles: ['auth', 'game', 'cage', 'worker'], env: base } : { name: 'auth+game+cage', roles: ['auth', 'game', 'cage'], env: base }]
     : [
       { name: 'auth+cage', roles: ['auth', 'cage'], env: base },
       ...gamePorts.map((port, i) => ({
