@@ -206,6 +206,9 @@ function checkHand(row: HandRow, table: TableState, keys: readonly PinnedKey[], 
   else checkTournamentStacks(row, record, table, found);
 }
 
+/** Hands checked between two turns of the event loop. */
+const YIELD_EVERY = 100;
+
 /** The hands after the marks, checked table by table in order; what was covered goes to scope.covered. */
 export async function checkHands(client: pg.ClientBase, scope: AuditScope, keys: readonly PinnedKey[]): Promise<Violation[]> {
   const read = performance.now();
@@ -213,7 +216,11 @@ export async function checkHands(client: pg.ClientBase, scope: AuditScope, keys:
   scope.covered.readMs = (scope.covered.readMs ?? 0) + performance.now() - read;
   const tables = new Map<string, TableState>();
   const violations: Violation[] = [];
-  for (const row of rows) {
+  for (const [i, row] of rows.entries()) {
+    // the audit shares its process with the roles `npm start` runs (the game's rooms among them): a
+    // batch of 20,000 signatures and replays checked in one go held their event loop for seconds
+    // (issue 33's soak: an action answered 2.4 s late once a minute); every 100 hands it lets them run
+    if (i % YIELD_EVERY === YIELD_EVERY - 1) await new Promise((resolve) => setImmediate(resolve));
     let table = tables.get(row.table_id);
     if (!table) {
       table = { tableId: row.table_id, handNumber: Number(row.mark_number ?? -1), hash: row.mark_hash, stacks: { ...row.mark_stacks } };

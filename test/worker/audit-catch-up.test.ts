@@ -39,7 +39,7 @@ const periodicRuns = async () => (await db.owner.query<{ n: number }>('select co
 
 test('one queued periodic audit reads batch after batch until every link is covered, each run clean and recorded', async () => {
   const positions = await seatedPositions(3);
-  const { rows: [{ links }] } = await db.owner.query<{ links: number }>('select count(*)::int as links from game.position_links');
+  const links = (await db.owner.query<{ links: number }>('select count(*)::int as links from game.position_links')).rows[0]!.links;
   expect(links).toBeGreaterThanOrEqual(3);
   const before = await periodicRuns();
   const { log } = captureLogger('debug');

@@ -42,6 +42,9 @@ begin
   on conflict on constraint receipts_one_per_settlement do nothing
   returning r.* into v_receipt;
   if v_receipt.id is not null then
+    -- a bust's receipt leaves the signer's list (migration 000055: the unsigned busts' own index)
+    update cage.withdraw_intents w set receipt_at = v_receipt.created_at
+     where w.ledger_ref_id = p_ledger_ref_id and w.settlement = 'bust' and w.receipt_at is null;
     return query select v_receipt, false;
     return;
   end if;

@@ -65,7 +65,7 @@ as $$
   select w.ledger_ref_id, w.user_id, w.table_id, w.player_id, w.amount, w.settlement, w.history_hash, t.money_kind::text, w.created_at
     from cage.withdraw_intents w
     join game.tables t on t.table_id = w.table_id
-   where w.settlement = 'bust'
+   where w.settlement = 'bust' and w.receipt_at is null -- the unsigned busts' index (migration 000055)
      and not exists (select from cage.receipts r where r.ledger_ref_id = w.ledger_ref_id)
    order by w.created_at, w.player_id
    limit least(greatest(coalesce(p_limit, 0), 0), 1000)
