@@ -1,4 +1,6 @@
-// Hand boundaries: what the dealer calls between hands, one round trip each. A hand holds its table
+// Hand boundaries: what the dealer calls between hands. A deal and an end are group-committed with
+// the other tables' of the process (group-commit.ts: one transaction for all those asked while a
+// commit is in flight, each with its own answer). A hand holds its table
 // (seat funding and stand-up answer 409 hand_in_progress) from its deal (game.deal_hand, which
 // answers the seats it is dealt from) to its end (game.end_hand: the stacks, the rake or the
 // places, the history and the result in one transaction). At a cash table every position left with
