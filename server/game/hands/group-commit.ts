@@ -15,7 +15,8 @@
 // batching: each gets its own answer or refusal, and nothing of the batch is half-written. A batch
 // whose connection failed answers that failure to all of its boundaries (whether it committed is
 // unknown, as for a single statement; a hand end's retry answers what it committed).
-import type pg from 'pg';
+import pg from 'pg';
+import { inTransaction } from '../../db/transaction.ts';
 
 /** A statement as the boundary's caller would have sent it alone. */
 export interface BoundaryQuery {
@@ -35,7 +36,7 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
-/** How many boundaries the process wrote and in how many commits (the benchmark reads them). */
+/** How many boundaries the process wrote and in how many commits. */
 export interface GroupCommitStats {
   boundaries: number;
   commits: number;
@@ -43,34 +44,23 @@ export interface GroupCommitStats {
   split: number;
 }
 
-/** A SQL error raised by a statement: the transaction did not commit (a connection's failure has no SQLSTATE). */
-const raisedBySql = (err: unknown): boolean =>
-  typeof err === 'object' && err !== null && typeof (err as { code?: unknown }).code === 'string' && /^[0-9A-Z]{5}$/.test((err as { code: string }).code);
-
 const order = (a: Pending, b: Pending) =>
   (a.query.kind === b.query.kind ? 0 : a.query.kind === 'end' ? -1 : 1) || (a.query.tableId < b.query.tableId ? -1 : a.query.tableId > b.query.tableId ? 1 : 0);
 
-/** The batch in one transaction; true when it committed, false when a statement refused (rolled back). */
+/** The batch in one transaction; true when it committed, false when the server refused it (rolled back). */
 async function together(pool: pg.Pool, batch: Pending[]): Promise<boolean> {
-  const client = await pool.connect();
-  const results: pg.QueryResult[] = [];
-  let broken: unknown;
+  let results: pg.QueryResult[];
   try {
-    await client.query('begin');
-    try {
-      for (const p of batch) results.push(await client.query({ name: p.query.name, text: p.query.text, values: p.query.values }));
-    } catch (err) {
-      if (!raisedBySql(err)) throw err;
-      await client.query('rollback');
-      return false;
-    }
-    await client.query('commit');
+    results = await inTransaction(pool, async (client) => {
+      const out: pg.QueryResult[] = [];
+      for (const p of batch) out.push(await client.query({ name: p.query.name, text: p.query.text, values: p.query.values }));
+      return out;
+    });
   } catch (err) {
-    broken = err;
+    // the server's refusal (a statement's, or the commit's) left nothing written; a connection's
+    // failure (no answer from the server) leaves the commit's fate unknown, and is the caller's
+    if (err instanceof pg.DatabaseError) return false;
     throw err;
-  } finally {
-    // a connection that failed mid-batch is not given back to the pool's idle list
-    client.release(broken instanceof Error ? broken : undefined);
   }
   batch.forEach((p, i) => p.resolve(results[i]!));
   return true;
@@ -129,5 +119,3 @@ export function createGroupCommit(pool: pg.Pool) {
     },
   };
 }
-
-export type GroupCommit = ReturnType<typeof createGroupCommit>;

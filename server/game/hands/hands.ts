@@ -156,7 +156,6 @@ export function createHands(deps: {
     return groupCommit.query<R>({ tableId, kind, name, text: sql, values: params(sentUnder?.toString() ?? null) }).catch(fenced(tableId, sentUnder));
   };
   return {
-    groupCommit: groupCommit.stats,
     ...committedDeals(pool, fencedQuery, boundary),
     async begin(tableId: string, handId: string): Promise<void> {
       await fencedQuery(tableId, 'select game.begin_hand($1, $2, $3)', (epoch) => [tableId, handId, epoch], undefined, deps.harness);
