@@ -139,6 +139,10 @@ export function liveClient(m: Money, db: TestDatabase) {
     // all at once: a room deals only to connected players, so a sequential join could see the first
     // hand dealt before the last player joined
     await Promise.all(players.map((p) => join(p, tableId)));
+    // a room already open learns of the seats the deposits funded after they answered (rooms.ts
+    // refreshes it on the notice): done when every player has seen a state that seats them all
+    const all = (s: Msg) => players.every((p) => s.seats.some((x: Msg) => x.userId === p.userId));
+    await Promise.all(players.map((p) => stateWhere(p.ws, tableId, all, `a state seating every player, seen by ${p.userId}`)));
   }
 
   /** The next state asking `p` to act that was not answered yet (`answered` holds `handId:seq`). */
