@@ -26,6 +26,8 @@ grant execute on function
   game.reveal_abandoned(text, text, bigint, jsonb, text, text, text),
   game.seats_of(text),
   game.end_hand(text, text, bigint, jsonb, bigint, integer, bytea, jsonb, uuid[], timestamptz, bigint, jsonb, text, text, text),
+  -- a group commit's batch of the two above in one call (each written by them, with their checks)
+  game.write_boundaries(text[], text[], bigint[], jsonb[], bigint[], integer[], bytea[], jsonb[], text[], timestamptz[], bigint[], jsonb[], text[], text[], text[], text[], text[], bigint[], jsonb[], jsonb[]),
   game.hand_for_player(text, uuid),
   game.abandon_hand(text, bigint),
   game.release_hand(text, text, bigint),

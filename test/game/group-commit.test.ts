@@ -5,7 +5,7 @@
 // refused one writes nothing. Run against a real PostgreSQL, with the first boundary held in flight
 // by a lock the test owns (no timing involved).
 import type pg from 'pg';
-import { createGroupCommit, type BoundaryQuery } from '../../server/game/hands/group-commit.ts';
+import { createGroupCommit, statementWriter, type BoundaryQuery } from '../../server/game/hands/group-commit.ts';
 import { createTestDatabase, waitForLockWait, type TestDatabase } from '../helpers/db.ts';
 
 let db: TestDatabase;
@@ -34,12 +34,14 @@ const held = (tableId: string): BoundaryQuery => ({
   values: [tableId, LOCK],
 });
 
-async function whileOneIsInFlight<T>(run: (gc: ReturnType<typeof createGroupCommit>) => Promise<T>, prefix: string) {
-  const gc = createGroupCommit(pool);
+type Gc = ReturnType<typeof createGroupCommit<BoundaryQuery, pg.QueryResult>>;
+
+async function whileOneIsInFlight<T>(run: (gc: Gc) => Promise<T>, prefix: string) {
+  const gc = createGroupCommit(statementWriter(pool));
   const locker = await db.owner.connect();
   await locker.query('begin');
   await locker.query('select pg_advisory_xact_lock($1::bigint)', [LOCK]);
-  const first = gc.query<{ xid: string }>(held(`${prefix}-first`));
+  const first = gc.write(held(`${prefix}-first`));
   await waitForLockWait(db.owner, 'poker_owner');
   const rest = run(gc);
   await locker.query('commit');
@@ -50,7 +52,7 @@ async function whileOneIsInFlight<T>(run: (gc: ReturnType<typeof createGroupComm
 test('the boundaries asked for while one commits share the next commit, each with its own answer, ends before deals', async () => {
   const tables = ['t-e', 't-a', 't-d', 't-c', 't-b'];
   const { gc, first, rest } = await whileOneIsInFlight(
-    (gc) => Promise.all(tables.map((t, i) => gc.query<{ xid: string }>(write(t, i % 2 === 0 ? 'deal' : 'end')))), 'share',
+    (gc) => Promise.all(tables.map((t, i) => gc.write(write(t, i % 2 === 0 ? 'deal' : 'end')))), 'share',
   );
   const xids = new Set(rest.map((r) => r.rows[0]!.xid));
   expect(xids.size).toBe(1);
@@ -65,7 +67,7 @@ test('the boundaries asked for while one commits share the next commit, each wit
 
 test('a boundary refused in a batch writes nothing, and the others of its batch are written alone', async () => {
   const { gc, rest } = await whileOneIsInFlight(
-    (gc) => Promise.allSettled(['r-1', 'refused', 'r-2'].map((t) => gc.query<{ xid: string }>(write(t)))), 'refuse',
+    (gc) => Promise.allSettled(['r-1', 'refused', 'r-2'].map((t) => gc.write(write(t)))), 'refuse',
   );
   expect(rest[0]!.status).toBe('fulfilled');
   expect(rest[2]!.status).toBe('fulfilled');
@@ -79,9 +81,9 @@ test('a boundary refused in a batch writes nothing, and the others of its batch 
 });
 
 test('a boundary asked for while nothing is in flight is written at once, alone', async () => {
-  const gc = createGroupCommit(pool);
-  const a = await gc.query<{ xid: string }>(write('alone-1'));
-  const b = await gc.query<{ xid: string }>(write('alone-2'));
+  const gc = createGroupCommit(statementWriter(pool));
+  const a = await gc.write(write('alone-1'));
+  const b = await gc.write(write('alone-2'));
   expect(a.rows[0]!.xid).not.toBe(b.rows[0]!.xid);
   expect(gc.stats).toEqual({ boundaries: 2, commits: 2, split: 0 });
 });

@@ -413,6 +413,56 @@ begin
 end;
 $$;
 
+-- Issue 33: a group commit's batch of hand boundaries (server/game/hands/group-commit.ts) in ONE
+-- call: every hand end given (game.end_hand's arguments, an array each, one entry per end; the
+-- agents as uuid[] literals), then every deal (game.deal_hand's), in the order given, in the one
+-- transaction of this statement. One round trip for the batch where a statement each made two per
+-- boundary plus begin and commit: under load a round trip waits for a core, and the whole process's
+-- boundaries wait for the batch in flight. It adds nothing to what the caller may do: each boundary
+-- is written by the same function the caller may call alone, with the same checks (the table's
+-- lock, its lease, its hand; neither reads who calls); a refusal of any of them refuses the whole call (nothing is
+-- written) and the caller writes each boundary alone. Answers one row per boundary, in order: an
+-- end's answer (game.end_hand's), a deal's seats (game.deal_hand's rows, as a JSON array).
+create or replace function game.write_boundaries(
+  e_table text[], e_hand text[], e_number bigint[], e_stacks jsonb[], e_rake bigint[], e_auto_folds integer[],
+  e_compact bytea[], e_started jsonb[], e_agents text[], e_started_at timestamptz[], e_epoch bigint[],
+  e_deal jsonb[], e_record text[], e_signature text[], e_dealer_key text[],
+  d_table text[], d_hand text[], d_epoch bigint[], d_deal jsonb[], d_next jsonb[]
+) returns table (kind text, ord integer, answer jsonb)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_ends integer := coalesce(cardinality(e_table), 0);
+  v_deals integer := coalesce(cardinality(d_table), 0);
+begin
+  if v_ends + v_deals = 0 then
+    return;
+  end if;
+  -- every array of a kind has one entry per boundary of that kind
+  if cardinality(array_remove(array[cardinality(e_hand), cardinality(e_number), cardinality(e_stacks), cardinality(e_rake),
+       cardinality(e_auto_folds), cardinality(e_compact), cardinality(e_started), cardinality(e_agents), cardinality(e_started_at),
+       cardinality(e_epoch), cardinality(e_deal), cardinality(e_record), cardinality(e_signature), cardinality(e_dealer_key)], v_ends)) > 0
+     or cardinality(array_remove(array[cardinality(d_hand), cardinality(d_epoch), cardinality(d_deal), cardinality(d_next)], v_deals)) > 0 then
+    perform game_private.refuse('bad_request', 'a batch of boundaries names one entry of each argument per boundary');
+  end if;
+  for i in 1 .. v_ends loop
+    kind := 'end';
+    ord := i;
+    answer := game.end_hand(e_table[i], e_hand[i], e_number[i], e_stacks[i], e_rake[i], e_auto_folds[i], e_compact[i], e_started[i],
+      e_agents[i]::uuid[], e_started_at[i], e_epoch[i], e_deal[i], e_record[i], e_signature[i], e_dealer_key[i]);
+    return next;
+  end loop;
+  for i in 1 .. v_deals loop
+    kind := 'deal';
+    ord := i;
+    select coalesce(jsonb_agg(to_jsonb(s)), '[]'::jsonb) into answer
+      from game.deal_hand(d_table[i], d_hand[i], d_epoch[i], d_deal[i], d_next[i]) s;
+    return next;
+  end loop;
+end
+$$;
+
 -- A compact history as game.end_hand takes it (server/game/hands/compact.ts): format byte 1, the
 -- inflated length (4 bytes, big-endian: 2 bytes to 1 MiB, so no reader is asked to inflate more),
 -- then the deflated bytes; 6 bytes to 64 KiB in all. SQL cannot inflate: what it checks is the

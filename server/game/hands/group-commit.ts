@@ -5,8 +5,9 @@
 // while nothing is in flight is written at once, alone; under load the batch is whatever came during
 // the previous commit, so the busier the process, the more hands share a commit.
 //
-// Each boundary keeps its own answer. The batch's statements run one after another in its
-// transaction, hand ends first, then deals (a deal alone commits without waiting for its flush:
+// Each boundary keeps its own answer. The batch is written by the caller's writer (the dealer's:
+// boundary-writer.ts, the whole batch in one call of game.write_boundaries, one round trip), hand
+// ends first, then deals, each in table order (a deal alone commits without waiting for its flush:
 // game.deal_hand turns synchronous_commit off only in a transaction that has not written yet, so
 // after an end has written, the batch's commit waits for its flush as the end's answer needs:
 // a hand_result goes out only after its end is durable). A boundary a statement refuses (a lost
@@ -18,21 +19,49 @@
 import pg from 'pg';
 import { inTransaction } from '../../db/transaction.ts';
 
-/** A statement as the boundary's caller would have sent it alone. */
-export interface BoundaryQuery {
-  /** Which table's boundary it is: the batch takes the tables' locks in this order. */
+/** A boundary: which table's (the batch takes the tables' locks in table order) and which kind. */
+export interface Boundary {
   tableId: string;
   /** A hand end (the batch's commit waits for its flush) or a deal. */
   kind: 'end' | 'deal';
+}
+
+/** How a group commit writes its boundaries. */
+export interface BoundaryWriter<Q extends Boundary, R> {
+  /** One boundary in its own transaction, as it would be written without batching. */
+  alone(query: Q): Promise<R>;
+  /**
+   * The batch in ONE transaction, in the order given (hand ends first, then deals, each in table
+   * order): one answer per boundary, in that order. A pg.DatabaseError (the server's refusal) means
+   * nothing of it was written; any other failure leaves its commit's fate unknown.
+   */
+  together(batch: Q[]): Promise<R[]>;
+}
+
+/** A statement as the boundary's caller would have sent it alone (statementWriter's boundaries). */
+export interface BoundaryQuery extends Boundary {
   text: string;
   values: unknown[];
   /** A prepared statement's name (each connection plans it once). */
   name?: string;
 }
 
-interface Pending {
-  query: BoundaryQuery;
-  resolve: (result: pg.QueryResult) => void;
+/** Any statements, a batch of them run one after another in one transaction (a round trip each). */
+export function statementWriter(pool: pg.Pool): BoundaryWriter<BoundaryQuery, pg.QueryResult> {
+  const run = (db: pg.Pool | pg.PoolClient, q: BoundaryQuery) => db.query({ name: q.name, text: q.text, values: q.values });
+  return {
+    alone: (q) => run(pool, q),
+    together: (batch) => inTransaction(pool, async (client) => {
+      const out: pg.QueryResult[] = [];
+      for (const q of batch) out.push(await run(client, q));
+      return out;
+    }),
+  };
+}
+
+interface Pending<Q, R> {
+  query: Q;
+  resolve: (result: R) => void;
   reject: (err: unknown) => void;
 }
 
@@ -44,36 +73,32 @@ export interface GroupCommitStats {
   split: number;
 }
 
-const order = (a: Pending, b: Pending) =>
+const order = (a: { query: Boundary }, b: { query: Boundary }) =>
   (a.query.kind === b.query.kind ? 0 : a.query.kind === 'end' ? -1 : 1) || (a.query.tableId < b.query.tableId ? -1 : a.query.tableId > b.query.tableId ? 1 : 0);
 
-/** The batch in one transaction; true when it committed, false when the server refused it (rolled back). */
-async function together(pool: pg.Pool, batch: Pending[]): Promise<boolean> {
-  let results: pg.QueryResult[];
-  try {
-    results = await inTransaction(pool, async (client) => {
-      const out: pg.QueryResult[] = [];
-      for (const p of batch) out.push(await client.query({ name: p.query.name, text: p.query.text, values: p.query.values }));
-      return out;
-    });
-  } catch (err) {
-    // the server's refusal (a statement's, or the commit's) left nothing written; a connection's
-    // failure (no answer from the server) leaves the commit's fate unknown, and is the caller's
-    if (err instanceof pg.DatabaseError) return false;
-    throw err;
-  }
-  batch.forEach((p, i) => p.resolve(results[i]!));
-  return true;
-}
-
-export function createGroupCommit(pool: pg.Pool) {
-  let queue: Pending[] = [];
+export function createGroupCommit<Q extends Boundary, R>(writer: BoundaryWriter<Q, R>) {
+  let queue: Pending<Q, R>[] = [];
   let inFlight = false;
   const stats: GroupCommitStats = { boundaries: 0, commits: 0, split: 0 };
 
-  const alone = (p: Pending) => pool.query({ name: p.query.name, text: p.query.text, values: p.query.values }).then(p.resolve, p.reject);
+  const alone = (p: Pending<Q, R>) => writer.alone(p.query).then(p.resolve, p.reject);
 
-  async function write(batch: Pending[]): Promise<void> {
+  /** The batch in one transaction; true when it committed, false when the server refused it (rolled back). */
+  async function together(batch: Pending<Q, R>[]): Promise<boolean> {
+    let results: R[];
+    try {
+      results = await writer.together(batch.map((p) => p.query));
+    } catch (err) {
+      // the server's refusal (a statement's, or the commit's) left nothing written; a connection's
+      // failure (no answer from the server) leaves the commit's fate unknown, and is the caller's
+      if (err instanceof pg.DatabaseError) return false;
+      throw err;
+    }
+    batch.forEach((p, i) => p.resolve(results[i]!));
+    return true;
+  }
+
+  async function write(batch: Pending<Q, R>[]): Promise<void> {
     stats.boundaries += batch.length;
     if (batch.length === 1) {
       stats.commits += 1;
@@ -82,7 +107,7 @@ export function createGroupCommit(pool: pg.Pool) {
     }
     batch.sort(order);
     try {
-      if (await together(pool, batch)) {
+      if (await together(batch)) {
         stats.commits += 1;
         return;
       }
@@ -111,9 +136,9 @@ export function createGroupCommit(pool: pg.Pool) {
   return {
     stats,
     /** Writes the boundary with whatever else is waiting; answers its own result, once its commit is durable. */
-    query<R extends pg.QueryResultRow>(query: BoundaryQuery): Promise<pg.QueryResult<R>> {
-      return new Promise<pg.QueryResult<R>>((resolve, reject) => {
-        queue.push({ query, resolve: resolve as (r: pg.QueryResult) => void, reject });
+    write(query: Q): Promise<R> {
+      return new Promise<R>((resolve, reject) => {
+        queue.push({ query, resolve, reject });
         if (!inFlight) void drain();
       });
     },

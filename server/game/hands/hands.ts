@@ -13,7 +13,8 @@ import { isLeaseLost } from '../live/lease.ts';
 import type { DealReveal } from '../poker/fair-deal.ts';
 import type { SignedRecord } from './hand-record.ts';
 import type { PendingDeal, SealedDeal } from '../live/deal-seeds.ts';
-import { createGroupCommit, type BoundaryQuery } from './group-commit.ts';
+import { createGroupCommit, type Boundary } from './group-commit.ts';
+import { dealerWriter } from './boundary-writer.ts';
 
 export interface HandEnd {
   /** The positions the hand left with no chips, closed in its transaction. */
@@ -73,8 +74,8 @@ export interface HandLeases {
 
 /** A boundary query run under the table's current tenure (createHands's fencedQuery). */
 type FencedQuery = <R extends pg.QueryResultRow>(tableId: string, sql: string, params: (epoch: string | null) => unknown[], name?: string) => Promise<pg.QueryResult<R>>;
-/** A hand boundary (a deal or an end) run under the table's current tenure, group-committed with the process's others. */
-type BoundaryWrite = <R extends pg.QueryResultRow>(kind: BoundaryQuery['kind'], tableId: string, sql: string, params: (epoch: string | null) => unknown[], name: string) => Promise<pg.QueryResult<R>>;
+/** A hand boundary (a deal or an end) run under the table's current tenure, group-committed with the process's others (boundary-writer.ts: its arguments, the epoch given). */
+type BoundaryWrite = (kind: Boundary['kind'], tableId: string, args: (epoch: string | null) => unknown[]) => Promise<unknown>;
 
 /**
  * The committed deals a table keeps (issue 31; docs/dealer.md, "Every commitment is revealed"): what
@@ -87,10 +88,7 @@ function committedDeals(pool: pg.Pool, fencedQuery: FencedQuery, boundary: Bound
      * committed deal and the next hand's, sealed, ride the same write (game.deal_hand).
      */
     async deal(tableId: string, handId: string, deals: { deal: SealedDeal; next: SealedDeal }): Promise<SeatRow[]> {
-      return (await boundary<SeatRow>(
-        'deal', tableId, 'select * from game.deal_hand($1, $2, $3, $4::jsonb, $5::jsonb)',
-        (epoch) => [tableId, handId, epoch, JSON.stringify(deals.deal), JSON.stringify(deals.next)], 'game.deal_hand',
-      )).rows;
+      return await boundary('deal', tableId, (epoch) => [tableId, handId, epoch, JSON.stringify(deals.deal), JSON.stringify(deals.next)]) as SeatRow[];
     },
     /**
      * A room opens its table: a hand or a committed deal its previous room left is abandoned; answers
@@ -150,10 +148,10 @@ export function createHands(deps: {
     return via.query<R>({ name, text: sql, values: params(sentUnder?.toString() ?? null) }).catch(fenced(tableId, sentUnder));
   };
   // the deals and ends of every table of the process, written together while a commit is in flight
-  const groupCommit = createGroupCommit(pool);
-  const boundary: BoundaryWrite = <R extends pg.QueryResultRow>(kind: BoundaryQuery['kind'], tableId: string, sql: string, params: (epoch: string | null) => unknown[], name: string) => {
+  const groupCommit = createGroupCommit(dealerWriter(pool));
+  const boundary: BoundaryWrite = (kind, tableId, args) => {
     const sentUnder = tenure(tableId);
-    return groupCommit.query<R>({ tableId, kind, name, text: sql, values: params(sentUnder?.toString() ?? null) }).catch(fenced(tableId, sentUnder));
+    return groupCommit.write({ tableId, kind, args: args(sentUnder?.toString() ?? null) }).catch(fenced(tableId, sentUnder));
   };
   return {
     ...committedDeals(pool, fencedQuery, boundary),
@@ -170,15 +168,10 @@ export function createHands(deps: {
      * failure may be tried again, and a retry of an end that did commit answers what it committed.
      */
     async end(h: EndingHand): Promise<HandEndAnswer> {
-      const { rows } = await boundary<{ answer: HandEndAnswer }>(
-        'end', h.tableId, 'select game.end_hand($1, $2, $3, $4::jsonb, $5, $6, $7::bytea, $8::jsonb, $9::uuid[], $10::timestamptz, $11, $12::jsonb, $13, $14, $15) as answer',
-        (epoch) => [
-          h.tableId, h.handId, h.handNumber, stacksJson(h.stacks), h.rake.toString(), h.autoFolds, h.compact, h.started, h.agents, h.startedAt.toISOString(), epoch,
-          JSON.stringify(h.deal), h.record.text, h.record.signature, h.record.publicKey,
-        ],
-        'game.end_hand',
-      );
-      return rows[0]!.answer;
+      return await boundary('end', h.tableId, (epoch) => [
+        h.tableId, h.handId, h.handNumber, stacksJson(h.stacks), h.rake.toString(), h.autoFolds, h.compact, h.started, h.agents, h.startedAt.toISOString(), epoch,
+        JSON.stringify(h.deal), h.record.text, h.record.signature, h.record.publicKey,
+      ]) as HandEndAnswer;
     },
     /** Releases the table from a hand that will not be played (the stacks of its start stand). */
     async abandon(tableId: string): Promise<string | null> {
