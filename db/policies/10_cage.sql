@@ -21,6 +21,7 @@ grant select on cage.deposit_states to poker_cage;
 grant execute on function
   cage.audit(),
   cage.open_deposit(uuid, text, text, integer, bigint),
+  cage.deposit_to_seat(uuid, text, text, integer, bigint),
   cage.confirm_deposit(text),
   cage.fail_deposit(text, text),
   cage.settle_position(uuid, text, bigint, bigint, text, text, text, boolean),

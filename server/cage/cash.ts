@@ -18,7 +18,7 @@ import type { ServiceClient } from '../http/service-client.ts';
 import { errorCode, withSpan } from '../telemetry/index.ts';
 import type { ReceiptSigner, StoredReceipt } from './receipts.ts';
 import { payoutWithdraw, tournamentDeposit } from './tournaments.ts';
-import { fundSeat, settlePosition, type SettlementRow, zeroSettled } from './seams.ts';
+import { settlePosition, type SettlementRow, zeroSettled } from './seams.ts';
 import {
   type BankTable, cageDepositBody, depositKeyOf, depositKeyParams, findTable, tableOfBank, WITHDRAW_REPLAY_WINDOW_SQL, withdrawKey,
 } from '../bank-contract/contract.ts';
@@ -120,28 +120,8 @@ function replayAnswer(intent: DepositIntent, key: string, span: Span) {
   return { status: 202, body: { status: 'pending', idempotencyKey: key, replay: true } };
 }
 
-/** What the seat's funding came to, as the client's answer (seams.ts: fundSeat). */
-function fundingAnswer(deps: CashDeps, funded: Awaited<ReturnType<typeof fundSeat>>, d: { userId: string; tableId: string; refId: string; key: string; seatIndex: number; amount: bigint }) {
-  switch (funded.outcome) {
-    case 'confirmed':
-      deps.log.info({ userId: d.userId, tableId: d.tableId, seatIndex: d.seatIndex, amount: d.amount.toString() }, 'deposit confirmed');
-      return {
-        status: 'confirmed', txHash: d.refId, idempotencyKey: d.key,
-        ...(funded.seat ? { seatIndex: funded.seat.seatIndex, chipBalance: funded.seat.chipBalance } : {}),
-      };
-    case 'refused':
-      throw new ApiError(funded.status, funded.code);
-    case 'failed':
-      deps.log.warn({ userId: d.userId, tableId: d.tableId }, 'deposit compensated: the seat could not be funded');
-      throw new ApiError(502, funded.code);
-    case 'unresolved':
-      deps.log.error({ userId: d.userId, tableId: d.tableId, refId: d.refId }, 'deposit unresolved: the game role is unreachable; the reconciler will settle it');
-      throw new ApiError(503, 'game_unavailable', undefined, { status: 'pending', idempotencyKey: d.key });
-  }
-}
-
 function installDepositRoutes(app: Express, deps: CashDeps) {
-  const { pool, game } = deps;
+  const { pool } = deps;
   app.post('/api/deposit', deps.jwt.require, async (req, res) => {
     const userId: string = res.locals.claims.sub;
     const b = (req.body ?? {}) as Record<string, unknown>;
@@ -162,18 +142,19 @@ function installDepositRoutes(app: Express, deps: CashDeps) {
           span.setAttribute('deposit.result', answer.replay ? 'replay_confirmed' : 'confirmed');
           return void res.json(answer);
         }
-        const { rows } = await pool.query<DepositIntent>(
-          'select ref_id, status, error, amount, replayed from cage.open_deposit($1, $2, $3, $4, $5)',
-          [playerSession(res), d.key, table.table_id, d.seatIndex, d.amount.toString()],
-        );
+        // the buy-in and the seat's funding in one transaction (cage.deposit_to_seat)
+        const { rows } = await pool.query<DepositIntent & { seat_index: number | null; chip_balance: string | null }>({
+          name: 'cage.deposit_to_seat', text: 'select ref_id, status, error, replayed, seat_index, chip_balance::text from cage.deposit_to_seat($1, $2, $3, $4, $5)',
+          values: [playerSession(res), d.key, table.table_id, d.seatIndex, d.amount.toString()],
+        });
         const intent = rows[0]!;
         if (intent.replayed) {
           const replay = replayAnswer(intent, d.key, span);
           return void res.status(replay.status).json(replay.body);
         }
-        const funded = await fundSeat(pool, game, { refId: intent.ref_id, userId, tableId: table.table_id, seatIndex: d.seatIndex, amount: d.amount });
-        span.setAttribute('deposit.result', funded.outcome);
-        res.json(fundingAnswer(deps, funded, { userId, tableId: table.table_id, refId: intent.ref_id, key: d.key, seatIndex: d.seatIndex, amount: d.amount }));
+        span.setAttribute('deposit.result', 'confirmed');
+        deps.log.info({ userId, tableId: table.table_id, seatIndex: d.seatIndex, amount: d.amount.toString() }, 'deposit confirmed');
+        res.json({ status: 'confirmed', txHash: intent.ref_id, idempotencyKey: d.key, seatIndex: intent.seat_index, chipBalance: intent.chip_balance });
       } catch (err) {
         if (!span.isRecording() || !(err instanceof Error)) throw err;
         span.setAttribute('deposit.result', errorCode(err) ?? 'failed');

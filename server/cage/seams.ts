@@ -1,14 +1,14 @@
 // The cage's half of the seat seams (its implementation of the bank contract's seat calls:
 // server/bank-contract/), shared by the routes (server/cage/cash.ts) and the
-// reconcilers (tasks/): the money moves in SQL (db/functions/cage/60_cash.sql), the seat moves on
-// the game role over HTTP, and the two are reconciled without ever guessing:
-//   deposit  the buy-in is posted first; then the seat is funded, and the game's transaction that
-//            funds it confirms the deposit (game.credit_seat). A coded refusal from the game is
-//            compensated at once (a reversing entry). A call whose fate is unknown (timeout, lost
-//            answer, game down) is cancelled at the game first (a tombstone; a credit that arrived
-//            stands, its deposit confirmed with it) and compensated only once the game says the
-//            seat does not hold the chips; if
-//            the game cannot be reached at all, the deposit stays pending for the reconciler.
+// reconcilers (tasks/): the money moves in SQL (db/functions/cage/60_cash.sql), and whatever is
+// left in flight is reconciled without ever guessing:
+//   deposit  one transaction (issue 33: cage.deposit_to_seat): the buy-in posted and the seat funded
+//            by the game's own credit (game.credit_seat), the deposit confirmed with it; nothing is
+//            in flight. A deposit left pending (opened by a release that funded the seat over HTTP
+//            and stopped before it knew the answer) is cancelled at the game first (a tombstone; a
+//            credit that arrived stands, its deposit confirmed with it) and compensated only once
+//            the game says the seat does not hold the chips; if the game cannot be reached at all,
+//            it stays pending for the reconciler's next run.
 //   withdraw the game stands the player up and reports the stack and chain head; the cage writes the
 //            terminal row (cash-out, custody or bust) and its receipt, and closes the seat, in one
 //            transaction (cage.settle_position). A settlement written before the seat closed with it
@@ -17,14 +17,14 @@ import type pg from 'pg';
 import { inTransaction } from '../db/transaction.ts';
 import type { ServiceClient } from '../http/service-client.ts';
 import { withdrawKey } from '../bank-contract/contract.ts';
-import { cancelCredit, creditChips, settleWithdrawal } from '../bank-contract/seat-calls.ts';
+import { cancelCredit, settleWithdrawal } from '../bank-contract/seat-calls.ts';
 import { issueReceipt, type ReceiptSigner, type StoredReceipt } from './receipts.ts';
 import { chipsToBaseUnits } from '../units.generated.ts';
 
 /**
- * How long a request may still be working on its own intent: a deposit makes at most two game
- * calls (fund, then cancel) and a withdrawal one (zero the seat), each bounded by
- * GAME_CALL_TIMEOUT_MS. The reconciler leaves younger intents alone (three call deadlines).
+ * How long a request may still be working on its own intent: a withdrawal makes one game call (zero
+ * the seat; a deposit left pending by an older release made at most two, fund then cancel), each
+ * bounded by GAME_CALL_TIMEOUT_MS. The reconciler leaves younger intents alone (three call deadlines).
  */
 export function graceSeconds(gameCallTimeoutMs: number) {
   return Math.max(1, Math.ceil((3 * gameCallTimeoutMs) / 1000));
@@ -37,9 +37,9 @@ export interface DepositIntent {
   amount: bigint;
 }
 
+/** What a pending deposit's resolution came to (resolveUncertainDeposit). */
 export type FundingOutcome =
-  | { outcome: 'confirmed'; seat?: { seatIndex: number; chipBalance: string; historyHash: string } }
-  | { outcome: 'refused'; status: number; code: string }
+  | { outcome: 'confirmed' }
   | { outcome: 'failed'; code: 'seat_funding_failed' }
   | { outcome: 'unresolved' };
 
@@ -51,28 +51,6 @@ export async function confirmDeposit(db: Db, refId: string) {
 
 export async function failDeposit(db: Db, refId: string, code: string) {
   await db.query('select cage.fail_deposit($1, $2)', [refId, code]);
-}
-
-/** Funds the seat for an opened deposit; see the file comment for what each answer means. */
-export async function fundSeat(db: Db, game: ServiceClient, intent: DepositIntent): Promise<FundingOutcome> {
-  const answer = await creditChips(game, {
-    creditKey: intent.refId, tableId: intent.tableId, userId: intent.userId, seatIndex: intent.seatIndex, amount: intent.amount,
-  });
-  if (answer.ok) {
-    // 'credited': the game's transaction confirmed the deposit with the credit. A credit found
-    // already made ('replayed') is confirmed here, which is a no-op when its transaction did so.
-    if (answer.body.status !== 'credited') await confirmDeposit(db, intent.refId);
-    const { seatIndex, chipBalance, historyHash } = answer.body;
-    return { outcome: 'confirmed', seat: { seatIndex, chipBalance, historyHash } };
-  }
-  if (!('unreachable' in answer)) {
-    const code = typeof answer.body.error === 'string' ? answer.body.error : 'seat_funding_refused';
-    if (code !== 'invalid_service_key' && code !== 'service_key_not_configured') {
-      await failDeposit(db, intent.refId, code);
-      return { outcome: 'refused', status: answer.status, code };
-    }
-  }
-  return resolveUncertainDeposit(db, game, intent);
 }
 
 /** Asks the game to cancel a funding whose fate is unknown, and settles the deposit by its answer. */

@@ -74,6 +74,24 @@ test('cash deposits refused before any write write nothing: a seat taken, alread
   await expectCleanAudit(cagePool);
 });
 
+test('racing sits for one seat (real concurrent requests): one is seated, the others refused seat_taken with nothing written', async () => {
+  const host = await m.player();
+  const tableId = await m.table(host.auth);
+  const racers = await Promise.all(Array.from({ length: 8 }, () => m.player(1000)));
+  const before = await written();
+  // issue 33: the buy-in and the seat's funding are one transaction (cage.deposit_to_seat), the
+  // table locked first: a sit that loses the race is refused before any write, never debited and
+  // compensated
+  const answers = await Promise.all(racers.map((p) => m.deposit(p.auth, { tableId, seatIndex: 4, amount: 100 })));
+  expect(answers.map((a) => `${a.status} ${a.body.status ?? a.body.error}`).sort()).toEqual(['200 confirmed', ...Array(7).fill('409 seat_taken')]);
+  // one sit's rows: its entry and two legs, its intent, its position and its credit
+  expect(await written()).toEqual({ ...before, entries: before.entries! + 1, legs: before.legs! + 2, intents: before.intents! + 1,
+    positions: before.positions! + 1, credits: before.credits! + 1 });
+  const balances = await Promise.all(racers.map((p) => m.balance(p.auth)));
+  expect(balances.sort((x, y) => x - y)).toEqual([900, ...Array(7).fill(1000)]);
+  await expectCleanAudit(cagePool);
+});
+
 test('a tournament entry refused 402 for want of balance writes nothing, however often it is retried', async () => {
   const host = await m.player();
   const tableId = await m.table(host.auth, SNG({ seats: 3 }));

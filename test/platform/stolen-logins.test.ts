@@ -198,6 +198,7 @@ describe('the attacks found from outside', () => {
       for (const [sql, args] of [
         ['select * from cage.refund_tournament_entry($1, $2)', [forged, world.registering]],
         ['select * from cage.open_deposit($1, $2, $3, 1, 100)', [forged, `k-${randomUUID()}`, world.cash]],
+        ['select * from cage.deposit_to_seat($1, $2, $3, 1, 100)', [forged, `k-${randomUUID()}`, world.cash]],
         ['select * from cage.open_tournament_entry($1, $2, $3, null, 100, 120)', [forged, `k-${randomUUID()}`, world.registering]],
         ['select * from cage.claim_custody($1, 1)', [forged]],
       ] as const) {
@@ -544,6 +545,7 @@ const REVIEWED: Record<string, string> = {
   'cage.mark_payout_failed(text,integer,text)': 'bookkeeping of a payout intent; moves nothing',
   'cage.mark_withdrawal_settled(text)': 'bound: the game zeroed the seat',
   'cage.open_deposit(uuid,text,text,integer,bigint)': 'the player\'s token grant, the real_money switch',
+  'cage.deposit_to_seat(uuid,text,text,integer,bigint)': 'cage.open_deposit (the player\'s token grant, the real_money switch), then game.credit_seat on that deposit only, in its transaction',
   'cage.open_tournament_entry(uuid,text,text,integer,bigint,integer)': 'the player\'s token grant, the entry fee of the table',
   'cage.pay_tournament_payout(text,integer,bigint)': 'bound: the payout intent\'s place, user and amount',
   'cage.repost_payout(text)': 'an unconfirmed payout older than its grace marked submitted (failedAt cleared); no chip moves',

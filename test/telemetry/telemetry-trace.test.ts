@@ -1,8 +1,9 @@
-// One deposit is one trace across the roles. The platform runs as a child process with its tracing
+// A request is one trace across the roles. The platform runs as a child process with its tracing
 // hook (`--import ./server/telemetry/register.ts`, as `npm start` runs it: auto-instrumentation does
-// not load inside jest's module system) and exports to a stand-in OTLP collector here. The deposit's
-// trace holds the cage's route, its SQL, its call to the game role, the game's route and SQL, and the
-// spec's `admin.deposit` span.
+// not load inside jest's module system) and exports to a stand-in OTLP collector here. A deposit's
+// trace holds the cage's route, its one SQL call (the buy-in and the seat in one transaction, issue
+// 33: no call to the game) and the spec's `admin.deposit` span; a withdrawal's holds the cage's
+// route, its call to the game role, the game's route and SQL, and the cage's settlement SQL.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -90,7 +91,7 @@ function startPlatformProcess(): Promise<Record<string, string>> {
 const attr = (s: OtlpSpan) => Object.fromEntries((s.attributes ?? []).map((a) => [a.key, Object.values(a.value)[0]]));
 const mentions = (s: OtlpSpan, text: string) => s.name.includes(text) || Object.values(attr(s)).some((v) => typeof v === 'string' && v.includes(text));
 
-test("a deposit is one trace: the cage's route and SQL, its call to the game, the game's route and SQL, admin.deposit", async () => {
+test("a deposit is one trace (the cage's route and SQL, admin.deposit); a withdrawal one across the roles (the cage's call to the game, the game's route and SQL)", async () => {
   const urls = await startPlatformProcess();
   const operator = await signInOperator(db.owner, urls.auth!);
   const player = await bridgedUser(db, { issuer: ISSUER });
@@ -100,26 +101,39 @@ test("a deposit is one trace: the cage's route and SQL, its call to the game, th
   expect((await call(`${urls.cage}/api/tables`, { headers: auth, body: { tableId, gameType: 'poker', settings: POKER_SETTINGS } })).status).toBe(200);
   const deposit = await call(`${urls.cage}/api/deposit`, { headers: { ...auth, 'idempotency-key': 'trace-1' }, body: { tableId, seatIndex: 0, amount: 100 } });
   expect(deposit.body).toMatchObject({ status: 'confirmed' });
+  const withdraw = await call(`${urls.cage}/api/withdraw`, { headers: auth, body: { tableId } });
+  expect(withdraw.status).toBe(200);
 
-  // the batch exporter flushes every 100 ms here; the deposit's own server span ends last (after
-  // the game's answer), so the trace is read until every part of it has arrived
+  // the batch exporter flushes every 100 ms here; a request's own server span ends last, so each
+  // trace is read until every part of it has arrived
   const sqlOf = (trace: OtlpSpan[]) => trace.filter((s) => attr(s)['db.system'] === 'postgresql' || attr(s)['db.system.name'] === 'postgresql');
-  const parts = (trace: OtlpSpan[]) => ({
+  const traceOf = (route: string) => {
+    const root = spans.find((s) => s.kind === 2 && mentions(s, route));
+    return root ? spans.filter((s) => s.traceId === root.traceId) : [];
+  };
+  const depositParts = (trace: OtlpSpan[]) => ({
     cageRoute: trace.some((s) => s.kind === 2 && mentions(s, '/api/deposit')),
-    gameRoute: trace.some((s) => s.kind === 2 && mentions(s, '/internal/credit-chips')),
-    cageCallsGame: trace.some((s) => s.kind === 3 && mentions(s, '/internal/credit-chips')),
-    cageSql: sqlOf(trace).some((s) => mentions(s, 'open_deposit')),
-    gameSql: sqlOf(trace).some((s) => mentions(s, 'credit_seat')),
+    cageSql: sqlOf(trace).some((s) => mentions(s, 'deposit_to_seat')),
     specSpan: trace.some((s) => s.name === 'admin.deposit'),
+  });
+  const withdrawParts = (trace: OtlpSpan[]) => ({
+    cageRoute: trace.some((s) => s.kind === 2 && mentions(s, '/api/withdraw')),
+    cageCallsGame: trace.some((s) => s.kind === 3 && mentions(s, '/internal/stand-up')),
+    gameRoute: trace.some((s) => s.kind === 2 && mentions(s, '/internal/stand-up')),
+    gameSql: sqlOf(trace).some((s) => mentions(s, 'stand_up')),
+    cageSql: sqlOf(trace).some((s) => mentions(s, 'settle_position')),
   });
   let trace: OtlpSpan[] = [];
   for (let i = 0; i < 100; i++) {
-    const credit = spans.find((s) => s.kind === 2 && mentions(s, '/internal/credit-chips'));
-    trace = credit ? spans.filter((s) => s.traceId === credit.traceId) : [];
-    if (Object.values(parts(trace)).every(Boolean)) break;
+    trace = [...traceOf('/api/deposit'), ...traceOf('/api/withdraw')];
+    if (Object.values(depositParts(trace)).every(Boolean) && Object.values(withdrawParts(trace)).every(Boolean)) break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  expect(parts(trace)).toEqual({ cageRoute: true, gameRoute: true, cageCallsGame: true, cageSql: true, gameSql: true, specSpan: true });
+  expect(depositParts(traceOf('/api/deposit'))).toEqual({ cageRoute: true, cageSql: true, specSpan: true });
+  expect(withdrawParts(traceOf('/api/withdraw'))).toEqual({ cageRoute: true, cageCallsGame: true, gameRoute: true, gameSql: true, cageSql: true });
+  // the sit called no other role: its only client spans are its SQL
+  const deposited = traceOf('/api/deposit');
+  expect(deposited.filter((s) => s.kind === 3)).toEqual(sqlOf(deposited));
   const sql = sqlOf(trace);
   // and no statement's values: parameters are not recorded
   expect(sql.every((s) => !Object.keys(attr(s)).some((k) => k.includes('values') || k.includes('parameters')))).toBe(true);

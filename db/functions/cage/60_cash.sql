@@ -118,6 +118,42 @@ begin
 end;
 $$;
 
+-- Issue 33: a sit at a cage table in ONE transaction (POST /api/deposit). The buy-in is posted
+-- (cage.open_deposit: the player is the token's grant's user, never an id the caller names) and the
+-- seat funded by the game's own credit (game.credit_seat: its checks under its locks, the position's
+-- chain, the deposit confirmed with the credit, the rooms told through game_seats) in the same
+-- transaction: one commit, no call between roles and nothing in flight to reconcile, as the cage's
+-- withdrawal closes its seat in its own transaction (cage.settle_position). A refusal of either
+-- writes nothing (no debit, no compensation). The table is locked first, as every seat change takes
+-- it before the accounts (a hand end that busts someone locks the table, then the escrow). A key
+-- used before answers its deposit as it stands (replayed). The chain bank's deposits, whose money
+-- is on chain, keep the game's own reading of the chain (/internal/credit-chips).
+create or replace function cage.deposit_to_seat(
+  p_sid uuid, p_idempotency_key text, p_table_id text, p_seat_index integer, p_amount bigint
+) returns table (ref_id text, status text, error text, amount bigint, replayed boolean, seat_index integer, chip_balance bigint)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_intent record;
+  v_seat record;
+begin
+  perform game_private.lock_table(p_table_id);
+  select * into v_intent from cage.open_deposit(p_sid, p_idempotency_key, p_table_id, p_seat_index, p_amount);
+  if v_intent.replayed then
+    return query select v_intent.ref_id, v_intent.status, v_intent.error, v_intent.amount, true, null::integer, null::bigint;
+    return;
+  end if;
+  select * into v_seat from game.credit_seat(v_intent.ref_id, p_table_id, auth_private.user_of_sid(p_sid), p_seat_index, p_amount);
+  if v_seat.status is distinct from 'credited' then
+    -- a fresh deposit's credit cannot have been made before: nothing of this is kept
+    perform cage_private.refuse('bad_request', format('deposit %s: the seat answered %s', v_intent.ref_id, v_seat.status));
+  end if;
+  return query select v_intent.ref_id, d.status, d.error, v_intent.amount, false, v_seat.seat_index, v_seat.chip_balance
+                 from cage.deposit_intents d where d.ref_id = v_intent.ref_id;
+end;
+$$;
+
 -- The game funded the seat: the deposit is confirmed. Idempotent. Only a deposit whose seat credit
 -- the game holds is confirmed (a confirmed deposit is no longer in flight, so its chips must be on
 -- a seat); otherwise the intent is returned as it stands, still pending, for the caller to cancel
