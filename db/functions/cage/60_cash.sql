@@ -369,6 +369,7 @@ begin
       -- game's SQL): a stand is the game's stand-up and this, one write each. The withdrawal is
       -- settled at once; no zeroing is left for the game to be told about or the reconciler to redeliver.
       perform game_private.close_position(v_player, v_ref, p_settlement);
+      perform game_private.seats_changed(p_table_id);
       update cage.withdraw_intents w set settled_at = now() where w.idempotency_key = p_idempotency_key
       returning w.* into v_intent;
       return query select v_intent.idempotency_key, v_intent.ledger_ref_id, v_intent.amount, v_intent.settlement,

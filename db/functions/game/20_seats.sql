@@ -404,6 +404,7 @@ begin
     perform game_private.refuse('settlement_not_found',
       format('the cage has no %s settlement %s of position %s', p_settlement, p_ledger_ref_id, p_player_id));
   end if;
+  perform game_private.seats_changed(v_player.table_id);
   return query select p_player_id, game_private.close_position(v_player, p_ledger_ref_id, p_settlement), 'closed'::text;
 end;
 $$;
@@ -412,7 +413,9 @@ $$;
 -- (cash_out, custody or bust), the seat free. Answers the final head. The caller holds the table's
 -- lock and has checked that the settlement exists for this stack and chain head: game.settle_seat,
 -- or the cage's settlement itself (cage.settle_position), which closes the seat in the transaction
--- that writes the row.
+-- that writes the row, or a hand end's bust (close_busts). The callers outside a hand end tell the
+-- rooms (game_private.seats_changed); a hand end's room reads its seats after the end itself (issue
+-- 33: the notice made it read them twice and send everyone a state twice per bust).
 create or replace function game_private.close_position(v_player game.table_players, p_ledger_ref_id text, p_settlement text)
   returns text
   language plpgsql volatile
@@ -421,7 +424,6 @@ as $$
 begin
   update game.table_players p set chip_balance = 0, status = 'closed', closed_at = now(), closing_ref_id = p_ledger_ref_id
    where p.id = v_player.id;
-  perform game_private.seats_changed(v_player.table_id);
   return game_private.extend_chain(v_player.id, p_settlement, -v_player.chip_balance, p_ledger_ref_id);
 end;
 $$;

@@ -268,12 +268,13 @@ export class Room {
   /** A seat route touched the seats while a hand held the table: read them at its end. */
   private seatsChanged = false;
 
-  private async reloadSeats(): Promise<void> {
+  /** `left`: players known to have left (the hand's busts): not escapes, so no notice is looked for. */
+  private async reloadSeats(left: readonly string[] = []): Promise<void> {
     if (this.closed) return;
     const before = [...this.seats.values()].map((s) => s.userId);
     this.applySeats(await this.table.readSeats());
     const seated = new Set([...this.seats.values()].map((s) => s.userId));
-    const gone = before.filter((u) => !seated.has(u));
+    const gone = before.filter((u) => !seated.has(u) && !left.includes(u));
     if (gone.length > 0 && this.record.mode === 'cash') await this.tellEscaped(gone);
   }
 
@@ -554,7 +555,7 @@ export class Room {
     // the boundary's seat business, when there is any (most hands have none: then what the hand's end
     // sends leaves in one socket write per connection, as nothing is awaited in between)
     if (outcome.answer.busted.length > 0 || this.seatsChanged || leaving.length || this.pendingSits.length || this.anySatOut()) {
-      if (outcome.answer.busted.length > 0 || this.seatsChanged) await this.reloadSeats();
+      if (outcome.answer.busted.length > 0 || this.seatsChanged) await this.reloadSeats(outcome.answer.busted.map((b) => b.userId));
       for (const s of leaving) await this.standUpAfterHand(s.userId);
       if (leaving.length) await this.reloadSeats();
       await this.kickIdle();
