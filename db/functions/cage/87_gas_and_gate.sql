@@ -173,9 +173,18 @@ create or replace function cage_private.tg_play_gate() returns trigger
   set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_on boolean := cage_private.play_gate_on();
+  v_on boolean;
   r record;
 begin
+  -- nothing to do (issue 33: the sits and busts of play money, most of the trigger's runs): no play
+  -- entry of this statement is a grant or a payout (which freeze their recipients), and none of
+  -- their accounts has a gate row (which is all the statements below would lock or change)
+  if not exists (select from new_entries n where n.money_kind = 'play' and n.kind in ('grant', 'tournament_payout', 'bet_payout'))
+     and not exists (select from cage.play_gate_accounts g
+                      where g.account_id in (select u.acc from new_entries n cross join unnest(n.accounts) u (acc) where n.money_kind = 'play')) then
+    return null;
+  end if;
+  v_on := cage_private.play_gate_on();
   -- the gate rows this statement's entries touch, locked first and in account order: a batch's
   -- entries are inserted in ref order, and two batches locking the same rows each in its own order
   -- deadlocked (the accounts themselves are locked in id order by the posting functions, likewise)

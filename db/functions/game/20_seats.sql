@@ -93,6 +93,9 @@ declare
   v_credit game.seat_credits;
   v_player game.table_players;
   v_problem text;
+  v_id bigint;
+  v_genesis text;
+  v_hash text;
 begin
   if p_key is null or length(p_key) not between 1 and 200 or p_user_id is null or p_seat_index is null
      or p_amount is null or p_amount <= 0 then
@@ -159,12 +162,18 @@ begin
     update game.table_players p set chip_balance = p.chip_balance + p_amount where p.id = v_player.id;
     perform game_private.extend_chain(v_player.id, 'top_up', p_amount, p_key);
   else
-    insert into game.table_players as p (table_id, user_id, seat_index, chip_balance, history_hash)
-    values (p_table_id, p_user_id, p_seat_index, p_amount, '')
+    -- a new position, written once with its chain's first link (issue 33: its id is drawn first, as
+    -- the genesis binds it; it was inserted, then given its genesis, then its link, three writes of
+    -- one row): the genesis, then the buy-in's link (game_private.link_hash, as extend_chain makes it)
+    v_id := nextval('game.table_players_id_seq'::regclass);
+    v_genesis := game_private.chain_genesis(p_table_id, p_user_id, v_id);
+    v_hash := game_private.link_hash(v_genesis, 1, 'buy_in', p_amount, p_amount, p_key);
+    insert into game.table_players as p (id, table_id, user_id, seat_index, chip_balance, history_hash, chain_length)
+    overriding system value
+    values (v_id, p_table_id, p_user_id, p_seat_index, p_amount, v_hash, 1)
     returning p.* into v_player;
-    update game.table_players p set history_hash = game_private.chain_genesis(p_table_id, p_user_id, v_player.id)
-     where p.id = v_player.id;
-    perform game_private.extend_chain(v_player.id, 'buy_in', p_amount, p_key);
+    insert into game.position_links (player_id, seq, event, delta, stack, ref_id, prev_hash, hash)
+    values (v_id, 1, 'buy_in', p_amount, p_amount, p_key, v_genesis, v_hash);
   end if;
 
   -- A tombstone written since we looked wins, and all of this rolls back. (On a cage table the
