@@ -4,8 +4,8 @@
 // constraints held still holds: each is broken here, one at a time, on rows the product wrote, and
 // refused (23514, the table's <table>_row_valid); the rows as written pass.
 import { randomUUID } from 'node:crypto';
-import type pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../../../test/helpers/db.ts';
+import { rollbackEachTest } from '../../../test/helpers/rollback.ts';
 import { createTable, creditSeat, handEnding, newKey, openDepositsAs } from '../../../test/helpers/game.ts';
 
 let db: TestDatabase;
@@ -36,19 +36,20 @@ afterAll(async () => {
   await db.drop();
 });
 
-/** The statement run in a transaction rolled back after: the SQLSTATE and constraint it was refused with, or 'ok'. */
+// each test in one transaction rolled back after it (test/helpers/rollback.ts); each attempt in a savepoint
+const tx = rollbackEachTest(() => db.owner);
+
+/** The statement run and rolled back to a savepoint: the SQLSTATE and constraint it was refused with, or 'ok'. */
 async function attempt(sql: string, params: unknown[]): Promise<string> {
-  const client: pg.PoolClient = await db.owner.connect();
+  await tx.client.query('savepoint attempt');
   try {
-    await client.query('begin');
-    await client.query(sql, params);
+    await tx.client.query(sql, params);
     return 'ok';
   } catch (err) {
     const e = err as { code?: string; constraint?: string };
     return `${e.code} ${e.constraint}`;
   } finally {
-    await client.query('rollback');
-    client.release();
+    await tx.client.query('rollback to savepoint attempt');
   }
 }
 
