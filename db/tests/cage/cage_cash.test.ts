@@ -547,6 +547,32 @@ describe('settle_position', () => {
     await expectCleanAudit(cage);
   });
 
+  test('busts while the receipts job waits write nothing to the queue; a bust while it runs queues the next run (issue 33)', async () => {
+    const job = async () => (await db.owner.query(
+      "select id, revision, run_at, locked_at from graphile_worker.jobs where key = 'cage_sign_bust_receipts'")).rows;
+    await db.owner.query("delete from graphile_worker._private_jobs where key = 'cage_sign_bust_receipts'");
+    await headsUpBust();
+    const [first] = await job();
+    expect(first).toMatchObject({ revision: 0, locked_at: null });
+    // waiting: the next bust's receipt is signed by that run; the job is not rewritten
+    await headsUpBust();
+    expect(await job()).toEqual([first]);
+    // running (a worker holds it, and may have read the unsigned busts already): a bust queues another run
+    await db.owner.query("update graphile_worker._private_jobs set locked_at = now(), locked_by = 'test-worker' where key = 'cage_sign_bust_receipts'");
+    const { busted } = await headsUpBust();
+    expect(busted).toHaveLength(1);
+    const queued = await db.owner.query(
+      "select count(*)::int as n from graphile_worker.jobs where task_identifier = 'cage_sign_bust_receipts' and locked_at is null");
+    expect(queued.rows[0].n).toBe(1);
+    // one that failed for good never runs again: a bust queues a run that will
+    await db.owner.query("delete from graphile_worker._private_jobs where locked_by = 'test-worker'");
+    await db.owner.query("update graphile_worker._private_jobs set attempts = max_attempts where key = 'cage_sign_bust_receipts'");
+    await headsUpBust();
+    const { rows: after } = await db.owner.query(
+      "select attempts, max_attempts, locked_at from graphile_worker.jobs where key = 'cage_sign_bust_receipts'");
+    expect(after).toEqual([{ attempts: 0, max_attempts: 25, locked_at: null }]);
+  });
+
   test('the audit names a bust whose receipt stays unsigned past its lag', async () => {
     const { sa } = await headsUpBust();
     const { rows: [w] } = await db.owner.query('select ledger_ref_id from cage.withdraw_intents where player_id = $1', [sa.player_id]);
