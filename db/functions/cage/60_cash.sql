@@ -41,20 +41,21 @@ begin
 end;
 $$;
 
--- Opens a deposit: the buy-in (user -> the table's escrow) is posted now, in this transaction;
--- the seat is funded afterwards over HTTP with the returned ref_id as the credit key.
+-- A deposit opened: the buy-in (user -> the table's escrow) is posted now, in this transaction.
 -- Replay-once per (user, idempotency key): the same key again returns the intent as it stands
 -- (replayed = true), whatever its status; with another table, seat or amount it is refused.
-create or replace function cage.open_deposit(
-  p_sid uuid, p_idempotency_key text, p_table_id text, p_seat_index integer, p_amount bigint
+-- For the user the caller derived from its grant (never from an argument of a
+-- login's), opened as p_status: 'pending' for a seat the game funds afterwards, 'confirmed' when the
+-- caller funds it in this transaction (cage.deposit_to_seat: a refusal of the funding rolls this
+-- back with it), so its intent is written once.
+create or replace function cage_private.open_deposit_for(
+  v_user uuid, p_idempotency_key text, p_table_id text, p_seat_index integer, p_amount bigint, p_status text
 ) returns table (ref_id text, status text, error text, amount bigint, table_id text, seat_index integer,
                  money_kind text, replayed boolean, created_at timestamptz)
-  language plpgsql volatile security definer
+  language plpgsql volatile
   set search_path = pg_catalog, pg_temp
 as $$
 declare
-  -- the player: the user of the access JWT's live grant (never an id the caller names)
-  v_user uuid := auth_private.user_of_sid(p_sid);
   v_ref text;
   v_intent cage.deposit_intents;
   v_table game.tables;
@@ -81,8 +82,9 @@ begin
     -- this key that commits after the read above (and whose seat the game funds meanwhile) would
     -- have this call refused on the state the twin made (a top-up past maxBuyIn, say) instead of
     -- replayed. A refusal below rolls the claim back.
-    insert into cage.deposit_intents as d (ref_id, idempotency_key, user_id, table_id, seat_index, amount, money_kind)
-    values (v_ref, p_idempotency_key, v_user, p_table_id, p_seat_index, p_amount, v_table.money_kind)
+    insert into cage.deposit_intents as d (ref_id, idempotency_key, user_id, table_id, seat_index, amount, money_kind, status, credited_at)
+    values (v_ref, p_idempotency_key, v_user, p_table_id, p_seat_index, p_amount, v_table.money_kind,
+            p_status, case when p_status = 'confirmed' then now() end)
     on conflict on constraint deposit_intents_pkey do nothing
     returning d.* into v_intent;
     if v_intent.ref_id is not null then
@@ -118,6 +120,23 @@ begin
 end;
 $$;
 
+-- Opens a deposit: the buy-in (user -> the table's escrow) is posted now, in this transaction;
+-- the seat is funded afterwards by the game (game.credit_seat) with the returned ref_id as the
+-- credit key. No route opens one this way since issue 33 (a sit is cage.deposit_to_seat); it stays
+-- for the reconcilers' paths and what an older release left pending.
+-- Replay-once per (user, idempotency key): the same key again returns the intent as it stands
+-- (replayed = true), whatever its status; with another table, seat or amount it is refused.
+create or replace function cage.open_deposit(
+  p_sid uuid, p_idempotency_key text, p_table_id text, p_seat_index integer, p_amount bigint
+) returns table (ref_id text, status text, error text, amount bigint, table_id text, seat_index integer,
+                 money_kind text, replayed boolean, created_at timestamptz)
+  language sql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  -- the player: the user of the access JWT's live grant (never an id the caller names)
+  select * from cage_private.open_deposit_for(auth_private.user_of_sid(p_sid), p_idempotency_key, p_table_id, p_seat_index, p_amount, 'pending')
+$$;
+
 -- Issue 33: a sit at a cage table in ONE transaction (POST /api/deposit). The buy-in is posted
 -- (cage.open_deposit: the player is the token's grant's user, never an id the caller names) and the
 -- seat funded by the game's own credit (game.credit_seat: its checks under its locks, the position's
@@ -135,22 +154,31 @@ create or replace function cage.deposit_to_seat(
   set search_path = pg_catalog, pg_temp
 as $$
 declare
+  -- the player: the user of the access JWT's live grant (never an id the caller names)
+  v_user uuid := auth_private.user_of_sid(p_sid);
+  v_table game.tables;
   v_intent record;
-  v_seat record;
+  v_player game.table_players;
 begin
-  perform game_private.lock_table(p_table_id);
-  select * into v_intent from cage.open_deposit(p_sid, p_idempotency_key, p_table_id, p_seat_index, p_amount);
+  v_table := game_private.lock_table(p_table_id);
+  -- (a tournament's seats are its entries': refused before anything is written)
+  if v_table.bank = 'cage' then
+    perform game_private.require_cash_table(v_table, 'credit_seat');
+  end if;
+  -- the buy-in, judged first by the seat's own rule (game_private.seat_credit_problem) under the
+  -- table's lock held to the commit: nothing can change the seat between that judgment and the
+  -- funding below, which game.credit_seat would otherwise make again
+  select * into v_intent from cage_private.open_deposit_for(v_user, p_idempotency_key, p_table_id, p_seat_index, p_amount, 'confirmed');
   if v_intent.replayed then
     return query select v_intent.ref_id, v_intent.status, v_intent.error, v_intent.amount, true, null::integer, null::bigint;
     return;
   end if;
-  select * into v_seat from game.credit_seat(v_intent.ref_id, p_table_id, auth_private.user_of_sid(p_sid), p_seat_index, p_amount);
-  if v_seat.status is distinct from 'credited' then
-    -- a fresh deposit's credit cannot have been made before: nothing of this is kept
-    perform cage_private.refuse('bad_request', format('deposit %s: the seat answered %s', v_intent.ref_id, v_seat.status));
-  end if;
-  return query select v_intent.ref_id, d.status, d.error, v_intent.amount, false, v_seat.seat_index, v_seat.chip_balance
-                 from cage.deposit_intents d where d.ref_id = v_intent.ref_id;
+  -- a hand left by a game process that is gone does not hold the table (the judgment let it through)
+  v_table := game_private.recover_orphaned_hand(v_table);
+  select * into v_player from game.table_players p
+   where p.table_id = p_table_id and p.user_id = v_user and p.status <> 'closed';
+  v_player := game_private.fund_seat(v_table, v_player, v_intent.ref_id, v_user, p_seat_index, p_amount);
+  return query select v_intent.ref_id, v_intent.status, v_intent.error, v_intent.amount, false, v_player.seat_index, v_player.chip_balance;
 end;
 $$;
 

@@ -79,9 +79,9 @@ $$;
 -- already seated tops up (top_up link). Idempotent per key: the same key again returns the seat as
 -- it is ('replayed'); a key cancelled before it arrived is refused (credit_cancelled). On a cage
 -- table the cage's deposit is confirmed in the same transaction (cage_private.confirm_credited_deposit).
--- Long because: the seat's whole funding is one transaction (locks, the replay and tombstone checks,
--- the buy-in rule, a new position or a top-up with its chain link, the credit and its deposit's
--- confirmation), so a sit costs the game one commit.
+-- The funding itself is game_private.fund_seat's, as for the cage's one-transaction sit.
+-- Long because: its checks come in one order under the table's lock (the key's replay and
+-- tombstone, the deposit backing it on either bank, the seat's judgment) before the funding.
 create or replace function game.credit_seat(
   p_key text, p_table_id text, p_user_id uuid, p_seat_index integer, p_amount bigint
 ) returns table (player_id bigint, seat_index integer, chip_balance bigint, history_hash text, status text)
@@ -93,9 +93,6 @@ declare
   v_credit game.seat_credits;
   v_player game.table_players;
   v_problem text;
-  v_id bigint;
-  v_genesis text;
-  v_hash text;
 begin
   if p_key is null or length(p_key) not between 1 and 200 or p_user_id is null or p_seat_index is null
      or p_amount is null or p_amount <= 0 then
@@ -158,43 +155,68 @@ begin
   if v_problem is not null then
     perform game_private.refuse(v_problem, format('seat %s of table %s cannot take %s chips for this player', p_seat_index, p_table_id, p_amount));
   end if;
+  v_player := game_private.fund_seat(v_table, v_player, p_key, p_user_id, p_seat_index, p_amount);
+  if v_table.bank = 'cage' then
+    perform cage_private.confirm_credited_deposit(p_key);
+  end if;
+  return query select v_player.id, v_player.seat_index, v_player.chip_balance, v_player.history_hash, 'credited'::text;
+end;
+$$;
+
+-- A seat funded with p_amount chips already in the table's escrow under the credit key p_key (the
+-- deposit's ledger ref), once its caller judged it (game_private.seat_credit_problem under the
+-- table's lock, the deposit backing it checked or made in this transaction): a new position for
+-- the player with no open one at the table (its chain's genesis and buy-in link), else a top-up of
+-- that position (p_player, locked by the table's lock, under which every seat change is made); the
+-- credit row (kept at once on a cage table, whose deposit is confirmed in the same transaction);
+-- the rooms told through game_seats. Refused credit_cancelled when a tombstone for the key was
+-- written meanwhile. Answers the position as it is now. The one funding of a seat, whichever path
+-- judged it (game.credit_seat, cage.deposit_to_seat).
+create or replace function game_private.fund_seat(
+  p_table game.tables, p_player game.table_players, p_key text, p_user_id uuid, p_seat_index integer, p_amount bigint
+) returns game.table_players
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_player game.table_players := p_player;
+  v_id bigint;
+  v_genesis text;
+  v_hash text;
+begin
   if v_player.id is not null then
     update game.table_players p set chip_balance = p.chip_balance + p_amount where p.id = v_player.id;
     perform game_private.extend_chain(v_player.id, 'top_up', p_amount, p_key);
+    select * into v_player from game.table_players p where p.id = v_player.id;
   else
     -- a new position, written once with its chain's first link (issue 33: its id is drawn first, as
     -- the genesis binds it; it was inserted, then given its genesis, then its link, three writes of
     -- one row): the genesis, then the buy-in's link (game_private.link_hash, as extend_chain makes it)
     v_id := nextval('game.table_players_id_seq'::regclass);
-    v_genesis := game_private.chain_genesis(p_table_id, p_user_id, v_id);
+    v_genesis := game_private.chain_genesis(p_table.table_id, p_user_id, v_id);
     v_hash := game_private.link_hash(v_genesis, 1, 'buy_in', p_amount, p_amount, p_key);
     insert into game.table_players as p (id, table_id, user_id, seat_index, chip_balance, history_hash, chain_length)
     overriding system value
-    values (v_id, p_table_id, p_user_id, p_seat_index, p_amount, v_hash, 1)
+    values (v_id, p_table.table_id, p_user_id, p_seat_index, p_amount, v_hash, 1)
     returning p.* into v_player;
     insert into game.position_links (player_id, seq, event, delta, stack, ref_id, prev_hash, hash)
     values (v_id, 1, 'buy_in', p_amount, p_amount, p_key, v_genesis, v_hash);
   end if;
 
-  -- A tombstone written since we looked wins, and all of this rolls back. (On a cage table the
-  -- deposit locked above keeps cage.fail_deposit, which takes it first, from writing one meanwhile;
-  -- game.cancel_credit waits for the table.)
-  -- On a cage table the deposit is confirmed in this same transaction, and so the credit is kept
-  -- at once (game.cancel_credit can no longer take it back): the sit is one write on each side, the
-  -- cage's buy-in and this, and a seat is funded exactly when its deposit is confirmed.
+  -- A tombstone written since the caller looked wins, and all of this rolls back. (On a cage table
+  -- the deposit, locked or made by the caller, keeps cage.fail_deposit, which takes it first, from
+  -- writing one meanwhile; game.cancel_credit waits for the table.)
+  -- On a cage table the credit is kept at once (game.cancel_credit can no longer take it back), as
+  -- its deposit is confirmed in the same transaction: a seat is funded exactly when its deposit is
+  -- confirmed.
   insert into game.seat_credits (credit_key, table_id, user_id, player_id, amount, status, kept_at)
-  values (p_key, p_table_id, p_user_id, v_player.id, p_amount, 'credited', case when v_table.bank = 'cage' then now() end)
+  values (p_key, p_table.table_id, p_user_id, v_player.id, p_amount, 'credited', case when p_table.bank = 'cage' then now() end)
   on conflict (credit_key) do nothing;
   if not found then
     perform game_private.refuse('credit_cancelled', format('credit %s was cancelled meanwhile', p_key));
   end if;
-  if v_table.bank = 'cage' then
-    perform cage_private.confirm_credited_deposit(p_key);
-  end if;
-  perform game_private.seats_changed(p_table_id);
-
-  return query select p.id, p.seat_index, p.chip_balance, p.history_hash, 'credited'::text
-                 from game.table_players p where p.id = v_player.id;
+  perform game_private.seats_changed(p_table.table_id);
+  return v_player;
 end;
 $$;
 
