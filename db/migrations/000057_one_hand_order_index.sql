@@ -1,0 +1,11 @@
+-- Issue 33: a hand row carries one index on its table's order, not two.
+--
+-- hand_histories_chain_idx (table_id, hand_number desc) where record_hash is not null was the same
+-- order as hand_histories_table_idx (table_id, hand_number desc) over almost the same rows: every
+-- hand the live dealer ends carries its signed record. The table's chain head (the latest record:
+-- game_private.chained_record_hash at every hand end, the dealer's start, the reads) is the first
+-- row of the table's order that has a record, read backwards on hand_histories_table_idx (the
+-- latest hand has one but for an abandoned hand not yet revealed). Each hand end inserted an entry
+-- into both: one index entry, its WAL and its page updates per hand, for no read the other
+-- could not serve.
+drop index game.hand_histories_chain_idx;
