@@ -11,7 +11,7 @@ import type { AuditCheck, Violation } from './types.ts';
 interface LinkRow {
   player_id: string; table_id: string; mark_seq: number | null; mark_stack: string | null; seq: number; event: string;
   delta: string; stack: string; ref_id: string | null; hand_table: string | null; hand_status: string | null;
-  chip_balance: string; chain_length: number; position_status: string;
+  chip_balance: string; chain_length: number; position_status: string; hand_number: string | null;
 }
 
 export const stackLinks: AuditCheck = {
@@ -20,7 +20,7 @@ export const stackLinks: AuditCheck = {
   async run(client: pg.ClientBase, scope) {
     const { rows } = await client.query<LinkRow>('select * from cage.cause_audit_links($1, $2)', [scope.mode === 'full', scope.limit]);
     const violations: Violation[] = [];
-    const last = new Map<string, { seq: number; stack: bigint; recorded: string }>();
+    const last = new Map<string, { seq: number; stack: bigint; recorded: string; hand: string | null }>();
     const dirtyPositions = new Set<string>();
     for (const row of rows) {
       // int8 columns arrive as bigint or text, by the pool: one shape for the details and the marks
@@ -44,10 +44,12 @@ export const stackLinks: AuditCheck = {
       if (l.seq === l.chain_length && l.position_status !== 'closed' && BigInt(l.stack) !== BigInt(l.chip_balance)) {
         found(`position:${l.player_id}`, { problem: 'the stored stack is not the one its chain ends with', chain: l.stack, stored: l.chip_balance });
       }
-      last.set(l.player_id, { seq: l.seq, stack: closing ? 0n : BigInt(l.stack), recorded: l.stack });
+      // the hand of the latest hand link read: the next run reads the table's hands from there
+      const hand = l.event === 'hand' && l.hand_number !== null ? String(l.hand_number) : (last.get(l.player_id)?.hand ?? null);
+      last.set(l.player_id, { seq: l.seq, stack: closing ? 0n : BigInt(l.stack), recorded: l.stack, hand });
     }
     scope.covered.links += rows.length;
-    for (const [player, p] of last) if (!dirtyPositions.has(player)) scope.covered.positions.push({ player_id: player, seq: p.seq, stack: p.recorded });
+    for (const [player, p] of last) if (!dirtyPositions.has(player)) scope.covered.positions.push({ player_id: player, seq: p.seq, stack: p.recorded, hand_number: p.hand });
     return violations;
   },
 };

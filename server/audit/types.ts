@@ -28,7 +28,8 @@ export interface Covered {
   hands: number;
   links: number;
   tables: { table_id: string; hand_number: number; record_hash: string | null; stacks: Record<string, string> }[];
-  positions: { player_id: string; seq: number; stack: string }[];
+  /** hand_number: the hand the position's last hand link read is in (its row carries it), null when none was read. */
+  positions: { player_id: string; seq: number; stack: string; hand_number: string | null }[];
   /** Tables where a check found a violation: their marks stay (their payouts wait), the others' move. */
   dirty: Set<string>;
   /** Time spent reading hands from the database (ms), of the hand check's total. */

@@ -14,7 +14,7 @@ import { dealCommitmentOf, deckOf, toHex, DEAL_ALGORITHM, type DealReveal } from
 import { GENESIS, recordOf, signRecord, type HandRecord } from '../../server/game/hands/hand-record.ts';
 import { historyJson } from '../../server/game/live/wire.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { createTable, creditSeat, newKey, handEnding, openDepositsAs } from '../helpers/game.ts';
+import { createTable, creditSeat, newKey, handEnding, openDepositsAs, verifyChain } from '../helpers/game.ts';
 
 let db: TestDatabase;
 const signer = signerFromPrivateKey(ed25519.utils.randomSecretKey());
@@ -134,3 +134,123 @@ test('a hand with no record is legacy before records were kept (the sums\' alone
   expect(await hands(t.tableId)).toEqual([expect.objectContaining({ invariant: 'hand_cause', subject: `hand:${late}` })]);
 });
 
+
+/** Plays and ends the table's next hand as the game role does; its id and the stacks it left. */
+async function playNext(t: Table, stacks: [bigint, bigint]) {
+  const h = play(t, stacks);
+  const record = recordOf(h.state, { tableId: t.tableId, handNumber: ++t.n, prev: t.prev, deal: h.deal });
+  const after = Object.fromEntries(h.state.result!.stacks.map((s) => [s.playerId, Number(s.stack)]));
+  await end(t, h.handId, record, after, h.state.rake, historyJson(h.state.history));
+  return { handId: h.handId, stacks: [BigInt(after[t.a]!), BigInt(after[t.b]!)] as [bigint, bigint] };
+}
+
+describe('a hand\'s links carried by its row (issue 33, migration 000058)', () => {
+  test('none is a row of game.position_links; the chain reads them in order, hashed as before; the audit is clean, and names a link changed or taken out of a row', async () => {
+    const t = await seated();
+    const ids: string[] = [];
+    // what each hand moved (a split pot moves no stack, and writes no link): the expected links
+    const expected: { players: string[]; seqs: number[]; stacks: string[] }[] = [];
+    const seq = { [t.a]: 1, [t.b]: 1 } as Record<string, number>;
+    const moved: Record<string, number[]> = { [t.a]: [], [t.b]: [] };
+    let stacks: [bigint, bigint] = [200n, 200n];
+    for (let i = 0; i < 3; i++) {
+      const next = await playNext(t, stacks);
+      ids.push(next.handId);
+      const changed = [0, 1].filter((k) => next.stacks[k] !== stacks[k]).map((k) => ({ p: [t.a, t.b][k]!, stack: next.stacks[k]!.toString() }))
+        .sort((x, y) => Number(BigInt(x.p) - BigInt(y.p)));
+      for (const c of changed) moved[c.p]!.push(i + 1);
+      expected.push({ players: changed.map((c) => c.p), seqs: changed.map((c) => (seq[c.p] = seq[c.p]! + 1)), stacks: changed.map((c) => c.stack) });
+      stacks = next.stacks;
+    }
+    expect((await db.owner.query('select count(*)::int as n from game.position_links where ref_id = any($1)', [ids])).rows[0].n).toBe(0);
+    const { rows } = await db.owner.query(
+      'select hand_number, link_players, link_seqs, link_stacks from game.hand_histories where hand_id = any($1) order by hand_number', [ids]);
+    expect(rows.map((r) => ({ players: (r.link_players ?? []).map(String), seqs: r.link_seqs ?? [], stacks: (r.link_stacks ?? []).map(String) })))
+      .toEqual(expected);
+    const { rows: [pa] } = await db.owner.query('select first_hand, last_hand from game.table_players where id = $1', [t.a]);
+    expect(pa).toEqual(moved[t.a]!.length ? { first_hand: BigInt(moved[t.a]![0]!), last_hand: BigInt(moved[t.a]!.at(-1)!) } : { first_hand: null, last_hand: null });
+    // the chain from both places, recomputed from its genesis: the buy-in, then each hand that moved
+    // the stack; the head is the seat's
+    for (const p of [t.a, t.b]) {
+      const chain = await verifyChain(db.owner, BigInt(p));
+      expect(chain.ok).toBe(true);
+      expect(chain.links.map((l) => [l.event, l.ref_id])).toEqual([['buy_in', expect.any(String)], ...moved[p]!.map((n) => ['hand', ids[n - 1]])]);
+    }
+    expect(await hands(t.tableId)).toEqual([]);
+
+    // an attacker with the owner's hands on the row: a link's stack changed is named
+    const target = ids[expected.findIndex((e) => e.players.length === 2)]!;
+    await db.owner.query('update game.hand_histories set link_stacks[1] = link_stacks[1] + 1 where hand_id = $1', [target]);
+    expect(await hands(t.tableId)).not.toEqual([]);
+    await db.owner.query('update game.hand_histories set link_stacks[1] = link_stacks[1] - 1 where hand_id = $1', [target]);
+    expect(await hands(t.tableId)).toEqual([]);
+    // a link taken out of its row (the stack change unexplained) is named too
+    const { rows: [kept] } = await db.owner.query('select link_players, link_seqs, link_deltas, link_stacks, link_hashes from game.hand_histories where hand_id = $1', [target]);
+    await db.owner.query(`update game.hand_histories set link_players = link_players[2:2], link_seqs = link_seqs[2:2], link_deltas = link_deltas[2:2],
+                            link_stacks = link_stacks[2:2], link_hashes = link_hashes[2:2] where hand_id = $1`, [target]);
+    expect(await hands(t.tableId)).not.toEqual([]);
+    await db.owner.query('update game.hand_histories set link_players = $2, link_seqs = $3, link_deltas = $4, link_stacks = $5, link_hashes = $6 where hand_id = $1',
+      [target, kept.link_players, kept.link_seqs, kept.link_deltas, kept.link_stacks, kept.link_hashes]);
+    expect(await hands(t.tableId)).toEqual([]);
+    // the row's arrays come together, one entry per link
+    await expect(db.owner.query('update game.hand_histories set link_seqs = link_seqs[1:1] where hand_id = $1', [target]))
+      .rejects.toMatchObject({ code: '23514' });
+  });
+
+  test('hand links stored as rows (before the hand rows carried them) read with the new ones: the same chain, a clean audit', async () => {
+    const t = await seated();
+    const first = await playNext(t, [200n, 200n]);
+    const second = await playNext(t, first.stacks);
+    // the first hand's links as an older release stored them: rows naming the hand, its row carrying none
+    await db.owner.query('alter table game.position_links disable trigger tg_position_links__append_only');
+    try {
+      await db.owner.query(`insert into game.position_links (player_id, seq, event, delta, stack, ref_id, prev_hash, hash, created_at)
+        select c.player_id, c.seq, c.event, c.delta, c.stack, c.ref_id, c.prev_hash, c.hash, c.created_at
+          from unnest($2::bigint[]) p (id) cross join lateral game_private.position_chain(p.id, 0, null) c where c.ref_id = $1`, [first.handId, [t.a, t.b]]);
+    } finally {
+      await db.owner.query('alter table game.position_links enable trigger tg_position_links__append_only');
+    }
+    await db.owner.query(`update game.hand_histories set link_players = null, link_seqs = null, link_deltas = null, link_stacks = null, link_hashes = null
+                           where hand_id = $1`, [first.handId]);
+    for (const p of [t.a, t.b]) {
+      const chain = await verifyChain(db.owner, BigInt(p));
+      expect(chain.ok).toBe(true);
+      expect(chain.links.map((l) => l.ref_id).slice(1)).toEqual([first.handId, second.handId]);
+    }
+    expect(await hands(t.tableId)).toEqual([]);
+  });
+
+  test('the periodic audit marks each position with the hand of its last link read, and its next run reads from there', async () => {
+    const t = await seated();
+    let { stacks } = await playNext(t, [200n, 200n]);
+    ({ stacks } = await playNext(t, stacks));
+    const periodic = async () => {
+      const client = await db.owner.connect();
+      try {
+        return await auditOnce(client, { mode: 'periodic', checks: [handCauses, stackLinks] });
+      } finally {
+        client.release();
+      }
+    };
+    const run1 = await periodic();
+    expect(run1.violations.filter((v) => JSON.stringify(v).includes(t.tableId))).toEqual([]);
+    const marks = async () => (await db.owner.query(
+      'select player_id::text, seq, hand_number from cage_private.cause_position_marks where player_id = any($1::bigint[]) order by player_id', [[t.a, t.b]])).rows;
+    // each mark: the position's chain length, and the last hand that moved its stack (none: null)
+    const heads = async () => (await db.owner.query(
+      'select id::text as player_id, chain_length as seq, last_hand as hand_number from game.table_players where id = any($1::bigint[]) order by id', [[t.a, t.b]])).rows;
+    expect(await marks()).toEqual(await heads());
+    // played until a hand moves both stacks (a split pot moves none)
+    for (let moved = false; !moved;) {
+      const next = await playNext(t, stacks);
+      moved = next.stacks[0] !== stacks[0];
+      stacks = next.stacks;
+    }
+    const run2 = await periodic();
+    expect(run2.violations.filter((v) => JSON.stringify(v).includes(t.tableId))).toEqual([]);
+    // the second run read only the links after the marks: the last hand's, from the hand rows after the first run's
+    expect(run2.covered.positions.filter((p) => p.player_id === t.a || p.player_id === t.b)).toEqual(
+      (await heads()).map((h) => expect.objectContaining({ player_id: h.player_id, seq: h.seq, hand_number: String(h.hand_number) })));
+    expect(await marks()).toEqual(await heads());
+  });
+});

@@ -50,7 +50,7 @@ const requestsToTheBank = () => Object.values(proxy.counts).reduce((n, c) => n +
 const position = async (tableId: string, userId: string) => (await db.owner.query(
   'select id, status, chip_balance, closing_ref_id, history_hash from game.table_players where table_id = $1 and user_id = $2', [tableId, userId])).rows[0];
 const links = async (playerId: bigint) => (await db.owner.query(
-  'select event, delta::int, stack::int, ref_id, hash from game.position_links where player_id = $1 order by seq', [playerId])).rows;
+  'select event, delta::int, stack::int, ref_id, hash from game_private.position_chain($1, 0, null) order by seq', [playerId])).rows;
 
 test('a cage table: the hand that busts a player closes the seat with the explicit-zero bust_close row, no bank request; the receipt follows', async () => {
   const a = await m.player(500);

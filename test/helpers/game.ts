@@ -232,7 +232,8 @@ export async function verifyChain(reader: pg.Pool, playerId: bigint) {
   const { rows: [player] } = await reader.query<{ table_id: string; user_id: string; history_hash: string; chain_length: number }>(
     'select table_id, user_id, history_hash, chain_length from game.table_players where id = $1', [String(playerId)]);
   const { rows: links } = await reader.query<LinkRow>(
-    'select seq, event, delta, stack, ref_id, prev_hash, hash from game.position_links where player_id = $1 order by seq',
+    // both places its links are kept (a hand's in its row since issue 33): the owner's read
+    'select seq, event, delta, stack, ref_id, prev_hash, hash from game_private.position_chain($1, 0, null) order by seq',
     [String(playerId)]);
   let prev = sha256(`position:${player!.table_id}:${player!.user_id}:${playerId}`);
   const genesis = prev;

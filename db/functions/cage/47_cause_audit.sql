@@ -33,6 +33,7 @@ as $$
       from marked k
       cross join lateral (
         select h.hand_id, h.hand_number, h.status, h.ended_at, h.deal, h.record, h.record_hash, h.record_signature, h.dealer_key, h.history, h.started,
+               h.link_players, h.link_deltas, h.link_stacks,
                row_number() over (order by h.hand_number, h.hand_id) as turn
           from game.hand_histories h
          where h.table_id = k.table_id and h.hand_number > coalesce(k.mark_number, -1)
@@ -49,13 +50,15 @@ as $$
          -- jsonb history of a hand stored before
          coalesce(p.started, case when p.history -> 0 ->> 'type' = 'hand_started' then p.history -> 0
                                   else (select e from jsonb_array_elements(p.history) e where e ->> 'type' = 'hand_started' limit 1) end),
-         (select coalesce(jsonb_object_agg(l.player_id::text, jsonb_build_object('delta', l.delta::text, 'stack', l.stack::text)), '{}')
-            from game.position_links l where l.ref_id = p.hand_id and l.event = 'hand'),
+         -- the links the hand's row carries (issue 33) and those of game.position_links naming it
+         -- (a hand ended before the rows carried them, or by game.finish_hand)
+         (select coalesce(jsonb_object_agg(k.player_id::text, jsonb_build_object('delta', k.delta::text, 'stack', k.stack::text)), '{}')
+            from (select u.player_id, u.delta, u.stack from unnest(p.link_players, p.link_deltas, p.link_stacks) u (player_id, delta, stack)
+                  union all
+                  select l.player_id, l.delta, l.stack from game.position_links l where l.ref_id = p.hand_id and l.event = 'hand') k),
          case when p.record is not null and p.mode = 'cash' then
            (select coalesce(jsonb_object_agg(s ->> 'playerId',
-                     (select l.stack::text from game.position_links l
-                       where l.player_id = (s ->> 'playerId')::bigint and l.created_at < p.ended_at
-                       order by l.seq desc limit 1)), '{}')
+                     game_private.stack_before((s ->> 'playerId')::bigint, p.hand_number, p.ended_at)::text), '{}')
               from jsonb_array_elements(case when jsonb_typeof(p.record::jsonb -> 'seats') = 'array' then p.record::jsonb -> 'seats' else '[]' end) s
              where s ->> 'playerId' ~ '^[0-9]{1,18}$')
          end,
@@ -67,19 +70,23 @@ as $$
 $$;
 
 -- The links of the positions' chains after each position's mark (every link with p_from_start), at
--- most p_limit, in chain order, with the hand each `hand` link names (null when there is none).
+-- most p_limit, in chain order, from both places links are kept (game_private.position_chain: the
+-- hand rows read from the hand the mark's last hand link was in), with the hand each `hand` link
+-- names (null when there is none) and its number.
 create or replace function cage.cause_audit_links(p_from_start boolean, p_limit integer)
   returns table (
     player_id bigint, table_id text, mark_seq integer, mark_stack bigint, seq integer, event text, delta bigint, stack bigint,
-    ref_id text, hand_table text, hand_status text, chip_balance bigint, chain_length integer, position_status text
+    ref_id text, hand_table text, hand_status text, chip_balance bigint, chain_length integer, position_status text,
+    hand_number bigint
   )
   language sql stable security definer
   set search_path = pg_catalog, pg_temp
 as $$
-  select p.id, p.table_id, m.seq, m.stack, l.seq, l.event, l.delta, l.stack, l.ref_id, h.table_id, h.status, p.chip_balance, p.chain_length, p.status
+  select p.id, p.table_id, m.seq, m.stack, l.seq, l.event, l.delta, l.stack, l.ref_id, h.table_id, h.status, p.chip_balance, p.chain_length, p.status,
+         h.hand_number
     from game.table_players p
     left join cage_private.cause_position_marks m on m.player_id = p.id and not p_from_start
-    join game.position_links l on l.player_id = p.id and l.seq > coalesce(m.seq, 0)
+    cross join lateral game_private.position_chain(p.id, coalesce(m.seq, 0), m.hand_number) l
     left join game.hand_histories h on l.event = 'hand' and h.hand_id = l.ref_id
    where p.chain_length > coalesce(m.seq, 0)
    order by p.id, l.seq
@@ -88,7 +95,7 @@ $$;
 
 -- A periodic run's end: recorded (clean or not: the liveness reads the last clean one); the marks of
 -- the tables and positions where it found nothing move to what it covered (p_tables: [{table_id,
--- hand_number, record_hash, stacks}], p_positions: [{player_id, seq, stack}]). A mark moves only
+-- hand_number, record_hash, stacks}], p_positions: [{player_id, seq, stack, hand_number}]). A mark moves only
 -- forward, and only to hands and links that exist.
 create or replace function cage.cause_audit_finish(
   p_clean boolean, p_violations integer, p_tables jsonb, p_positions jsonb, p_hands integer, p_links integer
@@ -108,11 +115,15 @@ begin
     on conflict (table_id) do update set hand_number = excluded.hand_number, record_hash = excluded.record_hash,
                                          stacks = excluded.stacks, audited_at = now()
      where m.hand_number < excluded.hand_number;
-    insert into cage_private.cause_position_marks as m (player_id, seq, stack)
-    select x.player_id, x.seq, x.stack
-      from jsonb_to_recordset(coalesce(p_positions, '[]')) as x (player_id bigint, seq integer, stack bigint)
-     where exists (select from game.position_links l where l.player_id = x.player_id and l.seq = x.seq and l.stack = x.stack)
-    on conflict (player_id) do update set seq = excluded.seq, stack = excluded.stack
+    -- hand_number: the hand the position's last hand link read was in (where the next run starts
+    -- reading the table's hands); a run that read none of its hand links keeps the mark's
+    insert into cage_private.cause_position_marks as m (player_id, seq, stack, hand_number)
+    select x.player_id, x.seq, x.stack, coalesce(x.hand_number, o.hand_number)
+      from jsonb_to_recordset(coalesce(p_positions, '[]')) as x (player_id bigint, seq integer, stack bigint, hand_number bigint)
+      left join cage_private.cause_position_marks o on o.player_id = x.player_id
+     where exists (select from game_private.position_chain(x.player_id, x.seq - 1, coalesce(x.hand_number, o.hand_number)) l
+                    where l.seq = x.seq and l.stack = x.stack)
+    on conflict (player_id) do update set seq = excluded.seq, stack = excluded.stack, hand_number = excluded.hand_number
      where m.seq < excluded.seq;
   end if;
   insert into cage_private.audit_runs (periodic, clean, violations, hands_read, links_read, checkpoint)

@@ -48,8 +48,8 @@ begin
                      x.seq = row_number() over w
                      and x.prev_hash = coalesce(lag(x.hash) over w, game_private.chain_genesis(p.table_id, p.user_id, p.player_id))
                      and x.hash = game_private.link_hash(x.prev_hash, x.seq, x.event, x.delta, x.stack, x.ref_id) as ok
-                from game.position_links x
-               where x.player_id = p.player_id
+                -- the whole chain, from both places its links are kept (a hand's links in its row)
+                from game_private.position_chain(p.player_id, 0, null) x
               window w as (order by x.seq)) l
     ) k
    where p.table_id = p_table_id);

@@ -37,3 +37,6 @@ begin
   return v_hash;
 end;
 $$;
+
+-- A position's whole chain, from both places its links are kept: game_private.position_chain
+-- (db/functions/00_position_chain.sql).

@@ -168,12 +168,18 @@ end;
 $$;
 -- A cash hand's stacks written: p_stacks maps position ids (table_players.id, as text) to their
 -- stacks after the hand. Chips are conserved: the listed positions' stacks before = after + p_rake.
--- Every changed stack gets its `hand` link, all in one update and one insert (not a statement per
--- position: a hand end is the busiest write of the platform). The table is released with the rake
--- kept. The positions it left with no chips are closed with it (game_private.close_busts); returns
--- them (busted).
-create or replace function game_private.write_cash_end(p_table_id text, p_hand_id text, p_stacks jsonb, p_rake bigint)
-  returns bigint[]
+-- Every changed stack gets its `hand` link, all in one statement (not a statement per position: a
+-- hand end is the busiest write of the platform). With the hand's number (game.end_hand, which
+-- stores the hand's row), the links are answered for that row to carry (link_*: issue 33,
+-- migration 000058) and each position's first_hand/last_hand move with its stack; without it
+-- (game.finish_hand, which stores no hand row) they are rows of game.position_links. The table is
+-- released with the rake kept. The positions it left with no chips are closed with it
+-- (game_private.close_busts) and answered (busted).
+create or replace function game_private.write_cash_end(
+  p_table_id text, p_hand_id text, p_stacks jsonb, p_rake bigint, p_hand_number bigint,
+  out busted bigint[], out link_players bigint[], out link_seqs integer[], out link_deltas bigint[],
+  out link_stacks bigint[], out link_hashes text[]
+)
   language plpgsql volatile
   set search_path = pg_catalog, pg_temp
 as $$
@@ -182,7 +188,6 @@ declare
   v_after bigint;
   v_listed int;
   v_found int;
-  v_busted bigint[];
   v_ids bigint[];
   v_stacks bigint[];
 begin
@@ -203,19 +208,39 @@ begin
     perform game_private.refuse('invalid_hand', format('chips not conserved: %s before, %s after + %s rake', v_before, v_after, p_rake));
   end if;
 
-  with moved as (
-    select p.id, h.stack, h.stack - p.chip_balance as delta, p.chain_length + 1 as seq, p.history_hash as prev
-      from unnest(v_ids, v_stacks) h (player_id, stack)
-      join game.table_players p on p.id = h.player_id
-     where h.stack <> p.chip_balance
-  ), linked as (
-    select m.*, game_private.link_hash(m.prev, m.seq, 'hand', m.delta, m.stack, p_hand_id) as hash from moved m
-  ), links as (
-    insert into game.position_links (player_id, seq, event, delta, stack, ref_id, prev_hash, hash)
-    select l.id, l.seq, 'hand', l.delta, l.stack, p_hand_id, l.prev, l.hash from linked l
-  )
-  update game.table_players p set chip_balance = l.stack, history_hash = l.hash, chain_length = l.seq
-    from linked l where p.id = l.id;
+  if p_hand_number is not null then
+    with moved as (
+      select p.id, h.stack, h.stack - p.chip_balance as delta, p.chain_length + 1 as seq, p.history_hash as prev
+        from unnest(v_ids, v_stacks) h (player_id, stack)
+        join game.table_players p on p.id = h.player_id
+       where h.stack <> p.chip_balance
+    ), linked as (
+      select m.*, game_private.link_hash(m.prev, m.seq, 'hand', m.delta, m.stack, p_hand_id) as hash from moved m
+    ), moved_heads as (
+      update game.table_players p set chip_balance = l.stack, history_hash = l.hash, chain_length = l.seq,
+                                      first_hand = coalesce(p.first_hand, p_hand_number), last_hand = p_hand_number
+        from linked l where p.id = l.id
+      returning l.id, l.seq, l.delta, l.stack, l.hash
+    )
+    select array_agg(m.id order by m.id), array_agg(m.seq order by m.id), array_agg(m.delta order by m.id),
+           array_agg(m.stack order by m.id), array_agg(m.hash order by m.id)
+      into link_players, link_seqs, link_deltas, link_stacks, link_hashes
+      from moved_heads m;
+  else
+    with moved as (
+      select p.id, h.stack, h.stack - p.chip_balance as delta, p.chain_length + 1 as seq, p.history_hash as prev
+        from unnest(v_ids, v_stacks) h (player_id, stack)
+        join game.table_players p on p.id = h.player_id
+       where h.stack <> p.chip_balance
+    ), linked as (
+      select m.*, game_private.link_hash(m.prev, m.seq, 'hand', m.delta, m.stack, p_hand_id) as hash from moved m
+    ), links as (
+      insert into game.position_links (player_id, seq, event, delta, stack, ref_id, prev_hash, hash)
+      select l.id, l.seq, 'hand', l.delta, l.stack, p_hand_id, l.prev, l.hash from linked l
+    )
+    update game.table_players p set chip_balance = l.stack, history_hash = l.hash, chain_length = l.seq
+      from linked l where p.id = l.id;
+  end if;
 
   update game.tables t set current_hand_id = null, current_hand_started_at = null, unreconciled_rake = t.unreconciled_rake + p_rake
    where t.table_id = p_table_id;
@@ -223,12 +248,11 @@ begin
   if p_rake > 0 then
     insert into game.rake_rows (hand_id, table_id, amount) values (p_hand_id, p_table_id, p_rake);
   end if;
-  select coalesce(array_agg(p.id order by p.id), '{}') into v_busted
+  select coalesce(array_agg(p.id order by p.id), '{}') into busted
     from game.table_players p where p.table_id = p_table_id and p.status = 'seated' and p.chip_balance = 0;
-  if cardinality(v_busted) > 0 then
-    perform game_private.close_busts(p_table_id, v_busted);
+  if cardinality(busted) > 0 then
+    perform game_private.close_busts(p_table_id, busted);
   end if;
-  return v_busted;
 end;
 $$;
 
@@ -287,7 +311,7 @@ declare
   v_busted bigint[];
 begin
   perform game_private.require_cash_table(game_private.lock_hand(p_table_id, p_hand_id, p_epoch), 'finish_hand');
-  v_busted := game_private.write_cash_end(p_table_id, p_hand_id, p_stacks, p_rake);
+  v_busted := (game_private.write_cash_end(p_table_id, p_hand_id, p_stacks, p_rake, null)).busted;
   return query select p.id, p.user_id from game.table_players p where p.id = any(v_busted) order by p.id;
 end;
 $$;
@@ -381,6 +405,12 @@ declare
   v_table game.tables;
   v_done game.hand_histories;
   v_busted bigint[];
+  -- a cash hand's links, carried by its row (game_private.write_cash_end)
+  v_link_players bigint[];
+  v_link_seqs integer[];
+  v_link_deltas bigint[];
+  v_link_stacks bigint[];
+  v_link_hashes text[];
   v_record_hash text;
 begin
   v_table := game_private.lock_table(p_table_id);
@@ -402,17 +432,23 @@ begin
     perform game_private.refuse('invalid_hand', 'started: the hand''s hand_started event');
   end if;
   v_record_hash := game_private.chained_record_hash(p_table_id, p_hand_id, p_deal, p_record, p_record_signature, p_dealer_key);
-  v_busted := case when v_table.mode = 'sng' then game_private.write_tournament_end(v_table, p_stacks, p_auto_folds)
-                   else game_private.write_cash_end(p_table_id, p_hand_id, p_stacks, p_rake) end;
+  if v_table.mode = 'sng' then
+    v_busted := game_private.write_tournament_end(v_table, p_stacks, p_auto_folds);
+  else
+    select * into v_busted, v_link_players, v_link_seqs, v_link_deltas, v_link_stacks, v_link_hashes
+      from game_private.write_cash_end(p_table_id, p_hand_id, p_stacks, p_rake, coalesce(p_hand_number, 0));
+  end if;
   insert into game.hand_histories (hand_id, table_id, hand_number, status, compact, started, agents, players, started_at, ended_at, busted,
-                                   deal, record, record_hash, record_signature, dealer_key)
+                                   deal, record, record_hash, record_signature, dealer_key,
+                                   link_players, link_seqs, link_deltas, link_stacks, link_hashes)
   values (p_hand_id, p_table_id, coalesce(p_hand_number, 0), 'finished', p_compact, p_started,
           coalesce((select array_agg(distinct a order by a) from unnest(p_agents) a where a is not null), '{}'),
           -- the owners of the positions the hand dealt in (every one of them has a stack at its end)
           coalesce((select array_agg(distinct p.user_id order by p.user_id)
                       from game.table_players p where p.id = any (array(select k::bigint from jsonb_object_keys(p_stacks) k))), '{}'),
           least(coalesce(p_started_at, v_table.current_hand_started_at, now()), now()), now(), v_busted,
-          p_deal, p_record, v_record_hash, p_record_signature, p_dealer_key);
+          p_deal, p_record, v_record_hash, p_record_signature, p_dealer_key,
+          v_link_players, v_link_seqs, v_link_deltas, v_link_stacks, v_link_hashes);
   -- most hands bust nobody: at a cash table (no tournament state) that answer needs no read
   if v_table.mode = 'cash' and cardinality(v_busted) = 0 then
     return jsonb_build_object('replayed', false, 'state', null, 'busted', '[]'::jsonb);

@@ -35,7 +35,7 @@ async function seatOf(playerId: bigint) {
 }
 
 async function linkCount(playerId: bigint) {
-  const { rows } = await db.owner.query('select count(*)::int as n from game.position_links where player_id = $1', [String(playerId)]);
+  const { rows } = await db.owner.query('select count(*)::int as n from game_private.position_chain($1, 0, null)', [String(playerId)]);
   return rows[0].n as number;
 }
 
@@ -641,7 +641,9 @@ describe('end_hand (the one hand end the dealer calls)', () => {
     [t.table_id, handId, 1, JSON.stringify(stacks), rake, ENDING.compact, ENDING.started, [], await db.leaseEpoch(t.table_id)],
   )).rows[0].answer;
   const written = async (handId: string) => (await db.owner.query(
-    `select (select count(*)::int from game.position_links where ref_id = $1) as links,
+    // a hand end's links: carried by its row (issue 33), with any row of game.position_links naming it
+    `select (select count(*)::int from game.position_links where ref_id = $1)
+            + coalesce((select cardinality(h.link_players) from game.hand_histories h where h.hand_id = $1), 0) as links,
             (select count(*)::int from game.rake_rows where hand_id = $1) as rakes,
             (select count(*)::int from game.hand_histories where hand_id = $1) as histories`, [handId])).rows[0];
 
