@@ -47,10 +47,15 @@ as $$
             order by l.seq desc limit 1)
           union all
           (select u.seq, u.stack
-             from game.table_players p
-             join game.hand_histories h on h.table_id = p.table_id and h.hand_number between p.first_hand and p_hand_number
+             -- the table's hands read backwards from this one to the position's first (by the table's
+             -- hand order, each row tested whole): the first that carries a link of the position
+             from (select h.link_players, h.link_seqs, h.link_stacks
+                     from game.hand_histories h
+                    where h.table_id = (select p.table_id from game.table_players p where p.id = p_player_id)
+                      and h.hand_number between (select p.first_hand from game.table_players p where p.id = p_player_id) and p_hand_number
+                      and h.ended_at < p_ended_at and h.link_players @> array[p_player_id]
+                    order by h.hand_number desc limit 1) h
             cross join lateral unnest(h.link_players, h.link_seqs, h.link_stacks) u (player_id, seq, stack)
-            where p.id = p_player_id and h.ended_at < p_ended_at and h.link_players is not null and u.player_id = p_player_id
-            order by h.hand_number desc, u.seq desc limit 1)) s
+            where u.player_id = p_player_id)) s
    order by s.seq desc limit 1
 $$;
