@@ -214,7 +214,8 @@ begin
         from unnest(v_ids, v_stacks) h (player_id, stack)
         join game.table_players p on p.id = h.player_id
        where h.stack <> p.chip_balance
-    ), linked as (
+    ), linked as materialized (
+      -- (materialized: each hash made once, though the update reads it twice, to set and to answer)
       select m.*, game_private.link_hash(m.prev, m.seq, 'hand', m.delta, m.stack, p_hand_id) as hash from moved m
     ), moved_heads as (
       update game.table_players p set chip_balance = l.stack, history_hash = l.hash, chain_length = l.seq,
