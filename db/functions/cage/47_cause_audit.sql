@@ -57,8 +57,13 @@ as $$
                   union all
                   select l.player_id, l.delta, l.stack from game.position_links l where l.ref_id = p.hand_id and l.event = 'hand') k),
          case when p.record is not null and p.mode = 'cash' then
+           -- a position the hand moved: its link's stack less its delta (the link check holds that to
+           -- the link before it); one it did not: its last link before the hand, in either place
            (select coalesce(jsonb_object_agg(s ->> 'playerId',
-                     game_private.stack_before((s ->> 'playerId')::bigint, p.hand_number, p.ended_at)::text), '{}')
+                     coalesce((select (u.stack - u.delta)::text
+                                 from unnest(p.link_players, p.link_deltas, p.link_stacks) u (player_id, delta, stack)
+                                where u.player_id = (s ->> 'playerId')::bigint),
+                              game_private.stack_before((s ->> 'playerId')::bigint, p.hand_number, p.ended_at)::text)), '{}')
               from jsonb_array_elements(case when jsonb_typeof(p.record::jsonb -> 'seats') = 'array' then p.record::jsonb -> 'seats' else '[]' end) s
              where s ->> 'playerId' ~ '^[0-9]{1,18}$')
          end,
