@@ -8,6 +8,7 @@ import http from 'node:http';
 import type net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createServiceClient, IDLE_SOCKET_MS } from '../../server/http/service-client.ts';
+import { until } from '../helpers/live.ts';
 
 const servers: http.Server[] = [];
 afterEach(async () => {
@@ -42,7 +43,9 @@ test('an idle kept-alive socket is closed by the client before the server\'s ann
   const client = createServiceClient({ baseUrl: () => s.url, serviceKey: 'k', timeoutMs: 5000 });
   expect(await client.post('/first', {})).toMatchObject({ ok: true, status: 200 });
   expect(s.seen).toMatchObject({ connections: 1, open: 1 });
-  await sleep(2600);
+  // the socket closes (waited for: a loaded machine runs timers late), and the client is the side that
+  // ended it (the server, had it gone first, would close it with no FIN from the client)
+  await until(() => s.seen.open === 0, 'the idle socket closed', 10_000);
   expect(s.seen).toEqual({ connections: 1, open: 0, endedByClient: 1 });
   // the next call opens a fresh socket and is answered
   expect(await client.post('/second', {})).toMatchObject({ ok: true, status: 200, body: { ok: true } });
@@ -65,6 +68,6 @@ test('without a hint from the server, an idle socket is closed after IDLE_SOCKET
   const s = await server(0);
   const client = createServiceClient({ baseUrl: () => s.url, serviceKey: 'k', timeoutMs: 5000 });
   expect(await client.post('/first', {})).toMatchObject({ ok: true });
-  await sleep(IDLE_SOCKET_MS + 600);
+  await until(() => s.seen.open === 0, 'the idle socket closed', 10_000);
   expect(s.seen).toEqual({ connections: 1, open: 0, endedByClient: 1 });
 }, 15_000);

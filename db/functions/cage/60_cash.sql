@@ -138,10 +138,11 @@ as $$
 $$;
 
 -- Issue 33: a sit at a cage table in ONE transaction (POST /api/deposit). The buy-in is posted
--- (cage.open_deposit: the player is the token's grant's user, never an id the caller names) and the
--- seat funded by the game's own credit (game.credit_seat: its checks under its locks, the position's
--- chain, the deposit confirmed with the credit, the rooms told through game_seats) in the same
--- transaction: one commit, no call between roles and nothing in flight to reconcile, as the cage's
+-- (cage_private.open_deposit_for: the player is the token's grant's user, never an id the caller
+-- names; the seat judged by the game's own rule before the debit; the deposit written confirmed)
+-- and the seat funded as the game funds one (game_private.fund_seat: the position and its chain,
+-- the credit kept, the rooms told through game_seats) under the table's lock, taken first and held
+-- to the commit, so the judgment stands: one commit, no call between roles and nothing in flight to reconcile, as the cage's
 -- withdrawal closes its seat in its own transaction (cage.settle_position). A refusal of either
 -- writes nothing (no debit, no compensation). The table is locked first, as every seat change takes
 -- it before the accounts (a hand end that busts someone locks the table, then the escrow). A key
