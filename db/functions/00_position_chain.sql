@@ -26,7 +26,7 @@ as $$
           select u.player_id, u.seq, 'hand', u.delta, u.stack, h.hand_id, null, u.hash, h.ended_at
             from game.table_players p
             join game.hand_histories h on h.table_id = p.table_id
-             and h.hand_number between greatest(p.first_hand, coalesce(p_from_hand, p.first_hand)) and p.last_hand
+             and h.hand_number between greatest(p.first_hand, p_from_hand) and p.last_hand -- (greatest ignores a null)
            cross join lateral unnest(h.link_players, h.link_seqs, h.link_deltas, h.link_stacks, h.link_hashes) u (player_id, seq, delta, stack, hash)
            where p.id = p_player_id and h.link_players is not null and u.player_id = p_player_id and u.seq > p_after_seq) c
    order by c.seq

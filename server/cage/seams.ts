@@ -2,9 +2,9 @@
 // server/bank-contract/), shared by the routes (server/cage/cash.ts) and the
 // reconcilers (tasks/): the money moves in SQL (db/functions/cage/60_cash.sql), and whatever is
 // left in flight is reconciled without ever guessing:
-//   deposit  one transaction (issue 33: cage.deposit_to_seat): the buy-in posted and the seat funded
-//            by the game's own credit (game.credit_seat), the deposit confirmed with it; nothing is
-//            in flight. A deposit left pending (opened by a release that funded the seat over HTTP
+//   deposit  one transaction (issue 33: cage.deposit_to_seat): the seat judged, the buy-in posted
+//            with its deposit confirmed and the seat funded as the game funds one
+//            (game_private.fund_seat); nothing is in flight. A deposit left pending (opened by a release that funded the seat over HTTP
 //            and stopped before it knew the answer) is cancelled at the game first (a tombstone; a
 //            credit that arrived stands, its deposit confirmed with it) and compensated only once
 //            the game says the seat does not hold the chips; if the game cannot be reached at all,

@@ -228,6 +228,8 @@ begin
       into link_players, link_seqs, link_deltas, link_stacks, link_hashes
       from moved_heads m;
   else
+    -- (the same links as rows of game.position_links: a statement of its own, so that the hand end's
+    -- above carries no insert into that table, idle or not)
     with moved as (
       select p.id, h.stack, h.stack - p.chip_balance as delta, p.chain_length + 1 as seq, p.history_hash as prev
         from unnest(v_ids, v_stacks) h (player_id, stack)
