@@ -171,6 +171,9 @@ $$;
 create or replace function cage_private.tg_play_gate() returns trigger
   language plpgsql
   set search_path = pg_catalog, pg_temp
+  -- by key only: it runs at every posting, and its gate rows are one per frozen account
+  -- (db/tests/game/by_key_plans.test.ts)
+  set enable_seqscan = off
 as $$
 declare
   v_on boolean;

@@ -535,8 +535,7 @@ begin
   if p_hand_id is null or length(p_hand_id) not between 1 and 128 then
     perform game_private.refuse('invalid_hand', 'hand id 1..128 chars');
   end if;
-  v_table := game_private.lock_table(p_table_id);
-  perform game_private.check_lease(p_table_id, p_epoch);
+  v_table := game_private.lock_leased(p_table_id, p_epoch);
   if v_table.mode = 'sng' and v_table.tournament_state is distinct from 'playing' then
     perform game_private.refuse('tournament_not_playing', format('the tournament is %s', v_table.tournament_state));
   end if;

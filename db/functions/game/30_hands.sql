@@ -13,8 +13,7 @@ begin
   if p_hand_id is null or length(p_hand_id) not between 1 and 128 then
     perform game_private.refuse('invalid_hand', 'hand id 1..128 chars');
   end if;
-  v_table := game_private.lock_table(p_table_id);
-  perform game_private.check_lease(p_table_id, p_epoch);
+  v_table := game_private.lock_leased(p_table_id, p_epoch);
   -- a tournament deals only while it is playing (a registering one has entry fees, no chips)
   if v_table.mode = 'sng' and v_table.tournament_state is distinct from 'playing' then
     perform game_private.refuse('tournament_not_playing', format('the tournament is %s', v_table.tournament_state));
@@ -57,8 +56,7 @@ as $$
 declare
   v_table game.tables;
 begin
-  v_table := game_private.lock_table(p_table_id);
-  perform game_private.check_lease(p_table_id, p_epoch);
+  v_table := game_private.lock_leased(p_table_id, p_epoch);
   -- `is distinct from`: a null hand id must not slip through as "not unequal"
   if p_hand_id is null or v_table.current_hand_id is distinct from p_hand_id then
     perform game_private.refuse('no_hand_in_progress', format('hand %s is not in progress', p_hand_id));
@@ -182,6 +180,12 @@ create or replace function game_private.write_cash_end(
 )
   language plpgsql volatile
   set search_path = pg_catalog, pg_temp
+  -- by key only (db/tests/game/by_key_plans.test.ts): the statements below join a hand's few
+  -- positions to game.table_players on generic plans (game.end_hand's), and a plan made while the
+  -- positions were a few hundred hash-joined them to every position ever opened, read through the
+  -- whole primary key at every hand end
+  set enable_hashjoin = off
+  set enable_mergejoin = off
 as $$
 declare
   v_before bigint;
@@ -416,8 +420,7 @@ declare
   v_link_hashes text[];
   v_record_hash text;
 begin
-  v_table := game_private.lock_table(p_table_id);
-  perform game_private.check_lease(p_table_id, p_epoch);
+  v_table := game_private.lock_leased(p_table_id, p_epoch);
   if p_hand_id is null or v_table.current_hand_id is distinct from p_hand_id then
     select * into v_done from game.hand_histories h where h.hand_id = p_hand_id and h.table_id = p_table_id;
     if v_done.status = 'finished' and v_done.busted is not null then
@@ -609,8 +612,7 @@ as $$
 declare
   v_table game.tables;
 begin
-  v_table := game_private.lock_table(p_table_id);
-  perform game_private.check_lease(p_table_id, p_epoch);
+  v_table := game_private.lock_leased(p_table_id, p_epoch);
   if v_table.current_hand_id is null then
     return null;
   end if;
@@ -630,8 +632,7 @@ as $$
 declare
   v_table game.tables;
 begin
-  v_table := game_private.lock_table(p_table_id);
-  perform game_private.check_lease(p_table_id, p_epoch);
+  v_table := game_private.lock_leased(p_table_id, p_epoch);
   if p_hand_id is null or v_table.current_hand_id is distinct from p_hand_id then
     return false;
   end if;
@@ -654,8 +655,7 @@ as $$
 declare
   v_table game.tables;
 begin
-  v_table := game_private.lock_table(p_table_id);
-  perform game_private.check_lease(p_table_id, p_epoch);
+  v_table := game_private.lock_leased(p_table_id, p_epoch);
   perform game_private.abandon_current_hand(v_table);
   select * into v_table from game.tables t where t.table_id = p_table_id;
   if v_table.deal_next is not null then
@@ -681,8 +681,7 @@ as $$
 declare
   v_table game.tables;
 begin
-  v_table := game_private.lock_table(p_table_id);
-  perform game_private.check_lease(p_table_id, p_epoch);
+  v_table := game_private.lock_leased(p_table_id, p_epoch);
   if not game_private.sealed_deal_valid(p_next) then
     perform game_private.refuse('invalid_hand', 'a committed deal: {algorithm, handNumber, handId, commitment, sealed}');
   end if;
@@ -727,8 +726,7 @@ declare
   v_hash text;
   v_record jsonb;
 begin
-  perform game_private.lock_table(p_table_id);
-  perform game_private.check_lease(p_table_id, p_epoch);
+  perform game_private.lock_leased(p_table_id, p_epoch);
   select * into v_row from game.hand_histories h
    where h.table_id = p_table_id and h.sealed_deal is not null order by h.hand_number limit 1;
   if v_row.hand_id is distinct from p_hand_id then

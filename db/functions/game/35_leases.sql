@@ -148,6 +148,35 @@ begin
 end;
 $$;
 
+-- The table of a hand boundary, locked, under the caller's lease: game_private.lock_table and
+-- game_private.check_lease in one statement (issue 33: every boundary ran the two, each a function
+-- call and a statement, twice a hand). The same refusals in the same order: table_not_found, then
+-- lease_lost (no lease row, a null epoch, another epoch). The lease row is read, not locked, as
+-- check_lease reads it: its epoch moves only under the table's lock (take_lease, end_tenure).
+create or replace function game_private.lock_leased(p_table_id text, p_epoch bigint) returns game.tables
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  r record;
+begin
+  select t as tab, l.epoch as epoch, l.table_id is not null as leased into r
+    from game.tables t left join game.table_leases l on l.table_id = t.table_id
+   where t.table_id = p_table_id
+     for update of t;
+  if not found then
+    perform game_private.refuse('table_not_found', format('table %s', p_table_id));
+  end if;
+  if not r.leased then
+    perform game_private.refuse('lease_lost', format('table %s has no lease', p_table_id));
+  end if;
+  if p_epoch is null or p_epoch <> r.epoch then
+    perform game_private.refuse('lease_lost', format('table %s is run under epoch %s, not %s', p_table_id, r.epoch, p_epoch));
+  end if;
+  return r.tab;
+end;
+$$;
+
 -- Ends the tenure of a lease whose holder is gone: the hand it left is abandoned (the stacks of its
 -- start stand) and the epoch moves on, so anything the old holder still sends is refused. Returns
 -- the abandoned hand. The caller holds the table row lock.
