@@ -151,8 +151,9 @@ $$;
 -- The table of a hand boundary, locked, under the caller's lease: game_private.lock_table and
 -- game_private.check_lease in one statement (issue 33: every boundary ran the two, each a function
 -- call and a statement, twice a hand). The same refusals in the same order: table_not_found, then
--- lease_lost (no lease row, a null epoch, another epoch). The lease row is read, not locked, as
--- check_lease reads it: its epoch moves only under the table's lock (take_lease, end_tenure).
+-- lease_lost, made by check_lease itself when the lease read here does not pass (its epoch moves only
+-- under the table's lock, held here: take_lease, end_tenure; so it reads the same row and refuses).
+-- The lease row is read, not locked, as check_lease reads it.
 create or replace function game_private.lock_leased(p_table_id text, p_epoch bigint) returns game.tables
   language plpgsql volatile
   set search_path = pg_catalog, pg_temp
@@ -167,11 +168,8 @@ begin
   if not found then
     perform game_private.refuse('table_not_found', format('table %s', p_table_id));
   end if;
-  if not r.leased then
-    perform game_private.refuse('lease_lost', format('table %s has no lease', p_table_id));
-  end if;
-  if p_epoch is null or p_epoch <> r.epoch then
-    perform game_private.refuse('lease_lost', format('table %s is run under epoch %s, not %s', p_table_id, r.epoch, p_epoch));
+  if not r.leased or p_epoch is null or p_epoch <> r.epoch then
+    perform game_private.check_lease(p_table_id, p_epoch);
   end if;
   return r.tab;
 end;
