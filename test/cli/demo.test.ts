@@ -50,7 +50,12 @@ test('npm run demo: prints its URLs, its bots play hands at demo-cash, Ctrl-C st
     // hands are played at the seeded table: a spectator sees them end
     const spectator = await connect(`${game.replace(/^http/, 'ws')}/ws/tables/demo-cash`);
     await until(() => resultsOf(spectator, 'demo-cash').length >= 3, 'three hands at demo-cash', 60_000, 20);
-    const room = await call(`${game}/api/tables/demo-cash`);
+    // the three bots seated: one that busted in these hands sits again after its pause (2 s), so the
+    // count is waited for, not read once (a bust in the first hands left two seats at the read)
+    const room = await until(async () => {
+      const r = await call(`${game}/api/tables/demo-cash`);
+      return r.body.seats?.length === 3 && r;
+    }, 'the three bots seated at demo-cash', 30_000, 50);
     expect(room.body.seats).toHaveLength(3);
     const lobby = await call(`${game}/api/tables?mode=sng`);
     expect(lobby.body.tables.find((t: { tableId: string }) => t.tableId.startsWith('demo-sng-'))).toMatchObject({ tournamentState: 'registering' });
