@@ -385,7 +385,8 @@ $$;
 -- The one hand end the dealer calls, cash or tournament: the stacks (and a cash hand's rake, a
 -- tournament hand's auto-folds and places), the history and the result as one compact value the
 -- process compressed (p_compact: game_private.compact_valid; never parsed here) with the hand's
--- hand_started event beside it (p_started: what SQL reads of a hand), in one transaction under
+-- hand_started event beside it (p_started: what the audit replays with; without the seats and the
+-- hand id when the record holds them, game_private.started_of), in one transaction under
 -- the table's lease. The hand the table holds is ended; an end already committed for this hand (an
 -- earlier attempt whose answer was lost) is answered again from what it committed ("replayed");
 -- a hand abandoned meanwhile (a force-end, a lost tenure) is refused hand_abandoned (its start
@@ -540,6 +541,18 @@ as $$
               else (select e from jsonb_array_elements(p_history) e where e ->> 'type' = 'hand_started' limit 1) end
 $$;
 
+-- A stored hand's hand_started event, whole. Since issue 33 a hand keeps it in `started` (before, in
+-- its jsonb history); since its sixth part a hand with a signed record stores it without the seats
+-- and the hand id (server/game/live/wire.ts startedJson), which the record holds: read back from it.
+create or replace function game_private.started_of(p_started jsonb, p_history jsonb, p_record text) returns jsonb
+  language sql immutable parallel safe
+  set search_path = pg_catalog, pg_temp
+as $$
+  select case when s is null or s ? 'seats' or p_record is null then s
+              else s || (select jsonb_build_object('seats', r -> 'seats', 'handId', r -> 'handId') from (select p_record::jsonb r) x) end
+    from (select coalesce(p_started, game_private.started_event(p_history)) s) y
+$$;
+
 -- The seats a hand dealt in and the users who own them, read from its hand_started event (which
 -- names each seat's position id).
 create or replace function game_private.hand_positions(p_table_id text, p_started jsonb)
@@ -563,7 +576,7 @@ create or replace function game.hand_for_player(p_hand_id text, p_user_id uuid)
   set search_path = pg_catalog, pg_temp
 as $$
   select h, coalesce((select array_agg(d.seat_index order by d.seat_index)
-                        from game_private.hand_positions(h.table_id, coalesce(h.started, game_private.started_event(h.history))) d
+                        from game_private.hand_positions(h.table_id, game_private.started_of(h.started, h.history, h.record)) d
                        where d.user_id = p_user_id), '{}')
     from game.hand_histories h
    where h.hand_id = p_hand_id and h.players @> array[p_user_id]

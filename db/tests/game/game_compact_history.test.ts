@@ -10,7 +10,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { signerFromPrivateKey } from '../../../server/crypto/signing.ts';
 import { compactHand, readCompact, storedHand } from '../../../server/game/hands/compact.ts';
 import { GENESIS, recordOf, signRecord } from '../../../server/game/hands/hand-record.ts';
-import { handResult, historyJson, eventJson } from '../../../server/game/live/wire.ts';
+import { handResult, historyJson, eventJson, startedJson } from '../../../server/game/live/wire.ts';
 import { applyAction, isRefusal, legalActions, startHand, type HandState } from '../../../server/game/poker/engine.ts';
 import { DEAL_ALGORITHM, deckOf, handCommitmentOf, toHex, type DealReveal } from '../../../server/game/poker/fair-deal.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/helpers/db.ts';
@@ -86,7 +86,7 @@ test('a finished hand\'s row: one compact value, no jsonb history, not compresse
   const h = played(handId);
   const chunks = await toastChunks();
   const compact = compactHand(historyJson(h.state.history), h.result);
-  await endAs(game, handId, h, compact, eventJson(h.state.history[0]!))();
+  await endAs(game, handId, h, compact, startedJson(h.state.history[0]!))();
   commit(h);
   const { rows: [row] } = await db.owner.query(
     `select history, result, compact, started, pg_column_compression(compact) as compact_codec, pg_column_compression(record) as record_codec,
@@ -101,21 +101,29 @@ test('a finished hand\'s row: one compact value, no jsonb history, not compresse
   expect(Buffer.compare(row.compact, compact)).toBe(0);
   expect(row.compact_bytes).toBe(compact.length + 4);
   expect(await toastChunks()).toBe(chunks);
-  expect(row.started).toEqual(JSON.parse(eventJson(h.state.history[0]!)));
+  // the hand_started event without what the signed record holds (its seats and hand id): the blinds, the ante, their seats, the button
+  const { seats: _seats, handId: _handId, ...rest } = JSON.parse(eventJson(h.state.history[0]!));
+  expect(row.started).toEqual(rest);
+  expect(Object.keys(row.started).sort()).toEqual(['ante', 'bigBlind', 'bigBlindSeat', 'button', 'smallBlind', 'smallBlindSeat', 'type']);
   // the history and the result as they were sent, every event
   expect(readCompact(row.compact)).toEqual({ history: JSON.parse(historyJson(h.state.history)), result: JSON.parse(h.result) });
   if (process.env.DEBUG_COMPACT) console.log(`history ${historyJson(h.state.history).length} B + result ${h.result.length} B -> compact ${compact.length} B; row ${row.row_bytes} B`);
 });
 
-test('the seats a player reads (game.hand_for_player) come from the started event, as they came from a jsonb history', async () => {
+test('the seats a player reads (game.hand_for_player) come from the record, the whole started event or a jsonb history alike', async () => {
   const handId = `seats-${randomUUID()}`;
   await begin(handId);
   const h = played(handId);
-  await endAs(game, handId, h, compactHand(historyJson(h.state.history), h.result), eventJson(h.state.history[0]!))();
+  await endAs(game, handId, h, compactHand(historyJson(h.state.history), h.result), startedJson(h.state.history[0]!))();
   commit(h);
   const seatsOf = async (userId: string) => (await game.query('select seats from game.hand_for_player($1, $2)', [handId, userId])).rows[0]?.seats;
+  // the stored event names no seat: they are read from the signed record
+  expect((await db.owner.query('select started ? \'seats\' as has from game.hand_histories where hand_id = $1', [handId])).rows[0].has).toBe(false);
   expect(await seatsOf(users[2]!)).toEqual([2]);
   expect(await seatsOf(randomUUID())).toBeUndefined();
+  // a hand stored with the whole event (before issue 33's sixth part): the same seats
+  await db.owner.query('update game.hand_histories set started = $2::jsonb where hand_id = $1', [handId, eventJson(h.state.history[0]!)]);
+  expect(await seatsOf(users[2]!)).toEqual([2]);
   // the same hand stored as before issue 33 (its events in a jsonb history): the same seats, the same stored hand
   const { rows: [before] } = await db.owner.query('select compact from game.hand_histories where hand_id = $1', [handId]);
   const read = readCompact(before.compact)!;

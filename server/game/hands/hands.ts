@@ -53,7 +53,7 @@ export interface EndingHand {
   autoFolds: number;
   /** The events (wire.ts historyJson) and the hand_result as sent, compressed as one value (compact.ts). */
   compact: Buffer;
-  /** The hand_started event as JSON (wire.ts eventJson): what SQL reads of the hand. */
+  /** The hand_started event as JSON, without what the signed record holds (wire.ts startedJson): what the audit replays with. */
   started: string;
   agents: string[];
   startedAt: Date;

@@ -8,7 +8,7 @@ import type { SignedRecord } from '../hands/hand-record.ts';
 import type { NextHand, Positions, TableSeat } from '../poker/table.ts';
 import type { EndingHand, HandEndAnswer, SeatRow } from '../hands/hands.ts';
 import { compactHand } from '../hands/compact.ts';
-import { eventJson, handResult, historyJson, type SeatView, type ServerMessageOf, type TournamentState } from './wire.ts';
+import { handResult, startedJson, historyJson, type SeatView, type ServerMessageOf, type TournamentState } from './wire.ts';
 import type { SealedDeal } from './deal-seeds.ts';
 
 export type { SeatRow } from '../hands/hands.ts';
@@ -55,8 +55,8 @@ export interface EndedHand {
 
 /**
  * What game.end_hand is sent for a hand, whatever the table: its stacks, its history and result (the
- * `hand_result` message as sent, returned too) as one compact value, and its hand_started event; the
- * kind adds its rake or its auto-folds.
+ * `hand_result` message as sent, returned too) as one compact value, and its hand_started event
+ * without what the signed record holds; the kind adds its rake or its auto-folds.
  */
 export function endingOf(tableId: string, ended: EndedHand, kind: { rake: bigint; autoFolds: number }): { ending: EndingHand; result: string } {
   const { hand } = ended;
@@ -67,7 +67,7 @@ export function endingOf(tableId: string, ended: EndedHand, kind: { rake: bigint
     ending: {
       tableId, handId: hand.handId, handNumber: ended.handNumber, stacks, ...kind,
       // the history and the result compressed here, in one value Postgres stores as it is (compact.ts)
-      compact: compactHand(historyJson(hand.history), result), started: eventJson(hand.history.find((e) => e.type === 'hand_started')!),
+      compact: compactHand(historyJson(hand.history), result), started: startedJson(hand.history.find((e) => e.type === 'hand_started')!),
       agents: ended.agents, startedAt: ended.startedAt, deal: ended.deal, record: ended.record,
     },
     result,

@@ -216,8 +216,18 @@ export function historyJson(events: readonly HandEvent[]): string {
   return JSON.stringify(events, storedValue);
 }
 
-/** One event as historyJson writes it (the hand_started event game.end_hand stores beside the compact history). */
+/** One event as historyJson writes it. */
 export const eventJson = (event: HandEvent): string => JSON.stringify(event, storedValue);
+
+/**
+ * The hand_started event as game.end_hand stores it beside the compact history and the signed
+ * record: without its seats and hand id, which the record holds (issue 33: about 0.5 KB of each
+ * hand's row). What the record lacks stays: the blinds, the ante, their seats and the button.
+ */
+export function startedJson(event: HandEvent): string {
+  const { seats: _seats, handId: _handId, ...rest } = event as HandEvent & { seats?: unknown; handId?: unknown };
+  return JSON.stringify(rest, storedValue);
+}
 
 function storedValue(key: string, v: unknown): unknown {
   return typeof v === 'bigint' ? v.toString() : (key === 'cards' || key === 'best') && Array.isArray(v) && typeof v[0] === 'number' ? cards(v as Card[]) : v;
