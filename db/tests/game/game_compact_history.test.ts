@@ -4,7 +4,7 @@
 // pglz-compressed and no TOAST chunk is written for the row. What the game login sends that is not a
 // compact value is refused invalid_hand and writes nothing; what SQL reads of the hand (the player's
 // seats, the audit's hand_started) reads the same from either form.
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { signerFromPrivateKey } from '../../../server/crypto/signing.ts';
@@ -94,8 +94,9 @@ test('a finished hand\'s row: one compact value, no jsonb history, not compresse
             (select attstorage from pg_attribute where attrelid = 'game.hand_histories'::regclass and attname = 'compact') as storage,
             (select reloptions from pg_class where oid = 'game.hand_histories'::regclass) as options
        from game.hand_histories h where hand_id = $1`, [handId]);
-  // a six-handed hand's row is over the table's 4096-byte target: its record (text) is compressed inline to bring it under, never the compact value
-  expect(row).toMatchObject({ history: null, result: null, compact_codec: null, record_codec: 'pglz', storage: 'e', options: ['toast_tuple_target=4096'] });
+  // a six-handed hand's row is over the table's 3000-byte target: its record (text) is compressed inline, never the compact value,
+  // and nothing goes out of line (every column `main`: moved out only when the row would not fit a page)
+  expect(row).toMatchObject({ history: null, result: null, compact_codec: null, record_codec: 'pglz', storage: 'm', options: ['toast_tuple_target=3000'] });
   expect(row.row_bytes).toBeLessThan(4096);
   // stored as sent: inline, byte for byte (a value moved out of line would count its pointer, 18 bytes)
   expect(Buffer.compare(row.compact, compact)).toBe(0);
@@ -108,6 +109,26 @@ test('a finished hand\'s row: one compact value, no jsonb history, not compresse
   // the history and the result as they were sent, every event
   expect(readCompact(row.compact)).toEqual({ history: JSON.parse(historyJson(h.state.history)), result: JSON.parse(h.result) });
   if (process.env.DEBUG_COMPACT) console.log(`history ${historyJson(h.state.history).length} B + result ${h.result.length} B -> compact ${compact.length} B; row ${row.row_bytes} B`);
+});
+
+test('a row still over the target once its record is compressed stays whole and inline: no TOAST chunk', async () => {
+  const handId = `long-${randomUUID()}`;
+  await begin(handId);
+  const h = played(handId);
+  const chunks = await toastChunks();
+  // a compact value of 3.5 KB (a long hand's; its body random, so nothing compresses it), well over the target with the record compressed
+  const body = randomBytes(3500);
+  const compact = Buffer.concat([Buffer.from([1, 0, 0, 0x40, 0]), body]);
+  await endAs(game, handId, h, compact, startedJson(h.state.history[0]!))();
+  commit(h);
+  const { rows: [row] } = await db.owner.query(
+    `select compact, pg_column_compression(compact) as codec, pg_column_size(compact) as compact_bytes, pg_column_size(h.*) as row_bytes
+       from game.hand_histories h where hand_id = $1`, [handId]);
+  expect(row.codec).toBeNull();
+  expect(row.compact_bytes).toBe(compact.length + 4); // inline, not a TOAST pointer
+  expect(row.row_bytes).toBeGreaterThan(3000);
+  expect(Buffer.compare(row.compact, compact)).toBe(0);
+  expect(await toastChunks()).toBe(chunks);
 });
 
 test('the seats a player reads (game.hand_for_player) come from the record, the whole started event or a jsonb history alike', async () => {
