@@ -9,8 +9,9 @@
 -- (issue 33, migration 000058): the rows of game.position_links (a buy-in, a top-up, a settlement,
 -- a bust, and the hand links written before the hand rows carried them or by game.finish_hand)
 -- and the links a hand's row carries (link_*). The hand rows read are the table's hands from
--- p_from_hand (null: the position's first_hand) to the position's last_hand, by the table's hand
--- order: a range, never every hand. A hand link's prev_hash is the hash of the link before it when
+-- p_from_hand (null: the position's first_hand, the first hand that moved its stack) to the
+-- position's last_hand (set when it closes; while it is open, its links may be in any later hand
+-- of the table, issue 33's sixth part), by the table's hand order: a range, never every hand. A hand link's prev_hash is the hash of the link before it when
 -- that link is in the answer (its row does not repeat it: link_hash binds it), else null.
 create or replace function game_private.position_chain(p_player_id bigint, p_after_seq integer, p_from_hand bigint)
   returns setof game.position_links
@@ -26,7 +27,7 @@ as $$
           select u.player_id, u.seq, 'hand', u.delta, u.stack, h.hand_id, null, u.hash, h.ended_at
             from game.table_players p
             join game.hand_histories h on h.table_id = p.table_id
-             and h.hand_number between greatest(p.first_hand, p_from_hand) and p.last_hand -- (greatest ignores a null)
+             and h.hand_number between greatest(p.first_hand, p_from_hand) and coalesce(p.last_hand, 9223372036854775807) -- (greatest ignores a null)
            cross join lateral unnest(h.link_players, h.link_seqs, h.link_deltas, h.link_stacks, h.link_hashes) u (player_id, seq, delta, stack, hash)
            where p.id = p_player_id and h.link_players is not null and u.player_id = p_player_id and u.seq > p_after_seq) c
    order by c.seq

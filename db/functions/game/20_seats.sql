@@ -453,7 +453,12 @@ create or replace function game_private.close_position(v_player game.table_playe
   set search_path = pg_catalog, pg_temp
 as $$
 begin
-  update game.table_players p set chip_balance = 0, status = 'closed', closed_at = now(), closing_ref_id = p_ledger_ref_id
+  -- last_hand: the last hand of the table that can carry a link of the position (game_private.
+  -- position_chain reads up to it). Closed, it moves in no hand after the table's latest: no hand
+  -- holds a position that is settled, and a bust set it to the hand that busted it.
+  update game.table_players p set chip_balance = 0, status = 'closed', closed_at = now(), closing_ref_id = p_ledger_ref_id,
+                                  last_hand = coalesce(p.last_hand, (select h.hand_number from game.hand_histories h
+                                                                      where h.table_id = p.table_id order by h.hand_number desc limit 1))
    where p.id = v_player.id;
   return game_private.extend_chain(v_player.id, p_settlement, -v_player.chip_balance, p_ledger_ref_id);
 end;

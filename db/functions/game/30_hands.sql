@@ -169,7 +169,8 @@ $$;
 -- Every changed stack gets its `hand` link, all in one statement (not a statement per position: a
 -- hand end is the busiest write of the platform). With the hand's number (game.end_hand, which
 -- stores the hand's row), the links are answered for that row to carry (link_*: issue 33,
--- migration 000058) and each position's first_hand/last_hand move with its stack; without it
+-- migration 000058), a position's first_hand is set at its first move and a busted position's
+-- last_hand is this hand (game_private.position_chain reads the range); without it
 -- (game.finish_hand, which stores no hand row) they are rows of game.position_links. The table is
 -- released with the rake kept. The positions it left with no chips are closed with it
 -- (game_private.close_busts) and answered (busted).
@@ -222,8 +223,13 @@ begin
       -- (materialized: each hash made once, though the update reads it twice, to set and to answer)
       select m.*, game_private.link_hash(m.prev, m.seq, 'hand', m.delta, m.stack, p_hand_id) as hash from moved m
     ), moved_heads as (
+      -- last_hand is set only for a position this hand busts (it closes below): a position still
+      -- seated keeps it null, its links in any hand of the table from first_hand on (issue 33: a
+      -- row's update is logged from its first changed column to its last, and last_hand is the
+      -- row's last: about 90 bytes of WAL a moved position)
       update game.table_players p set chip_balance = l.stack, history_hash = l.hash, chain_length = l.seq,
-                                      first_hand = coalesce(p.first_hand, p_hand_number), last_hand = p_hand_number
+                                      first_hand = coalesce(p.first_hand, p_hand_number),
+                                      last_hand = case when l.stack = 0 then p_hand_number else p.last_hand end
         from linked l where p.id = l.id
       returning l.id, l.seq, l.delta, l.stack, l.hash
     )
