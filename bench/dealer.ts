@@ -608,7 +608,29 @@ function printLive(configs: LiveConfig[], profiles: Map<Placement, ProfileResult
     if (has(a) && has(b)) log(`${what}: ${fmtRatio(ratioOf(rates, liveCase(a), liveCase(b)))} hands/s (median of within-round ratios)`);
   }
   if (has('floor')) printFloor(configs, rates);
+  printWal(configs);
   printProfiles(configs, profiles);
+}
+
+/** Where each placement's WAL goes: bytes and records per hand by relation and record type, over its measured windows (pg_walinspect). */
+function printWal(configs: LiveConfig[]) {
+  for (const c of configs.filter((x) => !isFloor(x.placement))) {
+    const read = c.windows.filter((w) => w.hands > 0 && w.walBy !== null);
+    const hands = read.reduce((a, w) => a + w.hands, 0);
+    if (!hands) continue;
+    const total = new Map<string, { records: number; bytes: number }>();
+    for (const w of read) {
+      for (const [rel, v] of w.walBy!) {
+        const t = total.get(rel) ?? { records: 0, bytes: 0 };
+        total.set(rel, { records: t.records + v.records, bytes: t.bytes + v.bytes });
+      }
+    }
+    const rows = [...total].sort((a, b) => b[1].bytes - a[1].bytes);
+    const all = rows.reduce((a, [, v]) => a + v.bytes, 0);
+    log(`\n${c.label}: WAL per hand by relation and record type (records with a block, ${read.length} windows, ${fmtRate(hands)} hands: ${ms(all / hands / 1024, 2)} KB a hand of them)`);
+    log(table(['relation record type', 'records/hand', 'bytes/record', 'bytes/hand'],
+      rows.slice(0, 15).map(([rel, v]) => [rel, ms(v.records / hands, 2), ms(v.bytes / v.records, 0), ms(v.bytes / hands, 0)])));
+  }
 }
 
 /**

@@ -52,6 +52,8 @@ export interface Window {
   /** Write transactions the database committed or began (transaction ids assigned) and WAL bytes written in the window. */
   writes: number;
   walBytes: number;
+  /** The window's WAL by the relation and record type of each record (pg_walinspect); null where it cannot be read. */
+  walBy: Map<string, { records: number; bytes: number }> | null;
   elapsed: number;
   sorted: Float64Array;
   perTable: number[];
@@ -245,11 +247,37 @@ export class LiveConfig {
     return (await this.shared.owner.query<{ x: string; l: string }>('select pg_snapshot_xmax(pg_current_snapshot())::text as x, pg_current_wal_lsn()::text as l')).rows[0]!;
   }
 
-  private async databaseSince(mark: { x: string; l: string }): Promise<{ writes: number; walBytes: number }> {
-    const r = (await this.shared.owner.query<{ x: string; b: string }>(
-      'select (pg_snapshot_xmax(pg_current_snapshot())::text::bigint - $1::bigint)::text as x, pg_wal_lsn_diff(pg_current_wal_lsn(), $2)::text as b', [mark.x, mark.l],
+  private async databaseSince(mark: { x: string; l: string }): Promise<{ writes: number; walBytes: number; walBy: Window['walBy'] }> {
+    const r = (await this.shared.owner.query<{ x: string; b: string; l: string }>(
+      'select (pg_snapshot_xmax(pg_current_snapshot())::text::bigint - $1::bigint)::text as x, pg_wal_lsn_diff(pg_current_wal_lsn(), $2)::text as b, pg_current_wal_lsn()::text as l',
+      [mark.x, mark.l],
     )).rows[0]!;
-    return { writes: Number(r.x), walBytes: Number(r.b) };
+    return { writes: Number(r.x), walBytes: Number(r.b), walBy: await this.walBy(mark.l, r.l) };
+  }
+
+  /** Whether pg_walinspect could be installed (a login that may not create it, a server without it: no breakdown). */
+  private walInspect: Promise<boolean> | undefined;
+
+  /**
+   * The WAL between two positions by the relation each record changes (its first block: a row's
+   * table or an index) and its type, records and bytes (full-page images included): where a hand's
+   * WAL goes, for the next cut. Read after the window, outside the measured time; null when the
+   * extension is missing or the WAL was already recycled (a checkpoint during the window).
+   */
+  private async walBy(from: string, to: string): Promise<Window['walBy']> {
+    this.walInspect ??= this.shared.owner.query('create extension if not exists pg_walinspect').then(() => true, () => false);
+    if (!(await this.walInspect)) return null;
+    try {
+      const { rows } = await this.shared.owner.query<{ rel: string; records: string; bytes: string }>(
+        `select coalesce(pg_filenode_relation(b.reltablespace, b.relfilenode)::regclass::text, '(other)') || ' ' || b.record_type as rel,
+                count(*)::text as records, sum(b.record_length)::text as bytes
+           from pg_get_wal_block_info($1::pg_lsn, $2::pg_lsn) b
+          where b.block_id = 0 and b.reldatabase in (0, (select d.oid from pg_database d where d.datname = current_database()))
+          group by 1`, [from, to]);
+      return new Map(rows.map((r) => [r.rel, { records: Number(r.records), bytes: Number(r.bytes) }]));
+    } catch {
+      return null;
+    }
   }
 
   /** Resumes the bots, lets them settle, runs `during` over a window of `seconds`, pauses them. */
