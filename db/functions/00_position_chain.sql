@@ -11,8 +11,9 @@
 -- and the links a hand's row carries (link_*). The hand rows read are the table's hands from
 -- p_from_hand (null: the position's first_hand, the first hand that moved its stack) to the
 -- position's last_hand (set when it closes; while it is open, its links may be in any later hand
--- of the table, issue 33's sixth part), by the table's hand order: a range, never every hand. A hand link's prev_hash is the hash of the link before it when
--- that link is in the answer (its row does not repeat it: link_hash binds it), else null.
+-- of the table, issue 33's sixth part), by the table's hand order: a range, never every hand. A
+-- hand link's prev_hash is the hash of the link before it when that link is in the answer (its row
+-- does not repeat it: link_hash binds it), else null.
 create or replace function game_private.position_chain(p_player_id bigint, p_after_seq integer, p_from_hand bigint)
   returns setof game.position_links
   language sql stable

@@ -210,12 +210,8 @@ begin
   -- 6. the positions, the table, the record
   for v_position in select p.player_id, p.chip_balance from cage_private.owed_positions p
                      where p.table_id = p_table_id order by p.player_id loop
-    -- (last_hand: as every close sets it, game_private.close_position: the table's latest hand)
-    update game.table_players p set chip_balance = 0, status = 'closed', closed_at = now(), closing_ref_id = v_ref,
-                                    last_hand = coalesce(p.last_hand, (select h.hand_number from game.hand_histories h
-                                                                        where h.table_id = p.table_id order by h.hand_number desc limit 1))
-     where p.id = v_position.player_id;
-    perform game_private.extend_chain(v_position.player_id, 'escape', -v_position.chip_balance, v_ref);
+    -- closed as every position closes (its stack to zero, its last hand, the chain's `escape` link)
+    perform game_private.close_position(p, v_ref, 'escape') from game.table_players p where p.id = v_position.player_id;
   end loop;
   update game.tables t set status = 'frozen' where t.table_id = p_table_id;
   perform game_private.seats_changed(p_table_id);

@@ -441,10 +441,11 @@ end;
 $$;
 
 -- Closes a stood-up position on its terminal ledger row: the stack to zero, the chain's last link
--- (cash_out, custody or bust), the seat free. Answers the final head. The caller holds the table's
--- lock and has checked that the settlement exists for this stack and chain head: game.settle_seat,
--- or the cage's settlement itself (cage.settle_position), which closes the seat in the transaction
--- that writes the row, or a hand end's bust (close_busts). The callers outside a hand end tell the
+-- (cash_out, custody, bust or escape), the seat free. Answers the final head. The caller holds the
+-- table's lock and has checked that the settlement exists for this stack and chain head:
+-- game.settle_seat, or the cage's settlement itself (cage.settle_position), which closes the seat in
+-- the transaction that writes the row, a hand end's bust (close_busts), or a table's escape
+-- (cage.escape_table, its custody hold written first). The callers outside a hand end tell the
 -- rooms (game_private.seats_changed); a hand end's room reads its seats after the end itself (issue
 -- 33: the notice made it read them twice and send everyone a state twice per bust).
 create or replace function game_private.close_position(v_player game.table_players, p_ledger_ref_id text, p_settlement text)
@@ -455,7 +456,8 @@ as $$
 begin
   -- last_hand: the last hand of the table that can carry a link of the position (game_private.
   -- position_chain reads up to it). Closed, it moves in no hand after the table's latest: no hand
-  -- holds a position that is settled, and a bust set it to the hand that busted it.
+  -- holds a position that is settled, an escaped table is frozen, and a bust set it to the hand
+  -- that busted it.
   update game.table_players p set chip_balance = 0, status = 'closed', closed_at = now(), closing_ref_id = p_ledger_ref_id,
                                   last_hand = coalesce(p.last_hand, (select h.hand_number from game.hand_histories h
                                                                       where h.table_id = p.table_id order by h.hand_number desc limit 1))
